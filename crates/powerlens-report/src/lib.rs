@@ -1,0 +1,4 @@
+//! Views of powerlens: terminal tables, JSON, CSV and Markdown. Takes analysed values in,
+//! returns strings; never measures anything.
+
+pub mod table;

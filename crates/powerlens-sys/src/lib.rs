@@ -1,0 +1,15 @@
+//! Sources of powerlens: everything that reads the machine.
+//!
+//! Every reader takes a [`Roots`] so that tests can point it at a fixture tree laid out
+//! like `/sys` and `/proc`. Nothing here analyses or prints: readers return typed values
+//! and typed errors ([`SysError`]) that name the path, the reason and the fix.
+
+pub mod counter;
+pub mod energy;
+pub mod error;
+pub mod procfs;
+pub mod roots;
+pub mod sysfs;
+
+pub use error::SysError;
+pub use roots::Roots;

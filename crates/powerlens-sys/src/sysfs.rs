@@ -1,0 +1,110 @@
+//! Small helpers to read sysfs/procfs attribute files.
+
+use std::path::Path;
+
+use crate::SysError;
+
+/// The generic fix for a file only root can read.
+pub const ROOT_FIX: &str = "run as root (sudo)";
+
+/// Reads a whole attribute file, trimmed of the trailing newline.
+pub fn read_string(path: impl AsRef<Path>) -> Result<String, SysError> {
+    read_string_with_fix(path, ROOT_FIX)
+}
+
+/// Like [`read_string`], with a specific fix to report when permission is denied.
+pub fn read_string_with_fix(
+    path: impl AsRef<Path>,
+    permission_fix: &str,
+) -> Result<String, SysError> {
+    let path = path.as_ref();
+    std::fs::read_to_string(path)
+        .map(|s| s.trim_end_matches(['\n', '\r']).to_string())
+        .map_err(|e| SysError::from_io(path, e, permission_fix))
+}
+
+/// Reads an attribute holding one unsigned integer.
+pub fn read_u64(path: impl AsRef<Path>) -> Result<u64, SysError> {
+    read_u64_with_fix(path, ROOT_FIX)
+}
+
+/// Like [`read_u64`], with a specific fix to report when permission is denied.
+pub fn read_u64_with_fix(path: impl AsRef<Path>, permission_fix: &str) -> Result<u64, SysError> {
+    let path = path.as_ref();
+    let text = read_string_with_fix(path, permission_fix)?;
+    text.trim().parse().map_err(|_| SysError::Parse {
+        path: path.to_path_buf(),
+        expected: "an unsigned integer",
+        found: text,
+    })
+}
+
+/// Reads an attribute holding one signed integer (e.g. `perf_event_paranoid`).
+pub fn read_i64(path: impl AsRef<Path>) -> Result<i64, SysError> {
+    let path = path.as_ref();
+    let text = read_string(path)?;
+    text.trim().parse().map_err(|_| SysError::Parse {
+        path: path.to_path_buf(),
+        expected: "an integer",
+        found: text,
+    })
+}
+
+/// Reads an optional attribute: `Ok(None)` when the file does not exist.
+pub fn read_optional_string(path: impl AsRef<Path>) -> Result<Option<String>, SysError> {
+    match read_string(path) {
+        Ok(s) => Ok(Some(s)),
+        Err(e) if e.is_not_found() => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
+/// Parses a kernel CPU list such as `0-3,6,8-9` into CPU numbers.
+pub fn parse_cpu_list(text: &str) -> Option<Vec<u32>> {
+    let mut cpus = Vec::new();
+    for part in text.trim().split(',').filter(|p| !p.is_empty()) {
+        match part.split_once('-') {
+            Some((a, b)) => {
+                let (a, b): (u32, u32) = (a.trim().parse().ok()?, b.trim().parse().ok()?);
+                if a > b {
+                    return None;
+                }
+                cpus.extend(a..=b);
+            }
+            None => cpus.push(part.trim().parse().ok()?),
+        }
+    }
+    Some(cpus)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cpu_lists() {
+        assert_eq!(
+            parse_cpu_list("0-3,6,8-9\n"),
+            Some(vec![0, 1, 2, 3, 6, 8, 9])
+        );
+        assert_eq!(parse_cpu_list("0"), Some(vec![0]));
+        assert_eq!(parse_cpu_list(""), Some(vec![]));
+        assert_eq!(parse_cpu_list("3-1"), None);
+        assert_eq!(parse_cpu_list("x"), None);
+    }
+
+    #[test]
+    fn integer_files_and_errors() {
+        let dir = tempfile::tempdir().unwrap();
+        let good = dir.path().join("good");
+        std::fs::write(&good, "12345\n").unwrap();
+        assert_eq!(read_u64(&good).unwrap(), 12345);
+        let bad = dir.path().join("bad");
+        std::fs::write(&bad, "12a\n").unwrap();
+        let err = read_u64(&bad).unwrap_err().to_string();
+        assert!(err.contains("bad") && err.contains("12a"), "{err}");
+        let missing = dir.path().join("missing");
+        assert!(read_u64(&missing).unwrap_err().is_not_found());
+        assert_eq!(read_optional_string(&missing).unwrap(), None);
+    }
+}

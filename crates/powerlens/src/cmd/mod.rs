@@ -1,0 +1,13 @@
+//! One module per command; each turns its arguments into options and calls the libraries.
+
+pub mod info;
+
+use std::process::ExitCode;
+
+use crate::cli::{Cli, Command};
+
+pub fn execute(cli: Cli) -> anyhow::Result<ExitCode> {
+    match cli.command {
+        Command::Info(args) => info::execute(&cli.global, args),
+    }
+}
