@@ -189,8 +189,8 @@ pub const BASELINE_DRIFT_WARNING: f64 = 0.05;
 /// and figures that are estimates rather than measurements.
 pub fn warnings(runs: &[Run], baseline: Option<&Baseline>) -> Vec<String> {
     let mut out = Vec::new();
-    let figures: [(&str, fn(&Run) -> f64); 2] =
-        [("wall time", |r| r.wall_s), ("energy", |r| r.energy_j)];
+    type Figure = fn(&Run) -> f64;
+    let figures: [(&str, Figure); 2] = [("wall time", |r| r.wall_s), ("energy", |r| r.energy_j)];
     for (what, f) in figures {
         let values: Vec<f64> = runs.iter().map(f).collect();
         let flagged = outliers(&values);
