@@ -59,14 +59,13 @@ impl SampledSource {
             let background_error = Arc::clone(&background_error);
             std::thread::Builder::new()
                 .name("powerlens-energy".into())
-                .spawn(move || loop {
-                    match stopped.recv_timeout(interval) {
-                        Err(RecvTimeoutError::Timeout) => {}
-                        _ => break,
-                    }
-                    let result = lock(&source).read_joules();
-                    if let Err(e) = result {
-                        lock(&background_error).get_or_insert(e);
+                .spawn(move || {
+                    // A timeout means "read again"; a message or a hung-up sender means stop.
+                    while let Err(RecvTimeoutError::Timeout) = stopped.recv_timeout(interval) {
+                        let result = lock(&source).read_joules();
+                        if let Err(e) = result {
+                            lock(&background_error).get_or_insert(e);
+                        }
                     }
                 })
                 .expect("spawning the energy sampler thread")
