@@ -228,6 +228,59 @@ pub fn warnings(runs: &[Run], baseline: Option<&Baseline>) -> Vec<String> {
     out
 }
 
+/// The result of `powerlens run`: every run, the summary and what a reader must know.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunResult {
+    /// The measured command and its arguments.
+    pub command: Vec<String>,
+    /// Provenance of the energy figures (the meter, or the model).
+    pub provenance: Provenance,
+    /// Fixed measurement window per run (`--window`), when used.
+    pub window_s: Option<f64>,
+    pub baseline: Option<Baseline>,
+    pub runs: Vec<Run>,
+    /// `None` when no run finished.
+    pub summary: Option<RunSummary>,
+    pub warnings: Vec<String>,
+    /// False when the series stopped before all runs finished.
+    pub complete: bool,
+    /// Why it stopped early (Ctrl-C, a failing run).
+    pub stopped_early: Option<String>,
+}
+
+impl RunResult {
+    /// Builds the result from the measurements in run order. `extra_warnings` come from the
+    /// orchestration (e.g. an unsafe read interval) and are listed first.
+    pub fn new(
+        command: Vec<String>,
+        provenance: Provenance,
+        window_s: Option<f64>,
+        baseline: Option<Baseline>,
+        measurements: Vec<Measurement>,
+        extra_warnings: Vec<String>,
+        stopped_early: Option<String>,
+    ) -> RunResult {
+        let runs: Vec<Run> = measurements
+            .into_iter()
+            .enumerate()
+            .map(|(i, m)| Run::new(i, m, baseline.as_ref()))
+            .collect();
+        let mut all_warnings = extra_warnings;
+        all_warnings.extend(warnings(&runs, baseline.as_ref()));
+        RunResult {
+            command,
+            provenance,
+            window_s,
+            summary: RunSummary::of(&runs),
+            baseline,
+            runs,
+            warnings: all_warnings,
+            complete: stopped_early.is_none(),
+            stopped_early,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -4,6 +4,7 @@
 use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand};
+use powerlens_sys::Roots;
 
 use crate::cmd;
 
@@ -31,8 +32,22 @@ pub struct GlobalArgs {
     pub procfs_root: Option<PathBuf>,
 }
 
+impl GlobalArgs {
+    /// The sysfs/procfs roots every reader uses.
+    pub fn roots(&self) -> anyhow::Result<Roots> {
+        Ok(Roots::with_overrides(
+            self.sysfs_root.clone(),
+            self.procfs_root.clone(),
+        )?)
+    }
+}
+
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// What this machine offers: topology, idle and frequency control, energy sources, perf access.
     Info(cmd::info::InfoArgs),
+    /// Measure the energy a command takes to retire its work, over repeated runs.
+    Run(Box<cmd::run::RunArgs>),
+    /// List and show results saved by `run`.
+    Runs(cmd::runs::RunsArgs),
 }

@@ -3,6 +3,13 @@
 
 mod cli;
 mod cmd;
+mod exec;
+mod interrupt;
+mod meter;
+mod progress;
+mod results;
+mod runner;
+mod units;
 
 use std::process::ExitCode;
 

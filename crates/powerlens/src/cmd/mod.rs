@@ -1,6 +1,8 @@
 //! One module per command; each turns its arguments into options and calls the libraries.
 
 pub mod info;
+pub mod run;
+pub mod runs;
 
 use std::process::ExitCode;
 
@@ -9,5 +11,7 @@ use crate::cli::{Cli, Command};
 pub fn execute(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
         Command::Info(args) => info::execute(&cli.global, args),
+        Command::Run(args) => run::execute(&cli.global, *args),
+        Command::Runs(args) => runs::execute(args),
     }
 }
