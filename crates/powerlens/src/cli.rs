@@ -50,4 +50,10 @@ pub enum Command {
     Run(Box<cmd::run::RunArgs>),
     /// List and show results saved by `run`.
     Runs(cmd::runs::RunsArgs),
+    /// Fit the power model on a machine with a meter, for machines without one.
+    Calibrate(cmd::calibrate::CalibrateArgs),
+    /// Write shell completions to stdout.
+    Completions(cmd::completions::CompletionsArgs),
+    /// Write the man page (roff) to stdout.
+    Man(cmd::completions::ManArgs),
 }

@@ -1,5 +1,7 @@
 //! One module per command; each turns its arguments into options and calls the libraries.
 
+pub mod calibrate;
+pub mod completions;
 pub mod info;
 pub mod run;
 pub mod runs;
@@ -13,5 +15,8 @@ pub fn execute(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Info(args) => info::execute(&cli.global, args),
         Command::Run(args) => run::execute(&cli.global, *args),
         Command::Runs(args) => runs::execute(args),
+        Command::Calibrate(args) => calibrate::execute(&cli.global, args),
+        Command::Completions(args) => completions::completions(args),
+        Command::Man(args) => completions::man(args),
     }
 }
