@@ -80,7 +80,7 @@ pub struct RunArgs {
     pub db: Option<PathBuf>,
 
     /// Do not append the result to the results database.
-    #[arg(long, conflicts_with = "db")]
+    #[arg(long)]
     pub no_save: bool,
 
     /// A label stored with the result (for `runs list` and comparisons).
