@@ -6,3 +6,4 @@ pub mod model;
 pub mod provenance;
 pub mod run;
 pub mod stats;
+pub mod verdict;

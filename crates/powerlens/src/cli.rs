@@ -48,6 +48,8 @@ pub enum Command {
     Info(cmd::info::InfoArgs),
     /// Measure the energy a command takes to retire its work, over repeated runs.
     Run(Box<cmd::run::RunArgs>),
+    /// Measure built-in workloads and explain the result: the quickest way to see powerlens work.
+    Demo(cmd::demo::DemoArgs),
     /// List and show results saved by `run`.
     Runs(cmd::runs::RunsArgs),
     /// Fit the power model on a machine with a meter, for machines without one.

@@ -2,6 +2,7 @@
 
 pub mod calibrate;
 pub mod completions;
+pub mod demo;
 pub mod info;
 pub mod run;
 pub mod runs;
@@ -15,6 +16,7 @@ pub fn execute(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Info(args) => info::execute(&cli.global, args),
         Command::Run(args) => run::execute(&cli.global, *args),
         Command::Runs(args) => runs::execute(args),
+        Command::Demo(args) => demo::execute(&cli.global, args),
         Command::Calibrate(args) => calibrate::execute(&cli.global, args),
         Command::Completions(args) => completions::completions(args),
         Command::Man(args) => completions::man(args),
