@@ -2,6 +2,7 @@
 //!
 //! Deterministic and free of I/O: callers feed measured values in, typed results come out.
 
+pub mod compare;
 pub mod model;
 pub mod provenance;
 pub mod run;
