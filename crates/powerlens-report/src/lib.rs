@@ -1,5 +1,6 @@
 //! Views of powerlens: terminal tables, JSON, CSV and Markdown. Takes analysed values in,
 //! returns strings; never measures anything.
 
+pub mod compare;
 pub mod run;
 pub mod table;
