@@ -5,11 +5,17 @@
 //! and typed errors ([`SysError`]) that name the path, the reason and the fix.
 
 pub mod counter;
+pub mod cpufreq;
+pub mod cpuidle;
 pub mod energy;
 pub mod error;
+#[cfg(any(test, feature = "fixtures"))]
+pub mod fixture;
+pub mod perf;
 pub mod procfs;
 pub mod roots;
 pub mod sysfs;
+pub mod topology;
 
 pub use error::SysError;
 pub use roots::Roots;
