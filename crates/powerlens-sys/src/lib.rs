@@ -12,6 +12,7 @@ pub mod error;
 #[cfg(any(test, feature = "fixtures"))]
 pub mod fixture;
 pub mod perf;
+pub mod perf_caps;
 pub mod procfs;
 pub mod roots;
 pub mod sysfs;
