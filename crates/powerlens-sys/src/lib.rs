@@ -4,6 +4,7 @@
 //! like `/sys` and `/proc`. Nothing here analyses or prints: readers return typed values
 //! and typed errors ([`SysError`]) that name the path, the reason and the fix.
 
+pub mod availability;
 pub mod counter;
 pub mod cpufreq;
 pub mod cpuidle;
@@ -11,6 +12,7 @@ pub mod energy;
 pub mod error;
 #[cfg(any(test, feature = "fixtures"))]
 pub mod fixture;
+pub mod machine;
 pub mod perf;
 pub mod perf_caps;
 pub mod procfs;
@@ -18,5 +20,6 @@ pub mod roots;
 pub mod sysfs;
 pub mod topology;
 
+pub use availability::Availability;
 pub use error::SysError;
 pub use roots::Roots;

@@ -5,39 +5,11 @@
 
 use std::path::PathBuf;
 
-use serde::Serialize;
-
 use crate::perf::{
     permission_fix, PerfCounter, PerfEventAttr, PERF_COUNT_HW_CPU_CYCLES, PERF_TYPE_HARDWARE,
     PERF_TYPE_TRACEPOINT,
 };
-use crate::{sysfs, Roots, SysError};
-
-/// Whether a kind of perf event can be opened, and if not why and how to fix it.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Capability {
-    pub available: bool,
-    pub reason: String,
-    pub fix: Option<String>,
-}
-
-impl Capability {
-    fn yes(reason: impl Into<String>) -> Self {
-        Capability {
-            available: true,
-            reason: reason.into(),
-            fix: None,
-        }
-    }
-
-    fn no(reason: impl Into<String>, fix: Option<String>) -> Self {
-        Capability {
-            available: false,
-            reason: reason.into(),
-            fix,
-        }
-    }
-}
+use crate::{sysfs, Availability, Roots, SysError};
 
 /// The tracepoint probed for scheduler tracing.
 pub const PROBE_TRACEPOINT: &str = "sched/sched_switch";
@@ -74,44 +46,43 @@ pub fn tracepoint_id(roots: &Roots, event: &str) -> Result<u64, SysError> {
 }
 
 /// Whether [`PROBE_TRACEPOINT`] can be opened system-wide on CPU 0, as a recording does.
-pub fn probe_tracepoints(roots: &Roots) -> Capability {
+pub fn probe_tracepoints(roots: &Roots) -> Availability {
     let id = match tracepoint_id(roots, PROBE_TRACEPOINT) {
         Ok(id) => id,
-        Err(SysError::Unavailable { reason, fix, .. }) => return Capability::no(reason, fix),
-        Err(e) => return Capability::no(e.to_string(), None),
+        Err(e) => return Availability::from_error(&e),
     };
     let attr = PerfEventAttr::counting(PERF_TYPE_TRACEPOINT, id);
     match PerfCounter::open(&attr, -1, 0) {
-        Ok(_) => Capability::yes(format!("opened {PROBE_TRACEPOINT} (id {id}) on cpu0")),
+        Ok(_) => Availability::yes(format!("opened {PROBE_TRACEPOINT} (id {id}) on cpu0")),
         Err(e) => refused(roots, &format!("{PROBE_TRACEPOINT} (id {id})"), e),
     }
 }
 
 /// Whether a hardware cycle counter can be opened for this process.
-pub fn probe_hardware_counters(roots: &Roots) -> Capability {
+pub fn probe_hardware_counters(roots: &Roots) -> Availability {
     let attr = PerfEventAttr::counting(PERF_TYPE_HARDWARE, PERF_COUNT_HW_CPU_CYCLES);
     match PerfCounter::open(&attr, 0, -1) {
-        Ok(_) => Capability::yes("opened the cycles counter"),
+        Ok(_) => Availability::yes("opened the cycles counter"),
         Err(e) => refused(roots, "the cycles counter", e),
     }
 }
 
 /// Turns the errno of a refused open into a reason and a fix.
-fn refused(roots: &Roots, what: &str, err: std::io::Error) -> Capability {
+fn refused(roots: &Roots, what: &str, err: std::io::Error) -> Availability {
     let paranoid = read_paranoid(roots).ok();
     match err.raw_os_error() {
-        Some(libc::EACCES) | Some(libc::EPERM) => Capability::no(
+        Some(libc::EACCES) | Some(libc::EPERM) => Availability::no(
             format!("permission denied opening {what}"),
             Some(permission_fix(paranoid)),
         ),
-        Some(libc::ENOENT) | Some(libc::ENODEV) | Some(libc::EOPNOTSUPP) => Capability::no(
+        Some(libc::ENOENT) | Some(libc::ENODEV) | Some(libc::EOPNOTSUPP) => Availability::no(
             format!("no hardware PMU for {what} (virtual machine?): {err}"),
             Some(
                 "run on bare metal, or enable the virtual PMU (e.g. QEMU/KVM -cpu host,pmu=on)"
                     .to_string(),
             ),
         ),
-        _ => Capability::no(format!("the kernel refused {what}: {err}"), None),
+        _ => Availability::no(format!("the kernel refused {what}: {err}"), None),
     }
 }
 

@@ -15,7 +15,7 @@ use std::time::Duration;
 
 use serde::Serialize;
 
-use crate::SysError;
+use crate::{Availability, SysError};
 
 pub use discover::{discover, open_best};
 
@@ -116,14 +116,7 @@ impl SourceStatus {
     /// The status of a source that could not be opened: the error becomes the reason, and
     /// its fix (permission, missing driver) the fix.
     pub fn unavailable(name: &str, err: &SysError) -> Self {
-        let (reason, fix) = match err {
-            SysError::Unavailable { reason, fix, .. } => (reason.clone(), fix.clone()),
-            SysError::PermissionDenied { path, fix } => (
-                format!("permission denied reading {}", path.display()),
-                Some(fix.clone()),
-            ),
-            other => (other.to_string(), None),
-        };
+        let Availability { reason, fix, .. } = Availability::from_error(err);
         SourceStatus {
             name: name.to_string(),
             available: false,
