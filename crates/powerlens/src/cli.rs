@@ -31,6 +31,14 @@ pub struct GlobalArgs {
     pub procfs_root: Option<PathBuf>,
 }
 
+impl GlobalArgs {
+    /// The sysfs/procfs roots every reader uses: the flags (or their environment
+    /// variables), else /sys and /proc. A root that does not exist is an error naming it.
+    pub fn roots(&self) -> Result<powerlens_sys::Roots, powerlens_sys::SysError> {
+        powerlens_sys::Roots::with_overrides(self.sysfs_root.clone(), self.procfs_root.clone())
+    }
+}
+
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// What this machine offers: topology, idle and frequency control, energy sources, perf access.
