@@ -82,13 +82,6 @@ fn read_policy(policy: u32, dir: &Path) -> Result<Policy, SysError> {
         expected: "a list of CPU numbers",
         found: cpus_text,
     })?;
-    let optional_khz = |name: &str| -> Result<Option<u64>, SysError> {
-        match sysfs::read_u64(dir.join(name)) {
-            Ok(v) => Ok(Some(v)),
-            Err(e) if e.is_not_found() => Ok(None),
-            Err(e) => Err(e),
-        }
-    };
     Ok(Policy {
         policy,
         cpus,
@@ -101,7 +94,7 @@ fn read_policy(policy: u32, dir: &Path) -> Result<Policy, SysError> {
         scaling_max_khz: sysfs::read_u64(dir.join("scaling_max_freq"))?,
         cpuinfo_min_khz: sysfs::read_u64(dir.join("cpuinfo_min_freq"))?,
         cpuinfo_max_khz: sysfs::read_u64(dir.join("cpuinfo_max_freq"))?,
-        current_khz: optional_khz("scaling_cur_freq")?,
+        current_khz: sysfs::read_optional_u64(dir.join("scaling_cur_freq"))?,
     })
 }
 
@@ -111,26 +104,11 @@ fn numbered_dirs(
     prefix: &str,
     child: &str,
 ) -> Result<Vec<(u32, PathBuf)>, SysError> {
-    let entries = match std::fs::read_dir(parent) {
-        Ok(entries) => entries,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
-        Err(e) => return Err(SysError::from_io(parent, e, sysfs::ROOT_FIX)),
-    };
-    let mut dirs: Vec<(u32, PathBuf)> = entries
-        .filter_map(Result::ok)
-        .filter_map(|entry| {
-            let n = entry
-                .file_name()
-                .to_str()?
-                .strip_prefix(prefix)?
-                .parse()
-                .ok()?;
-            let dir = entry.path().join(child);
-            dir.is_dir().then_some((n, dir))
-        })
-        .collect();
-    dirs.sort();
-    Ok(dirs)
+    Ok(sysfs::numbered_entries(parent, prefix, "")?
+        .into_iter()
+        .map(|(n, path)| (n, path.join(child)))
+        .filter(|(_, dir)| dir.is_dir())
+        .collect())
 }
 
 #[cfg(test)]

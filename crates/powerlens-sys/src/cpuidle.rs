@@ -73,20 +73,7 @@ pub fn read_driver(roots: &Roots) -> Result<IdleDriver, SysError> {
 /// The `stateK` directories of one CPU in index order; empty when the CPU has none.
 fn state_dirs(roots: &Roots, cpu: u32) -> Result<Vec<PathBuf>, SysError> {
     let dir = roots.sys(format!("devices/system/cpu/cpu{cpu}/cpuidle"));
-    let entries = match std::fs::read_dir(&dir) {
-        Ok(entries) => entries,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
-        Err(e) => return Err(SysError::from_io(&dir, e, sysfs::ROOT_FIX)),
-    };
-    let mut states: Vec<(u32, PathBuf)> = entries
-        .filter_map(Result::ok)
-        .filter_map(|entry| {
-            let name = entry.file_name();
-            let index = name.to_str()?.strip_prefix("state")?.parse().ok()?;
-            Some((index, entry.path()))
-        })
-        .collect();
-    states.sort();
+    let states = sysfs::numbered_entries(dir, "state", "")?;
     Ok(states.into_iter().map(|(_, path)| path).collect())
 }
 

@@ -38,25 +38,17 @@ pub struct BatterySource {
     batteries: Vec<Battery>,
 }
 
-fn read_optional_u64(path: PathBuf) -> Result<Option<u64>, SysError> {
-    match sysfs::read_u64(path) {
-        Ok(v) => Ok(Some(v)),
-        Err(e) if e.is_not_found() => Ok(None),
-        Err(e) => Err(e),
-    }
-}
-
 fn power_w(dir: &Path) -> Result<Option<f64>, SysError> {
-    Ok(read_optional_u64(dir.join("power_now"))?.map(|uw| uw as f64 / 1e6))
+    Ok(sysfs::read_optional_u64(dir.join("power_now"))?.map(|uw| uw as f64 / 1e6))
 }
 
 fn energy_now_j(dir: &Path) -> Result<Option<f64>, SysError> {
-    Ok(read_optional_u64(dir.join("energy_now"))?.map(|uwh| uwh as f64 * J_PER_UWH))
+    Ok(sysfs::read_optional_u64(dir.join("energy_now"))?.map(|uwh| uwh as f64 * J_PER_UWH))
 }
 
 fn charge_times_voltage_j(dir: &Path) -> Result<Option<f64>, SysError> {
-    let charge = read_optional_u64(dir.join("charge_now"))?;
-    let voltage = read_optional_u64(dir.join("voltage_now"))?;
+    let charge = sysfs::read_optional_u64(dir.join("charge_now"))?;
+    let voltage = sysfs::read_optional_u64(dir.join("voltage_now"))?;
     // µAh × µV = 1e-12 Wh = 3.6e-9 J.
     Ok(charge
         .zip(voltage)
@@ -79,12 +71,7 @@ impl BatterySource {
     /// none with a power/energy/charge attribute → `Unavailable` with the reason and fix.
     pub fn open(roots: &Roots) -> Result<Self, SysError> {
         let class = roots.sys("class/power_supply");
-        let mut dirs: Vec<PathBuf> = match std::fs::read_dir(&class) {
-            Ok(entries) => entries.filter_map(Result::ok).map(|e| e.path()).collect(),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
-            Err(e) => return Err(SysError::from_io(&class, e, sysfs::ROOT_FIX)),
-        };
-        dirs.sort();
+        let dirs = sysfs::list_dir(&class)?;
         let mut found = Vec::new();
         let mut refusals = Vec::new();
         let mut source = BatterySource {

@@ -30,28 +30,6 @@ pub struct HwmonSource {
     inputs: Vec<Input>,
 }
 
-/// `<prefix>K_input` files of a device, sorted by K.
-fn inputs_of(dir: &Path, prefix: &str) -> Vec<(u32, PathBuf)> {
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return Vec::new();
-    };
-    let mut inputs: Vec<(u32, PathBuf)> = entries
-        .filter_map(Result::ok)
-        .filter_map(|e| {
-            let name = e.file_name();
-            let k = name
-                .to_str()?
-                .strip_prefix(prefix)?
-                .strip_suffix("_input")?
-                .parse()
-                .ok()?;
-            Some((k, e.path()))
-        })
-        .collect();
-    inputs.sort();
-    inputs
-}
-
 /// `device/label`, e.g. `amd_energy/Esocket0`, or `device/energy1` without a label.
 fn domain_name(dir: &Path, device: &str, prefix: &str, k: u32) -> Result<String, SysError> {
     let label = sysfs::read_optional_string(dir.join(format!("{prefix}{k}_label")))?;
@@ -69,12 +47,7 @@ impl HwmonSource {
     /// Opens every energy or power input. None at all → `Unavailable`.
     pub fn open(roots: &Roots) -> Result<Self, SysError> {
         let class = roots.sys("class/hwmon");
-        let mut devices: Vec<PathBuf> = match std::fs::read_dir(&class) {
-            Ok(entries) => entries.filter_map(Result::ok).map(|e| e.path()).collect(),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
-            Err(e) => return Err(SysError::from_io(&class, e, sysfs::ROOT_FIX)),
-        };
-        devices.sort();
+        let devices = sysfs::list_dir(&class)?;
         let mut source = HwmonSource {
             domains: Vec::new(),
             inputs: Vec::new(),
@@ -87,9 +60,9 @@ impl HwmonSource {
                 .to_string_lossy()
                 .to_string();
             let device = sysfs::read_optional_string(dir.join("name"))?.unwrap_or(fallback);
-            let energy = inputs_of(&dir, "energy");
+            let energy = sysfs::numbered_entries(&dir, "energy", "_input")?;
             let (prefix, inputs) = if energy.is_empty() {
-                ("power", inputs_of(&dir, "power"))
+                ("power", sysfs::numbered_entries(&dir, "power", "_input")?)
             } else {
                 ("energy", energy)
             };

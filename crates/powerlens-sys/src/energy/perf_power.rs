@@ -80,13 +80,11 @@ pub fn discover_pmu(roots: &Roots) -> Result<PowerPmu, SysError> {
             found: mask,
         })?;
     let events_dir = dir.join("events");
-    let mut names: Vec<String> = std::fs::read_dir(&events_dir)
-        .map_err(|e| SysError::from_io(&events_dir, e, sysfs::ROOT_FIX))?
-        .filter_map(Result::ok)
-        .filter_map(|e| e.file_name().to_str().map(str::to_string))
+    let names: Vec<String> = sysfs::list_dir(&events_dir)?
+        .into_iter()
+        .filter_map(|path| Some(path.file_name()?.to_str()?.to_string()))
         .filter(|n| n.starts_with("energy-") && !n.contains('.'))
         .collect();
-    names.sort();
     let mut pmu = PowerPmu {
         pmu_type,
         cpus,

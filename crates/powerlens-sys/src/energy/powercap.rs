@@ -81,16 +81,12 @@ impl PowercapSource {
             reason,
             fix: Some(NO_DRIVER_FIX.to_string()),
         };
-        let entries = match std::fs::read_dir(&class) {
-            Ok(entries) => entries,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                return Err(unavailable(NO_DRIVER_REASON.to_string()))
-            }
-            Err(e) => return Err(SysError::from_io(&class, e, PERMISSION_FIX)),
-        };
-        let mut zones: Vec<((u32, Option<u32>), PathBuf)> = entries
-            .filter_map(Result::ok)
-            .filter_map(|e| Some((parse_zone_dir(e.file_name().to_str()?)?, e.path())))
+        if !class.is_dir() {
+            return Err(unavailable(NO_DRIVER_REASON.to_string()));
+        }
+        let mut zones: Vec<((u32, Option<u32>), PathBuf)> = sysfs::list_dir(&class)?
+            .into_iter()
+            .filter_map(|path| Some((parse_zone_dir(path.file_name()?.to_str()?)?, path)))
             .collect();
         // Zones before their subzones: (N, None) sorts before (N, Some(M)).
         zones.sort();
