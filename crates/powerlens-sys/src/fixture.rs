@@ -298,6 +298,11 @@ impl MeterState {
 /// every ~1 ms it writes `(joules since start × 1e6) mod max_energy_range_uj`. Each value
 /// goes to a temporary file that is renamed over `energy_uj`, so a reader never sees a
 /// half-written number. Stops on drop.
+///
+/// Like a real counter it must be read at least once per wrap period
+/// (`max_energy_range_uj / 1e6 / watts` seconds); unlike one, it also loses a wrap when
+/// a loaded machine starves its thread for that long, so choose a range that wraps no
+/// faster than every ~0.1 s.
 pub struct FakeMeter {
     state: Arc<Mutex<MeterState>>,
     stop: Arc<AtomicBool>,
@@ -368,6 +373,17 @@ impl FakeMeter {
     pub fn writes(&self) -> u64 {
         self.writes.load(Ordering::Relaxed)
     }
+
+    /// Waits until the thread has written a new value (at most 1 s), so that a read right
+    /// after returns a fresh one. On a loaded machine the thread can be starved for
+    /// milliseconds; a test that compares with wall time reads fresh values at both ends.
+    pub fn wait_for_write(&self) {
+        let before = self.writes();
+        let deadline = Instant::now() + Duration::from_secs(1);
+        while self.writes() == before && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_micros(100));
+        }
+    }
 }
 
 impl Drop for FakeMeter {
@@ -391,21 +407,22 @@ mod tests {
         let path = zone.join("energy_uj");
         let meter = FakeMeter::start(&path, 20.0, 1_000_000);
         std::thread::sleep(Duration::from_millis(120));
-        let raw = sysfs::read_u64(&path).unwrap();
-        let truth = meter.joules();
-        // 20 W for ~0.12 s is ~2.4 J: the 1 J counter has wrapped twice.
-        assert!(truth > 2.0, "{truth}");
-        assert!(raw < 1_000_000);
-        let expected = (truth * 1e6) as u64 % 1_000_000;
-        let diff = expected
-            .abs_diff(raw)
-            .min(1_000_000 - expected.abs_diff(raw));
-        assert!(diff < 100_000, "raw {raw}, expected about {expected}");
-        assert!(meter.writes() > 10, "{} writes", meter.writes());
+        // Freeze the power so that the file's value is exact, then let it be written.
         meter.set_watts(0.0);
-        let frozen = meter.joules();
+        let truth = meter.joules();
+        meter.wait_for_write();
+        meter.wait_for_write();
+        let raw = sysfs::read_u64(&path).unwrap();
+        // 20 W for at least 0.12 s is 2.4 J or more: the 1 J counter has wrapped twice.
+        assert!(truth >= 2.4, "{truth}");
+        assert_eq!(raw, (truth * 1e6) as u64 % 1_000_000);
+        assert!(meter.writes() > 10, "{} writes", meter.writes());
         std::thread::sleep(Duration::from_millis(20));
-        assert!((meter.joules() - frozen).abs() < 1e-9);
+        assert_eq!(meter.joules(), truth);
+        // Power resumes from the frozen total.
+        meter.set_watts(100.0);
+        std::thread::sleep(Duration::from_millis(10));
+        assert!(meter.joules() >= truth + 1.0);
     }
 
     #[test]

@@ -308,27 +308,40 @@ mod tests {
     #[test]
     fn fake_meter_at_50_watts_while_wrapping() {
         let tree = FixtureTree::new();
-        let range = 5_000_000; // 5 J: wraps every 0.1 s at 50 W
+        // 10 J: wraps every 0.2 s at 50 W, three times in this test. (A smaller range makes
+        // the test lose wraps when a loaded machine starves the meter thread for a period.)
+        let range = 10_000_000;
         let zone = tree.rapl_zone(0, "package-0", 0, range);
-        let meter = FakeMeter::start(zone.join("energy_uj"), 50.0, range);
+        // The meter idles at 0 W around the measurement, so that the values at both ends
+        // are exact whatever the scheduling: power runs only between the two set_watts.
+        let meter = FakeMeter::start(zone.join("energy_uj"), 0.0, range);
         let mut source = PowercapSource::open(&tree.roots()).unwrap();
         let start = Instant::now();
-        let mut joules = 0.0;
-        while start.elapsed() < Duration::from_millis(500) {
+        meter.set_watts(50.0);
+        while start.elapsed() < Duration::from_millis(600) {
             std::thread::sleep(Duration::from_millis(2));
-            joules = source.read_joules().unwrap()[0];
+            source.read_joules().unwrap();
         }
+        meter.set_watts(0.0);
         let elapsed = start.elapsed().as_secs_f64();
+        meter.wait_for_write();
+        meter.wait_for_write();
+        let joules = source.read_joules().unwrap()[0];
         let expected = 50.0 * elapsed;
         assert!(
             joules > 20.0,
-            "the counter should have wrapped ~5 times: {joules} J"
+            "the counter should have wrapped 3 times: {joules} J"
         );
         assert!(
             (joules - expected).abs() / expected < 0.02,
             "{joules} J over {elapsed} s, expected {expected}"
         );
-        drop(meter);
+        // And exactly what the meter delivered, to the microjoule.
+        assert!(
+            (joules - meter.joules()).abs() < 2e-6,
+            "{joules} vs {}",
+            meter.joules()
+        );
     }
 
     #[test]
