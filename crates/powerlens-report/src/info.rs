@@ -119,13 +119,13 @@ fn cpuidle(out: &mut String, idle: &CpuidleSection) {
         .max(4);
     let _ = writeln!(
         out,
-        "  {:<5} {:<name_width$} {:>12} {:>16} {:<8} description",
+        "  {:<5}  {:<name_width$}  {:>12}  {:>16}  {:<8}  description",
         "state", "name", "exit latency", "target residency", "disabled"
     );
     for (k, s) in idle.states.iter().enumerate() {
         let _ = writeln!(
             out,
-            "  {:<5} {:<name_width$} {:>9} µs {:>13} µs {:<8} {}",
+            "  {:<5}  {:<name_width$}  {:>9} µs  {:>13} µs  {:<8}  {}",
             k,
             s.name,
             s.latency_us,

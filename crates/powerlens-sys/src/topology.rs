@@ -44,28 +44,32 @@ impl Topology {
             }
         };
         let mut places = Vec::with_capacity(online.len());
+        let mut guessed = Vec::new();
+        let mut first_error = None;
         for &cpu in &online {
             let dir = roots.sys(format!("devices/system/cpu/cpu{cpu}/topology"));
-            let package = sysfs::read_u64(dir.join("physical_package_id"));
-            let core = sysfs::read_u64(dir.join("core_id"));
-            match (package, core) {
-                (Ok(package), Ok(core)) => places.push(CpuPlace {
+            let place = sysfs::read_u64(dir.join("physical_package_id")).and_then(|package| {
+                Ok(CpuPlace {
                     cpu,
                     package: package as u32,
-                    core: core as u32,
-                }),
-                (package, core) => {
-                    let err = package.err().or(core.err()).expect("one of them failed");
-                    notes.push(format!(
-                        "cpu{cpu}: {err}; counted as its own core in package 0"
-                    ));
-                    places.push(CpuPlace {
-                        cpu,
-                        package: 0,
-                        core: cpu,
-                    });
+                    core: sysfs::read_u64(dir.join("core_id"))? as u32,
+                })
+            });
+            places.push(place.unwrap_or_else(|e| {
+                guessed.push(cpu);
+                first_error.get_or_insert(e);
+                // Without topology, each CPU is assumed to be a core of its own in package 0.
+                CpuPlace {
+                    cpu,
+                    package: 0,
+                    core: cpu,
                 }
-            }
+            }));
+        }
+        if let Some(err) = first_error {
+            notes.push(format!(
+                "no topology for CPUs {guessed:?} ({err}): each counted as its own core in package 0"
+            ));
         }
         Ok(Topology {
             model,
@@ -177,8 +181,13 @@ mod tests {
         assert_eq!(topo.cores(), 2);
         assert_eq!(topo.packages(), 1);
         assert_eq!(topo.model, None);
-        assert_eq!(topo.notes.len(), 3, "{:?}", topo.notes);
-        assert!(topo.notes[1].contains("cpu0"), "{:?}", topo.notes);
+        assert_eq!(topo.notes.len(), 2, "{:?}", topo.notes);
+        assert!(topo.notes[1].contains("CPUs [0, 1]"), "{:?}", topo.notes);
+        assert!(
+            topo.notes[1].contains("cpu0/topology/physical_package_id"),
+            "{:?}",
+            topo.notes
+        );
     }
 
     #[test]
