@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use crate::energy::integrate::{PowerIntegrator, POWER_READ_INTERVAL};
-use crate::energy::{domain, Domain, DomainKind, EnergySource};
+use crate::energy::{domain, domain_names, Domain, DomainKind, EnergySource};
 use crate::{sysfs, Roots, SysError};
 
 pub const NAME: &str = "hwmon";
@@ -95,10 +95,9 @@ impl HwmonSource {
 
     /// A one-line description for `info`.
     pub fn summary(&self) -> String {
-        let names: Vec<&str> = self.domains.iter().map(|d| d.name.as_str()).collect();
         format!(
             "sensors of unknown scope, reported on their own: {}",
-            names.join(", ")
+            domain_names(&self.domains)
         )
     }
 }

@@ -8,7 +8,7 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use crate::energy::{domain, Domain, DomainKind, EnergySource};
+use crate::energy::{domain, domain_names, Domain, DomainKind, EnergySource};
 use crate::perf::{permission_fix, PerfCounter, PerfEventAttr};
 use crate::topology::Topology;
 use crate::{perf_caps, sysfs, Roots, SysError};
@@ -197,8 +197,7 @@ impl PerfPowerSource {
 
     /// A one-line description for `info`.
     pub fn summary(&self) -> String {
-        let names: Vec<&str> = self.domains.iter().map(|d| d.name.as_str()).collect();
-        format!("perf power PMU events: {}", names.join(", "))
+        format!("perf power PMU events: {}", domain_names(&self.domains))
     }
 }
 

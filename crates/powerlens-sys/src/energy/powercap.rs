@@ -11,7 +11,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use crate::counter::WrapAccumulator;
-use crate::energy::{domain, safe_read_interval, Domain, DomainKind, EnergySource};
+use crate::energy::{domain, domain_names, safe_read_interval, Domain, DomainKind, EnergySource};
 use crate::{sysfs, Roots, SysError};
 
 pub const NAME: &str = "rapl-powercap";
@@ -175,8 +175,7 @@ impl PowercapSource {
 
     /// A one-line description for `info`: the domains, and skipped zones if any.
     pub fn summary(&self) -> String {
-        let names: Vec<&str> = self.domains.iter().map(|d| d.name.as_str()).collect();
-        let mut text = format!("RAPL energy counters: {}", names.join(", "));
+        let mut text = format!("RAPL energy counters: {}", domain_names(&self.domains));
         if !self.notes.is_empty() {
             text.push_str(&format!(" ({})", self.notes.join("; ")));
         }
