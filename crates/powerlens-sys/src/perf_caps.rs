@@ -54,7 +54,12 @@ pub fn probe_tracepoints(roots: &Roots) -> Availability {
     let attr = PerfEventAttr::counting(PERF_TYPE_TRACEPOINT, id);
     match PerfCounter::open(&attr, -1, 0) {
         Ok(_) => Availability::yes(format!("opened {PROBE_TRACEPOINT} (id {id}) on cpu0")),
-        Err(e) => refused(roots, &format!("{PROBE_TRACEPOINT} (id {id})"), e),
+        Err(e) => refused(
+            roots,
+            &format!("{PROBE_TRACEPOINT} (id {id})"),
+            NO_TRACEPOINT,
+            e,
+        ),
     }
 }
 
@@ -63,24 +68,36 @@ pub fn probe_hardware_counters(roots: &Roots) -> Availability {
     let attr = PerfEventAttr::counting(PERF_TYPE_HARDWARE, PERF_COUNT_HW_CPU_CYCLES);
     match PerfCounter::open(&attr, 0, -1) {
         Ok(_) => Availability::yes("opened the cycles counter"),
-        Err(e) => refused(roots, "the cycles counter", e),
+        Err(e) => refused(roots, "the cycles counter", NO_HARDWARE_PMU, e),
     }
 }
 
+/// What the kernel lacks when it answers ENOENT/ENODEV/EOPNOTSUPP for an event.
+struct Missing {
+    reason: &'static str,
+    fix: &'static str,
+}
+
+const NO_HARDWARE_PMU: Missing = Missing {
+    reason: "no hardware PMU (virtual machine?)",
+    fix: "run on bare metal, or enable the virtual PMU (e.g. QEMU/KVM -cpu host,pmu=on)",
+};
+
+const NO_TRACEPOINT: Missing = Missing {
+    reason: "the kernel does not know this tracepoint",
+    fix: "a kernel built with CONFIG_TRACEPOINTS and CONFIG_FTRACE",
+};
+
 /// Turns the errno of a refused open into a reason and a fix.
-fn refused(roots: &Roots, what: &str, err: std::io::Error) -> Availability {
-    let paranoid = read_paranoid(roots).ok();
+fn refused(roots: &Roots, what: &str, missing: Missing, err: std::io::Error) -> Availability {
     match err.raw_os_error() {
         Some(libc::EACCES) | Some(libc::EPERM) => Availability::no(
             format!("permission denied opening {what}"),
-            Some(permission_fix(paranoid)),
+            Some(permission_fix(read_paranoid(roots).ok())),
         ),
         Some(libc::ENOENT) | Some(libc::ENODEV) | Some(libc::EOPNOTSUPP) => Availability::no(
-            format!("no hardware PMU for {what} (virtual machine?): {err}"),
-            Some(
-                "run on bare metal, or enable the virtual PMU (e.g. QEMU/KVM -cpu host,pmu=on)"
-                    .to_string(),
-            ),
+            format!("{} for {what}: {err}", missing.reason),
+            Some(missing.fix.to_string()),
         ),
         _ => Availability::no(format!("the kernel refused {what}: {err}"), None),
     }
@@ -125,9 +142,19 @@ mod tests {
         let tree = FixtureTree::new();
         tree.perf_event_paranoid(2);
         let roots = tree.roots();
-        let eacces = refused(&roots, "x", std::io::Error::from_raw_os_error(libc::EACCES));
+        let eacces = refused(
+            &roots,
+            "x",
+            NO_HARDWARE_PMU,
+            std::io::Error::from_raw_os_error(libc::EACCES),
+        );
         assert!(eacces.fix.unwrap().contains("perf_event_paranoid is 2"));
-        let enoent = refused(&roots, "x", std::io::Error::from_raw_os_error(libc::ENOENT));
+        let enoent = refused(
+            &roots,
+            "x",
+            NO_HARDWARE_PMU,
+            std::io::Error::from_raw_os_error(libc::ENOENT),
+        );
         assert!(
             enoent.reason.contains("no hardware PMU"),
             "{}",
