@@ -2,5 +2,6 @@
 //! returns strings; never measures anything.
 
 pub mod compare;
+pub mod info;
 pub mod run;
 pub mod table;

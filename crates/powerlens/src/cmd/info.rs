@@ -1,8 +1,10 @@
-//! `powerlens info`.
+//! `powerlens info`: what this machine offers, each item available or not with the reason
+//! and the fix.
 
 use std::process::ExitCode;
 
 use clap::Args;
+use powerlens_sys::machine::MachineInfo;
 
 use crate::cli::GlobalArgs;
 
@@ -13,6 +15,13 @@ pub struct InfoArgs {
     pub json: bool,
 }
 
-pub fn execute(_global: &GlobalArgs, _args: InfoArgs) -> anyhow::Result<ExitCode> {
-    anyhow::bail!("info: not written yet")
+pub fn execute(global: &GlobalArgs, args: InfoArgs) -> anyhow::Result<ExitCode> {
+    let roots = global.roots()?;
+    let info = MachineInfo::collect(&roots);
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&info)?);
+    } else {
+        print!("{}", powerlens_report::info::render_info(&info));
+    }
+    Ok(ExitCode::SUCCESS)
 }
