@@ -202,7 +202,11 @@ fn energy(out: &mut String, sources: &[SourceStatus]) {
             unavailable(out, &s.name, &s.reason, s.fix.as_deref());
         }
     }
-    match sources.iter().find(|s| s.available) {
+    // The power model is listed last and always available: reaching it means no meter.
+    match sources
+        .iter()
+        .find(|s| s.available && s.name != "power-model")
+    {
         Some(best) => line(out, "=> measuring with", &best.name),
         None => line(
             out,

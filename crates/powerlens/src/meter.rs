@@ -154,6 +154,24 @@ impl Meter {
     }
 }
 
+/// The power model as an energy source in `info`: always available, never a measurement.
+pub fn model_status(path: Option<&Path>) -> anyhow::Result<SourceStatus> {
+    let model = load_model(path)?;
+    Ok(SourceStatus {
+        name: MODEL_SOURCE.into(),
+        available: true,
+        reason: format!(
+            "estimates, not measurements, from /proc/stat CPU time: {} W idle + {} W per busy CPU ({}: {}); used only when no meter above can be read",
+            model.idle_w, model.busy_cpu_w, model.name, model.source
+        ),
+        fix: None,
+        domains: Vec::new(),
+    })
+}
+
+/// Name of the power model in source lists.
+pub const MODEL_SOURCE: &str = "power-model";
+
 fn load_model(path: Option<&Path>) -> anyhow::Result<PowerModel> {
     let Some(path) = path else {
         return Ok(PowerModel::default());
