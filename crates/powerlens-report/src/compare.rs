@@ -3,14 +3,14 @@
 use powerlens_core::compare::{CandidateComparison, Comparison};
 use powerlens_core::stats::Summary;
 
-use crate::table::{sig, Table};
+use crate::table::{precise, sig, Table};
 
 fn mean_ci(s: &Summary) -> (String, String) {
     let half = s
         .ci95
         .map(|[lo, hi]| format!("± {}", sig((hi - lo) / 2.0, 2)))
         .unwrap_or_else(|| "n/a".into());
-    (sig(s.mean, 4), half)
+    (precise(s.mean), half)
 }
 
 /// Figures in the order they are shown, with their display names.
@@ -190,8 +190,8 @@ mod tests {
     #[test]
     fn text_shows_joules_ratios_and_verdict() {
         let t = text(&brown(), "imported from CSV");
-        assert!(t.contains("40411"), "{t}");
-        assert!(t.contains("43187"), "{t}");
+        assert!(t.contains("40411.195"), "{t}");
+        assert!(t.contains("43186.848"), "{t}");
         assert!(
             t.lines()
                 .any(|l| l.starts_with("time") && l.contains("+9.1%")),

@@ -1,6 +1,7 @@
 //! One module per command; each turns its arguments into options and calls the libraries.
 
 pub mod calibrate;
+pub mod compare;
 pub mod completions;
 pub mod demo;
 pub mod info;
@@ -15,6 +16,7 @@ pub fn execute(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
         Command::Info(args) => info::execute(&cli.global, args),
         Command::Run(args) => run::execute(&cli.global, *args),
+        Command::Compare(args) => compare::execute(&cli.global, *args),
         Command::Runs(args) => runs::execute(args),
         Command::Demo(args) => demo::execute(&cli.global, args),
         Command::Calibrate(args) => calibrate::execute(&cli.global, args),
