@@ -7,4 +7,5 @@ pub mod model;
 pub mod provenance;
 pub mod run;
 pub mod stats;
+pub mod sweep;
 pub mod verdict;

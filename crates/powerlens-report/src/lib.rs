@@ -4,4 +4,6 @@
 pub mod compare;
 pub mod info;
 pub mod run;
+pub mod svg;
+pub mod sweep;
 pub mod table;
