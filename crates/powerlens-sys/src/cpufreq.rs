@@ -24,6 +24,9 @@ pub struct Policy {
     pub cpuinfo_max_khz: u64,
     /// `scaling_cur_freq` (absent on some drivers).
     pub current_khz: Option<u64>,
+    /// The policy's sysfs directory, where settings write its attributes.
+    #[serde(skip)]
+    pub dir: PathBuf,
 }
 
 /// kHz (sysfs) to MHz (what people read).
@@ -95,6 +98,7 @@ fn read_policy(policy: u32, dir: &Path) -> Result<Policy, SysError> {
         cpuinfo_min_khz: sysfs::read_u64(dir.join("cpuinfo_min_freq"))?,
         cpuinfo_max_khz: sysfs::read_u64(dir.join("cpuinfo_max_freq"))?,
         current_khz: sysfs::read_optional_u64(dir.join("scaling_cur_freq"))?,
+        dir: dir.to_path_buf(),
     })
 }
 

@@ -17,6 +17,7 @@ pub mod perf;
 pub mod perf_caps;
 pub mod procfs;
 pub mod roots;
+pub mod settings;
 pub mod sysfs;
 pub mod topology;
 
