@@ -56,6 +56,8 @@ pub enum Command {
     Runs(cmd::runs::RunsArgs),
     /// Fit the power model on a machine with a meter, for machines without one.
     Calibrate(cmd::calibrate::CalibrateArgs),
+    /// Put back system settings a killed powerlens left applied (compare/sweep --config).
+    Restore(cmd::restore::RestoreArgs),
     /// Write shell completions to stdout.
     Completions(cmd::completions::CompletionsArgs),
     /// Write the man page (roff) to stdout.

@@ -101,7 +101,7 @@ fn read(path: &Path) -> Result<Journal, SettingsError> {
 }
 
 /// Refuses when a journal is already at `path`: its settings are not restored yet.
-fn refuse_existing(path: &Path) -> Result<(), SettingsError> {
+pub(crate) fn refuse_existing(path: &Path) -> Result<(), SettingsError> {
     if !path.exists() {
         return Ok(());
     }
@@ -251,4 +251,20 @@ pub fn restore_from_journal(roots: &Roots, path: &Path) -> Result<usize, Vec<Set
     }
     remove(path).map_err(|e| vec![e])?;
     Ok(journal.originals.len())
+}
+
+/// Test support: makes the journal at `path` look left behind by a process that has ended,
+/// as after a SIGKILL, so that a test can restore it in-process. Panics on I/O errors.
+#[cfg(any(test, feature = "fixtures"))]
+pub fn orphan_for_test(path: &Path) -> u32 {
+    let mut child = std::process::Command::new("true")
+        .spawn()
+        .expect("spawn true");
+    let dead = child.id();
+    child.wait().expect("wait for true");
+    let mut journal = read(path).expect("a journal to orphan");
+    journal.pid = dead;
+    let text = serde_json::to_string_pretty(&journal).expect("a journal serializes");
+    std::fs::write(path, text).expect("rewrite the journal");
+    dead
 }

@@ -130,7 +130,9 @@ impl Default for ApplyOptions {
 }
 
 /// Checks, before anything runs, that every setting can be applied here: the files exist,
-/// the values are ones this machine offers, and this user may write them. Changes nothing.
+/// the values are ones this machine offers, this user may write them, and no journal of
+/// unrestored settings is in the way. Changes nothing. Check every configuration before
+/// applying the first: while one is applied, the journal makes this fail.
 pub fn check(roots: &Roots, settings: &[Setting]) -> Result<(), SettingsError> {
     check_with(roots, settings, &ApplyOptions::default())
 }
@@ -141,7 +143,7 @@ pub fn check_with(
     settings: &[Setting],
     options: &ApplyOptions,
 ) -> Result<(), SettingsError> {
-    plan::Plan::build(roots, settings, options)?.probe_permissions(options)
+    plan::Plan::build(roots, settings, options)?.preflight(options)
 }
 
 /// Checks and applies `settings`, all or none. The returned guard restores every original
@@ -157,7 +159,7 @@ pub fn apply_with(
     options: &ApplyOptions,
 ) -> Result<Applied, SettingsError> {
     let plan = plan::Plan::build(roots, settings, options)?;
-    plan.probe_permissions(options)?;
+    plan.preflight(options)?;
     applied::execute(roots, plan, options)
 }
 

@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use std::path::PathBuf;
 
 use super::error::SettingsError;
-use super::journal::{read_original, Original};
+use super::journal::{read_original, refuse_existing, Original};
 use super::write::{probe_writable, FileWrite};
 use super::{affinity, cpufreq, cstate, pm_qos, turbo, ApplyOptions, Setting};
 use crate::Roots;
@@ -46,8 +46,12 @@ impl Plan {
         })
     }
 
-    /// Checks that this user may write every target, without writing anything.
-    pub fn probe_permissions(&self, options: &ApplyOptions) -> Result<(), SettingsError> {
+    /// Checks that this user may write every target, without writing anything, and that
+    /// no journal of unrestored settings is in the way.
+    pub fn preflight(&self, options: &ApplyOptions) -> Result<(), SettingsError> {
+        if !self.writes.is_empty() {
+            refuse_existing(&options.journal)?;
+        }
         for write in &self.writes {
             probe_writable(&write.setting, &write.path)?;
         }

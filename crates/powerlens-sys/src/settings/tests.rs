@@ -265,22 +265,15 @@ fn a_journal_left_by_a_dead_process_blocks_apply_until_restored() {
     let before = m.snapshot();
     let journal = m.options().journal;
     std::mem::forget(m.apply("turbo=off").unwrap());
-    // Make it the journal of a process that has ended.
-    let mut child = std::process::Command::new("true").spawn().unwrap();
-    let dead_pid = child.id();
-    child.wait().unwrap();
-    let text = std::fs::read_to_string(&journal).unwrap();
-    let text = text.replace(
-        &format!("\"pid\": {}", std::process::id()),
-        &format!("\"pid\": {dead_pid}"),
-    );
-    std::fs::write(&journal, text).unwrap();
+    let dead_pid = journal::orphan_for_test(&journal);
 
-    let err = m.apply("cstates=POLL").unwrap_err().to_string();
-    assert!(
-        err.contains(&format!("pid {dead_pid}")) && err.contains("powerlens restore"),
-        "{err}"
-    );
+    for err in [m.check("cstates=POLL"), m.apply("cstates=POLL").map(drop)] {
+        let err = err.unwrap_err().to_string();
+        assert!(
+            err.contains(&format!("pid {dead_pid}")) && err.contains("powerlens restore"),
+            "{err}"
+        );
+    }
     assert_eq!(restore_from_journal(&m.roots(), &journal).unwrap(), 1);
     assert_eq!(m.snapshot(), before);
 }

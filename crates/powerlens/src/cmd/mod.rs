@@ -5,6 +5,7 @@ pub mod compare;
 pub mod completions;
 pub mod demo;
 pub mod info;
+pub mod restore;
 pub mod run;
 pub mod runs;
 
@@ -20,6 +21,7 @@ pub fn execute(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Runs(args) => runs::execute(args),
         Command::Demo(args) => demo::execute(&cli.global, args),
         Command::Calibrate(args) => calibrate::execute(&cli.global, args),
+        Command::Restore(args) => restore::execute(&cli.global, args),
         Command::Completions(args) => completions::completions(args),
         Command::Man(args) => completions::man(args),
     }
