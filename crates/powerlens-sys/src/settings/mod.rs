@@ -28,6 +28,7 @@ mod write;
 use std::fmt;
 use std::path::PathBuf;
 
+pub use affinity::restrict_command_to;
 pub use applied::Applied;
 pub use error::SettingsError;
 pub use journal::{default_journal_path, restore_from_journal, JOURNAL_ENV};

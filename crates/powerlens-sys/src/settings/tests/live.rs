@@ -233,3 +233,63 @@ fn live_sigkill_leaves_the_journal_and_restore_puts_the_states_back() {
     live.assert_states_restored();
     assert!(!journal.exists());
 }
+
+const CHILD_CHECK_ENV: &str = "POWERLENS_TEST_SETTINGS_CHILD_CHECK";
+
+/// The child of the non-root test: prints what `check` says about each setting list.
+#[test]
+#[ignore = "run by live_check_tells_a_non_root_user_to_use_sudo"]
+fn live_child_checks() {
+    let Some(lists) = std::env::var_os(CHILD_CHECK_ENV) else {
+        return;
+    };
+    for text in lists.to_string_lossy().split(';') {
+        let result = check(&Roots::default(), &parse_settings(text).unwrap());
+        println!("check {text}: {:?}", result.map_err(|e| e.to_string()));
+    }
+}
+
+#[test]
+fn live_check_tells_a_non_root_user_to_use_sudo() {
+    if let Some(reason) = skip_reason() {
+        eprintln!("skipped: {reason}");
+        return;
+    }
+    let output = Command::new("setpriv")
+        .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+        .arg(std::env::current_exe().unwrap())
+        .args([
+            "--exact",
+            "settings::tests::live::live_child_checks",
+            "--ignored",
+            "--nocapture",
+        ])
+        .env(CHILD_CHECK_ENV, "cstates=POLL;pm_qos=20us")
+        .output();
+    let output = match output {
+        Ok(output) => output,
+        Err(e) => {
+            eprintln!("skipped: cannot run setpriv to drop root: {e}");
+            return;
+        }
+    };
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let line = |setting: &str| {
+        stdout
+            .lines()
+            .find(|l| l.starts_with(&format!("check {setting}:")))
+            .unwrap_or_else(|| panic!("no line for {setting}: {stdout}"))
+            .to_string()
+    };
+    let cstates = line("cstates=POLL");
+    assert!(
+        cstates.contains("cpuidle/state0/disable is not writable by this user")
+            && cstates.contains("sudo"),
+        "{cstates}"
+    );
+    let pm_qos = line("pm_qos=20us");
+    assert!(
+        pm_qos.contains(&format!("{PM_QOS_DEVICE} is not writable by this user")),
+        "{pm_qos}"
+    );
+}
