@@ -205,6 +205,8 @@ mod tests {
     /// The live oracle: what the reader returns is what sysfs holds, on every online CPU.
     #[test]
     fn live_states_match_sysfs() {
+        // The settings tests disable states for a moment; not while this compares.
+        let _lock = crate::fixture::live_cpuidle_lock();
         let roots = Roots::default();
         if !cpuidle_dir(&roots).is_dir() {
             eprintln!("skipped: this machine has no cpuidle in sysfs");

@@ -252,6 +252,14 @@ pub fn write_attr(path: &Path, value: impl Display) -> PathBuf {
     path.to_path_buf()
 }
 
+/// Held by tests that change live cpuidle files (`settings`) and by tests that compare them
+/// with a reader, so that a comparison never sees a change half-way. Only within one test
+/// binary: other processes are not held back.
+pub fn live_cpuidle_lock() -> std::sync::MutexGuard<'static, ()> {
+    static LOCK: Mutex<()> = Mutex::new(());
+    LOCK.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
 /// Write-only sysfs attributes: reading them fails with EACCES even for root, because the
 /// kernel gives them no read method. Harmless as long as nothing writes to them.
 const WRITE_ONLY_SYSFS_FILES: &[&str] = &["/sys/bus/pci/rescan", "/sys/bus/cpu/uevent"];

@@ -46,8 +46,9 @@ pub(crate) struct Original {
 #[derive(Debug, Serialize, Deserialize)]
 struct Journal {
     format: String,
-    /// The process that applied the settings.
+    /// The process that applied the settings, and when it started (see [`start_time`]).
     pid: u32,
+    start_time: Option<u64>,
     /// The sysfs root the paths are under; restoring needs the same one.
     sysfs_root: PathBuf,
     /// In the order the settings are applied; restored backwards.
@@ -62,14 +63,23 @@ fn journal_error(path: &Path, reason: impl Into<String>, fix: impl Into<String>)
     }
 }
 
-/// Whether a process with this id exists (EPERM: it does, and belongs to someone else).
-fn process_alive(pid: u32) -> bool {
-    let Ok(pid) = libc::pid_t::try_from(pid) else {
-        return false;
-    };
-    // SAFETY: signal 0 sends nothing; it only checks that the process exists.
-    let status = unsafe { libc::kill(pid, 0) };
-    status == 0 || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM)
+/// The start time of a running process (clock ticks after boot, field 22 of
+/// `/proc/PID/stat`); `None` when none runs with that pid, or only its zombie. Together
+/// with the pid it tells the writer of a journal from a later process that reused its pid.
+/// The real `/proc`, not a fixture root: this is about processes of this machine.
+fn start_time(pid: u32) -> Option<u64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // The command name (field 2) is in parentheses and may hold spaces: count after it.
+    let fields: Vec<&str> = stat.rsplit_once(')')?.1.split_whitespace().collect();
+    if fields.first() == Some(&"Z") {
+        return None;
+    }
+    fields.get(19)?.parse().ok()
+}
+
+/// Whether the process that wrote the journal still runs.
+fn writer_running(journal: &Journal) -> bool {
+    start_time(journal.pid).is_some_and(|t| journal.start_time.is_none_or(|s| s == t))
 }
 
 fn read(path: &Path) -> Result<Journal, SettingsError> {
@@ -111,7 +121,7 @@ pub(crate) fn refuse_existing(path: &Path) -> Result<(), SettingsError> {
             "this process has settings applied already".to_string(),
             "restore (drop) the applied settings before applying others".to_string(),
         )
-    } else if process_alive(journal.pid) {
+    } else if writer_running(&journal) {
         (
             format!(
                 "powerlens (pid {}) has settings applied right now",
@@ -141,10 +151,17 @@ pub(crate) fn create(
     let journal = Journal {
         format: FORMAT.to_string(),
         pid: std::process::id(),
+        start_time: start_time(std::process::id()),
         sysfs_root: roots.sysfs.clone(),
         originals: originals.to_vec(),
     };
-    let text = serde_json::to_string_pretty(&journal).expect("a journal serializes");
+    let text = serde_json::to_string_pretty(&journal).map_err(|e| {
+        journal_error(
+            path,
+            format!("cannot hold these paths: {e}"),
+            "use a sysfs root whose path is valid UTF-8",
+        )
+    })?;
     let write = || -> std::io::Result<()> {
         if let Some(dir) = path.parent() {
             use std::os::unix::fs::DirBuilderExt;
@@ -211,7 +228,7 @@ pub fn restore_from_journal(roots: &Roots, path: &Path) -> Result<usize, Vec<Set
         return Ok(0);
     }
     let journal = read(path).map_err(|e| vec![e])?;
-    if journal.pid != std::process::id() && process_alive(journal.pid) {
+    if journal.pid != std::process::id() && writer_running(&journal) {
         return Err(vec![journal_error(
             path,
             format!(
@@ -267,4 +284,34 @@ pub fn orphan_for_test(path: &Path) -> u32 {
     let text = serde_json::to_string_pretty(&journal).expect("a journal serializes");
     std::fs::write(path, text).expect("rewrite the journal");
     dead
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn journal_of(pid: u32, start_time: Option<u64>) -> Journal {
+        Journal {
+            format: FORMAT.to_string(),
+            pid,
+            start_time,
+            sysfs_root: PathBuf::from("/sys"),
+            originals: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn a_reused_pid_is_not_the_writer() {
+        let parent = std::os::unix::process::parent_id();
+        let started = start_time(parent).expect("the parent runs");
+        assert!(writer_running(&journal_of(parent, Some(started))));
+        // Same pid, other start time: a later process that got the writer's pid.
+        assert!(!writer_running(&journal_of(parent, Some(started + 1))));
+
+        let mut child = std::process::Command::new("true").spawn().unwrap();
+        let pid = child.id();
+        child.wait().unwrap();
+        assert_eq!(start_time(pid), None, "a reaped process does not run");
+        assert!(!writer_running(&journal_of(pid, None)));
+    }
 }

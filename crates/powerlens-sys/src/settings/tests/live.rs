@@ -1,18 +1,15 @@
 //! Settings on this machine's real sysfs and PM QoS device. The oracle is what the kernel
-//! shows afterwards. Each test holds [`LIVE`] (they change the same files) and a
+//! shows afterwards. Each test holds the live cpuidle lock (they change the same files) and a
 //! [`SysfsRescue`] that puts the idle states back even when an assertion fails.
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::sync::Mutex;
 use std::time::Duration;
 
 use super::super::pm_qos::{read_limit_us, PmQosRequest};
 use super::super::*;
 use crate::topology;
-
-static LIVE: Mutex<()> = Mutex::new(());
 
 const CHILD_JOURNAL_ENV: &str = "POWERLENS_TEST_SETTINGS_CHILD_JOURNAL";
 const CHILD_READY: &str = "powerlens-test-child: settings applied";
@@ -89,7 +86,7 @@ impl Live {
             eprintln!("skipped: {reason}");
             return None;
         }
-        let lock = LIVE.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        let lock = crate::fixture::live_cpuidle_lock();
         let rescue = SysfsRescue::save();
         Some(Live {
             original: rescue.current(),
