@@ -35,4 +35,6 @@ pub struct GlobalArgs {
 pub enum Command {
     /// What this machine offers: topology, idle and frequency control, energy sources, perf access.
     Info(cmd::info::InfoArgs),
+    /// Built-in workloads that reproduce the case studies: spin, barrier, imbalanced, sleepy, pingpong, avx.
+    Workload(cmd::workload::WorkloadArgs),
 }

@@ -3,6 +3,8 @@
 
 mod cli;
 mod cmd;
+mod duration;
+mod workload;
 
 use std::process::ExitCode;
 

@@ -1,6 +1,7 @@
 //! One module per command; each turns its arguments into options and calls the libraries.
 
 pub mod info;
+pub mod workload;
 
 use std::process::ExitCode;
 
@@ -9,5 +10,6 @@ use crate::cli::{Cli, Command};
 pub fn execute(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
         Command::Info(args) => info::execute(&cli.global, args),
+        Command::Workload(args) => workload::execute(args),
     }
 }

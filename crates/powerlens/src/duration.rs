@@ -1,0 +1,96 @@
+//! One parser for every duration flag (`--duration 2s`, `--period 200us`, `--work 0.5ms`).
+//!
+//! A unit is required: a bare `2` could mean seconds or milliseconds, and guessing wrong
+//! silently changes a measurement by a factor of a thousand.
+
+use std::time::Duration;
+
+/// The units a duration may carry, with their length in seconds.
+const UNITS: &[(&str, f64)] = &[
+    ("ns", 1e-9),
+    ("us", 1e-6),
+    ("µs", 1e-6),
+    ("ms", 1e-3),
+    ("s", 1.0),
+    ("min", 60.0),
+];
+
+const EXAMPLES: &str = "write a number and a unit, e.g. 2s, 500ms, 200us, 0.1s";
+
+/// Parses a strictly positive duration such as `2s`, `500ms`, `200us`, `0.1s` or `1.5min`.
+/// The error text says what is wrong and how to write it instead (clap prefixes the flag).
+pub fn parse_positive_duration(text: &str) -> Result<Duration, String> {
+    let text = text.trim();
+    let split = text
+        .find(|c: char| !(c.is_ascii_digit() || c == '.' || c == '-' || c == '+'))
+        .unwrap_or(text.len());
+    let (number, unit) = (&text[..split], text[split..].trim());
+    if number.is_empty() {
+        return Err(format!("'{text}' has no number: {EXAMPLES}"));
+    }
+    let value: f64 = number
+        .parse()
+        .map_err(|_| format!("'{number}' is not a number: {EXAMPLES}"))?;
+    if unit.is_empty() {
+        return Err(format!("'{text}' has no unit: {EXAMPLES}"));
+    }
+    let scale = UNITS
+        .iter()
+        .find(|(name, _)| *name == unit)
+        .map(|(_, scale)| *scale)
+        .ok_or_else(|| format!("unknown unit '{unit}' (known: ns, us, ms, s, min): {EXAMPLES}"))?;
+    let seconds = value * scale;
+    if seconds <= 0.0 {
+        return Err(format!(
+            "'{text}' is not positive: the duration must be greater than zero"
+        ));
+    }
+    let duration = Duration::try_from_secs_f64(seconds)
+        .map_err(|_| format!("'{text}' is too long to represent"))?;
+    if duration.is_zero() {
+        return Err(format!("'{text}' is shorter than a nanosecond"));
+    }
+    Ok(duration)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn accepts_each_unit_and_fractions() {
+        let cases = [
+            ("2s", Duration::from_secs(2)),
+            ("500ms", Duration::from_millis(500)),
+            ("200us", Duration::from_micros(200)),
+            ("200µs", Duration::from_micros(200)),
+            ("0.1s", Duration::from_millis(100)),
+            ("1ms", Duration::from_millis(1)),
+            ("750ns", Duration::from_nanos(750)),
+            ("1.5min", Duration::from_secs(90)),
+            (" 3 ms ", Duration::from_millis(3)),
+        ];
+        for (text, expected) in cases {
+            assert_eq!(parse_positive_duration(text), Ok(expected), "{text}");
+        }
+    }
+
+    #[test]
+    fn rejects_with_a_reason() {
+        let cases = [
+            ("2", "no unit"),
+            ("ms", "no number"),
+            ("", "no number"),
+            ("2h", "unknown unit 'h'"),
+            ("0s", "greater than zero"),
+            ("-1s", "greater than zero"),
+            ("1..2s", "not a number"),
+            ("0.1ns", "shorter than a nanosecond"),
+            ("99999999999999999999999s", "too long"),
+        ];
+        for (text, reason) in cases {
+            let err = parse_positive_duration(text).expect_err(text);
+            assert!(err.contains(reason), "{text}: {err}");
+        }
+    }
+}
