@@ -2,8 +2,16 @@
 //! kernel's counters (reported per thread) as the oracle of what each workload did.
 
 use std::process::{Command, Output};
+use std::sync::{Mutex, MutexGuard};
 
 use serde_json::Value;
+
+/// Measured runs hold this lock, so that they do not compete with each other for the CPUs
+/// of a small (two-CPU) test machine.
+fn measured() -> MutexGuard<'static, ()> {
+    static LOCK: Mutex<()> = Mutex::new(());
+    LOCK.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
 
 fn powerlens(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_powerlens"))
@@ -17,7 +25,10 @@ fn report(args: &[&str]) -> Value {
     let mut all = vec!["workload"];
     all.extend_from_slice(args);
     all.push("--json");
-    let out = powerlens(&all);
+    let out = {
+        let _serial = measured();
+        powerlens(&all)
+    };
     assert!(
         out.status.success(),
         "{args:?}: {}",
@@ -55,7 +66,12 @@ fn spin_json_reports_busy_threads_that_never_block() {
         assert!(t["name"].as_str().unwrap().starts_with("spin-"));
         assert!(u(t, "tid") > 0);
         assert!(u(t, "voluntary_switches") <= 3, "{t}");
-        assert!(f(t, "cpu_s") >= 0.25 * 0.2, "{t}");
+        // How much CPU a spinner gets depends on the load (the unit test compares it with
+        // a control spinner); here: some, and no more than the wall time.
+        assert!(
+            f(t, "cpu_s") > 0.0 && f(t, "cpu_s") <= f(&r, "wall_s") + 0.01,
+            "{t}"
+        );
         u(t, "involuntary_switches");
     }
     let per_thread: u64 = threads.iter().map(|t| u(t, "work_units")).sum();
@@ -101,8 +117,10 @@ fn sleepy_json_accounts_for_every_period() {
     let r = report(&["sleepy", "--period", "5ms", "--duration", "0.1s"]);
     let t = &threads(&r)[0];
     assert_eq!(u(t, "wakeups") + u(t, "missed_periods"), 20, "{t}");
-    assert!(u(t, "wakeups") >= 15, "{t}");
-    assert!(u(t, "voluntary_switches") >= u(t, "wakeups"), "{t}");
+    // Loose: a wake-up delayed past a period on a busy machine skips the next one.
+    assert!(u(t, "wakeups") >= 10, "{t}");
+    let switches = u(t, "voluntary_switches") + u(t, "involuntary_switches");
+    assert!(switches * 10 >= u(t, "wakeups") * 9, "{t}");
     assert_eq!(r["options"]["period_s"], 0.005);
     assert_eq!(r["options"]["work_s"], 0.00002);
 }
@@ -114,7 +132,13 @@ fn pingpong_json_proves_every_handoff_and_wait() {
     assert_eq!(u(&r, "work_units"), 1000);
     for t in threads(&r) {
         assert_eq!(u(t, "receives"), 500, "{t}");
-        assert!(u(t, "voluntary_switches") >= 450, "{t}");
+        // Each blocking wait is a voluntary switch; each receive costs a switch.
+        let voluntary = u(t, "voluntary_switches");
+        assert!(
+            voluntary >= u(t, "blocked_waits") && voluntary <= u(t, "blocked_waits") + 3,
+            "{t}"
+        );
+        assert!(voluntary + u(t, "involuntary_switches") >= 450, "{t}");
     }
 }
 
@@ -149,18 +173,22 @@ fn avx_runs_each_isa_the_cpu_has_and_names_the_one_it_lacks() {
             "30ms",
             "--json",
         ];
-        let out = powerlens(&args);
+        let out = {
+            let _serial = measured();
+            powerlens(&args)
+        };
         let stderr = String::from_utf8_lossy(&out.stderr);
         if supported {
             assert!(out.status.success(), "{isa}: {stderr}");
             let r: Value = serde_json::from_slice(&out.stdout).unwrap();
             assert_eq!(r["options"]["isa"], isa);
             let t = &threads(&r)[0];
-            assert!(
-                u(t, "vector_iterations") > 0 && u(t, "scalar_iterations") > 0,
-                "{t}"
-            );
-            assert!(u(t, "phases") >= 1, "{t}");
+            // 30 ms of 0.5 ms + 0.5 ms phases: at most 30 vector phases, each followed by
+            // a scalar one except perhaps the last (the kernels run in batches of 64).
+            let phases = u(t, "phases");
+            assert!((1..=30).contains(&phases), "{t}");
+            assert!(u(t, "vector_iterations") >= 64 * phases, "{t}");
+            assert!(u(t, "scalar_iterations") >= 64 * (phases - 1), "{t}");
         } else {
             assert!(!out.status.success(), "{isa} ran on a CPU without it");
             assert!(stderr.contains("--isa") && stderr.contains(isa), "{stderr}");

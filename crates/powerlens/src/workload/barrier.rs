@@ -89,6 +89,7 @@ mod tests {
 
     #[test]
     fn every_thread_finishes_every_iteration_and_blocks_at_the_barrier() {
+        let _serial = crate::workload::measured_test_lock();
         let options = BarrierOptions {
             threads: 2,
             iterations: 200,

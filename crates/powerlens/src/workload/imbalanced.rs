@@ -104,6 +104,7 @@ mod tests {
 
     #[test]
     fn the_heavy_thread_uses_several_times_the_cpu_of_any_light_one() {
+        let _serial = crate::workload::measured_test_lock();
         let options = ImbalancedOptions {
             threads: 3,
             work: 30_000,

@@ -94,6 +94,14 @@ fn as_seconds<S: Serializer>(duration: &Duration, serializer: S) -> Result<S::Ok
     serializer.serialize_f64(duration.as_secs_f64())
 }
 
+/// Tests that measure CPU time, switches or sleeps hold this lock, so that they do not
+/// compete with each other for the CPUs of a small (two-CPU) test machine.
+#[cfg(test)]
+fn measured_test_lock() -> std::sync::MutexGuard<'static, ()> {
+    static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    LOCK.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1,12 +1,17 @@
 //! `pingpong`: two threads hand a token back and forth.
 //!
-//! The pure synchronization load: each handoff wakes the other thread (a wake-up caused by
-//! a thread, not by a timer or a device) and the passer then blocks until the token comes
-//! back (a synchronization, i.e. voluntary, context switch). Almost no compute, so the
-//! wake-up and switch costs are all there is, as in the synchronization functions of the
-//! VTune grid (seed 000).
+//! The pure synchronization load: each handoff is a wake-up caused by the other thread (not
+//! by a timer or a device), and the passer then blocks until the token comes back (a
+//! synchronization, i.e. voluntary, context switch). Almost no compute, so wake-up and
+//! switch costs are all there is, as in the synchronization functions of the VTune grid
+//! (seed 000).
+//!
+//! The token is a futex word, the kernel's own parking primitive: passing is an atomic
+//! increment plus FUTEX_WAKE, waiting is FUTEX_WAIT. There is no lock around it, so the
+//! only wake-ups and switches are the handoffs themselves (a mutex + condvar adds lock
+//! contention: extra wake-ups and switches that vary from run to run).
 
-use std::sync::{Condvar, Mutex};
+use std::sync::atomic::{AtomicU32, Ordering};
 
 use serde::Serialize;
 
@@ -18,16 +23,21 @@ pub const HANDOFF_UNIT: &str = "handoff";
 #[derive(Debug, Clone, Serialize)]
 pub struct PingpongOptions {
     /// Round trips: the token goes from ping to pong and back this many times (≥ 1), so
-    /// there are 2 × iterations handoffs and each thread waits `iterations` times.
+    /// there are 2 × iterations handoffs and each thread receives the token
+    /// `iterations` times.
     pub iterations: u64,
 }
 
 #[derive(Debug, Clone, Serialize)]
 pub struct PingpongThread {
-    /// Times this thread passed the token on.
+    /// Times this thread passed the token on (and woke the other).
     pub passes: u64,
-    /// Times this thread was woken holding the token.
+    /// Times this thread got the token from the other.
     pub receives: u64,
+    /// Receives for which the thread had to sleep in FUTEX_WAIT until woken. The others
+    /// found the token already back (e.g. the thread was preempted after passing and the
+    /// other thread returned the token meanwhile): `receives - blocked_waits` of them.
+    pub blocked_waits: u64,
 }
 
 impl WorkCounts for PingpongThread {
@@ -38,50 +48,79 @@ impl WorkCounts for PingpongThread {
 
 pub type PingpongReport = Report<PingpongOptions, PingpongThread>;
 
-/// The shared state: who holds the token, how often it moved, whether the game is over.
-struct Token {
-    holder: usize,
-    handoffs: u64,
-    finished: bool,
+/// Sleeps until `word` is woken, unless it no longer holds `expected`. Returns whether the
+/// thread slept (woken by FUTEX_WAKE) rather than returning at once.
+fn futex_wait(word: &AtomicU32, expected: u32) -> bool {
+    // SAFETY: FUTEX_WAIT reads the aligned u32 behind the atomic; no timeout pointer.
+    let rc = unsafe {
+        libc::syscall(
+            libc::SYS_futex,
+            word.as_ptr(),
+            libc::FUTEX_WAIT | libc::FUTEX_PRIVATE_FLAG,
+            expected,
+            std::ptr::null::<libc::timespec>(),
+        )
+    };
+    // -1 is EAGAIN (the value had changed: no sleep) or EINTR (a signal); the caller
+    // re-checks the word either way.
+    rc == 0
 }
 
-/// The token plus one condvar per player, so that a handoff wakes exactly the receiver.
-struct Table {
-    token: Mutex<Token>,
-    turn: [Condvar; 2],
+/// Wakes the thread sleeping on `word`, if any.
+fn futex_wake(word: &AtomicU32) {
+    // SAFETY: FUTEX_WAKE only uses the address as a key.
+    unsafe {
+        libc::syscall(
+            libc::SYS_futex,
+            word.as_ptr(),
+            libc::FUTEX_WAKE | libc::FUTEX_PRIVATE_FLAG,
+            1,
+        )
+    };
 }
 
-/// Plays until `total_handoffs` handoffs have happened. Player 0 serves.
-fn play(table: &Table, me: usize, total_handoffs: u64) -> PingpongThread {
-    let other = 1 - me;
+/// The player whose turn it is: ping (0) after an even number of handoffs, pong (1) after
+/// an odd one. The count wraps at 2^32, which keeps its parity.
+fn holder(handoffs: u32) -> usize {
+    (handoffs % 2) as usize
+}
+
+/// Waits (passively) until the token is `me`'s; returns whether it had to sleep.
+fn wait_for_token(token: &AtomicU32, me: usize) -> bool {
+    let mut slept = false;
+    loop {
+        let handoffs = token.load(Ordering::Acquire);
+        if holder(handoffs) == me {
+            return slept;
+        }
+        slept |= futex_wait(token, handoffs);
+    }
+}
+
+/// One player: receive (ping starts with the token), pass, `iterations` times; ping then
+/// receives the last return.
+fn play(token: &AtomicU32, me: usize, iterations: u64) -> PingpongThread {
     let mut counts = PingpongThread {
         passes: 0,
         receives: 0,
+        blocked_waits: 0,
     };
-    let mut token = table.token.lock().unwrap_or_else(|e| e.into_inner());
-    loop {
-        // Block (passively) until the token is ours or the game is over.
-        while token.holder != me && !token.finished {
-            token = table.turn[me]
-                .wait(token)
-                .unwrap_or_else(|e| e.into_inner());
+    let receive = |counts: &mut PingpongThread| {
+        counts.blocked_waits += u64::from(wait_for_token(token, me));
+        counts.receives += 1;
+    };
+    for round in 0..iterations {
+        if me == 1 || round > 0 {
+            receive(&mut counts);
         }
-        if token.finished {
-            return counts;
-        }
-        if token.handoffs > 0 {
-            counts.receives += 1;
-        }
-        if token.handoffs == total_handoffs {
-            token.finished = true;
-            table.turn[other].notify_one();
-            return counts;
-        }
-        token.handoffs += 1;
-        token.holder = other;
+        token.fetch_add(1, Ordering::Release);
         counts.passes += 1;
-        table.turn[other].notify_one();
+        futex_wake(token);
     }
+    if me == 0 {
+        receive(&mut counts);
+    }
+    counts
 }
 
 pub fn run(options: PingpongOptions) -> anyhow::Result<PingpongReport> {
@@ -89,19 +128,9 @@ pub fn run(options: PingpongOptions) -> anyhow::Result<PingpongReport> {
         options.iterations >= 1,
         "pingpong needs at least one round trip"
     );
-    let total_handoffs = options.iterations.checked_mul(2).ok_or_else(|| {
-        anyhow::anyhow!("pingpong: {} round trips are too many", options.iterations)
-    })?;
-    let table = Table {
-        token: Mutex::new(Token {
-            holder: 0,
-            handoffs: 0,
-            finished: false,
-        }),
-        turn: [Condvar::new(), Condvar::new()],
-    };
+    let token = AtomicU32::new(0);
     let names = ["ping".to_string(), "pong".to_string()];
-    let threads = run_threads(&names, |me| play(&table, me, total_handoffs))?;
+    let threads = run_threads(&names, |me| play(&token, me, options.iterations))?;
     Ok(Report::new("pingpong", HANDOFF_UNIT, options, threads))
 }
 
@@ -110,23 +139,36 @@ mod tests {
     use super::*;
 
     #[test]
-    fn every_handoff_blocks_the_passer_until_the_token_returns() {
+    fn every_handoff_is_received_and_blocking_waits_are_voluntary_switches() {
+        let _serial = crate::workload::measured_test_lock();
         let report = run(PingpongOptions { iterations: 2000 }).unwrap();
         assert_eq!(
             report.work_units, 4000,
             "2000 round trips are 4000 handoffs"
         );
         for thread in &report.threads {
-            assert_eq!(thread.counts.passes, 2000, "{thread:?}");
-            assert_eq!(thread.counts.receives, 2000, "{thread:?}");
-            // Each receive followed a blocking wait; a wait can rarely return without
-            // sleeping (the token came back before the futex wait began).
+            let (usage, counts) = (&thread.usage, &thread.counts);
+            assert_eq!(counts.passes, 2000, "{thread:?}");
+            assert_eq!(counts.receives, 2000, "{thread:?}");
+            // Every sleep in FUTEX_WAIT is one voluntary switch in the kernel's count, and
+            // the thread blocks nowhere else.
             assert!(
-                thread.usage.voluntary_switches >= 1900,
-                "{}: {} voluntary switches for 2000 waits",
-                thread.name,
-                thread.usage.voluntary_switches
+                usage.voluntary_switches >= counts.blocked_waits
+                    && usage.voluntary_switches <= counts.blocked_waits + 3,
+                "{thread:?}"
             );
+            // A receive without sleeping means the other thread returned the token while
+            // this one was off the CPU (preempted after passing): each receive costs one
+            // switch, voluntary or not.
+            let switches = usage.voluntary_switches + usage.involuntary_switches;
+            assert!(
+                switches >= 1900,
+                "{}: {switches} switches for 2000 receives",
+                thread.name
+            );
+            // Preemption turns some waits into involuntary switches (more so on a busy
+            // machine), but a thread that spun instead of sleeping would have none.
+            assert!(counts.blocked_waits >= 500, "{thread:?}");
         }
     }
 }

@@ -97,6 +97,7 @@ mod tests {
 
     #[test]
     fn wakes_once_per_period_and_mostly_sleeps() {
+        let _serial = crate::workload::measured_test_lock();
         let options = SleepyOptions {
             period: Duration::from_millis(2),
             duration: Duration::from_millis(200),
@@ -107,16 +108,24 @@ mod tests {
         let thread = &report.threads[0];
         let counts = &thread.counts;
         assert_eq!(counts.wakeups + counts.missed_periods, 100);
-        // This VM's 2 ms sleeps overshoot by 0.15 ms typically but by more than a period
-        // about 1% of the time, which skips a period; a few percent, not a quarter.
-        assert!(counts.wakeups >= 75, "{counts:?}");
+        // A wake-up later than a period skips the next one. Idle, this VM's 2 ms sleeps
+        // overshoot by ~0.15 ms and skip about 1%; with both CPUs saturated by other
+        // builds a third; a wrong period (×2, ×10) would halve the count or worse.
+        assert!(counts.wakeups >= 50, "{counts:?}");
         assert!(
             counts.work_units >= counts.wakeups,
             "every wake-up works: {counts:?}"
         );
-        // Every timer sleep blocks: one voluntary switch each, from the kernel's count.
+        // Each timer sleep blocks: a voluntary switch in the kernel's count, except a sleep
+        // so short that the timer fired before the thread left the CPU, or one preempted
+        // just before it (then counted as involuntary).
+        let usage = &thread.usage;
         assert!(
-            thread.usage.voluntary_switches >= counts.wakeups,
+            usage.voluntary_switches * 10 >= counts.wakeups * 8,
+            "{thread:?}"
+        );
+        assert!(
+            usage.voluntary_switches + usage.involuntary_switches >= counts.wakeups * 9 / 10,
             "{thread:?}"
         );
         // 100 × 20 µs of work in 0.2 s: CPU time is a small fraction of the wall time.

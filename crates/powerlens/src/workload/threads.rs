@@ -31,9 +31,14 @@ pub fn thread_usage() -> io::Result<ThreadUsage> {
     }
     // SAFETY: getrusage succeeded, so the struct is initialized.
     let usage = unsafe { usage.assume_init() };
-    let seconds = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 * 1e-6;
+    // Summed in whole microseconds first, so that 50 µs prints as 5e-5, not 4.9999e-5.
+    #[allow(
+        clippy::unnecessary_cast,
+        reason = "time_t and suseconds_t are 32-bit on some targets"
+    )]
+    let micros = |t: libc::timeval| t.tv_sec as i64 * 1_000_000 + t.tv_usec as i64;
     Ok(ThreadUsage {
-        cpu_s: seconds(usage.ru_utime) + seconds(usage.ru_stime),
+        cpu_s: (micros(usage.ru_utime) + micros(usage.ru_stime)) as f64 / 1e6,
         voluntary_switches: usage.ru_nvcsw as u64,
         involuntary_switches: usage.ru_nivcsw as u64,
     })
@@ -151,6 +156,7 @@ mod tests {
 
     #[test]
     fn thread_usage_agrees_with_proc_status_and_counts_sleeps() {
+        let _serial = crate::workload::measured_test_lock();
         std::thread::spawn(|| {
             for _ in 0..5 {
                 std::thread::sleep(Duration::from_millis(1));
