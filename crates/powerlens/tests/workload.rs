@@ -90,11 +90,23 @@ fn barrier_json_counts_every_iteration_and_all_the_work() {
         "21",
     ]);
     assert_eq!(u(&r, "work_units"), 50 * 21);
+    assert_eq!(u(&r["options"], "work_units_per_iteration"), 21);
     let threads = threads(&r);
     assert_eq!(threads.len(), 2);
     for t in threads {
         assert_eq!(u(t, "iterations"), 50, "{t}");
+        // Sleeps at the barrier are the thread's only voluntary switches.
+        let voluntary = u(t, "voluntary_switches");
+        assert!(
+            voluntary >= u(t, "blocked_waits") && voluntary <= u(t, "blocked_waits") + 3,
+            "{t}"
+        );
     }
+    let blocked: u64 = threads.iter().map(|t| u(t, "blocked_waits")).sum();
+    assert!(
+        blocked <= 50,
+        "one of two threads is last at each of 50 barriers: {blocked}"
+    );
     // Static schedule: 21 units over 2 threads are 11 + 10 per iteration.
     assert_eq!(u(&threads[0], "work_units"), 50 * 11);
     assert_eq!(u(&threads[1], "work_units"), 50 * 10);
@@ -110,6 +122,7 @@ fn imbalanced_json_names_the_heavy_thread() {
     assert_eq!(threads[1]["role"], "light");
     assert_eq!(u(&threads[1], "work_units"), 400);
     assert_eq!(r["options"]["heavy_share"], 0.8);
+    assert_eq!(u(&r["options"], "work_units"), 2000);
 }
 
 #[test]

@@ -2,16 +2,18 @@
 //!
 //! The OpenMP workload of the Windows 7 vs Windows 8 power study (seed 000): each
 //! `#pragma omp for` splits its iterations over the team (static schedule) and the team
-//! waits at the implicit barrier at the end. Waiting here is passive: a thread that
-//! arrives early blocks in std's Barrier (a futex-backed condvar), so each wait is a
-//! synchronization (voluntary) context switch followed by a wake-up, as with an OpenMP
-//! runtime whose wait policy is passive (OMP_WAIT_POLICY=passive).
+//! waits at the implicit barrier at the end. Waiting here is passive, as in an OpenMP
+//! runtime with OMP_WAIT_POLICY=passive: a thread that arrives early sleeps on a futex
+//! (a synchronization, i.e. voluntary, context switch) and the last one to arrive wakes
+//! them all. No lock is involved, so per iteration there are at most N − 1 sleeps and
+//! wake-ups, and each thread counts the sleeps it really took (`blocked_waits`).
 
-use std::sync::Barrier;
+use std::sync::atomic::{AtomicU32, Ordering};
 
 use serde::Serialize;
 
 use super::compute::{compute_units, COMPUTE_UNIT};
+use super::futex;
 use super::threads::{numbered_names, run_threads, WorkCounts};
 use super::Report;
 
@@ -22,6 +24,7 @@ pub struct BarrierOptions {
     /// Parallel-for iterations, each ended by a barrier (≥ 1).
     pub iterations: u64,
     /// Compute units per iteration, split over the team (0 measures the barrier alone).
+    #[serde(rename = "work_units_per_iteration")]
     pub work: u64,
 }
 
@@ -30,6 +33,9 @@ pub struct BarrierThread {
     /// Iterations this thread finished, barrier included.
     pub iterations: u64,
     pub work_units: u64,
+    /// Barriers at which this thread slept until the last thread arrived (at the others
+    /// it was last, or the last arrived before it could fall asleep).
+    pub blocked_waits: u64,
 }
 
 impl WorkCounts for BarrierThread {
@@ -47,24 +53,60 @@ pub fn static_share(work: u64, threads: usize, index: usize) -> u64 {
     work / threads + u64::from((index as u64) < work % threads)
 }
 
+/// A reusable barrier for a fixed team on two futex words.
+struct FutexBarrier {
+    team: u32,
+    /// Threads that have arrived in the current generation.
+    arrived: AtomicU32,
+    /// Bumped by the last thread of each generation; the waiters sleep on it.
+    generation: AtomicU32,
+}
+
+impl FutexBarrier {
+    fn new(team: u32) -> FutexBarrier {
+        FutexBarrier {
+            team,
+            arrived: AtomicU32::new(0),
+            generation: AtomicU32::new(0),
+        }
+    }
+
+    /// Waits until the whole team has arrived; returns whether this thread slept.
+    fn wait(&self) -> bool {
+        // The generation cannot move before this thread arrives, so this is ours.
+        let generation = self.generation.load(Ordering::Acquire);
+        if self.arrived.fetch_add(1, Ordering::AcqRel) + 1 == self.team {
+            // Last to arrive: reset for the next generation before releasing anyone.
+            self.arrived.store(0, Ordering::Relaxed);
+            self.generation.fetch_add(1, Ordering::Release);
+            futex::wake(&self.generation, self.team - 1);
+            return false;
+        }
+        futex::wait_until(&self.generation, |now| now != generation)
+    }
+}
+
 pub fn run(options: BarrierOptions) -> anyhow::Result<BarrierReport> {
     anyhow::ensure!(options.threads >= 1, "barrier needs at least one thread");
     anyhow::ensure!(
         options.iterations >= 1,
         "barrier needs at least one iteration"
     );
-    let barrier = Barrier::new(options.threads);
+    let team = u32::try_from(options.threads)
+        .map_err(|_| anyhow::anyhow!("barrier: {} threads are too many", options.threads))?;
+    let barrier = FutexBarrier::new(team);
     let threads = run_threads(&numbered_names("barrier", options.threads), |index| {
         let share = static_share(options.work, options.threads, index);
         let mut state = index as u64;
         let mut done = BarrierThread {
             iterations: 0,
             work_units: 0,
+            blocked_waits: 0,
         };
         for _ in 0..options.iterations {
             state = compute_units(state, share);
             done.work_units += share;
-            barrier.wait();
+            done.blocked_waits += u64::from(barrier.wait());
             done.iterations += 1;
         }
         done
@@ -88,6 +130,18 @@ mod tests {
     }
 
     #[test]
+    fn a_team_of_one_never_waits() {
+        let options = BarrierOptions {
+            threads: 1,
+            iterations: 10,
+            work: 1,
+        };
+        let report = run(options).unwrap();
+        assert_eq!(report.threads[0].counts.iterations, 10);
+        assert_eq!(report.threads[0].counts.blocked_waits, 0);
+    }
+
+    #[test]
     fn every_thread_finishes_every_iteration_and_blocks_at_the_barrier() {
         let _serial = crate::workload::measured_test_lock();
         let options = BarrierOptions {
@@ -101,16 +155,19 @@ mod tests {
             assert_eq!(thread.counts.iterations, 200, "{thread:?}");
             assert_eq!(thread.counts.work_units, 200 * 50, "{thread:?}");
         }
-        // A thread that reaches the barrier first sleeps until the last one arrives; with
-        // 200 barriers some of those waits must have blocked.
-        let voluntary: u64 = report
-            .threads
-            .iter()
-            .map(|t| t.usage.voluntary_switches)
-            .sum();
+        let blocked: u64 = report.threads.iter().map(|t| t.counts.blocked_waits).sum();
+        // Per barrier one thread is last and does not wait: at most 200 sleeps in all.
+        // Some must have happened (a thread that spun instead would have none).
         assert!(
-            voluntary >= 20,
-            "only {voluntary} voluntary switches at 200 barriers"
+            (20..=200).contains(&blocked),
+            "{blocked} blocked waits at 200 barriers"
         );
+        for thread in &report.threads {
+            // Each sleep at the barrier is one voluntary switch in the kernel's count,
+            // and the thread blocks nowhere else.
+            let voluntary = thread.usage.voluntary_switches;
+            let sleeps = thread.counts.blocked_waits;
+            assert!(voluntary >= sleeps && voluntary <= sleeps + 3, "{thread:?}");
+        }
     }
 }

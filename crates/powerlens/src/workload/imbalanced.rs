@@ -21,6 +21,7 @@ pub struct ImbalancedOptions {
     /// Threads: one heavy, the others light (≥ 2).
     pub threads: usize,
     /// Compute units for all threads together (≥ 1).
+    #[serde(rename = "work_units")]
     pub work: u64,
     /// The heavy thread's share of `work`, in (0, 1]; the light threads split the rest.
     pub heavy_share: f64,

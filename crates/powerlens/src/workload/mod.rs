@@ -13,6 +13,7 @@ pub mod sleepy;
 pub mod spin;
 
 mod compute;
+mod futex;
 mod threads;
 
 use std::time::Duration;

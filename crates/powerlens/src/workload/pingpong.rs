@@ -6,15 +6,16 @@
 //! switch costs are all there is, as in the synchronization functions of the VTune grid
 //! (seed 000).
 //!
-//! The token is a futex word, the kernel's own parking primitive: passing is an atomic
-//! increment plus FUTEX_WAKE, waiting is FUTEX_WAIT. There is no lock around it, so the
-//! only wake-ups and switches are the handoffs themselves (a mutex + condvar adds lock
-//! contention: extra wake-ups and switches that vary from run to run).
+//! The token is a futex word: passing is an atomic increment plus FUTEX_WAKE, waiting is
+//! FUTEX_WAIT. There is no lock around it, so the only wake-ups and switches are the
+//! handoffs themselves (a mutex + condvar adds lock contention: extra wake-ups and
+//! switches that vary from run to run).
 
 use std::sync::atomic::{AtomicU32, Ordering};
 
 use serde::Serialize;
 
+use super::futex;
 use super::threads::{run_threads, WorkCounts};
 use super::Report;
 
@@ -48,53 +49,10 @@ impl WorkCounts for PingpongThread {
 
 pub type PingpongReport = Report<PingpongOptions, PingpongThread>;
 
-/// Sleeps until `word` is woken, unless it no longer holds `expected`. Returns whether the
-/// thread slept (woken by FUTEX_WAKE) rather than returning at once.
-fn futex_wait(word: &AtomicU32, expected: u32) -> bool {
-    // SAFETY: FUTEX_WAIT reads the aligned u32 behind the atomic; no timeout pointer.
-    let rc = unsafe {
-        libc::syscall(
-            libc::SYS_futex,
-            word.as_ptr(),
-            libc::FUTEX_WAIT | libc::FUTEX_PRIVATE_FLAG,
-            expected,
-            std::ptr::null::<libc::timespec>(),
-        )
-    };
-    // -1 is EAGAIN (the value had changed: no sleep) or EINTR (a signal); the caller
-    // re-checks the word either way.
-    rc == 0
-}
-
-/// Wakes the thread sleeping on `word`, if any.
-fn futex_wake(word: &AtomicU32) {
-    // SAFETY: FUTEX_WAKE only uses the address as a key.
-    unsafe {
-        libc::syscall(
-            libc::SYS_futex,
-            word.as_ptr(),
-            libc::FUTEX_WAKE | libc::FUTEX_PRIVATE_FLAG,
-            1,
-        )
-    };
-}
-
 /// The player whose turn it is: ping (0) after an even number of handoffs, pong (1) after
 /// an odd one. The count wraps at 2^32, which keeps its parity.
 fn holder(handoffs: u32) -> usize {
     (handoffs % 2) as usize
-}
-
-/// Waits (passively) until the token is `me`'s; returns whether it had to sleep.
-fn wait_for_token(token: &AtomicU32, me: usize) -> bool {
-    let mut slept = false;
-    loop {
-        let handoffs = token.load(Ordering::Acquire);
-        if holder(handoffs) == me {
-            return slept;
-        }
-        slept |= futex_wait(token, handoffs);
-    }
 }
 
 /// One player: receive (ping starts with the token), pass, `iterations` times; ping then
@@ -106,7 +64,8 @@ fn play(token: &AtomicU32, me: usize, iterations: u64) -> PingpongThread {
         blocked_waits: 0,
     };
     let receive = |counts: &mut PingpongThread| {
-        counts.blocked_waits += u64::from(wait_for_token(token, me));
+        counts.blocked_waits +=
+            u64::from(futex::wait_until(token, |handoffs| holder(handoffs) == me));
         counts.receives += 1;
     };
     for round in 0..iterations {
@@ -115,7 +74,7 @@ fn play(token: &AtomicU32, me: usize, iterations: u64) -> PingpongThread {
         }
         token.fetch_add(1, Ordering::Release);
         counts.passes += 1;
-        futex_wake(token);
+        futex::wake(token, 1);
     }
     if me == 0 {
         receive(&mut counts);
