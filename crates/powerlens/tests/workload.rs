@@ -230,6 +230,10 @@ fn bad_input_is_refused_naming_the_flag_and_the_fix() {
     let cases: &[(&[&str], &[&str])] = &[
         (&["spin", "--threads", "0"], &["--threads", "1 or more"]),
         (
+            &["barrier", "--threads", "100000"],
+            &["--threads", "at most 4096"],
+        ),
+        (
             &["spin", "--duration", "0s"],
             &["--duration", "greater than zero"],
         ),

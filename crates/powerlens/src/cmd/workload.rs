@@ -51,7 +51,7 @@ pub struct OutputArgs {
 )]
 pub struct SpinArgs {
     /// Busy threads [default: every CPU this process may use].
-    #[arg(long, value_name = "N", value_parser = parse_count)]
+    #[arg(long, value_name = "N", value_parser = parse_threads)]
     pub threads: Option<u64>,
 
     /// How long to spin, with a unit: 2s, 500ms, 200us.
@@ -77,7 +77,7 @@ pub struct SpinArgs {
 )]
 pub struct BarrierArgs {
     /// Threads in the team [default: every CPU this process may use].
-    #[arg(long, value_name = "N", value_parser = parse_count)]
+    #[arg(long, value_name = "N", value_parser = parse_threads)]
     pub threads: Option<u64>,
 
     /// Parallel-for iterations, each ended by a barrier.
@@ -105,7 +105,7 @@ pub struct BarrierArgs {
 )]
 pub struct ImbalancedArgs {
     /// Threads, one heavy and the others light [default: every CPU, at least 2].
-    #[arg(long, value_name = "N", value_parser = parse_count)]
+    #[arg(long, value_name = "N", value_parser = parse_threads)]
     pub threads: Option<u64>,
 
     /// The heavy thread's share of the work, above 0 and at most 1.
@@ -194,7 +194,7 @@ pub struct AvxArgs {
     pub duration: Duration,
 
     /// Threads, each alternating phases on its own.
-    #[arg(long, value_name = "N", default_value = "1", value_parser = parse_count)]
+    #[arg(long, value_name = "N", default_value = "1", value_parser = parse_threads)]
     pub threads: u64,
 
     #[command(flatten)]
@@ -230,6 +230,15 @@ fn parse_count(text: &str) -> Result<u64, String> {
     }
 }
 
+/// A thread count from 1 to [`workload::MAX_THREADS`].
+fn parse_threads(text: &str) -> Result<u64, String> {
+    let threads = parse_count(text)?;
+    if threads > workload::MAX_THREADS as u64 {
+        return Err(format!("at most {} threads", workload::MAX_THREADS));
+    }
+    Ok(threads)
+}
+
 /// A share in (0, 1].
 fn parse_share(text: &str) -> Result<f64, String> {
     match text.trim().parse::<f64>() {
@@ -240,9 +249,12 @@ fn parse_share(text: &str) -> Result<f64, String> {
     }
 }
 
-/// The thread count asked for, or every CPU this process may use.
+/// The thread count asked for, or every CPU this process may use (up to the cap).
 fn threads_or_all_cpus(threads: Option<u64>) -> usize {
-    threads.map_or_else(workload::available_cpus, |n| n as usize)
+    threads.map_or_else(
+        || workload::available_cpus().min(workload::MAX_THREADS),
+        |n| n as usize,
+    )
 }
 
 pub fn execute(args: WorkloadArgs) -> anyhow::Result<ExitCode> {
@@ -336,6 +348,8 @@ mod tests {
     #[test]
     fn counts_and_shares_reject_with_the_fix() {
         assert_eq!(parse_count("3"), Ok(3));
+        assert_eq!(parse_threads("4096"), Ok(4096));
+        assert!(parse_threads("4097").unwrap_err().contains("at most 4096"));
         assert!(parse_count("0").unwrap_err().contains("1 or more"));
         assert!(parse_count("-2")
             .unwrap_err()

@@ -68,6 +68,11 @@ pub trait WorkCounts {
     fn work_units(&self) -> u64;
 }
 
+/// The most threads a workload starts. If the system refused a thread midway, the
+/// threads already running could wait forever for it at a barrier or a handoff; far
+/// below the usual limits, this cap keeps that from happening.
+pub const MAX_THREADS: usize = 4096;
+
 /// Runs `names.len()` threads with the given names; thread `i` runs `body(i)`. Returns the
 /// reports in index order and the wall time from before the first spawn to after the last
 /// join.
@@ -79,6 +84,11 @@ where
     T: Send,
     F: Fn(usize) -> T + Sync,
 {
+    anyhow::ensure!(
+        names.len() <= MAX_THREADS,
+        "{} threads asked for, {MAX_THREADS} at most",
+        names.len()
+    );
     let start = Instant::now();
     let results = std::thread::scope(|scope| {
         let body = &body;
