@@ -60,4 +60,6 @@ pub enum Command {
     Completions(cmd::completions::CompletionsArgs),
     /// Write the man page (roff) to stdout.
     Man(cmd::completions::ManArgs),
+    /// Built-in workloads that reproduce the case studies: spin, barrier, imbalanced, sleepy, pingpong, avx.
+    Workload(cmd::workload::WorkloadArgs),
 }

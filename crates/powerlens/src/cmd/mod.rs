@@ -7,6 +7,7 @@ pub mod demo;
 pub mod info;
 pub mod run;
 pub mod runs;
+pub mod workload;
 
 use std::process::ExitCode;
 
@@ -22,5 +23,6 @@ pub fn execute(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Calibrate(args) => calibrate::execute(&cli.global, args),
         Command::Completions(args) => completions::completions(args),
         Command::Man(args) => completions::man(args),
+        Command::Workload(args) => workload::execute(args),
     }
 }
