@@ -122,6 +122,13 @@ pub fn execute(global: &GlobalArgs, args: CalibrateArgs) -> anyhow::Result<ExitC
         bar.inc(1);
     }
     bar.finish_and_clear();
+    // The measured levels first: when the fit fails, they are what the user needs to see.
+    eprintln!("busy CPUs  power W");
+    for (b, w) in &points {
+        eprintln!("{b:9.2}  {w:7.2}");
+    }
+    let held: Vec<f64> = (0..=cpus).map(f64::from).collect();
+    model::check_levels(&points, &held)?;
     let fit = model::fit(
         &points,
         &format!("powerlens calibrate with {}", meter.provenance().label()),
@@ -139,10 +146,6 @@ pub fn execute(global: &GlobalArgs, args: CalibrateArgs) -> anyhow::Result<ExitC
             }))?
         );
     } else {
-        eprintln!("busy CPUs  power W");
-        for (b, w) in &points {
-            eprintln!("{b:9.2}  {w:7.2}");
-        }
         eprintln!(
             "fit: {:.2} W idle + {:.2} W per busy CPU (R² = {:.4})",
             fit.model.idle_w, fit.model.busy_cpu_w, fit.r_squared
