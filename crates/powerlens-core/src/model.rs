@@ -95,6 +95,21 @@ pub struct ModelFit {
     pub points: usize,
 }
 
+/// Checks that calibration levels measured what they held: `points[i]` was taken while
+/// `held[i]` CPUs were kept busy. Other load on the machine (a build, a browser) shows up as
+/// busy CPUs at the idle level and flattens the spread; fitting such points gives nonsense.
+pub fn check_levels(points: &[(f64, f64)], held: &[f64]) -> Result<(), ModelError> {
+    const TOLERANCE_CPUS: f64 = 0.5;
+    for (&(measured, _), &expected) in points.iter().zip(held) {
+        if (measured - expected).abs() > TOLERANCE_CPUS {
+            return Err(ModelError::Fit(format!(
+                "the machine is not quiet: {measured:.2} CPUs were busy while calibrate held {expected}; stop other work (builds, browsers, VMs) and run calibrate again"
+            )));
+        }
+    }
+    Ok(())
+}
+
 /// Ordinary least squares of watts on busy CPUs.
 pub fn fit(points: &[(f64, f64)], source: &str) -> Result<ModelFit, ModelError> {
     let n = points.len() as f64;
@@ -164,6 +179,20 @@ mod tests {
         assert!(
             fit(&[(0.0, 10.0), (1.0, 5.0)], "x").is_err(),
             "negative slope is not physical"
+        );
+    }
+
+    #[test]
+    fn busy_machines_are_refused() {
+        let quiet = [(0.02, 10.0), (1.01, 17.5), (1.98, 25.0)];
+        assert!(check_levels(&quiet, &[0.0, 1.0, 2.0]).is_ok());
+        let busy = [(1.99, 24.3), (1.99, 24.9), (2.0, 25.0)];
+        let err = check_levels(&busy, &[0.0, 1.0, 2.0])
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("not quiet") && err.contains("1.99 CPUs"),
+            "{err}"
         );
     }
 

@@ -13,7 +13,7 @@ use powerlens_sys::procfs;
 use crate::cli::GlobalArgs;
 use crate::cmd::run::MeterArgs;
 use crate::meter::Meter;
-use crate::units::parse_duration;
+use crate::units::parse_positive_duration;
 use crate::{exec, interrupt, progress};
 
 #[derive(Debug, Args)]
@@ -27,7 +27,7 @@ Example:
   powerlens calibrate --duration 5s -o ~/.config/powerlens/model.json")]
 pub struct CalibrateArgs {
     /// How long to hold each load level.
-    #[arg(long, default_value = "3s", value_parser = parse_duration)]
+    #[arg(long, default_value = "3s", value_parser = parse_positive_duration)]
     pub duration: Duration,
 
     /// Highest number of busy CPUs [default: all online CPUs].
@@ -112,7 +112,7 @@ pub fn execute(global: &GlobalArgs, args: CalibrateArgs) -> anyhow::Result<ExitC
         }
         let seconds = after.at.duration_since(before.at).as_secs_f64();
         let joules: f64 = meter
-            .energy_between(&before, &after)
+            .energy_between(&before, &after, None)
             .iter()
             .filter(|d| d.counts_in_total)
             .map(|d| d.joules)
@@ -122,6 +122,13 @@ pub fn execute(global: &GlobalArgs, args: CalibrateArgs) -> anyhow::Result<ExitC
         bar.inc(1);
     }
     bar.finish_and_clear();
+    // The measured levels first: when the fit fails, they are what the user needs to see.
+    eprintln!("busy CPUs  power W");
+    for (b, w) in &points {
+        eprintln!("{b:9.2}  {w:7.2}");
+    }
+    let held: Vec<f64> = (0..=cpus).map(f64::from).collect();
+    model::check_levels(&points, &held)?;
     let fit = model::fit(
         &points,
         &format!("powerlens calibrate with {}", meter.provenance().label()),
@@ -139,10 +146,6 @@ pub fn execute(global: &GlobalArgs, args: CalibrateArgs) -> anyhow::Result<ExitC
             }))?
         );
     } else {
-        eprintln!("busy CPUs  power W");
-        for (b, w) in &points {
-            eprintln!("{b:9.2}  {w:7.2}");
-        }
         eprintln!(
             "fit: {:.2} W idle + {:.2} W per busy CPU (R² = {:.4})",
             fit.model.idle_w, fit.model.busy_cpu_w, fit.r_squared

@@ -8,6 +8,8 @@ pub mod info;
 pub mod restore;
 pub mod run;
 pub mod runs;
+pub mod sweep;
+pub mod workload;
 
 use std::process::ExitCode;
 
@@ -19,10 +21,12 @@ pub fn execute(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Run(args) => run::execute(&cli.global, *args),
         Command::Compare(args) => compare::execute(&cli.global, *args),
         Command::Runs(args) => runs::execute(args),
+        Command::Sweep(args) => sweep::execute(&cli.global, *args),
         Command::Demo(args) => demo::execute(&cli.global, args),
         Command::Calibrate(args) => calibrate::execute(&cli.global, args),
         Command::Restore(args) => restore::execute(&cli.global, args),
         Command::Completions(args) => completions::completions(args),
         Command::Man(args) => completions::man(args),
+        Command::Workload(args) => workload::execute(args),
     }
 }

@@ -12,7 +12,7 @@ use powerlens_store::ResultsDb;
 use crate::cli::GlobalArgs;
 use crate::meter::{Meter, MeterOptions};
 use crate::runner::{self, SeriesOptions};
-use crate::units::parse_duration;
+use crate::units::{parse_positive_duration, parse_seconds};
 use crate::{interrupt, progress, results};
 
 /// Exit code when the user interrupted the series (as shells report SIGINT).
@@ -34,7 +34,7 @@ pub struct RunArgs {
     pub series: SeriesArgs,
 
     /// Measure idle power for this long before and after the runs, and report energy above it.
-    #[arg(long, value_name = "SECS", value_parser = parse_duration)]
+    #[arg(long, value_name = "SECS", value_parser = parse_seconds)]
     pub baseline: Option<Duration>,
 
     #[command(flatten)]
@@ -73,7 +73,7 @@ pub struct SeriesArgs {
 
     /// Measure each run's energy over a fixed window from its start, idle tail included
     /// (the race-to-idle comparison). A run that outlives the window is an error.
-    #[arg(long, value_name = "SECS", value_parser = parse_duration)]
+    #[arg(long, value_name = "SECS", value_parser = parse_seconds)]
     pub window: Option<Duration>,
 
     /// Keep measuring when the command exits non-zero or is killed.
@@ -185,7 +185,7 @@ pub struct MeterArgs {
 
     /// Read the energy counters this often [default: the longest interval that cannot miss a
     /// counter wrap, at most 100ms].
-    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    #[arg(long, value_name = "DURATION", value_parser = parse_positive_duration)]
     pub sample_interval: Option<Duration>,
 }
 
