@@ -415,3 +415,27 @@ fn raising_the_minimum_above_the_maximum_writes_the_maximum_first() {
         ]
     );
 }
+
+#[test]
+fn a_failed_restore_is_reported_restores_the_rest_and_keeps_the_journal() {
+    let m = Machine::new();
+    let journal = m.options().journal;
+    let applied = m.apply("governor=performance,turbo=off").unwrap();
+    // Something else replaces an attribute while the configuration runs.
+    let no_turbo = m.sys("devices/system/cpu/intel_pstate/no_turbo");
+    std::fs::remove_file(&no_turbo).unwrap();
+    std::fs::create_dir(&no_turbo).unwrap();
+
+    let errors = applied.restore().unwrap_err();
+    assert_eq!(errors.len(), 1, "{errors:?}");
+    let text = errors[0].to_string();
+    assert!(
+        text.contains("turbo=off") && text.contains(&no_turbo.display().to_string()),
+        "{text}"
+    );
+    for cpu in 0..2 {
+        let governor = format!("devices/system/cpu/cpufreq/policy{cpu}/scaling_governor");
+        assert_eq!(m.read(&governor), "powersave\n");
+    }
+    assert!(journal.exists(), "kept for `powerlens restore`");
+}
