@@ -36,7 +36,7 @@ pub enum CompareError {
     TooFewLabels(usize),
     #[error("label {0:?} has no rows")]
     EmptyLabel(String),
-    #[error("label {label:?}: {what} must be a positive number, got {value}")]
+    #[error("label {label:?}: {what} must be a positive number, got {value}{}", if *what == "energy" && *value == 0.0 { " (a run shorter than the energy counter's update interval measures 0 J: lengthen it or measure a fixed --window)" } else { "" })]
     NotPositive {
         label: String,
         what: &'static str,

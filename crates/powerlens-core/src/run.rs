@@ -214,6 +214,12 @@ pub fn warnings(runs: &[Run], baseline: Option<&Baseline>) -> Vec<String> {
             ));
         }
     }
+    let zero = runs.iter().filter(|r| r.energy_j <= 0.0).count();
+    if zero > 0 {
+        out.push(format!(
+            "{zero} run(s) measured 0 J: the command finished before the energy counter advanced (RAPL updates about every millisecond), so its energy is below the meter's resolution — lengthen the workload, repeat it inside one run, or measure a fixed --window"
+        ));
+    }
     let below = runs.iter().filter(|r| r.below_baseline).count();
     if below > 0 {
         out.push(format!(
@@ -361,6 +367,17 @@ mod tests {
         assert_eq!(s.power_w.mean, 10.0);
         assert_eq!(s.domains["package-0/core"].mean, 5.0);
         assert!(RunSummary::of(&[]).is_none());
+    }
+
+    #[test]
+    fn zero_energy_is_flagged_as_below_resolution() {
+        let run = Run::new(0, measured(0.001, 0.0, 0.0, 0.0), None);
+        let w = warnings(&[run], None);
+        assert!(
+            w.iter()
+                .any(|w| w.contains("measured 0 J") && w.contains("resolution")),
+            "{w:?}"
+        );
     }
 
     #[test]

@@ -16,11 +16,15 @@ pub struct Outcome {
     pub exit: ExitStatus,
 }
 
-/// Runs `argv` to completion. Output goes to /dev/null unless `show_output`.
-pub fn run(argv: &[String], show_output: bool) -> anyhow::Result<Outcome> {
+/// Runs `argv` to completion. Output goes to /dev/null unless `show_output`; `cpus`
+/// restricts the command (not powerlens) to those CPUs.
+pub fn run(argv: &[String], show_output: bool, cpus: Option<&[u32]>) -> anyhow::Result<Outcome> {
     let (program, args) = argv.split_first().context("no command given")?;
     let mut cmd = Command::new(program);
     cmd.args(args).stdin(Stdio::null());
+    if let Some(cpus) = cpus {
+        powerlens_sys::settings::restrict_command_to(&mut cmd, cpus)?;
+    }
     if !show_output {
         cmd.stdout(Stdio::null()).stderr(Stdio::null());
     }
@@ -36,7 +40,7 @@ pub fn run(argv: &[String], show_output: bool) -> anyhow::Result<Outcome> {
 
 /// Runs a shell command line (`--prepare`), output hidden unless `show_output`.
 pub fn run_shell(line: &str, show_output: bool) -> anyhow::Result<ExitStatus> {
-    Ok(run(&["sh".into(), "-c".into(), line.into()], show_output)?.exit)
+    Ok(run(&["sh".into(), "-c".into(), line.into()], show_output, None)?.exit)
 }
 
 fn spawn_error(program: &str, e: std::io::Error) -> anyhow::Error {
@@ -98,11 +102,11 @@ mod tests {
 
     #[test]
     fn exit_codes_signals_and_cpu_time() {
-        let ok = run(&argv(&["true"]), false).unwrap();
+        let ok = run(&argv(&["true"]), false, None).unwrap();
         assert!(ok.exit.success());
-        let fail = run(&argv(&["sh", "-c", "exit 3"]), false).unwrap();
+        let fail = run(&argv(&["sh", "-c", "exit 3"]), false, None).unwrap();
         assert_eq!(fail.exit.code, Some(3));
-        let killed = run(&argv(&["sh", "-c", "kill -9 $$"]), false).unwrap();
+        let killed = run(&argv(&["sh", "-c", "kill -9 $$"]), false, None).unwrap();
         assert_eq!(killed.exit.signal, Some(9));
         // A fixed amount of shell arithmetic: CPU time is spent, whatever else loads the
         // machine, and it can never exceed the wall time of one thread.
@@ -113,13 +117,14 @@ mod tests {
                 "i=0; while [ $i -lt 100000 ]; do i=$((i+1)); done",
             ]),
             false,
+            None,
         )
         .unwrap();
         assert!(
             busy.cpu_s > 0.02 && busy.cpu_s <= busy.wall.as_secs_f64() + 0.01,
             "{busy:?}"
         );
-        let sleep = run(&argv(&["sleep", "0.2"]), false).unwrap();
+        let sleep = run(&argv(&["sleep", "0.2"]), false, None).unwrap();
         assert!(
             sleep.cpu_s < 0.05 && sleep.wall >= Duration::from_millis(200),
             "{sleep:?}"
@@ -127,8 +132,38 @@ mod tests {
     }
 
     #[test]
+    fn affinity_applies_to_the_command_only() {
+        // The kernel's own view of the child's allowed CPUs is the oracle.
+        let check = argv(&[
+            "sh",
+            "-c",
+            "grep -Eq 'Cpus_allowed_list:[[:space:]]*0$' /proc/self/status",
+        ]);
+        assert!(run(&check, false, Some(&[0])).unwrap().exit.success());
+        let ours = std::fs::read_to_string("/proc/self/status").unwrap();
+        let allowed = ours
+            .lines()
+            .find(|l| l.starts_with("Cpus_allowed_list"))
+            .unwrap();
+        if std::thread::available_parallelism()
+            .map(|n| n.get())
+            .unwrap_or(1)
+            > 1
+        {
+            assert!(
+                !allowed.trim_end().ends_with(":\t0"),
+                "powerlens itself stays unrestricted: {allowed}"
+            );
+            assert!(
+                !run(&check, false, None).unwrap().exit.success(),
+                "unrestricted child sees every CPU"
+            );
+        }
+    }
+
+    #[test]
     fn missing_command_names_the_fix() {
-        let err = run(&argv(&["definitely-not-a-command-xyz"]), false)
+        let err = run(&argv(&["definitely-not-a-command-xyz"]), false, None)
             .unwrap_err()
             .to_string();
         assert!(

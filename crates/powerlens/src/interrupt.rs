@@ -11,10 +11,11 @@ extern "C" fn on_signal(_: libc::c_int) {
     INTERRUPTED.store(true, Ordering::SeqCst);
 }
 
-/// Installs the handler for SIGINT and SIGTERM. The measured command, in the same process
-/// group, still receives Ctrl-C itself and stops.
+/// Installs the handler for SIGINT, SIGTERM and SIGHUP (a closed terminal), so that every
+/// setting a configuration changed is restored and finished runs are kept. The measured
+/// command, in the same process group, still receives Ctrl-C itself and stops.
 pub fn install() {
-    for sig in [libc::SIGINT, libc::SIGTERM] {
+    for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
         // SAFETY: a zeroed sigaction with a valid handler and an empty mask is well-formed;
         // the handler only touches an atomic.
         unsafe {

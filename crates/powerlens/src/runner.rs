@@ -3,8 +3,11 @@
 
 use std::time::{Duration, Instant};
 
+use anyhow::Context;
 use indicatif::ProgressBar;
 use powerlens_core::run::{Baseline, Measurement};
+use powerlens_sys::settings::{self, Setting};
+use powerlens_sys::Roots;
 
 use crate::meter::Meter;
 use crate::{exec, interrupt};
@@ -20,6 +23,51 @@ pub struct SeriesOptions {
     pub window: Option<Duration>,
     pub ignore_failure: bool,
     pub show_output: bool,
+}
+
+/// A named system configuration (`--config NAME=SETTINGS`), applied around each of its runs.
+#[derive(Debug, Clone)]
+pub struct Config {
+    pub name: String,
+    pub settings: Vec<Setting>,
+    pub roots: Roots,
+}
+
+impl Config {
+    /// Parses `NAME=SETTING[,SETTING…]`.
+    pub fn parse(text: &str, roots: &Roots) -> anyhow::Result<Config> {
+        let (name, rest) = text
+            .split_once('=')
+            .filter(|(n, r)| !n.trim().is_empty() && !r.trim().is_empty())
+            .with_context(|| format!("--config {text:?}: expected NAME=SETTING[,SETTING…], e.g. save=governor=powersave,turbo=off"))?;
+        let settings =
+            settings::parse_settings(rest).with_context(|| format!("--config {name}"))?;
+        Ok(Config {
+            name: name.trim().to_string(),
+            settings,
+            roots: roots.clone(),
+        })
+    }
+
+    /// Checks that this machine can apply every setting, before anything runs.
+    pub fn check(&self) -> anyhow::Result<()> {
+        settings::check(&self.roots, &self.settings)
+            .with_context(|| format!("--config {}", self.name))
+    }
+}
+
+/// One command to measure, under a configuration or as the machine is.
+#[derive(Debug, Clone)]
+pub struct Job<'a> {
+    pub argv: Vec<String>,
+    pub config: Option<&'a Config>,
+}
+
+impl Job<'_> {
+    /// A job with no configuration.
+    pub fn plain(argv: Vec<String>) -> Job<'static> {
+        Job { argv, config: None }
+    }
 }
 
 /// The measurements of a series, and why it stopped early if it did.
@@ -42,7 +90,7 @@ pub fn run_series(
     opts: &SeriesOptions,
     progress: &ProgressBar,
 ) -> anyhow::Result<Series> {
-    let mut all = run_interleaved(meter, &[argv.to_vec()], opts, progress)?;
+    let mut all = run_interleaved(meter, &[Job::plain(argv.to_vec())], opts, progress)?;
     Ok(all.remove(0))
 }
 
@@ -51,7 +99,7 @@ pub fn run_series(
 /// interleaved too. The first failure stops every series; each keeps the runs it finished.
 pub fn run_interleaved(
     meter: &Meter,
-    commands: &[Vec<String>],
+    commands: &[Job<'_>],
     opts: &SeriesOptions,
     progress: &ProgressBar,
 ) -> anyhow::Result<Vec<Series>> {
@@ -75,17 +123,17 @@ pub fn run_interleaved(
         }
     };
     for round in 0..opts.warmup {
-        for (i, argv) in commands.iter().enumerate() {
+        for (i, job) in commands.iter().enumerate() {
             progress.set_message(format!("warm-up {}/{}", round + 1, opts.warmup));
-            if let Attempt::Stop(why) = attempt(meter, argv, opts)? {
+            if let Attempt::Stop(why) = attempt(meter, job, opts)? {
                 stop_all(&mut series, format!("warm-up{}: {why}", label(i)));
                 return Ok(series);
             }
         }
     }
     for round in 0..opts.runs {
-        for (i, argv) in commands.iter().enumerate() {
-            match attempt(meter, argv, opts)? {
+        for (i, job) in commands.iter().enumerate() {
+            match attempt(meter, job, opts)? {
                 Attempt::Done(m) => {
                     progress.set_message(format!("last {:.3} s", m.wall_s));
                     series[i].measurements.push(m);
@@ -101,7 +149,32 @@ pub fn run_interleaved(
     Ok(series)
 }
 
-fn attempt(meter: &Meter, argv: &[String], opts: &SeriesOptions) -> anyhow::Result<Attempt> {
+/// One run of a job: its configuration applied just around it and restored right after,
+/// also when the run fails or is interrupted.
+fn attempt(meter: &Meter, job: &Job<'_>, opts: &SeriesOptions) -> anyhow::Result<Attempt> {
+    let Some(config) = job.config else {
+        return attempt_as_is(meter, &job.argv, opts, None);
+    };
+    let applied = settings::apply(&config.roots, &config.settings)
+        .with_context(|| format!("applying --config {}", config.name))?;
+    let result = attempt_as_is(meter, &job.argv, opts, applied.affinity().as_deref());
+    if let Err(errors) = applied.restore() {
+        let list: Vec<String> = errors.iter().map(|e| e.to_string()).collect();
+        anyhow::bail!(
+            "restoring the settings of --config {} failed: {}; run `powerlens restore`",
+            config.name,
+            list.join("; ")
+        );
+    }
+    result
+}
+
+fn attempt_as_is(
+    meter: &Meter,
+    argv: &[String],
+    opts: &SeriesOptions,
+    cpus: Option<&[u32]>,
+) -> anyhow::Result<Attempt> {
     if let Some(prepare) = &opts.prepare {
         let status = exec::run_shell(prepare, opts.show_output)?;
         if !status.success() {
@@ -115,7 +188,7 @@ fn attempt(meter: &Meter, argv: &[String], opts: &SeriesOptions) -> anyhow::Resu
         return Ok(Attempt::Stop("interrupted".into()));
     }
     let before = meter.read()?;
-    let outcome = exec::run(argv, opts.show_output)?;
+    let outcome = exec::run(argv, opts.show_output, cpus)?;
     if interrupt::interrupted() {
         // The command got the Ctrl-C too: this run is not a measurement of the workload.
         return Ok(Attempt::Stop("interrupted".into()));

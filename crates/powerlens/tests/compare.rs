@@ -243,7 +243,7 @@ fn saved_results_and_their_errors() {
     let out = powerlens(
         &tree.roots().sysfs,
         &db,
-        &["run", "--runs", "2", "--", "true"],
+        &["run", "--runs", "2", "--", "sleep", "0.05"],
     );
     assert!(out.status.success(), "{}", stderr(&out));
     let out = powerlens(&sys, &db, &["compare", "1", "3"]);

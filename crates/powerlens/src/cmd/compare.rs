@@ -12,8 +12,9 @@ use powerlens_store::ResultsDb;
 use serde::Serialize;
 
 use crate::cli::GlobalArgs;
-use crate::cmd::run::{MeterArgs, OutputArgs, Rendered, SaveArgs, SeriesArgs};
+use crate::cmd::run::{ConfigArgs, MeterArgs, OutputArgs, Rendered, SaveArgs, SeriesArgs};
 use crate::meter::Meter;
+use crate::runner::Job;
 use crate::{interrupt, progress, results, runner};
 
 #[derive(Debug, Args)]
@@ -23,6 +24,8 @@ Three ways to give the configurations; the first is the baseline, ratios are can
   powerlens compare --runs 10 -- 'make -j4' 'make -j8'      run them interleaved (A B A B …)
   powerlens compare 3 7 results/b.json                       saved results (ids) or run --export-json files
   powerlens compare --from-csv lkml.csv                      figures measured elsewhere
+  powerlens compare --config perf=governor=performance --config save=governor=powersave -- ./bench
+                                                             one command under each system configuration
 
 CSV header `label,seconds,watts` or `label,seconds,joules`; rows with one label are repeats:
   label,seconds,watts
@@ -52,6 +55,9 @@ pub struct CompareArgs {
 
     #[command(flatten)]
     pub series: SeriesArgs,
+
+    #[command(flatten)]
+    pub configs: ConfigArgs,
 
     #[command(flatten)]
     pub output: OutputArgs,
@@ -96,6 +102,9 @@ pub fn execute(global: &GlobalArgs, args: CompareArgs) -> anyhow::Result<ExitCod
         !args.results.is_empty(),
         !args.commands.is_empty(),
     ];
+    if !args.configs.configs.is_empty() && !forms[2] {
+        bail!("--config applies to commands that compare runs (after `--`), not to saved or imported results");
+    }
     let inputs = match forms {
         [true, false, false] => from_csv(args.from_csv.as_deref().expect("checked"))?,
         [false, true, false] => from_results(&args.results, &args.save)?,
@@ -221,40 +230,59 @@ fn from_results(refs: &[String], save: &SaveArgs) -> anyhow::Result<Inputs> {
 }
 
 fn live(global: &GlobalArgs, args: &CompareArgs) -> anyhow::Result<Inputs> {
-    if args.commands.len() < 2 {
-        bail!("give at least two commands after `--` to compare, e.g. -- 'make -j4' 'make -j8'");
-    }
-    if !args.names.is_empty() && args.names.len() != args.commands.len() {
-        bail!(
-            "--name was given {} times for {} commands: name every command or none",
-            args.names.len(),
-            args.commands.len()
-        );
-    }
     let roots = global.roots()?;
+    let configs = args.configs.parse_and_check(&roots)?;
+    let shell = |c: &String| vec!["sh".to_string(), "-c".to_string(), c.clone()];
+    let (labels, jobs): (Vec<String>, Vec<Job<'_>>) = if configs.is_empty() {
+        if args.commands.len() < 2 {
+            bail!("give at least two commands after `--` to compare, e.g. -- 'make -j4' 'make -j8' (or one command and several --config)");
+        }
+        if !args.names.is_empty() && args.names.len() != args.commands.len() {
+            bail!(
+                "--name was given {} times for {} commands: name every command or none",
+                args.names.len(),
+                args.commands.len()
+            );
+        }
+        let labels = if args.names.is_empty() {
+            args.commands.clone()
+        } else {
+            args.names.clone()
+        };
+        (
+            labels,
+            args.commands.iter().map(|c| Job::plain(shell(c))).collect(),
+        )
+    } else {
+        if configs.len() < 2 || args.commands.len() != 1 {
+            bail!("with --config, give one command and at least two configurations: each configuration runs the command");
+        }
+        if !args.names.is_empty() {
+            bail!("with --config the configurations are the names; drop --name");
+        }
+        let labels = configs.iter().map(|c| c.name.clone()).collect();
+        let jobs = configs
+            .iter()
+            .map(|c| Job {
+                argv: shell(&args.commands[0]),
+                config: Some(c),
+            })
+            .collect();
+        (labels, jobs)
+    };
     let mut db = args.save.open()?;
     let meter = Meter::open(&roots, &args.meter.options())?;
     eprintln!("{}", meter.describe());
     interrupt::install();
-    let argvs: Vec<Vec<String>> = args
-        .commands
-        .iter()
-        .map(|c| vec!["sh".to_string(), "-c".to_string(), c.clone()])
-        .collect();
-    let labels: Vec<String> = if args.names.is_empty() {
-        args.commands.clone()
-    } else {
-        args.names.clone()
-    };
     let options = args.series.options();
-    let bar = progress::bar((options.runs * argvs.len()) as u64, "compare");
-    let series = runner::run_interleaved(&meter, &argvs, &options, &bar)?;
+    let bar = progress::bar((options.runs * jobs.len()) as u64, "compare");
+    let series = runner::run_interleaved(&meter, &jobs, &options, &bar)?;
     bar.finish_and_clear();
     let stopped_early = series.first().and_then(|s| s.stopped_early.clone());
     let mut groups = Vec::new();
-    for ((label, argv), s) in labels.iter().zip(argvs).zip(series) {
+    for ((label, job), s) in labels.iter().zip(jobs).zip(series) {
         let result = RunResult::new(
-            argv,
+            job.argv,
             meter.provenance(),
             options.window.map(|w| w.as_secs_f64()),
             None,

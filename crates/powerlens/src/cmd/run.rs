@@ -11,9 +11,10 @@ use powerlens_store::ResultsDb;
 
 use crate::cli::GlobalArgs;
 use crate::meter::{Meter, MeterOptions};
-use crate::runner::{self, SeriesOptions};
+use crate::runner::{self, Config, SeriesOptions};
 use crate::units::{parse_positive_duration, parse_seconds};
 use crate::{interrupt, progress, results};
+use powerlens_sys::Roots;
 
 /// Exit code when the user interrupted the series (as shells report SIGINT).
 const EXIT_INTERRUPTED: u8 = 130;
@@ -172,6 +173,40 @@ impl SaveArgs {
             return Ok(None);
         }
         Ok(Some(ResultsDb::open(results::db_path(self.db.clone())?)?))
+    }
+}
+
+/// Named system configurations, for `compare` and `sweep`.
+#[derive(Debug, Clone, Args)]
+#[command(next_help_heading = "System configurations")]
+pub struct ConfigArgs {
+    /// A named configuration applied around each of its runs and restored after (also on
+    /// failure or Ctrl-C): NAME=SETTING[,SETTING…] with governor=, epp=, min_freq=, max_freq=,
+    /// turbo=on|off, cstate.NAME=on|off, cstates=NAME[,NAME…], pm_qos=20us, cpus=0-3.
+    /// Repeat for each configuration; see docs/CONFIG.md.
+    #[arg(long = "config", value_name = "NAME=SETTINGS")]
+    pub configs: Vec<String>,
+}
+
+impl ConfigArgs {
+    /// Parses every configuration and checks that this machine can apply all of them, before
+    /// anything runs or changes.
+    pub fn parse_and_check(&self, roots: &Roots) -> anyhow::Result<Vec<Config>> {
+        let configs = self
+            .configs
+            .iter()
+            .map(|c| Config::parse(c, roots))
+            .collect::<anyhow::Result<Vec<_>>>()?;
+        for (i, c) in configs.iter().enumerate() {
+            if configs[..i].iter().any(|d| d.name == c.name) {
+                anyhow::bail!(
+                    "--config {} is given twice: give each configuration its own name",
+                    c.name
+                );
+            }
+            c.check()?;
+        }
+        Ok(configs)
     }
 }
 

@@ -12,8 +12,9 @@ use powerlens_core::sweep::{self, Sweep};
 use serde::Serialize;
 
 use crate::cli::GlobalArgs;
-use crate::cmd::run::{MeterArgs, OutputArgs, Rendered, SaveArgs, SeriesArgs};
+use crate::cmd::run::{ConfigArgs, MeterArgs, OutputArgs, Rendered, SaveArgs, SeriesArgs};
 use crate::meter::Meter;
+use crate::runner::Job;
 use crate::{interrupt, progress, results, runner};
 
 #[derive(Debug, Args)]
@@ -27,7 +28,10 @@ Examples:
   powerlens sweep --param threads=1..4 -- powerlens workload spin --threads {threads} --duration 1s
   powerlens sweep --param j=1,2,4,8 --runs 3 --plot make.svg -- sh -c 'make clean; make -j{j}'
   powerlens sweep --param threads=1,2 --param period=1ms,100ms --reference threads=1,period=100ms \\
-      -- powerlens workload sleepy --period {period} --duration 1s")]
+      -- powerlens workload sleepy --period {period} --duration 1s
+
+With --config, the configurations are one more parameter named `config` (the command needs no
+{config}): every combination runs under each configuration.")]
 pub struct SweepArgs {
     /// A parameter and its values: NAME=V1,V2,… or NAME=FIRST..LAST (integers, inclusive).
     #[arg(short, long = "param", value_name = "NAME=VALUES", required = true)]
@@ -49,6 +53,9 @@ pub struct SweepArgs {
     pub series: SeriesArgs,
 
     #[command(flatten)]
+    pub configs: ConfigArgs,
+
+    #[command(flatten)]
     pub output: OutputArgs,
 
     #[command(flatten)]
@@ -61,6 +68,9 @@ pub struct SweepArgs {
     #[arg(required = true, last = true, value_name = "CMD")]
     pub command: Vec<String>,
 }
+
+/// The implicit parameter that --config adds to a sweep.
+const CONFIG_PARAM: &str = "config";
 
 #[derive(Debug, Serialize)]
 struct SweepDoc<'a> {
@@ -79,30 +89,44 @@ pub fn execute(global: &GlobalArgs, args: SweepArgs) -> anyhow::Result<ExitCode>
             args.work
         );
     }
-    let params = args
+    let mut params = args
         .params
         .iter()
         .map(|p| sweep::parse_param(p))
         .collect::<Result<Vec<_>, _>>()?;
-    let combos = sweep::combinations(&params)?;
     sweep::check_command(&args.command, &params)?;
+    let roots = global.roots()?;
+    let configs = args.configs.parse_and_check(&roots)?;
+    if !configs.is_empty() {
+        params.push(sweep::Param {
+            name: CONFIG_PARAM.into(),
+            values: configs.iter().map(|c| c.name.clone()).collect(),
+        });
+    }
+    let combos = sweep::combinations(&params)?;
     let reference = match &args.reference {
         Some(text) => sweep::find_reference(&combos, text)?,
         None => 0,
     };
-    let roots = global.roots()?;
     let mut db = args.save.open()?;
     let meter = Meter::open(&roots, &args.meter.options())?;
     eprintln!("{}", meter.describe());
     interrupt::install();
 
-    let argvs: Vec<Vec<String>> = combos
+    let jobs: Vec<Job<'_>> = combos
         .iter()
-        .map(|c| sweep::substitute(&args.command, c))
+        .map(|c| Job {
+            argv: sweep::substitute(&args.command, c),
+            config: c
+                .iter()
+                .find(|(n, _)| n == CONFIG_PARAM)
+                .and_then(|(_, v)| configs.iter().find(|cfg| cfg.name == *v)),
+        })
         .collect();
+    let argvs: Vec<Vec<String>> = jobs.iter().map(|j| j.argv.clone()).collect();
     let options = args.series.options();
-    let bar = progress::bar((options.runs * argvs.len()) as u64, "sweep");
-    let series = runner::run_interleaved(&meter, &argvs, &options, &bar)?;
+    let bar = progress::bar((options.runs * jobs.len()) as u64, "sweep");
+    let series = runner::run_interleaved(&meter, &jobs, &options, &bar)?;
     bar.finish_and_clear();
     let stopped_early = series.first().and_then(|s| s.stopped_early.clone());
 
