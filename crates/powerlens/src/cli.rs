@@ -35,4 +35,7 @@ pub struct GlobalArgs {
 pub enum Command {
     /// What this machine offers: topology, idle and frequency control, energy sources, perf access.
     Info(cmd::info::InfoArgs),
+    /// Wide-vector (AVX2/AVX-512) frequency licenses: break-even, policy simulation, power score.
+    #[command(long_about = cmd::dvfs::LONG_ABOUT)]
+    Dvfs(cmd::dvfs::DvfsArgs),
 }

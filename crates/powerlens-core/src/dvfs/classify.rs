@@ -14,6 +14,7 @@ use serde::Serialize;
 
 use super::csv::{self, InputError, InputErrorKind};
 use super::Level;
+use crate::provenance::Provenance;
 
 /// The CSV layout, quoted in error messages.
 pub const SAMPLES_FORMAT: &str = "time_us,pid,level";
@@ -43,6 +44,13 @@ pub struct ProcessScore {
     pub samples: u64,
     /// Rows that changed the score.
     pub updates: u64,
+}
+
+/// Scores of every process seen, by pid, with where they come from.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Classification {
+    pub provenance: Provenance,
+    pub rows: Vec<ProcessScore>,
 }
 
 /// Feeds samples one at a time; keeps one entry per process, not per sample.
@@ -91,15 +99,24 @@ impl Classifier {
     }
 
     /// Scores by pid.
-    pub fn finish(self) -> Vec<ProcessScore> {
-        self.processes.into_values().collect()
+    pub fn finish(self) -> Classification {
+        Classification {
+            provenance: Provenance::Estimated {
+                model: "power score (dim-silicon report, section 5.2)".into(),
+                parameters: format!(
+                    "S = {NEW_SAMPLE_WEIGHT}*L + {}*S on runs > {LONG_RUN_US} us or when L passes both the previous level and S",
+                    1.0 - NEW_SAMPLE_WEIGHT
+                ),
+            },
+            rows: self.processes.into_values().collect(),
+        }
     }
 }
 
 /// Scores from the lines of a samples CSV (optional `time_us,...` header, `#` comments).
 pub fn classify_lines<'a>(
     lines: impl IntoIterator<Item = &'a str>,
-) -> Result<Vec<ProcessScore>, InputError> {
+) -> Result<Classification, InputError> {
     let mut classifier = Classifier::new();
     let mut seen_data = false;
     for (index, line) in lines.into_iter().enumerate() {
@@ -146,7 +163,7 @@ mod tests {
     use super::*;
 
     fn score(rows: &str) -> Vec<ProcessScore> {
-        classify_lines(rows.lines()).unwrap()
+        classify_lines(rows.lines()).unwrap().rows
     }
 
     fn close(a: f64, b: f64) -> bool {
