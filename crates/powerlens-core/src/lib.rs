@@ -3,5 +3,8 @@
 //! Deterministic and free of I/O: callers feed measured values in, typed results come out.
 
 pub mod dvfs;
+pub mod model;
 pub mod provenance;
+pub mod run;
 pub mod stats;
+pub mod verdict;

@@ -8,37 +8,7 @@ use powerlens_core::dvfs::classify::Classification;
 use powerlens_core::dvfs::counters::CounterStatus;
 use powerlens_core::dvfs::simulate::Simulation;
 
-/// Left-aligns the first `left` columns (names), right-aligns the others (numbers), and
-/// separates columns by two spaces.
-fn aligned(headers: &[&str], left: usize, rows: &[Vec<String>]) -> String {
-    let mut widths: Vec<usize> = headers.iter().map(|h| h.len()).collect();
-    for row in rows {
-        for (w, cell) in widths.iter_mut().zip(row) {
-            *w = (*w).max(cell.chars().count());
-        }
-    }
-    let mut out = String::new();
-    let header_row: Vec<String> = headers.iter().map(|h| h.to_string()).collect();
-    for row in std::iter::once(&header_row).chain(rows) {
-        let mut line = String::new();
-        for (i, (cell, w)) in row.iter().zip(&widths).enumerate() {
-            let pad = w - cell.chars().count();
-            if i > 0 {
-                line.push_str("  ");
-            }
-            if i < left {
-                line.push_str(cell);
-                line.push_str(&" ".repeat(pad));
-            } else {
-                line.push_str(&" ".repeat(pad));
-                line.push_str(cell);
-            }
-        }
-        out.push_str(line.trim_end());
-        out.push('\n');
-    }
-    out
-}
+use crate::table::Table;
 
 fn us(value: f64) -> String {
     format!("{value:.1}")
@@ -57,35 +27,28 @@ pub fn break_even_text(table: &BreakEvenTable) -> String {
         table.profile, c.normal_to_avx2_us, c.normal_to_avx512_us, c.avx2_to_avx512_us, c.up_us
     );
     let timeout_header = format!("fixed {} us worst case", table.fixed_timeout_us);
-    let rows: Vec<Vec<String>> = table
-        .rows
-        .iter()
-        .map(|r| {
-            vec![
-                r.cores.clone(),
-                format!("{}<->{}", r.from, r.to),
-                format!("{}", r.f_high_ghz),
-                format!("{}", r.f_low_ghz),
-                format!("{}", r.round_trip_cost_us),
-                r.break_even_us.map_or_else(|| "never".to_string(), us),
-                r.fixed_timeout_competitive_ratio
-                    .map_or_else(|| "-".to_string(), |x| format!("{x:.2}x oracle")),
-            ]
-        })
-        .collect();
-    out.push_str(&aligned(
-        &[
-            "cores",
-            "swing",
-            "f_high_GHz",
-            "f_low_GHz",
-            "t_o_us",
-            "break_even_us",
-            &timeout_header,
-        ],
-        2,
-        &rows,
-    ));
+    let mut t = Table::new([
+        "cores",
+        "swing",
+        "f_high_GHz",
+        "f_low_GHz",
+        "t_o_us",
+        "break_even_us",
+        &timeout_header,
+    ]);
+    for r in &table.rows {
+        t.row([
+            r.cores.clone(),
+            format!("{}<->{}", r.from, r.to),
+            format!("{}", r.f_high_ghz),
+            format!("{}", r.f_low_ghz),
+            format!("{}", r.round_trip_cost_us),
+            r.break_even_us.map_or_else(|| "never".to_string(), us),
+            r.fixed_timeout_competitive_ratio
+                .map_or_else(|| "-".to_string(), |x| format!("{x:.2}x oracle")),
+        ]);
+    }
+    out.push_str(&t.render());
     let _ = write!(
         out,
         "\nA fixed timeout is at worst {:.0}x the oracle's overhead (the best a policy without\n\
@@ -104,47 +67,40 @@ pub fn simulation_text(sim: &Simulation) -> String {
          {} phases, {} us of work at the normal frequency\n\n",
         sim.profile, sim.active_cores, f.normal_ghz, f.avx2_ghz, f.avx512_ghz, sim.phases, us(sim.work_us)
     );
-    let rows: Vec<Vec<String>> = sim
-        .rows
-        .iter()
-        .map(|r| {
-            let share = if r.ideal_time_us > 0.0 {
-                format!("{:.2}%", 100.0 * r.overhead_us / r.ideal_time_us)
-            } else {
-                "-".to_string()
-            };
-            vec![
-                r.policy.clone(),
-                us(r.total_time_us),
-                us(r.ideal_time_us),
-                us(r.overhead_us),
-                share,
-                r.transitions.to_string(),
-                us(r.time_normal_us),
-                us(r.time_avx2_us),
-                us(r.time_avx512_us),
-                us(r.stall_us),
-                ratio(r.overhead_ratio_to_oracle),
-            ]
-        })
-        .collect();
-    out.push_str(&aligned(
-        &[
-            "policy",
-            "total_us",
-            "ideal_us",
-            "overhead_us",
-            "overhead",
-            "transitions",
-            "normal_us",
-            "avx2_us",
-            "avx512_us",
-            "stall_us",
-            "vs_oracle",
-        ],
-        1,
-        &rows,
-    ));
+    let mut t = Table::new([
+        "policy",
+        "total_us",
+        "ideal_us",
+        "overhead_us",
+        "overhead",
+        "transitions",
+        "normal_us",
+        "avx2_us",
+        "avx512_us",
+        "stall_us",
+        "vs_oracle",
+    ]);
+    for r in &sim.rows {
+        let share = if r.ideal_time_us > 0.0 {
+            format!("{:.2}%", 100.0 * r.overhead_us / r.ideal_time_us)
+        } else {
+            "-".to_string()
+        };
+        t.row([
+            r.policy.clone(),
+            us(r.total_time_us),
+            us(r.ideal_time_us),
+            us(r.overhead_us),
+            share,
+            r.transitions.to_string(),
+            us(r.time_normal_us),
+            us(r.time_avx2_us),
+            us(r.time_avx512_us),
+            us(r.stall_us),
+            ratio(r.overhead_ratio_to_oracle),
+        ]);
+    }
+    out.push_str(&t.render());
     out
 }
 
@@ -153,19 +109,16 @@ pub fn classification_text(classification: &Classification) -> String {
     let mut out = String::from(
         "Power score per process (estimated; 0 = normal, 1 = AVX2, 2 = AVX-512 frequency)\n\n",
     );
-    let rows: Vec<Vec<String>> = classification
-        .rows
-        .iter()
-        .map(|r| {
-            vec![
-                r.pid.to_string(),
-                format!("{:.3}", r.score),
-                r.samples.to_string(),
-                r.updates.to_string(),
-            ]
-        })
-        .collect();
-    out.push_str(&aligned(&["pid", "score", "samples", "updates"], 0, &rows));
+    let mut t = Table::new(["pid", "score", "samples", "updates"]);
+    for r in &classification.rows {
+        t.row([
+            r.pid.to_string(),
+            format!("{:.3}", r.score),
+            r.samples.to_string(),
+            r.updates.to_string(),
+        ]);
+    }
+    out.push_str(&t.render());
     out
 }
 
@@ -203,25 +156,12 @@ mod tests {
     use powerlens_core::dvfs::profile::Profile;
 
     #[test]
-    fn aligns_numbers_to_the_right() {
-        let text = aligned(
-            &["name", "value"],
-            1,
-            &[
-                vec!["a".into(), "1.0".into()],
-                vec!["bbb".into(), "12.5".into()],
-            ],
-        );
-        assert_eq!(text, "name  value\na       1.0\nbbb    12.5\n");
-    }
-
-    #[test]
     fn break_even_table_shows_times_and_ratios() {
         let table = break_even_table(&Profile::builtin("xeon-gold-6130").unwrap(), 670.0);
         let text = break_even_text(&table);
         let row = text
             .lines()
-            .find(|l| l.starts_with("1-2 ") && l.contains("normal<->avx2"))
+            .find(|l| l.trim_start().starts_with("1-2 ") && l.contains("normal<->avx2"))
             .unwrap();
         assert!(
             row.contains("999.0") && row.contains("2.49x oracle"),
@@ -229,7 +169,7 @@ mod tests {
         );
         let row = text
             .lines()
-            .find(|l| l.starts_with("9-12") && l.contains("normal<->avx2"))
+            .find(|l| l.trim_start().starts_with("9-12") && l.contains("normal<->avx2"))
             .unwrap();
         assert!(
             row.contains("167.4") && row.contains("5.00x oracle"),

@@ -2,4 +2,5 @@
 //! returns strings; never measures anything.
 
 pub mod dvfs;
+pub mod run;
 pub mod table;

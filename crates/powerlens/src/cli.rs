@@ -4,6 +4,7 @@
 use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand};
+use powerlens_sys::Roots;
 
 use crate::cmd;
 
@@ -31,11 +32,33 @@ pub struct GlobalArgs {
     pub procfs_root: Option<PathBuf>,
 }
 
+impl GlobalArgs {
+    /// The sysfs/procfs roots every reader uses.
+    pub fn roots(&self) -> anyhow::Result<Roots> {
+        Ok(Roots::with_overrides(
+            self.sysfs_root.clone(),
+            self.procfs_root.clone(),
+        )?)
+    }
+}
+
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// What this machine offers: topology, idle and frequency control, energy sources, perf access.
     Info(cmd::info::InfoArgs),
+    /// Measure the energy a command takes to retire its work, over repeated runs.
+    Run(Box<cmd::run::RunArgs>),
+    /// Measure built-in workloads and explain the result: the quickest way to see powerlens work.
+    Demo(cmd::demo::DemoArgs),
+    /// List and show results saved by `run`.
+    Runs(cmd::runs::RunsArgs),
+    /// Fit the power model on a machine with a meter, for machines without one.
+    Calibrate(cmd::calibrate::CalibrateArgs),
     /// Wide-vector (AVX2/AVX-512) frequency licenses: break-even, policy simulation, power score.
     #[command(long_about = cmd::dvfs::LONG_ABOUT)]
     Dvfs(cmd::dvfs::DvfsArgs),
+    /// Write shell completions to stdout.
+    Completions(cmd::completions::CompletionsArgs),
+    /// Write the man page (roff) to stdout.
+    Man(cmd::completions::ManArgs),
 }

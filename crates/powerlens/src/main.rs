@@ -3,12 +3,25 @@
 
 mod cli;
 mod cmd;
+mod exec;
+mod interrupt;
+mod meter;
+mod progress;
+mod results;
+mod runner;
+mod units;
 
 use std::process::ExitCode;
 
 use clap::Parser;
 
 fn main() -> ExitCode {
+    // Die quietly on a closed pipe (`powerlens man | head`), as Unix tools do, instead of
+    // reporting a write error.
+    // SAFETY: setting a signal disposition to its default before any thread starts.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
     let cli = cli::Cli::parse();
     match cmd::execute(cli) {
         Ok(code) => code,

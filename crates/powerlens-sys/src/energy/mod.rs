@@ -4,6 +4,9 @@
 //! counter wrap-around, and says how often it must be read for that correction to hold.
 //! Which source to use, and why the others are unavailable, is decided by [`discover`].
 
+pub mod discover;
+pub mod sampler;
+
 use std::time::Duration;
 
 use serde::Serialize;

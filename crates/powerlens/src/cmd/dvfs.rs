@@ -19,7 +19,6 @@ use powerlens_core::dvfs::simulate::simulate_policies;
 use powerlens_core::dvfs::trace::{Phase, TraceParser, TRACE_FORMAT};
 use powerlens_core::dvfs::Level;
 use powerlens_report::dvfs as view;
-use powerlens_sys::Roots;
 use serde::Serialize;
 
 use crate::cli::GlobalArgs;
@@ -457,7 +456,7 @@ fn classify(args: ClassifyArgs) -> anyhow::Result<()> {
 }
 
 fn counters(global: &GlobalArgs, args: CountersArgs) -> anyhow::Result<()> {
-    let roots = Roots::with_overrides(global.sysfs_root.clone(), global.procfs_root.clone())?;
+    let roots = global.roots()?;
     let cpuinfo = powerlens_sys::sysfs::read_string(roots.proc("cpuinfo"))?;
     let status = license_counter_status(&CounterProbe {
         cpuinfo: &cpuinfo,

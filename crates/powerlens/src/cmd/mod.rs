@@ -1,7 +1,12 @@
 //! One module per command; each turns its arguments into options and calls the libraries.
 
+pub mod calibrate;
+pub mod completions;
+pub mod demo;
 pub mod dvfs;
 pub mod info;
+pub mod run;
+pub mod runs;
 
 use std::process::ExitCode;
 
@@ -11,5 +16,11 @@ pub fn execute(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
         Command::Info(args) => info::execute(&cli.global, args),
         Command::Dvfs(args) => dvfs::execute(&cli.global, args),
+        Command::Run(args) => run::execute(&cli.global, *args),
+        Command::Runs(args) => runs::execute(args),
+        Command::Demo(args) => demo::execute(&cli.global, args),
+        Command::Calibrate(args) => calibrate::execute(&cli.global, args),
+        Command::Completions(args) => completions::completions(args),
+        Command::Man(args) => completions::man(args),
     }
 }

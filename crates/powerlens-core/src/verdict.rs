@@ -1,0 +1,131 @@
+//! Plain-language verdicts: which of two configurations retires the workload with less
+//! energy, and in how much time. Ratios are candidate / baseline, on the means.
+
+use serde::{Deserialize, Serialize};
+
+use crate::run::RunSummary;
+
+/// Candidate / baseline ratios of the means.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Ratios {
+    pub time: f64,
+    pub energy: f64,
+    pub power: f64,
+    pub edp: f64,
+}
+
+impl Ratios {
+    pub fn of(baseline: &RunSummary, candidate: &RunSummary) -> Ratios {
+        Ratios::from_means(
+            (baseline.wall_s.mean, baseline.energy_j.mean),
+            (candidate.wall_s.mean, candidate.energy_j.mean),
+        )
+    }
+
+    /// From (seconds, joules) of baseline and candidate.
+    pub fn from_means(baseline: (f64, f64), candidate: (f64, f64)) -> Ratios {
+        let (bt, be) = baseline;
+        let (ct, ce) = candidate;
+        Ratios {
+            time: ct / bt,
+            energy: ce / be,
+            power: (ce / ct) / (be / bt),
+            edp: (ce * ct) / (be * bt),
+        }
+    }
+}
+
+/// Where the candidate stands against the baseline.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum VerdictClass {
+    BetterOnBoth,
+    WorseOnBoth,
+    TradeOff,
+    Equivalent,
+}
+
+/// Changes smaller than this (relative) are "the same" in a sentence without statistics.
+pub const NEGLIGIBLE: f64 = 0.005;
+
+pub fn classify(r: &Ratios) -> VerdictClass {
+    let sign = |ratio: f64| {
+        if (ratio - 1.0).abs() < NEGLIGIBLE {
+            0
+        } else if ratio < 1.0 {
+            1 // better: less
+        } else {
+            -1
+        }
+    };
+    match (sign(r.time), sign(r.energy)) {
+        (0, 0) => VerdictClass::Equivalent,
+        (t, e) if t >= 0 && e >= 0 => VerdictClass::BetterOnBoth,
+        (t, e) if t <= 0 && e <= 0 => VerdictClass::WorseOnBoth,
+        _ => VerdictClass::TradeOff,
+    }
+}
+
+fn percent(ratio: f64) -> String {
+    format!("{:.1}%", (ratio - 1.0).abs() * 100.0)
+}
+
+/// E.g. "powersaving takes 9.1% longer and needs 6.9% more energy to retire the workload;
+/// its average power is 2.0% lower."
+pub fn sentence(candidate: &str, r: &Ratios) -> String {
+    let time = if (r.time - 1.0).abs() < NEGLIGIBLE {
+        "takes the same time".to_string()
+    } else if r.time > 1.0 {
+        format!("takes {} longer", percent(r.time))
+    } else {
+        format!("takes {} less time", percent(r.time))
+    };
+    let energy = if (r.energy - 1.0).abs() < NEGLIGIBLE {
+        "needs the same energy".to_string()
+    } else {
+        format!(
+            "needs {} {} energy",
+            percent(r.energy),
+            if r.energy > 1.0 { "more" } else { "less" }
+        )
+    };
+    let power = if (r.power - 1.0).abs() < NEGLIGIBLE {
+        "the same".to_string()
+    } else {
+        format!(
+            "{} {}",
+            percent(r.power),
+            if r.power > 1.0 { "higher" } else { "lower" }
+        )
+    };
+    format!("{candidate} {time} and {energy} to retire the workload; its average power is {power}.")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn len_browns_make_j2_example() {
+        // performance: 193.355 W × 209 s = 40411.195 J; powersaving: 189.416 W × 228 s = 43186.848 J.
+        let r = Ratios::from_means((209.0, 193.355 * 209.0), (228.0, 189.416 * 228.0));
+        assert!((r.time - 228.0 / 209.0).abs() < 1e-12);
+        assert!((r.energy - 43186.848 / 40411.195).abs() < 1e-9);
+        assert_eq!(
+            sentence("powersaving", &r),
+            "powersaving takes 9.1% longer and needs 6.9% more energy to retire the workload; its average power is 2.0% lower."
+        );
+        assert_eq!(classify(&r), VerdictClass::WorseOnBoth);
+    }
+
+    #[test]
+    fn classes() {
+        let trade = Ratios::from_means((10.0, 100.0), (8.0, 110.0));
+        assert_eq!(classify(&trade), VerdictClass::TradeOff);
+        assert!(sentence("B", &trade).contains("takes 20.0% less time and needs 10.0% more energy"));
+        let better = Ratios::from_means((10.0, 100.0), (9.0, 90.0));
+        assert_eq!(classify(&better), VerdictClass::BetterOnBoth);
+        let same = Ratios::from_means((10.0, 100.0), (10.01, 100.02));
+        assert_eq!(classify(&same), VerdictClass::Equivalent);
+    }
+}

@@ -1,0 +1,388 @@
+//! The results table and its runs.
+
+use std::path::{Path, PathBuf};
+
+use rusqlite::{params, Connection, OpenFlags, OptionalExtension};
+
+use crate::{StoreError, APPLICATION_ID, RESULTS_SCHEMA_VERSION};
+
+const SCHEMA: &str = "
+CREATE TABLE results (
+    id            INTEGER PRIMARY KEY,
+    created_unix  REAL    NOT NULL,
+    kind          TEXT    NOT NULL,
+    command       TEXT    NOT NULL,
+    label         TEXT,
+    runs          INTEGER NOT NULL,
+    complete      INTEGER NOT NULL,
+    provenance    TEXT    NOT NULL,
+    mean_wall_s   REAL,
+    mean_energy_j REAL,
+    document      TEXT    NOT NULL
+);
+CREATE TABLE runs (
+    result_id  INTEGER NOT NULL REFERENCES results(id) ON DELETE CASCADE,
+    idx        INTEGER NOT NULL,
+    wall_s     REAL    NOT NULL,
+    cpu_s      REAL    NOT NULL,
+    energy_j   REAL    NOT NULL,
+    power_w    REAL    NOT NULL,
+    exit_code  INTEGER,
+    signal     INTEGER,
+    domains    TEXT    NOT NULL,
+    PRIMARY KEY (result_id, idx)
+);
+";
+
+/// A result to append.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NewResult {
+    pub created_unix: f64,
+    /// What produced it, e.g. `run`.
+    pub kind: String,
+    /// The measured command line as the user wrote it.
+    pub command: String,
+    pub label: Option<String>,
+    /// False when the series stopped early (Ctrl-C, a failing run).
+    pub complete: bool,
+    /// Provenance label of the energy figures, e.g. `measured (rapl-powercap)`.
+    pub provenance: String,
+    pub mean_wall_s: Option<f64>,
+    pub mean_energy_j: Option<f64>,
+    /// The whole result as JSON, exactly as `run --json` prints it.
+    pub document: String,
+    pub runs: Vec<RunRow>,
+}
+
+/// One measured run.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RunRow {
+    pub wall_s: f64,
+    pub cpu_s: f64,
+    pub energy_j: f64,
+    pub power_w: f64,
+    pub exit_code: Option<i32>,
+    pub signal: Option<i32>,
+    /// JSON object: domain name → joules.
+    pub domains: String,
+}
+
+/// A stored result, as listed.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ResultRow {
+    pub id: i64,
+    pub created_unix: f64,
+    pub kind: String,
+    pub command: String,
+    pub label: Option<String>,
+    pub runs: i64,
+    pub complete: bool,
+    pub provenance: String,
+    pub mean_wall_s: Option<f64>,
+    pub mean_energy_j: Option<f64>,
+    pub document: String,
+}
+
+/// An open results database.
+pub struct ResultsDb {
+    conn: Connection,
+    path: PathBuf,
+}
+
+impl ResultsDb {
+    /// Opens the database at `path`, creating it (and its directory) when missing. An
+    /// existing file that is not a powerlens results database, or one from a newer version,
+    /// is refused and left untouched.
+    pub fn open(path: impl AsRef<Path>) -> Result<Self, StoreError> {
+        let path = path.as_ref().to_path_buf();
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            std::fs::create_dir_all(dir).map_err(|source| StoreError::CreateDir {
+                path: dir.to_path_buf(),
+                source,
+            })?;
+        }
+        let existed = path.exists();
+        let flags = OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_CREATE;
+        let conn =
+            Connection::open_with_flags(&path, flags).map_err(|source| StoreError::Open {
+                path: path.clone(),
+                source,
+            })?;
+        let db = ResultsDb { conn, path };
+        db.check_or_create(existed)?;
+        Ok(db)
+    }
+
+    /// Opens an existing database read-only (for `runs list/show`): never creates one.
+    pub fn open_existing(path: impl AsRef<Path>) -> Result<Self, StoreError> {
+        let path = path.as_ref().to_path_buf();
+        let conn = Connection::open_with_flags(&path, OpenFlags::SQLITE_OPEN_READ_ONLY).map_err(
+            |source| StoreError::Open {
+                path: path.clone(),
+                source,
+            },
+        )?;
+        let db = ResultsDb { conn, path };
+        db.check_or_create(true)?;
+        Ok(db)
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    fn sql(&self) -> impl Fn(rusqlite::Error) -> StoreError + '_ {
+        |source| StoreError::Sql {
+            path: self.path.clone(),
+            source,
+        }
+    }
+
+    fn not_ours(&self, detail: impl Into<String>) -> StoreError {
+        StoreError::NotOurs {
+            path: self.path.clone(),
+            detail: detail.into(),
+        }
+    }
+
+    fn check_or_create(&self, existed: bool) -> Result<(), StoreError> {
+        // Reading the header is the first thing that fails on a corrupt or foreign file.
+        let app_id: i32 = self
+            .conn
+            .query_row("PRAGMA application_id", [], |r| r.get(0))
+            .map_err(|e| self.not_ours(e.to_string()))?;
+        let version: i32 = self
+            .conn
+            .query_row("PRAGMA user_version", [], |r| r.get(0))
+            .map_err(|e| self.not_ours(e.to_string()))?;
+        let tables: i64 = self
+            .conn
+            .query_row("SELECT count(*) FROM sqlite_master", [], |r| r.get(0))
+            .map_err(|e| self.not_ours(e.to_string()))?;
+        if app_id == 0 && tables == 0 {
+            if existed
+                && std::fs::metadata(&self.path)
+                    .map(|m| m.len() > 0)
+                    .unwrap_or(false)
+            {
+                // An empty SQLite database someone else made: still refuse to claim it.
+                return Err(self.not_ours("an SQLite file without powerlens tables"));
+            }
+            return self.create_schema();
+        }
+        if app_id != APPLICATION_ID {
+            return Err(self.not_ours(format!("SQLite application_id {app_id:#x}, not powerlens")));
+        }
+        if version > RESULTS_SCHEMA_VERSION {
+            return Err(StoreError::TooNew {
+                path: self.path.clone(),
+                found: version,
+                supported: RESULTS_SCHEMA_VERSION,
+            });
+        }
+        Ok(())
+    }
+
+    fn create_schema(&self) -> Result<(), StoreError> {
+        let sql = format!(
+            "BEGIN; {SCHEMA} PRAGMA application_id = {APPLICATION_ID}; PRAGMA user_version = {RESULTS_SCHEMA_VERSION}; COMMIT;"
+        );
+        self.conn.execute_batch(&sql).map_err(self.sql())
+    }
+
+    /// Appends a result and its runs in one transaction; returns its id.
+    pub fn insert(&mut self, result: &NewResult) -> Result<i64, StoreError> {
+        let path = self.path.clone();
+        let sql = |source| StoreError::Sql {
+            path: path.clone(),
+            source,
+        };
+        let tx = self.conn.transaction().map_err(sql)?;
+        tx.execute(
+            "INSERT INTO results (created_unix, kind, command, label, runs, complete, provenance,
+                                  mean_wall_s, mean_energy_j, document)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+            params![
+                result.created_unix,
+                result.kind,
+                result.command,
+                result.label,
+                result.runs.len() as i64,
+                result.complete,
+                result.provenance,
+                result.mean_wall_s,
+                result.mean_energy_j,
+                result.document,
+            ],
+        )
+        .map_err(sql)?;
+        let id = tx.last_insert_rowid();
+        for (idx, run) in result.runs.iter().enumerate() {
+            tx.execute(
+                "INSERT INTO runs (result_id, idx, wall_s, cpu_s, energy_j, power_w, exit_code, signal, domains)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+                params![
+                    id,
+                    idx as i64,
+                    run.wall_s,
+                    run.cpu_s,
+                    run.energy_j,
+                    run.power_w,
+                    run.exit_code,
+                    run.signal,
+                    run.domains
+                ],
+            )
+            .map_err(sql)?;
+        }
+        tx.commit().map_err(sql)?;
+        Ok(id)
+    }
+
+    /// All results, newest last.
+    pub fn list(&self) -> Result<Vec<ResultRow>, StoreError> {
+        let mut stmt = self
+            .conn
+            .prepare(&format!("{SELECT_RESULT} ORDER BY id"))
+            .map_err(self.sql())?;
+        let rows = stmt.query_map([], result_row).map_err(self.sql())?;
+        rows.collect::<Result<_, _>>().map_err(self.sql())
+    }
+
+    /// One result by id.
+    pub fn get(&self, id: i64) -> Result<ResultRow, StoreError> {
+        self.conn
+            .query_row(&format!("{SELECT_RESULT} WHERE id = ?1"), [id], result_row)
+            .optional()
+            .map_err(self.sql())?
+            .ok_or_else(|| StoreError::NoSuchResult {
+                id,
+                path: self.path.clone(),
+            })
+    }
+}
+
+const SELECT_RESULT: &str =
+    "SELECT id, created_unix, kind, command, label, runs, complete, provenance,
+    mean_wall_s, mean_energy_j, document FROM results";
+
+fn result_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<ResultRow> {
+    Ok(ResultRow {
+        id: r.get(0)?,
+        created_unix: r.get(1)?,
+        kind: r.get(2)?,
+        command: r.get(3)?,
+        label: r.get(4)?,
+        runs: r.get(5)?,
+        complete: r.get(6)?,
+        provenance: r.get(7)?,
+        mean_wall_s: r.get(8)?,
+        mean_energy_j: r.get(9)?,
+        document: r.get(10)?,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sample(command: &str) -> NewResult {
+        NewResult {
+            created_unix: 1.7e9,
+            kind: "run".into(),
+            command: command.into(),
+            label: None,
+            complete: true,
+            provenance: "measured (rapl-powercap)".into(),
+            mean_wall_s: Some(1.5),
+            mean_energy_j: Some(30.0),
+            document: r#"{"runs":[]}"#.into(),
+            runs: vec![RunRow {
+                wall_s: 1.5,
+                cpu_s: 1.4,
+                energy_j: 30.0,
+                power_w: 20.0,
+                exit_code: Some(0),
+                signal: None,
+                domains: r#"{"package-0":30.0}"#.into(),
+            }],
+        }
+    }
+
+    #[test]
+    fn round_trip_and_reopen() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("sub/dir/results.db");
+        let mut db = ResultsDb::open(&path).unwrap();
+        let a = db.insert(&sample("sleep 1")).unwrap();
+        let b = db.insert(&sample("true")).unwrap();
+        assert!(b > a);
+        drop(db);
+        let db = ResultsDb::open_existing(&path).unwrap();
+        let all = db.list().unwrap();
+        assert_eq!(all.len(), 2);
+        assert_eq!(all[0].command, "sleep 1");
+        assert_eq!(db.get(b).unwrap().command, "true");
+        assert!(matches!(
+            db.get(999),
+            Err(StoreError::NoSuchResult { id: 999, .. })
+        ));
+        let n: i64 = db
+            .conn
+            .query_row("SELECT count(*) FROM runs", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(n, 2);
+    }
+
+    #[test]
+    fn corrupt_file_is_refused_and_left_untouched() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("results.db");
+        let garbage = b"this is not a database, but a user's precious notes\n".repeat(100);
+        std::fs::write(&path, &garbage).unwrap();
+        let err = ResultsDb::open(&path).err().expect("must refuse");
+        assert!(matches!(err, StoreError::NotOurs { .. }), "{err}");
+        assert!(err.to_string().contains("left untouched"), "{err}");
+        assert_eq!(std::fs::read(&path).unwrap(), garbage);
+    }
+
+    #[test]
+    fn foreign_and_newer_databases_are_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let foreign = dir.path().join("foreign.db");
+        Connection::open(&foreign)
+            .unwrap()
+            .execute_batch("CREATE TABLE t(x);")
+            .unwrap();
+        assert!(matches!(
+            ResultsDb::open(&foreign),
+            Err(StoreError::NotOurs { .. })
+        ));
+
+        let newer = dir.path().join("newer.db");
+        drop(ResultsDb::open(&newer).unwrap());
+        Connection::open(&newer)
+            .unwrap()
+            .execute_batch(&format!(
+                "PRAGMA user_version = {};",
+                RESULTS_SCHEMA_VERSION + 1
+            ))
+            .unwrap();
+        assert!(matches!(
+            ResultsDb::open(&newer),
+            Err(StoreError::TooNew { .. })
+        ));
+    }
+
+    #[test]
+    fn unwritable_location_is_an_error() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("plain-file");
+        std::fs::write(&file, "x").unwrap();
+        // A path below a regular file cannot be created, even by root.
+        let err = ResultsDb::open(file.join("results.db"))
+            .err()
+            .expect("must fail");
+        assert!(matches!(err, StoreError::CreateDir { .. }), "{err}");
+    }
+}

@@ -1,0 +1,138 @@
+//! Running the measured command: exec directly (no shell), wait with wait4 to get the
+//! command's own resource usage, and turn spawn failures into errors that name the fix.
+
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context};
+use powerlens_core::run::ExitStatus;
+
+/// What one execution of the command took.
+#[derive(Debug, Clone, Copy)]
+pub struct Outcome {
+    pub wall: Duration,
+    /// User + system CPU seconds of the command and its waited-for descendants.
+    pub cpu_s: f64,
+    pub exit: ExitStatus,
+}
+
+/// Runs `argv` to completion. Output goes to /dev/null unless `show_output`.
+pub fn run(argv: &[String], show_output: bool) -> anyhow::Result<Outcome> {
+    let (program, args) = argv.split_first().context("no command given")?;
+    let mut cmd = Command::new(program);
+    cmd.args(args).stdin(Stdio::null());
+    if !show_output {
+        cmd.stdout(Stdio::null()).stderr(Stdio::null());
+    }
+    let start = Instant::now();
+    let child = cmd.spawn().map_err(|e| spawn_error(program, e))?;
+    let (exit, cpu_s) = wait4(child.id() as libc::pid_t)?;
+    Ok(Outcome {
+        wall: start.elapsed(),
+        cpu_s,
+        exit,
+    })
+}
+
+/// Runs a shell command line (`--prepare`), output hidden unless `show_output`.
+pub fn run_shell(line: &str, show_output: bool) -> anyhow::Result<ExitStatus> {
+    Ok(run(&["sh".into(), "-c".into(), line.into()], show_output)?.exit)
+}
+
+fn spawn_error(program: &str, e: std::io::Error) -> anyhow::Error {
+    match e.kind() {
+        std::io::ErrorKind::NotFound => anyhow::anyhow!(
+            "command not found: {program:?} (is it installed and on PATH? shell syntax needs `sh -c '…'`)"
+        ),
+        std::io::ErrorKind::PermissionDenied => {
+            anyhow::anyhow!("cannot execute {program:?}: permission denied (is it executable? chmod +x)")
+        }
+        _ => anyhow::anyhow!("cannot start {program:?}: {e}"),
+    }
+}
+
+/// Waits for `pid` and returns how it ended and the CPU time it (and the descendants it
+/// waited for) used, from the kernel's rusage for exactly this child.
+fn wait4(pid: libc::pid_t) -> anyhow::Result<(ExitStatus, f64)> {
+    let mut status: libc::c_int = 0;
+    // SAFETY: rusage is plain data; wait4 writes it and the status.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    loop {
+        // SAFETY: valid pointers to local storage.
+        let r = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
+        if r == pid {
+            break;
+        }
+        let err = std::io::Error::last_os_error();
+        if err.kind() != std::io::ErrorKind::Interrupted {
+            bail!("waiting for the command (pid {pid}): {err}");
+        }
+    }
+    let exit = if libc::WIFEXITED(status) {
+        ExitStatus {
+            code: Some(libc::WEXITSTATUS(status)),
+            signal: None,
+        }
+    } else if libc::WIFSIGNALED(status) {
+        ExitStatus {
+            code: None,
+            signal: Some(libc::WTERMSIG(status)),
+        }
+    } else {
+        ExitStatus {
+            code: None,
+            signal: None,
+        }
+    };
+    let secs = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+    Ok((exit, secs(usage.ru_utime) + secs(usage.ru_stime)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn argv(s: &[&str]) -> Vec<String> {
+        s.iter().map(|a| a.to_string()).collect()
+    }
+
+    #[test]
+    fn exit_codes_signals_and_cpu_time() {
+        let ok = run(&argv(&["true"]), false).unwrap();
+        assert!(ok.exit.success());
+        let fail = run(&argv(&["sh", "-c", "exit 3"]), false).unwrap();
+        assert_eq!(fail.exit.code, Some(3));
+        let killed = run(&argv(&["sh", "-c", "kill -9 $$"]), false).unwrap();
+        assert_eq!(killed.exit.signal, Some(9));
+        // A busy loop of ~0.3 s: the kernel charges it ~0.3 s of CPU time.
+        let busy = run(
+            &argv(&[
+                "sh",
+                "-c",
+                "end=$(($(date +%s%N)+300000000)); while [ $(date +%s%N) -lt $end ]; do :; done",
+            ]),
+            false,
+        )
+        .unwrap();
+        assert!(
+            busy.cpu_s > 0.1 && busy.cpu_s <= busy.wall.as_secs_f64() * 1.2 + 0.05,
+            "{busy:?}"
+        );
+        let sleep = run(&argv(&["sleep", "0.2"]), false).unwrap();
+        assert!(
+            sleep.cpu_s < 0.05 && sleep.wall >= Duration::from_millis(200),
+            "{sleep:?}"
+        );
+    }
+
+    #[test]
+    fn missing_command_names_the_fix() {
+        let err = run(&argv(&["definitely-not-a-command-xyz"]), false)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("command not found") && err.contains("PATH"),
+            "{err}"
+        );
+    }
+}

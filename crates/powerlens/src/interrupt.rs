@@ -1,0 +1,47 @@
+//! Ctrl-C and SIGTERM: record that the user asked to stop, so that a series of runs can end
+//! cleanly, print what it has and save it, instead of dying with nothing.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+static INTERRUPTED: AtomicBool = AtomicBool::new(false);
+
+extern "C" fn on_signal(_: libc::c_int) {
+    // Only an atomic store: async-signal-safe.
+    INTERRUPTED.store(true, Ordering::SeqCst);
+}
+
+/// Installs the handler for SIGINT and SIGTERM. The measured command, in the same process
+/// group, still receives Ctrl-C itself and stops.
+pub fn install() {
+    for sig in [libc::SIGINT, libc::SIGTERM] {
+        // SAFETY: a zeroed sigaction with a valid handler and an empty mask is well-formed;
+        // the handler only touches an atomic.
+        unsafe {
+            let mut action: libc::sigaction = std::mem::zeroed();
+            action.sa_sigaction = on_signal as *const () as usize;
+            action.sa_flags = libc::SA_RESTART;
+            libc::sigemptyset(&mut action.sa_mask);
+            libc::sigaction(sig, &action, std::ptr::null_mut());
+        }
+    }
+}
+
+pub fn interrupted() -> bool {
+    INTERRUPTED.load(Ordering::SeqCst)
+}
+
+/// Sleeps for `duration` unless interrupted first; returns false when interrupted.
+pub fn sleep(duration: Duration) -> bool {
+    let end = Instant::now() + duration;
+    loop {
+        if interrupted() {
+            return false;
+        }
+        let now = Instant::now();
+        if now >= end {
+            return true;
+        }
+        std::thread::sleep((end - now).min(Duration::from_millis(20)));
+    }
+}

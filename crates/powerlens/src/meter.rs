@@ -1,0 +1,160 @@
+//! The energy meter a command uses: the best source this machine can read, kept current in
+//! the background, or — when none can be read — the power model over /proc/stat CPU time.
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use anyhow::Context;
+use powerlens_core::model::PowerModel;
+use powerlens_core::provenance::Provenance;
+use powerlens_core::run::DomainEnergy;
+use powerlens_sys::energy::sampler::{choose_read_interval, SampledSource};
+use powerlens_sys::energy::{discover, SourceStatus};
+use powerlens_sys::{procfs, Roots};
+
+/// How to choose and read the meter.
+#[derive(Debug, Clone, Default)]
+pub struct MeterOptions {
+    /// Parameters for the power model (`--power-model FILE`), used when no meter can be read.
+    pub power_model: Option<std::path::PathBuf>,
+    /// Background read interval forced by the user (`--sample-interval`).
+    pub sample_interval: Option<Duration>,
+}
+
+enum Kind {
+    Source(SampledSource),
+    Model { model: PowerModel, roots: Roots },
+}
+
+/// A reading of the meter at one instant.
+#[derive(Debug, Clone)]
+pub struct Reading {
+    pub at: Instant,
+    /// Cumulative joules per domain (a source), or busy CPU-seconds so far (the model).
+    values: Vec<f64>,
+}
+
+pub struct Meter {
+    kind: Kind,
+    /// Every source considered, available or not, with reasons.
+    pub statuses: Vec<SourceStatus>,
+    /// Things the user should know about the meter (e.g. an unsafe read interval).
+    pub warnings: Vec<String>,
+}
+
+impl Meter {
+    pub fn open(roots: &Roots, options: &MeterOptions) -> anyhow::Result<Meter> {
+        let (best, statuses) = discover::open_best(roots);
+        let mut warnings = Vec::new();
+        let kind = match best {
+            Some(source) => {
+                let (interval, warning) =
+                    choose_read_interval(source.max_read_interval(), options.sample_interval);
+                warnings.extend(warning);
+                Kind::Source(SampledSource::start(source, interval))
+            }
+            None => Kind::Model {
+                model: load_model(options.power_model.as_deref())?,
+                roots: roots.clone(),
+            },
+        };
+        Ok(Meter {
+            kind,
+            statuses,
+            warnings,
+        })
+    }
+
+    pub fn read(&self) -> anyhow::Result<Reading> {
+        let values = match &self.kind {
+            Kind::Source(s) => s
+                .read()
+                .with_context(|| format!("reading energy from {}", s.name()))?,
+            Kind::Model { roots, .. } => vec![procfs::read_cpu_times(roots)?.busy_s],
+        };
+        Ok(Reading {
+            at: Instant::now(),
+            values,
+        })
+    }
+
+    /// Energy per domain between two readings.
+    pub fn energy_between(&self, from: &Reading, to: &Reading) -> Vec<DomainEnergy> {
+        match &self.kind {
+            Kind::Source(s) => s
+                .domains()
+                .iter()
+                .zip(from.values.iter().zip(&to.values))
+                .map(|(d, (a, b))| DomainEnergy {
+                    name: d.name.clone(),
+                    joules: (b - a).max(0.0),
+                    counts_in_total: d.kind.counts_in_total(),
+                })
+                .collect(),
+            Kind::Model { model, .. } => {
+                let seconds = to.at.duration_since(from.at).as_secs_f64();
+                let busy = to.values[0] - from.values[0];
+                vec![DomainEnergy {
+                    name: "system".into(),
+                    joules: model.energy_j(seconds, busy),
+                    counts_in_total: true,
+                }]
+            }
+        }
+    }
+
+    pub fn provenance(&self) -> Provenance {
+        match &self.kind {
+            Kind::Source(s) => Provenance::Measured {
+                source: s.name().to_string(),
+            },
+            Kind::Model { model, .. } => model.provenance(),
+        }
+    }
+
+    /// One line for stderr: what measures energy, and why not something better.
+    pub fn describe(&self) -> String {
+        match &self.kind {
+            Kind::Source(s) => {
+                let names: Vec<&str> = s.domains().iter().map(|d| d.name.as_str()).collect();
+                format!(
+                    "energy: measured by {} ({}), read every {} ms",
+                    s.name(),
+                    names.join(", "),
+                    s.interval().as_millis()
+                )
+            }
+            Kind::Model { .. } => {
+                let reasons: Vec<String> = self
+                    .statuses
+                    .iter()
+                    .filter(|s| !s.available)
+                    .map(|s| format!("{}: {}", s.name, s.reason))
+                    .collect();
+                format!(
+                    "energy: {} — no meter can be read{}",
+                    self.provenance().label().to_uppercase(),
+                    if reasons.is_empty() {
+                        String::new()
+                    } else {
+                        format!(" ({})", reasons.join("; "))
+                    }
+                )
+            }
+        }
+    }
+}
+
+fn load_model(path: Option<&Path>) -> anyhow::Result<PowerModel> {
+    let Some(path) = path else {
+        return Ok(PowerModel::default());
+    };
+    let text = std::fs::read_to_string(path)
+        .with_context(|| format!("reading the power model {}", path.display()))?;
+    PowerModel::from_json(&text).with_context(|| {
+        format!(
+            "in the power model {} (write one with `powerlens calibrate -o FILE`)",
+            path.display()
+        )
+    })
+}

@@ -1,0 +1,31 @@
+//! Progress on stderr: a bar for anything that runs longer than a second. Hidden when
+//! stderr is not a terminal, so logs and pipes stay clean.
+
+use std::time::Duration;
+
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+
+pub fn bar(len: u64, prefix: &str) -> ProgressBar {
+    let pb = ProgressBar::with_draw_target(Some(len), ProgressDrawTarget::stderr());
+    pb.set_style(
+        ProgressStyle::with_template(
+            "{spinner} {prefix} [{bar:30}] {pos}/{len} {elapsed_precise} {msg}",
+        )
+        .expect("valid progress template")
+        .progress_chars("=> "),
+    );
+    pb.set_prefix(prefix.to_string());
+    pb.enable_steady_tick(Duration::from_millis(120));
+    pb
+}
+
+/// A spinner for work of unknown length (a baseline, a calibration step).
+pub fn spinner(message: &str) -> ProgressBar {
+    let pb = ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr());
+    pb.set_style(
+        ProgressStyle::with_template("{spinner} {msg} {elapsed}").expect("valid progress template"),
+    );
+    pb.set_message(message.to_string());
+    pb.enable_steady_tick(Duration::from_millis(120));
+    pb
+}

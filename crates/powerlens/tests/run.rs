@@ -1,0 +1,319 @@
+//! `powerlens run` end to end: the JSON contract, exports, the results database, and bad
+//! input (missing commands, failing and killed commands, Ctrl-C, corrupt databases).
+//!
+//! Every test points the sysfs root at an empty directory, so no meter is found and the
+//! power model is used whatever machine runs the tests; measured energy against a fake meter
+//! is tested in `run_meter.rs`.
+
+use std::path::PathBuf;
+use std::process::{Command, Output, Stdio};
+use std::time::Duration;
+
+struct Env {
+    dir: tempfile::TempDir,
+}
+
+impl Env {
+    fn new() -> Env {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir(dir.path().join("sys")).unwrap();
+        Env { dir }
+    }
+
+    fn db(&self) -> PathBuf {
+        self.dir.path().join("results.db")
+    }
+
+    fn path(&self, name: &str) -> PathBuf {
+        self.dir.path().join(name)
+    }
+
+    fn cmd(&self) -> Command {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_powerlens"));
+        c.env("POWERLENS_SYSFS_ROOT", self.dir.path().join("sys"))
+            .env_remove("POWERLENS_PROCFS_ROOT")
+            .env("POWERLENS_DB", self.db())
+            .current_dir(self.dir.path());
+        c
+    }
+
+    fn run(&self, args: &[&str]) -> Output {
+        self.cmd().args(args).output().unwrap()
+    }
+
+    fn saved(&self) -> serde_json::Value {
+        let out = self.run(&["runs", "list", "--json"]);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        serde_json::from_slice(&out.stdout).unwrap()
+    }
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+fn json(o: &Output) -> serde_json::Value {
+    serde_json::from_slice(&o.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}\n{}", String::from_utf8_lossy(&o.stdout), stderr(o)))
+}
+
+#[test]
+fn json_contract_and_estimate_label() {
+    let env = Env::new();
+    let out = env.run(&["run", "--runs", "3", "--json", "--", "sleep", "0.1"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let v = json(&out);
+    let runs = v["runs"].as_array().unwrap();
+    assert_eq!(runs.len(), 3);
+    for r in runs {
+        let wall = r["wall_s"].as_f64().unwrap();
+        assert!((0.1..0.5).contains(&wall), "{wall}");
+        assert!(
+            r["cpu_s"].as_f64().unwrap() < 0.05,
+            "sleep uses almost no CPU"
+        );
+        let energy = r["energy_j"].as_f64().unwrap();
+        assert!(energy > 0.0);
+        assert_eq!(r["domains"]["system"].as_f64().unwrap(), energy);
+        assert_eq!(
+            r["provenance"]["kind"], "estimated",
+            "no meter in an empty sysfs"
+        );
+    }
+    assert_eq!(v["summary"]["runs"], 3);
+    assert!(v["summary"]["energy_j"]["mean"].as_f64().unwrap() > 0.0);
+    assert!(v["summary"]["energy_j"]["ci95"].is_array());
+    assert!(stderr(&out).contains("ESTIMATED"), "{}", stderr(&out));
+    let saved = env.saved();
+    assert_eq!(saved.as_array().unwrap().len(), 1);
+    assert_eq!(saved[0]["runs"], 3);
+}
+
+#[test]
+fn exports_and_show() {
+    let env = Env::new();
+    let (j, c, m) = (env.path("r.json"), env.path("r.csv"), env.path("r.md"));
+    let out = env.run(&[
+        "run",
+        "--runs",
+        "2",
+        "--label",
+        "first",
+        "--export-json",
+        j.to_str().unwrap(),
+        "--export-csv",
+        c.to_str().unwrap(),
+        "--export-markdown",
+        m.to_str().unwrap(),
+        "--",
+        "true",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("energy") && text.contains("estimated"),
+        "{text}"
+    );
+    let exported: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&j).unwrap()).unwrap();
+    assert_eq!(exported["runs"].as_array().unwrap().len(), 2);
+    assert_eq!(std::fs::read_to_string(&c).unwrap().lines().count(), 3);
+    assert!(std::fs::read_to_string(&m).unwrap().contains("| energy |"));
+
+    let show = env.run(&["runs", "show", "1", "--json"]);
+    assert_eq!(
+        json(&show),
+        exported,
+        "the database keeps the exact document"
+    );
+    let show_text = env.run(&["runs", "show", "1"]);
+    assert!(String::from_utf8_lossy(&show_text.stdout).contains("result 1 (first)"));
+    let missing = env.run(&["runs", "show", "42"]);
+    assert!(!missing.status.success());
+    assert!(
+        stderr(&missing).contains("no result with id 42"),
+        "{}",
+        stderr(&missing)
+    );
+}
+
+#[test]
+fn fixed_window_covers_the_idle_tail() {
+    let env = Env::new();
+    let out = env.run(&[
+        "run", "--runs", "1", "--window", "0.5s", "--json", "--", "sleep", "0.1",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let v = json(&out);
+    let r = &v["runs"][0];
+    assert!(r["wall_s"].as_f64().unwrap() < 0.3);
+    // The model charges idle power over the whole window: energy / window = power.
+    let power = r["power_w"].as_f64().unwrap();
+    assert!((r["energy_j"].as_f64().unwrap() / 0.5 - power).abs() < 1e-9);
+    assert!(
+        power >= 27.0,
+        "idle power of the default model over the window: {power}"
+    );
+
+    let too_long = env.run(&[
+        "run", "--runs", "1", "--window", "0.1s", "--", "sleep", "0.3",
+    ]);
+    assert!(!too_long.status.success());
+    let text = String::from_utf8_lossy(&too_long.stdout);
+    assert!(text.contains("longer than the --window"), "{text}");
+}
+
+#[test]
+fn bad_input_names_the_problem() {
+    let env = Env::new();
+    let unknown = env.run(&["run", "--frobnicate", "--", "true"]);
+    assert!(!unknown.status.success());
+    assert!(
+        stderr(&unknown).contains("--frobnicate"),
+        "{}",
+        stderr(&unknown)
+    );
+
+    let none = env.run(&["run"]);
+    assert!(!none.status.success());
+    assert!(stderr(&none).contains("CMD"), "{}", stderr(&none));
+
+    let not_found = env.run(&["run", "--", "no-such-command-powerlens-test"]);
+    assert!(!not_found.status.success());
+    assert!(
+        stderr(&not_found).contains("command not found"),
+        "{}",
+        stderr(&not_found)
+    );
+
+    let zero = env.run(&["run", "--runs", "0", "--", "true"]);
+    assert!(!zero.status.success());
+    assert!(stderr(&zero).contains("--runs"), "{}", stderr(&zero));
+
+    let bad_root = env
+        .cmd()
+        .env("POWERLENS_SYSFS_ROOT", "/nonexistent/sys")
+        .args(["run", "--", "true"])
+        .output()
+        .unwrap();
+    assert!(!bad_root.status.success());
+    assert!(
+        stderr(&bad_root).contains("/nonexistent/sys"),
+        "{}",
+        stderr(&bad_root)
+    );
+
+    let bad_model = env.path("model.json");
+    std::fs::write(&bad_model, "{not json").unwrap();
+    let out = env.run(&[
+        "run",
+        "--power-model",
+        bad_model.to_str().unwrap(),
+        "--",
+        "true",
+    ]);
+    assert!(!out.status.success());
+    assert!(stderr(&out).contains("model.json"), "{}", stderr(&out));
+}
+
+#[test]
+fn killed_command_stops_the_series_and_keeps_finished_runs() {
+    let env = Env::new();
+    // The first run leaves a marker; the second kills itself with SIGKILL.
+    let script = "if [ -f marker ]; then kill -9 $$; fi; touch marker";
+    let out = env.run(&["run", "--runs", "3", "--json", "--", "sh", "-c", script]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let v = json(&out);
+    assert_eq!(v["runs"].as_array().unwrap().len(), 1);
+    assert_eq!(v["complete"], false);
+    let why = v["stopped_early"].as_str().unwrap();
+    assert!(
+        why.contains("run 2") && why.contains("killed by signal 9"),
+        "{why}"
+    );
+    let saved = env.saved();
+    assert_eq!(saved[0]["runs"], 1);
+    assert_eq!(saved[0]["complete"], false);
+
+    // With --ignore-failure the failing runs are measured and their status recorded.
+    let out = env.run(&[
+        "run",
+        "--runs",
+        "2",
+        "--ignore-failure",
+        "--json",
+        "--",
+        "sh",
+        "-c",
+        "exit 3",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(json(&out)["runs"][1]["exit"]["code"], 3);
+}
+
+#[test]
+fn ctrl_c_prints_and_saves_finished_runs() {
+    let env = Env::new();
+    let child = env
+        .cmd()
+        .args(["run", "--runs", "1000", "--json", "--", "sleep", "0.1"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(1200));
+    // SAFETY: signalling our own child.
+    unsafe { libc_kill(child.id() as i32, 2) };
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(130), "{}", stderr(&out));
+    let v = json(&out);
+    let n = v["runs"].as_array().unwrap().len();
+    assert!((3..1000).contains(&n), "{n} runs finished before Ctrl-C");
+    assert!(v["stopped_early"].as_str().unwrap().contains("interrupted"));
+    assert_eq!(env.saved()[0]["runs"].as_u64().unwrap() as usize, n);
+}
+
+#[test]
+fn corrupt_database_is_refused_and_untouched() {
+    let env = Env::new();
+    let precious = b"not a database at all\n".repeat(64);
+    std::fs::write(env.db(), &precious).unwrap();
+    let out = env.run(&["run", "--runs", "1", "--", "true"]);
+    assert!(!out.status.success());
+    let err = stderr(&out);
+    assert!(
+        err.contains("not a powerlens results database") && err.contains("--db"),
+        "{err}"
+    );
+    assert_eq!(std::fs::read(env.db()).unwrap(), precious);
+    // --no-save measures without touching it.
+    let out = env.run(&["run", "--runs", "1", "--no-save", "--", "true"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+}
+
+#[test]
+fn results_are_queryable_with_sqlite3() {
+    let env = Env::new();
+    assert!(env
+        .run(&["run", "--runs", "2", "--", "true"])
+        .status
+        .success());
+    let Ok(out) = Command::new("sqlite3")
+        .arg(env.db())
+        .arg("SELECT count(*), min(energy_j) > 0 FROM runs;")
+        .output()
+    else {
+        eprintln!("SKIP: sqlite3 is not installed (scripts/test.sh installs it)");
+        return;
+    };
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "2|1");
+}
+
+extern "C" {
+    #[link_name = "kill"]
+    fn libc_kill(pid: i32, sig: i32) -> i32;
+}

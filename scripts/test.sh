@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# The whole test suite, exactly as CI runs it (.ci/run calls this script).
+# Installs the outside tools the tests use as oracles when they are missing, then runs
+# formatting, lints and every test of the workspace.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+# Debian packages the tests need: sqlite3 reads the results database as an outside reader.
+debs=(sqlite3)
+
+missing=()
+if command -v dpkg >/dev/null 2>&1; then
+    for p in "${debs[@]}"; do
+        dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
+    done
+fi
+if ((${#missing[@]})); then
+    echo "test.sh: installing ${missing[*]}" >&2
+    if [ "$(id -u)" = 0 ]; then
+        apt-get update -qq
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
+    elif command -v sudo >/dev/null 2>&1; then
+        sudo apt-get update -qq
+        sudo DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
+    else
+        echo "test.sh: cannot install ${missing[*]} (not root, no sudo); tests that need them will say SKIP" >&2
+    fi
+fi
+
+echo "== cargo fmt --check" >&2
+cargo fmt --all -- --check
+echo "== cargo clippy" >&2
+cargo clippy --workspace --all-targets --locked -- -D warnings
+echo "== cargo test" >&2
+cargo test --workspace --locked
