@@ -73,9 +73,6 @@ pub(crate) fn fields<const N: usize>(
 /// divided by a power of ten is correctly rounded when both are exact in f64); anything
 /// else (exponents, long digit strings) falls back to the standard parser.
 pub(crate) fn parse_number(text: &str) -> Option<f64> {
-    const POW10: [f64; 16] = [
-        1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15,
-    ];
     let bytes = text.as_bytes();
     let (negative, digits) = match bytes.first() {
         Some(b'-') => (true, &bytes[1..]),
@@ -106,11 +103,24 @@ pub(crate) fn parse_number(text: &str) -> Option<f64> {
     if !seen_digit {
         return None;
     }
-    if significant > 15 || fraction_digits > 15 {
+    if significant > EXACT_DIGITS || fraction_digits > EXACT_DIGITS {
         return text.parse::<f64>().ok().filter(|v| v.is_finite());
     }
-    let value = mantissa as f64 / POW10[fraction_digits];
+    let value = exact_decimal(mantissa, fraction_digits);
     Some(if negative { -value } else { value })
+}
+
+/// Largest digit count for which [`exact_decimal`] is exact: 10^15 < 2^53.
+pub(crate) const EXACT_DIGITS: usize = 15;
+
+/// `mantissa / 10^fraction_digits`, correctly rounded (the same value the standard
+/// parser gives) when the mantissa has at most [`EXACT_DIGITS`] digits: both operands
+/// are exact in f64 and IEEE division rounds once.
+pub(crate) fn exact_decimal(mantissa: u64, fraction_digits: usize) -> f64 {
+    const POW10: [f64; EXACT_DIGITS + 1] = [
+        1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15,
+    ];
+    mantissa as f64 / POW10[fraction_digits]
 }
 
 /// A number that must be finite and not negative.

@@ -243,7 +243,11 @@ fn run_oracle<'m>(machine: &'m Machine, trace: &[Phase]) -> Core<'m> {
 
 /// Simulates one policy (without the ratio to the oracle, which needs the oracle run).
 pub fn simulate(machine: &Machine, trace: &[Phase], policy: &Policy) -> PolicyResult {
-    let core = match *policy {
+    run_policy(machine, trace, policy).finish(policy, machine.ideal_time_us(trace))
+}
+
+fn run_policy<'m>(machine: &'m Machine, trace: &[Phase], policy: &Policy) -> Core<'m> {
+    match *policy {
         Policy::Oracle => run_oracle(machine, trace),
         Policy::Fixed { timeout_us } => {
             let mut core = Core::new(machine);
@@ -268,8 +272,7 @@ pub fn simulate(machine: &Machine, trace: &[Phase], policy: &Policy) -> PolicyRe
             }
             core
         }
-    };
-    core.finish(policy, machine.ideal_time_us(trace))
+    }
 }
 
 /// `overhead / oracle_overhead`, see [`PolicyResult::overhead_ratio_to_oracle`].
@@ -315,13 +318,14 @@ pub fn simulate_policies(
 ) -> Result<Simulation, ProfileError> {
     let bucket = profile.bucket(active_cores)?;
     let machine = Machine::new(bucket.ghz(), &profile.costs);
+    let ideal = machine.ideal_time_us(trace);
     let mut rows: Vec<PolicyResult> = policies
         .iter()
-        .map(|p| simulate(&machine, trace, p))
+        .map(|p| run_policy(&machine, trace, p).finish(p, ideal))
         .collect();
     let oracle_overhead = match policies.iter().position(|p| *p == Policy::Oracle) {
         Some(i) => rows[i].overhead_us,
-        None => simulate(&machine, trace, &Policy::Oracle).overhead_us,
+        None => run_oracle(&machine, trace).now_us - ideal,
     };
     for row in &mut rows {
         row.overhead_ratio_to_oracle = overhead_ratio(row.overhead_us, oracle_overhead);
