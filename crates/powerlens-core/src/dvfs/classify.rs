@@ -118,22 +118,13 @@ pub fn classify_lines<'a>(
     lines: impl IntoIterator<Item = &'a str>,
 ) -> Result<Classification, InputError> {
     let mut classifier = Classifier::new();
-    let mut seen_data = false;
-    for (index, line) in lines.into_iter().enumerate() {
-        let at_line = |kind| InputError {
-            line: index + 1,
-            kind,
-        };
-        let Some(text) = csv::content(line) else {
+    let mut rows = csv::Rows::new("time_us");
+    for line in lines {
+        let Some(text) = rows.next(line) else {
             continue;
         };
-        if !seen_data && csv::is_header(text, "time_us") {
-            seen_data = true;
-            continue;
-        }
-        seen_data = true;
-        let sample = parse_sample(text).map_err(at_line)?;
-        classifier.push(sample).map_err(at_line)?;
+        let sample = parse_sample(text).map_err(|kind| rows.error(kind))?;
+        classifier.push(sample).map_err(|kind| rows.error(kind))?;
     }
     Ok(classifier.finish())
 }

@@ -142,9 +142,46 @@ pub(crate) fn level(text: &str) -> Result<super::Level, InputErrorKind> {
     })
 }
 
-/// True when `text` is a header line: its first field is `first_field`.
-pub(crate) fn is_header(text: &str, first_field: &str) -> bool {
-    text.split(',').next().map(str::trim) == Some(first_field)
+/// Numbers lines and picks out the data rows: skips blank and comment lines, and a
+/// header (a line whose first field is the format's first field name) before the first row.
+#[derive(Debug)]
+pub(crate) struct Rows {
+    header: &'static str,
+    line: usize,
+    seen_data: bool,
+}
+
+impl Rows {
+    pub(crate) fn new(header: &'static str) -> Rows {
+        Rows {
+            header,
+            line: 0,
+            seen_data: false,
+        }
+    }
+
+    /// Counts the next line; returns its data, or `None` if it carries none.
+    pub(crate) fn next<'a>(&mut self, line: &'a str) -> Option<&'a str> {
+        self.line += 1;
+        let text = content(line)?;
+        let first_row = !std::mem::replace(&mut self.seen_data, true);
+        let header = first_row && text.split(',').next().map(str::trim) == Some(self.header);
+        (!header).then_some(text)
+    }
+
+    /// Counts a line that a caller's fast path has already read as data.
+    pub(crate) fn count_data_line(&mut self) {
+        self.line += 1;
+        self.seen_data = true;
+    }
+
+    /// `kind` located at the current line.
+    pub(crate) fn error(&self, kind: InputErrorKind) -> InputError {
+        InputError {
+            line: self.line,
+            kind,
+        }
+    }
 }
 
 #[cfg(test)]

@@ -44,10 +44,17 @@ impl fmt::Display for Phase {
 }
 
 /// Reads a trace line by line so callers can stream a file through a reused buffer.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct TraceParser {
-    line: usize,
-    seen_data: bool,
+    rows: csv::Rows,
+}
+
+impl Default for TraceParser {
+    fn default() -> Self {
+        TraceParser {
+            rows: csv::Rows::new("duration_us"),
+        }
+    }
 }
 
 impl TraceParser {
@@ -57,23 +64,16 @@ impl TraceParser {
 
     /// Parses the next line; `Ok(None)` for blank, comment and header lines.
     pub fn push_line(&mut self, line: &str) -> Result<Option<Phase>, InputError> {
-        self.line += 1;
         if let Some(phase) = plain_row(line.as_bytes()) {
-            self.seen_data = true;
+            self.rows.count_data_line();
             return Ok(Some(phase));
         }
-        let Some(text) = csv::content(line) else {
-            return Ok(None);
-        };
-        if !self.seen_data && csv::is_header(text, "duration_us") {
-            self.seen_data = true;
-            return Ok(None);
+        match self.rows.next(line) {
+            None => Ok(None),
+            Some(text) => parse_row(text)
+                .map(Some)
+                .map_err(|kind| self.rows.error(kind)),
         }
-        self.seen_data = true;
-        parse_row(text).map(Some).map_err(|kind| InputError {
-            line: self.line,
-            kind,
-        })
     }
 }
 
