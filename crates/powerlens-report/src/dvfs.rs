@@ -6,9 +6,11 @@ use std::fmt::Write;
 use powerlens_core::dvfs::breakeven::BreakEvenTable;
 use powerlens_core::dvfs::classify::Classification;
 use powerlens_core::dvfs::counters::CounterStatus;
+use powerlens_core::dvfs::measure::MeasureReport;
 use powerlens_core::dvfs::simulate::Simulation;
 
-use crate::table::Table;
+use crate::table::{sig, Table};
+use powerlens_core::stats::Summary;
 
 fn us(value: f64) -> String {
     format!("{value:.1}")
@@ -145,6 +147,79 @@ pub fn counter_status_text(status: &CounterStatus) -> String {
             "  event {}: cpu/event={:#04x},umask={:#04x}/",
             e.name, e.event, e.umask
         );
+    }
+    out
+}
+
+/// `median (min … max …, sd …, n …)` of a summary, or `-` when there is none.
+fn spread(summary: Option<&Summary>) -> String {
+    summary.map_or_else(
+        || "-".to_string(),
+        |s| {
+            format!(
+                "{} (min {} max {}, sd {}, n {})",
+                sig(s.median, 3),
+                sig(s.min, 3),
+                sig(s.max, 3),
+                sig(s.stddev, 2),
+                s.n
+            )
+        },
+    )
+}
+
+/// The microbenchmark's costs and delays, each with its spread.
+pub fn measure_text(report: &MeasureReport) -> String {
+    let mut out = format!(
+        "Measured on {} ({}): medians of repeated runs, with min, max and standard deviation\n",
+        report.cpu,
+        report.provenance.label()
+    );
+    for note in &report.notes {
+        let _ = writeln!(out, "note: {note}");
+    }
+    for skipped in &report.skipped {
+        let _ = writeln!(out, "skipped: {skipped}");
+    }
+    let mut t = Table::new([
+        "license change",
+        "settled block_us",
+        "changing block_us",
+        "cost_us",
+    ]);
+    for d in &report.down {
+        t.row([
+            format!("{} -> {}", d.from, d.to),
+            spread(Some(&d.settled_us)),
+            spread(Some(&d.changing_us)),
+            spread(Some(&d.cost_us)),
+        ]);
+    }
+    if !t.is_empty() {
+        out.push_str("\nLowering the license (same block of work, settled vs right after lower-level code):\n");
+        out.push_str(&t.render());
+    }
+    let mut t = Table::new([
+        "after",
+        "visible",
+        "upclock delay_us",
+        "spike cost_us",
+        "slowdown before",
+        "settled section_us",
+    ]);
+    for u in &report.up {
+        t.row([
+            u.from.to_string(),
+            format!("{}/{}", u.visible, u.series),
+            spread(u.delay_us.as_ref()),
+            spread(u.cost_us.as_ref()),
+            spread(u.slowdown.as_ref()),
+            spread(u.section_us.as_ref()),
+        ]);
+    }
+    if !t.is_empty() {
+        out.push_str("\nRaising the license (short scalar sections after vector code; a spike followed by faster sections):\n");
+        out.push_str(&t.render());
     }
     out
 }

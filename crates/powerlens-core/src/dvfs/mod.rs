@@ -18,6 +18,7 @@ pub mod counters;
 mod csv;
 pub mod gen;
 pub mod level;
+pub mod measure;
 pub mod policy;
 pub mod profile;
 pub mod simulate;
