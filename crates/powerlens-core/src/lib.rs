@@ -2,9 +2,11 @@
 //!
 //! Deterministic and free of I/O: callers feed measured values in, typed results come out.
 
+pub mod compare;
 pub mod dvfs;
 pub mod model;
 pub mod provenance;
 pub mod run;
 pub mod stats;
+pub mod sweep;
 pub mod verdict;

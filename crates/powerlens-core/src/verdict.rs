@@ -49,19 +49,18 @@ pub enum VerdictClass {
 pub const NEGLIGIBLE: f64 = 0.005;
 
 pub fn classify(r: &Ratios) -> VerdictClass {
-    let sign = |ratio: f64| {
-        if (ratio - 1.0).abs() < NEGLIGIBLE {
-            0
-        } else if ratio < 1.0 {
-            1 // better: less
-        } else {
-            -1
-        }
-    };
-    match (sign(r.time), sign(r.energy)) {
-        (0, 0) => VerdictClass::Equivalent,
-        (t, e) if t >= 0 && e >= 0 => VerdictClass::BetterOnBoth,
-        (t, e) if t <= 0 && e <= 0 => VerdictClass::WorseOnBoth,
+    let changed = |ratio: f64| ((ratio - 1.0).abs() >= NEGLIGIBLE).then_some(ratio);
+    classify_changes(changed(r.time), changed(r.energy))
+}
+
+/// The class from the time and energy ratios that changed (`None`: no real change, e.g. not
+/// statistically significant).
+pub fn classify_changes(time: Option<f64>, energy: Option<f64>) -> VerdictClass {
+    let better = |r: Option<f64>| r.map(|r| r < 1.0);
+    match (better(time), better(energy)) {
+        (None, None) => VerdictClass::Equivalent,
+        (Some(true) | None, Some(true) | None) => VerdictClass::BetterOnBoth,
+        (Some(false) | None, Some(false) | None) => VerdictClass::WorseOnBoth,
         _ => VerdictClass::TradeOff,
     }
 }
@@ -99,6 +98,50 @@ pub fn sentence(candidate: &str, r: &Ratios) -> String {
         )
     };
     format!("{candidate} {time} and {energy} to retire the workload; its average power is {power}.")
+}
+
+/// A ratio interval as signed percent changes, e.g. "95% CI +8.0% … +10.2%".
+fn ci_text(ci: [f64; 2]) -> String {
+    format!(
+        "95% CI {:+.1}% … {:+.1}%",
+        (ci[0] - 1.0) * 100.0,
+        (ci[1] - 1.0) * 100.0
+    )
+}
+
+/// The verdict with the intervals of the time and energy ratios where known, followed by
+/// what the class means for the reader.
+pub fn sentence_with_ci(
+    candidate: &str,
+    r: &Ratios,
+    time_ci: Option<[f64; 2]>,
+    energy_ci: Option<[f64; 2]>,
+    class: VerdictClass,
+) -> String {
+    let mut s = sentence(candidate, r);
+    // Insert each interval right after the figure it qualifies.
+    for (ci, anchor) in [(time_ci, " and needs"), (energy_ci, " to retire")] {
+        if let (Some(ci), Some(at)) = (ci, s.find(anchor)) {
+            s.insert_str(at, &format!(" ({})", ci_text(ci)));
+        }
+    }
+    let tail = match class {
+        VerdictClass::BetterOnBoth => " Better on both: no slower and no more energy.".to_string(),
+        VerdictClass::WorseOnBoth => " Worse on both: no faster and no less energy.".to_string(),
+        VerdictClass::Equivalent => " No significant difference in time or energy.".to_string(),
+        VerdictClass::TradeOff if r.time < 1.0 => format!(
+            " A trade-off: it trades {} more energy for {} less time.",
+            percent(r.energy),
+            percent(r.time)
+        ),
+        VerdictClass::TradeOff => format!(
+            " A trade-off: it trades {} more time for {} less energy.",
+            percent(r.time),
+            percent(r.energy)
+        ),
+    };
+    s.push_str(&tail);
+    s
 }
 
 #[cfg(test)]

@@ -91,6 +91,16 @@ pub fn sig(value: f64, significant: usize) -> String {
     format!("{value:.decimals$}")
 }
 
+/// Up to three decimals, trailing zeros trimmed, for values of 1 and above (joules and
+/// seconds as users publish them: 43186.848); significant digits below 1.
+pub fn precise(value: f64) -> String {
+    if value.abs() < 1.0 {
+        return sig(value, 4);
+    }
+    let s = format!("{value:.3}");
+    s.trim_end_matches('0').trim_end_matches('.').to_string()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -108,5 +118,8 @@ mod tests {
         assert_eq!(sig(1.23456, 4), "1.235");
         assert_eq!(sig(0.0012345, 3), "0.00123");
         assert_eq!(sig(0.0, 3), "0");
+        assert_eq!(precise(43186.848), "43186.848");
+        assert_eq!(precise(209.0), "209");
+        assert_eq!(precise(0.0012345), "0.001234");
     }
 }

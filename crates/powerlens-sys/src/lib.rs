@@ -4,12 +4,22 @@
 //! like `/sys` and `/proc`. Nothing here analyses or prints: readers return typed values
 //! and typed errors ([`SysError`]) that name the path, the reason and the fix.
 
+pub mod availability;
 pub mod counter;
+pub mod cpufreq;
+pub mod cpuidle;
 pub mod energy;
 pub mod error;
+#[cfg(any(test, feature = "fixtures"))]
+pub mod fixture;
+pub mod machine;
+pub mod perf;
+pub mod perf_caps;
 pub mod procfs;
 pub mod roots;
 pub mod sysfs;
+pub mod topology;
 
+pub use availability::Availability;
 pub use error::SysError;
 pub use roots::Roots;

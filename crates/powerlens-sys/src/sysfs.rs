@@ -1,6 +1,6 @@
 //! Small helpers to read sysfs/procfs attribute files.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use crate::SysError;
 
@@ -59,6 +59,52 @@ pub fn read_optional_string(path: impl AsRef<Path>) -> Result<Option<String>, Sy
     }
 }
 
+/// Reads an optional integer attribute: `Ok(None)` when the file does not exist.
+pub fn read_optional_u64(path: impl AsRef<Path>) -> Result<Option<u64>, SysError> {
+    match read_u64(path) {
+        Ok(v) => Ok(Some(v)),
+        Err(e) if e.is_not_found() => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
+/// The entries of a directory, sorted by path; empty when the directory does not exist
+/// (a class with no devices, a CPU without cpuidle).
+pub fn list_dir(dir: impl AsRef<Path>) -> Result<Vec<PathBuf>, SysError> {
+    let dir = dir.as_ref();
+    let entries = match std::fs::read_dir(dir) {
+        Ok(entries) => entries,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => return Err(SysError::from_io(dir, e, ROOT_FIX)),
+    };
+    let mut paths: Vec<PathBuf> = entries.filter_map(Result::ok).map(|e| e.path()).collect();
+    paths.sort();
+    Ok(paths)
+}
+
+/// The entries of `dir` named `<prefix>N<suffix>` (e.g. `state3`, `energy2_input`), sorted
+/// by N, so that `state10` comes after `state2`; empty when `dir` does not exist.
+pub fn numbered_entries(
+    dir: impl AsRef<Path>,
+    prefix: &str,
+    suffix: &str,
+) -> Result<Vec<(u32, PathBuf)>, SysError> {
+    let mut numbered: Vec<(u32, PathBuf)> = list_dir(dir)?
+        .into_iter()
+        .filter_map(|path| {
+            let name = path.file_name()?.to_str()?;
+            let n = name
+                .strip_prefix(prefix)?
+                .strip_suffix(suffix)?
+                .parse()
+                .ok()?;
+            Some((n, path))
+        })
+        .collect();
+    numbered.sort();
+    Ok(numbered)
+}
+
 /// Parses a kernel CPU list such as `0-3,6,8-9` into CPU numbers.
 pub fn parse_cpu_list(text: &str) -> Option<Vec<u32>> {
     let mut cpus = Vec::new();
@@ -105,6 +151,34 @@ mod tests {
         assert!(err.contains("bad") && err.contains("12a"), "{err}");
         let missing = dir.path().join("missing");
         assert!(read_u64(&missing).unwrap_err().is_not_found());
+        assert_eq!(read_optional_u64(&missing).unwrap(), None);
+        assert_eq!(read_optional_u64(&good).unwrap(), Some(12345));
         assert_eq!(read_optional_string(&missing).unwrap(), None);
+    }
+
+    #[test]
+    fn numbered_entries_sort_by_number() {
+        let dir = tempfile::tempdir().unwrap();
+        for name in [
+            "state10",
+            "state2",
+            "stateX",
+            "other1",
+            "energy1_input",
+            "energy1_label",
+        ] {
+            std::fs::write(dir.path().join(name), "").unwrap();
+        }
+        let states = numbered_entries(dir.path(), "state", "").unwrap();
+        let numbers: Vec<u32> = states.iter().map(|(n, _)| *n).collect();
+        assert_eq!(numbers, [2, 10]);
+        assert!(states[1].1.ends_with("state10"));
+        assert_eq!(
+            numbered_entries(dir.path(), "energy", "_input")
+                .unwrap()
+                .len(),
+            1
+        );
+        assert!(list_dir(dir.path().join("missing")).unwrap().is_empty());
     }
 }

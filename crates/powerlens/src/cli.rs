@@ -50,6 +50,8 @@ pub enum Command {
     Run(Box<cmd::run::RunArgs>),
     /// Measure built-in workloads and explain the result: the quickest way to see powerlens work.
     Demo(cmd::demo::DemoArgs),
+    /// Compare configurations by the energy and time to retire the same work, with statistics.
+    Compare(Box<cmd::compare::CompareArgs>),
     /// List and show results saved by `run`.
     Runs(cmd::runs::RunsArgs),
     /// Fit the power model on a machine with a meter, for machines without one.
@@ -61,4 +63,6 @@ pub enum Command {
     Completions(cmd::completions::CompletionsArgs),
     /// Write the man page (roff) to stdout.
     Man(cmd::completions::ManArgs),
+    /// Built-in workloads that reproduce the case studies: spin, barrier, imbalanced, sleepy, pingpong, avx.
+    Workload(cmd::workload::WorkloadArgs),
 }

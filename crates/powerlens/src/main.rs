@@ -10,6 +10,7 @@ mod progress;
 mod results;
 mod runner;
 mod units;
+mod workload;
 
 use std::process::ExitCode;
 

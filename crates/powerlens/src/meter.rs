@@ -81,16 +81,20 @@ impl Meter {
     /// Energy per domain between two readings.
     pub fn energy_between(&self, from: &Reading, to: &Reading) -> Vec<DomainEnergy> {
         match &self.kind {
-            Kind::Source(s) => s
-                .domains()
-                .iter()
-                .zip(from.values.iter().zip(&to.values))
-                .map(|(d, (a, b))| DomainEnergy {
-                    name: d.name.clone(),
-                    joules: (b - a).max(0.0),
-                    counts_in_total: d.kind.counts_in_total(),
-                })
-                .collect(),
+            Kind::Source(s) => {
+                // A source with no package-level domain (hwmon sensors) would otherwise total
+                // a silent 0 J: then its sensors are the total, and `describe` says so.
+                let any_total = s.domains().iter().any(|d| d.kind.counts_in_total());
+                s.domains()
+                    .iter()
+                    .zip(from.values.iter().zip(&to.values))
+                    .map(|(d, (a, b))| DomainEnergy {
+                        name: d.name.clone(),
+                        joules: (b - a).max(0.0),
+                        counts_in_total: d.kind.counts_in_total() || !any_total,
+                    })
+                    .collect()
+            }
             Kind::Model { model, .. } => {
                 let seconds = to.at.duration_since(from.at).as_secs_f64();
                 let busy = to.values[0] - from.values[0];
@@ -117,8 +121,13 @@ impl Meter {
         match &self.kind {
             Kind::Source(s) => {
                 let names: Vec<&str> = s.domains().iter().map(|d| d.name.as_str()).collect();
+                let scope = if s.domains().iter().any(|d| d.kind.counts_in_total()) {
+                    ""
+                } else {
+                    "; the total is the sum of these sensors, whose scope the kernel does not state"
+                };
                 format!(
-                    "energy: measured by {} ({}), read every {} ms",
+                    "energy: measured by {} ({}), read every {} ms{scope}",
                     s.name(),
                     names.join(", "),
                     s.interval().as_millis()
@@ -144,6 +153,24 @@ impl Meter {
         }
     }
 }
+
+/// The power model as an energy source in `info`: always available, never a measurement.
+pub fn model_status(path: Option<&Path>) -> anyhow::Result<SourceStatus> {
+    let model = load_model(path)?;
+    Ok(SourceStatus {
+        name: MODEL_SOURCE.into(),
+        available: true,
+        reason: format!(
+            "estimates, not measurements, from /proc/stat CPU time: {} W idle + {} W per busy CPU ({}: {}); used only when no meter above can be read",
+            model.idle_w, model.busy_cpu_w, model.name, model.source
+        ),
+        fix: None,
+        domains: Vec::new(),
+    })
+}
+
+/// Name of the power model in source lists.
+pub const MODEL_SOURCE: &str = "power-model";
 
 fn load_model(path: Option<&Path>) -> anyhow::Result<PowerModel> {
     let Some(path) = path else {

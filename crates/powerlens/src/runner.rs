@@ -42,36 +42,63 @@ pub fn run_series(
     opts: &SeriesOptions,
     progress: &ProgressBar,
 ) -> anyhow::Result<Series> {
-    for i in 0..opts.warmup {
-        progress.set_message(format!("warm-up {}/{}", i + 1, opts.warmup));
-        if let Attempt::Stop(why) = attempt(meter, argv, opts)? {
-            return Ok(Series {
-                measurements: Vec::new(),
-                stopped_early: Some(format!("warm-up: {why}")),
-            });
+    let mut all = run_interleaved(meter, &[argv.to_vec()], opts, progress)?;
+    Ok(all.remove(0))
+}
+
+/// Runs several commands interleaved, round by round (A B A B …), so that drift of the
+/// machine (temperature, background load) affects each of them alike. Warm-ups are
+/// interleaved too. The first failure stops every series; each keeps the runs it finished.
+pub fn run_interleaved(
+    meter: &Meter,
+    commands: &[Vec<String>],
+    opts: &SeriesOptions,
+    progress: &ProgressBar,
+) -> anyhow::Result<Vec<Series>> {
+    let mut series: Vec<Series> = commands
+        .iter()
+        .map(|_| Series {
+            measurements: Vec::with_capacity(opts.runs),
+            stopped_early: None,
+        })
+        .collect();
+    let label = |i: usize| {
+        if commands.len() > 1 {
+            format!(" of command {}", i + 1)
+        } else {
+            String::new()
         }
-    }
-    let mut measurements: Vec<Measurement> = Vec::with_capacity(opts.runs);
-    for i in 0..opts.runs {
-        progress.set_message(match measurements.last() {
-            Some(m) => format!("last {:.3} s", m.wall_s),
-            None => String::new(),
-        });
-        match attempt(meter, argv, opts)? {
-            Attempt::Done(m) => measurements.push(m),
-            Attempt::Stop(why) => {
-                return Ok(Series {
-                    measurements,
-                    stopped_early: Some(format!("run {}: {why}", i + 1)),
-                })
+    };
+    let stop_all = |series: &mut Vec<Series>, why: String| {
+        for s in series.iter_mut() {
+            s.stopped_early = Some(why.clone());
+        }
+    };
+    for round in 0..opts.warmup {
+        for (i, argv) in commands.iter().enumerate() {
+            progress.set_message(format!("warm-up {}/{}", round + 1, opts.warmup));
+            if let Attempt::Stop(why) = attempt(meter, argv, opts)? {
+                stop_all(&mut series, format!("warm-up{}: {why}", label(i)));
+                return Ok(series);
             }
         }
-        progress.inc(1);
     }
-    Ok(Series {
-        measurements,
-        stopped_early: None,
-    })
+    for round in 0..opts.runs {
+        for (i, argv) in commands.iter().enumerate() {
+            match attempt(meter, argv, opts)? {
+                Attempt::Done(m) => {
+                    progress.set_message(format!("last {:.3} s", m.wall_s));
+                    series[i].measurements.push(m);
+                }
+                Attempt::Stop(why) => {
+                    stop_all(&mut series, format!("run {}{}: {why}", round + 1, label(i)));
+                    return Ok(series);
+                }
+            }
+            progress.inc(1);
+        }
+    }
+    Ok(series)
 }
 
 fn attempt(meter: &Meter, argv: &[String], opts: &SeriesOptions) -> anyhow::Result<Attempt> {

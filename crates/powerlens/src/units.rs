@@ -1,39 +1,69 @@
-//! Parsing of durations on the command line: `2`, `2s`, `500ms`, `200us`, `1.5m`.
+//! One parser for every duration flag (`--duration 2s`, `--period 200us`, `--work 0.5ms`).
+//!
+//! A unit is required: a bare `2` could mean seconds or milliseconds, and guessing wrong
+//! silently changes a measurement by a factor of a thousand.
 
 use std::time::Duration;
 
-/// Parses a duration: a number with an optional unit `ns`, `us`/`µs`, `ms`, `s`, `m`, `h`.
-/// A bare number is seconds. Zero, negative and non-finite values are refused.
-pub fn parse_duration(text: &str) -> Result<Duration, String> {
-    let t = text.trim();
-    let split = t
-        .find(|c: char| {
-            !(c.is_ascii_digit() || c == '.' || c == '-' || c == '+' || c == 'e' || c == 'E')
-        })
-        .unwrap_or(t.len());
-    // "1e3ms" is fine, but a unit starting with 'e' doesn't exist, so the split is unambiguous.
-    let (number, unit) = t.split_at(split);
+/// The units a duration may carry, with their length in seconds.
+const UNITS: &[(&str, f64)] = &[
+    ("ns", 1e-9),
+    ("us", 1e-6),
+    ("µs", 1e-6),
+    ("ms", 1e-3),
+    ("s", 1.0),
+    ("min", 60.0),
+];
+
+const EXAMPLES: &str = "write a number and a unit, e.g. 2s, 500ms, 200us, 0.1s";
+
+/// Parses a strictly positive duration such as `2s`, `500ms`, `200us`, `0.1s` or `1.5min`.
+/// The error text says what is wrong and how to write it instead (clap prefixes the flag).
+pub fn parse_positive_duration(text: &str) -> Result<Duration, String> {
+    let text = text.trim();
+    let split = text
+        .find(|c: char| !(c.is_ascii_digit() || c == '.' || c == '-' || c == '+'))
+        .unwrap_or(text.len());
+    let (number, unit) = (&text[..split], text[split..].trim());
+    if number.is_empty() {
+        return Err(format!("'{text}' has no number: {EXAMPLES}"));
+    }
     let value: f64 = number
         .parse()
-        .map_err(|_| format!("{text:?} is not a duration (examples: 2s, 500ms, 200us, 1.5)"))?;
-    let scale = match unit.trim() {
-        "" | "s" | "sec" => 1.0,
-        "ms" => 1e-3,
-        "us" | "µs" => 1e-6,
-        "ns" => 1e-9,
-        "m" | "min" => 60.0,
-        "h" => 3600.0,
-        other => {
-            return Err(format!(
-                "unknown unit {other:?} in {text:?} (use ns, us, ms, s, m or h)"
-            ))
-        }
-    };
-    let secs = value * scale;
-    if !secs.is_finite() || secs <= 0.0 {
-        return Err(format!("{text:?}: a duration must be greater than zero"));
+        .map_err(|_| format!("'{number}' is not a number: {EXAMPLES}"))?;
+    if unit.is_empty() {
+        return Err(format!("'{text}' has no unit: {EXAMPLES}"));
     }
-    Ok(Duration::from_secs_f64(secs))
+    let scale = UNITS
+        .iter()
+        .find(|(name, _)| *name == unit)
+        .map(|(_, scale)| *scale)
+        .ok_or_else(|| format!("unknown unit '{unit}' (known: ns, us, ms, s, min): {EXAMPLES}"))?;
+    let seconds = value * scale;
+    if seconds <= 0.0 {
+        return Err(format!(
+            "'{text}' is not positive: the duration must be greater than zero"
+        ));
+    }
+    let duration = Duration::try_from_secs_f64(seconds)
+        .map_err(|_| format!("'{text}' is too long to represent"))?;
+    if duration.is_zero() {
+        return Err(format!("'{text}' is shorter than a nanosecond"));
+    }
+    Ok(duration)
+}
+
+/// Parses a duration given in seconds as the issue's `SECS` flags are documented
+/// (`--baseline 5`, `--window 10`): a bare number is seconds; with a unit, as
+/// [`parse_positive_duration`].
+pub fn parse_seconds(text: &str) -> Result<Duration, String> {
+    match text.trim().parse::<f64>() {
+        Ok(secs) if secs.is_finite() && secs > 0.0 => Ok(Duration::from_secs_f64(secs)),
+        Ok(_) => Err(format!(
+            "'{text}' is not positive: the duration must be greater than zero"
+        )),
+        Err(_) => parse_positive_duration(text),
+    }
 }
 
 #[cfg(test)]
@@ -41,15 +71,51 @@ mod tests {
     use super::*;
 
     #[test]
-    fn units() {
-        assert_eq!(parse_duration("2").unwrap(), Duration::from_secs(2));
-        assert_eq!(parse_duration("500ms").unwrap(), Duration::from_millis(500));
-        assert_eq!(parse_duration("200us").unwrap(), Duration::from_micros(200));
-        assert_eq!(parse_duration("200µs").unwrap(), Duration::from_micros(200));
-        assert_eq!(parse_duration("1.5m").unwrap(), Duration::from_secs(90));
-        assert_eq!(parse_duration("0.25s").unwrap(), Duration::from_millis(250));
-        for bad in ["0", "-1s", "abc", "5 parsecs", "", "nan"] {
-            assert!(parse_duration(bad).is_err(), "{bad}");
+    fn bare_seconds_for_secs_flags() {
+        assert_eq!(parse_seconds("2").unwrap(), Duration::from_secs(2));
+        assert_eq!(parse_seconds("0.25").unwrap(), Duration::from_millis(250));
+        assert_eq!(parse_seconds("500ms").unwrap(), Duration::from_millis(500));
+        assert!(
+            parse_seconds("0").is_err()
+                && parse_seconds("-1").is_err()
+                && parse_seconds("x").is_err()
+        );
+    }
+
+    #[test]
+    fn accepts_each_unit_and_fractions() {
+        let cases = [
+            ("2s", Duration::from_secs(2)),
+            ("500ms", Duration::from_millis(500)),
+            ("200us", Duration::from_micros(200)),
+            ("200µs", Duration::from_micros(200)),
+            ("0.1s", Duration::from_millis(100)),
+            ("1ms", Duration::from_millis(1)),
+            ("750ns", Duration::from_nanos(750)),
+            ("1.5min", Duration::from_secs(90)),
+            (" 3 ms ", Duration::from_millis(3)),
+        ];
+        for (text, expected) in cases {
+            assert_eq!(parse_positive_duration(text), Ok(expected), "{text}");
+        }
+    }
+
+    #[test]
+    fn rejects_with_a_reason() {
+        let cases = [
+            ("2", "no unit"),
+            ("ms", "no number"),
+            ("", "no number"),
+            ("2h", "unknown unit 'h'"),
+            ("0s", "greater than zero"),
+            ("-1s", "greater than zero"),
+            ("1..2s", "not a number"),
+            ("0.1ns", "shorter than a nanosecond"),
+            ("99999999999999999999999s", "too long"),
+        ];
+        for (text, reason) in cases {
+            let err = parse_positive_duration(text).expect_err(text);
+            assert!(err.contains(reason), "{text}: {err}");
         }
     }
 }

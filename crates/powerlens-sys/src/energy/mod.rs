@@ -4,14 +4,21 @@
 //! counter wrap-around, and says how often it must be read for that correction to hold.
 //! Which source to use, and why the others are unavailable, is decided by [`discover`].
 
+pub mod battery;
 pub mod discover;
+pub mod hwmon;
+mod integrate;
+pub mod perf_power;
+pub mod powercap;
 pub mod sampler;
 
 use std::time::Duration;
 
 use serde::Serialize;
 
-use crate::SysError;
+use crate::{Availability, SysError};
+
+pub use discover::{discover, open_best};
 
 /// What a domain measures, so that totals never count a subzone twice.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -35,9 +42,13 @@ pub enum DomainKind {
 
 impl DomainKind {
     /// Whether this domain is summed into `energy_j`: packages plus DRAM, never the
-    /// subzones already inside a package, never psys (which contains both).
+    /// subzones already inside a package, never psys (which contains both). A battery is
+    /// the whole system and comes from a source that has no packages, so it counts too.
     pub fn counts_in_total(self) -> bool {
-        matches!(self, DomainKind::Package | DomainKind::Dram)
+        matches!(
+            self,
+            DomainKind::Package | DomainKind::Dram | DomainKind::Battery
+        )
     }
 }
 
@@ -89,4 +100,55 @@ pub struct SourceStatus {
     pub fix: Option<String>,
     /// The domains it offers (empty when unavailable).
     pub domains: Vec<Domain>,
+}
+
+impl SourceStatus {
+    /// The status of a source that opened: `reason` says what it measures.
+    pub fn available(source: &dyn EnergySource, reason: impl Into<String>) -> Self {
+        SourceStatus {
+            name: source.name().to_string(),
+            available: true,
+            reason: reason.into(),
+            fix: None,
+            domains: source.domains().to_vec(),
+        }
+    }
+
+    /// The status of a source that could not be opened: the error becomes the reason, and
+    /// its fix (permission, missing driver) the fix.
+    pub fn unavailable(name: &str, err: &SysError) -> Self {
+        let Availability { reason, fix, .. } = Availability::from_error(err);
+        SourceStatus {
+            name: name.to_string(),
+            available: false,
+            reason,
+            fix,
+            domains: Vec::new(),
+        }
+    }
+}
+
+/// The total energy of one reading: the domains that [`DomainKind::counts_in_total`]
+/// (packages plus DRAM), so that subzones and psys are never counted twice.
+pub fn total_joules(domains: &[Domain], joules: &[f64]) -> f64 {
+    domains
+        .iter()
+        .zip(joules)
+        .filter(|(domain, _)| domain.kind.counts_in_total())
+        .map(|(_, j)| j)
+        .sum()
+}
+
+/// The names of `domains`, comma-separated, for the sources' one-line summaries.
+pub(crate) fn domain_names(domains: &[Domain]) -> String {
+    let names: Vec<&str> = domains.iter().map(|d| d.name.as_str()).collect();
+    names.join(", ")
+}
+
+/// A domain name and kind, for the sources' constructors.
+pub(crate) fn domain(name: impl Into<String>, kind: DomainKind) -> Domain {
+    Domain {
+        name: name.into(),
+        kind,
+    }
 }

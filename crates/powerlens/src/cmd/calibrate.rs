@@ -13,7 +13,7 @@ use powerlens_sys::procfs;
 use crate::cli::GlobalArgs;
 use crate::cmd::run::MeterArgs;
 use crate::meter::Meter;
-use crate::units::parse_duration;
+use crate::units::parse_positive_duration;
 use crate::{exec, interrupt, progress};
 
 #[derive(Debug, Args)]
@@ -27,7 +27,7 @@ Example:
   powerlens calibrate --duration 5s -o ~/.config/powerlens/model.json")]
 pub struct CalibrateArgs {
     /// How long to hold each load level.
-    #[arg(long, default_value = "3s", value_parser = parse_duration)]
+    #[arg(long, default_value = "3s", value_parser = parse_positive_duration)]
     pub duration: Duration,
 
     /// Highest number of busy CPUs [default: all online CPUs].

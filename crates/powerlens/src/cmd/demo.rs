@@ -15,7 +15,7 @@ use crate::cli::GlobalArgs;
 use crate::cmd::run::MeterArgs;
 use crate::meter::Meter;
 use crate::runner::{self, SeriesOptions};
-use crate::units::parse_duration;
+use crate::units::parse_positive_duration;
 use crate::{interrupt, progress};
 
 #[derive(Debug, Args)]
@@ -31,7 +31,7 @@ pub struct DemoArgs {
     pub runs: u32,
 
     /// How long each workload runs.
-    #[arg(long, default_value = "1s", value_parser = parse_duration)]
+    #[arg(long, default_value = "1s", value_parser = parse_positive_duration)]
     pub duration: Duration,
 
     /// Print JSON instead of the table.

@@ -1,12 +1,14 @@
 //! One module per command; each turns its arguments into options and calls the libraries.
 
 pub mod calibrate;
+pub mod compare;
 pub mod completions;
 pub mod demo;
 pub mod dvfs;
 pub mod info;
 pub mod run;
 pub mod runs;
+pub mod workload;
 
 use std::process::ExitCode;
 
@@ -17,10 +19,12 @@ pub fn execute(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Info(args) => info::execute(&cli.global, args),
         Command::Dvfs(args) => dvfs::execute(&cli.global, args),
         Command::Run(args) => run::execute(&cli.global, *args),
+        Command::Compare(args) => compare::execute(&cli.global, *args),
         Command::Runs(args) => runs::execute(args),
         Command::Demo(args) => demo::execute(&cli.global, args),
         Command::Calibrate(args) => calibrate::execute(&cli.global, args),
         Command::Completions(args) => completions::completions(args),
         Command::Man(args) => completions::man(args),
+        Command::Workload(args) => workload::execute(args),
     }
 }

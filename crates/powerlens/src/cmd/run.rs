@@ -12,7 +12,7 @@ use powerlens_store::ResultsDb;
 use crate::cli::GlobalArgs;
 use crate::meter::{Meter, MeterOptions};
 use crate::runner::{self, SeriesOptions};
-use crate::units::parse_duration;
+use crate::units::{parse_positive_duration, parse_seconds};
 use crate::{interrupt, progress, results};
 
 /// Exit code when the user interrupted the series (as shells report SIGINT).
@@ -30,58 +30,18 @@ Energy is measured by the best meter this machine has (RAPL powercap, perf power
 battery, hwmon; see `powerlens info`) and otherwise ESTIMATED by a power model, labelled
 as such. The command is executed directly, not through a shell: use `sh -c '…'` for pipes.")]
 pub struct RunArgs {
-    /// Number of measured runs.
-    #[arg(short, long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..))]
-    pub runs: u32,
-
-    /// Unmeasured runs before the measured ones (warm caches, settle frequency).
-    #[arg(short, long, default_value_t = 0)]
-    pub warmup: u32,
-
-    /// Shell command to run before every run, unmeasured (e.g. drop caches).
-    #[arg(long, value_name = "CMD")]
-    pub prepare: Option<String>,
+    #[command(flatten)]
+    pub series: SeriesArgs,
 
     /// Measure idle power for this long before and after the runs, and report energy above it.
-    #[arg(long, value_name = "SECS", value_parser = parse_duration)]
+    #[arg(long, value_name = "SECS", value_parser = parse_seconds)]
     pub baseline: Option<Duration>,
 
-    /// Measure each run's energy over a fixed window from its start, idle tail included
-    /// (the race-to-idle comparison). A run that outlives the window is an error.
-    #[arg(long, value_name = "SECS", value_parser = parse_duration)]
-    pub window: Option<Duration>,
+    #[command(flatten)]
+    pub output: OutputArgs,
 
-    /// Keep measuring when the command exits non-zero or is killed.
-    #[arg(short, long)]
-    pub ignore_failure: bool,
-
-    /// Let the command's stdout and stderr through (hidden by default).
-    #[arg(long)]
-    pub show_output: bool,
-
-    /// Print the result as JSON on stdout instead of the table.
-    #[arg(long)]
-    pub json: bool,
-
-    /// Also write the result as JSON to FILE.
-    #[arg(long, value_name = "FILE")]
-    pub export_json: Option<PathBuf>,
-
-    /// Also write one CSV line per run to FILE.
-    #[arg(long, value_name = "FILE")]
-    pub export_csv: Option<PathBuf>,
-
-    /// Also write the summary as a Markdown table to FILE.
-    #[arg(long, value_name = "FILE")]
-    pub export_markdown: Option<PathBuf>,
-
-    /// Results database [default: $XDG_DATA_HOME/powerlens/results.db].
-    #[arg(long, value_name = "PATH", env = "POWERLENS_DB")]
-    pub db: Option<PathBuf>,
-
-    /// Do not append the result to the results database.
-    #[arg(long)]
-    pub no_save: bool,
+    #[command(flatten)]
+    pub save: SaveArgs,
 
     /// A label stored with the result (for `runs list` and comparisons).
     #[arg(long)]
@@ -95,8 +55,129 @@ pub struct RunArgs {
     pub command: Vec<String>,
 }
 
+/// How each command is run and measured, shared by `run`, `compare` and `sweep`.
+#[derive(Debug, Clone, Args)]
+#[command(next_help_heading = "Measurement")]
+pub struct SeriesArgs {
+    /// Number of measured runs (per command).
+    #[arg(short, long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..))]
+    pub runs: u32,
+
+    /// Unmeasured runs before the measured ones (warm caches, settle frequency).
+    #[arg(short, long, default_value_t = 0)]
+    pub warmup: u32,
+
+    /// Shell command to run before every run, unmeasured (e.g. drop caches).
+    #[arg(long, value_name = "CMD")]
+    pub prepare: Option<String>,
+
+    /// Measure each run's energy over a fixed window from its start, idle tail included
+    /// (the race-to-idle comparison). A run that outlives the window is an error.
+    #[arg(long, value_name = "SECS", value_parser = parse_seconds)]
+    pub window: Option<Duration>,
+
+    /// Keep measuring when the command exits non-zero or is killed.
+    #[arg(short, long)]
+    pub ignore_failure: bool,
+
+    /// Let the command's stdout and stderr through (hidden by default).
+    #[arg(long)]
+    pub show_output: bool,
+}
+
+impl SeriesArgs {
+    pub fn options(&self) -> SeriesOptions {
+        SeriesOptions {
+            runs: self.runs as usize,
+            warmup: self.warmup as usize,
+            prepare: self.prepare.clone(),
+            window: self.window,
+            ignore_failure: self.ignore_failure,
+            show_output: self.show_output,
+        }
+    }
+}
+
+/// Where a result goes: stdout as text or JSON, and export files.
+#[derive(Debug, Clone, Args)]
+#[command(next_help_heading = "Output")]
+pub struct OutputArgs {
+    /// Print the result as JSON on stdout instead of the table.
+    #[arg(long)]
+    pub json: bool,
+
+    /// Also write the result as JSON to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub export_json: Option<PathBuf>,
+
+    /// Also write the result as CSV to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub export_csv: Option<PathBuf>,
+
+    /// Also write the result as a Markdown table to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub export_markdown: Option<PathBuf>,
+}
+
+/// The views of one result, rendered by the report crate.
+pub struct Rendered {
+    pub json: String,
+    pub text: String,
+    pub csv: String,
+    pub markdown: String,
+}
+
+impl OutputArgs {
+    /// Prints the text or JSON view and writes every requested export. Export paths are
+    /// checked writable by writing them only after the result exists, one complete file each.
+    pub fn emit(&self, r: &Rendered) -> anyhow::Result<()> {
+        if self.json {
+            println!("{}", r.json);
+        } else {
+            print!("{}", r.text);
+        }
+        let exports = [
+            (&self.export_json, format!("{}\n", r.json)),
+            (&self.export_csv, r.csv.clone()),
+            (&self.export_markdown, r.markdown.clone()),
+        ];
+        for (path, content) in exports {
+            if let Some(path) = path {
+                std::fs::write(path, content)
+                    .with_context(|| format!("writing {}", path.display()))?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Where results are saved.
+#[derive(Debug, Clone, Args)]
+#[command(next_help_heading = "Results database")]
+pub struct SaveArgs {
+    /// Results database [default: $XDG_DATA_HOME/powerlens/results.db].
+    #[arg(long, value_name = "PATH", env = "POWERLENS_DB")]
+    pub db: Option<PathBuf>,
+
+    /// Do not append results to the results database.
+    #[arg(long)]
+    pub no_save: bool,
+}
+
+impl SaveArgs {
+    /// Opens the database unless `--no-save`; done before measuring, so that a broken
+    /// database fails before minutes of runs.
+    pub fn open(&self) -> anyhow::Result<Option<ResultsDb>> {
+        if self.no_save {
+            return Ok(None);
+        }
+        Ok(Some(ResultsDb::open(results::db_path(self.db.clone())?)?))
+    }
+}
+
 /// Options of the energy meter, shared by every command that measures.
 #[derive(Debug, Clone, Args)]
+#[command(next_help_heading = "Energy meter")]
 pub struct MeterArgs {
     /// Power model parameters (JSON, as `powerlens calibrate` writes) for machines without a meter.
     #[arg(long, value_name = "FILE", env = "POWERLENS_POWER_MODEL")]
@@ -104,7 +185,7 @@ pub struct MeterArgs {
 
     /// Read the energy counters this often [default: the longest interval that cannot miss a
     /// counter wrap, at most 100ms].
-    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    #[arg(long, value_name = "DURATION", value_parser = parse_positive_duration)]
     pub sample_interval: Option<Duration>,
 }
 
@@ -119,29 +200,17 @@ impl MeterArgs {
 
 pub fn execute(global: &GlobalArgs, args: RunArgs) -> anyhow::Result<ExitCode> {
     let roots = global.roots()?;
-    // Open the database first: a broken one should fail before minutes of measuring.
-    let mut db = if args.no_save {
-        None
-    } else {
-        Some(ResultsDb::open(results::db_path(args.db.clone())?)?)
-    };
+    let mut db = args.save.open()?;
     let meter = Meter::open(&roots, &args.meter.options())?;
     eprintln!("{}", meter.describe());
     interrupt::install();
 
-    let series_options = SeriesOptions {
-        runs: args.runs as usize,
-        warmup: args.warmup as usize,
-        prepare: args.prepare.clone(),
-        window: args.window,
-        ignore_failure: args.ignore_failure,
-        show_output: args.show_output,
-    };
+    let series_options = args.series.options();
     let mut baseline = match args.baseline {
         Some(d) => runner::start_baseline(&meter, d)?,
         None => None,
     };
-    let bar = progress::bar(args.runs as u64, "run");
+    let bar = progress::bar(args.series.runs as u64, "run");
     let series = runner::run_series(&meter, &args.command, &series_options, &bar)?;
     bar.finish_and_clear();
     if let Some(b) = baseline.as_mut().filter(|_| !interrupt::interrupted()) {
@@ -151,13 +220,18 @@ pub fn execute(global: &GlobalArgs, args: RunArgs) -> anyhow::Result<ExitCode> {
     let result = RunResult::new(
         args.command.clone(),
         meter.provenance(),
-        args.window.map(|w| w.as_secs_f64()),
+        args.series.window.map(|w| w.as_secs_f64()),
         baseline,
         series.measurements,
         meter.warnings.clone(),
         series.stopped_early,
     );
-    emit(&args, &result)?;
+    args.output.emit(&Rendered {
+        json: serde_json::to_string_pretty(&result)?,
+        text: powerlens_report::run::text(&result),
+        csv: powerlens_report::run::csv(&result),
+        markdown: powerlens_report::run::markdown(&result),
+    })?;
     if let Some(db) = db.as_mut().filter(|_| !result.runs.is_empty()) {
         let id = results::save_run(db, &result, args.label.clone())?;
         eprintln!("saved as result {id} in {}", db.path().display());
@@ -167,28 +241,4 @@ pub fn execute(global: &GlobalArgs, args: RunArgs) -> anyhow::Result<ExitCode> {
         Some(_) if interrupt::interrupted() => ExitCode::from(EXIT_INTERRUPTED),
         Some(_) => ExitCode::FAILURE,
     })
-}
-
-/// Prints the result and writes the requested exports.
-fn emit(args: &RunArgs, result: &RunResult) -> anyhow::Result<()> {
-    let json = serde_json::to_string_pretty(result)?;
-    if args.json {
-        println!("{json}");
-    } else {
-        print!("{}", powerlens_report::run::text(result));
-    }
-    let exports = [
-        (&args.export_json, json.clone() + "\n"),
-        (&args.export_csv, powerlens_report::run::csv(result)),
-        (
-            &args.export_markdown,
-            powerlens_report::run::markdown(result),
-        ),
-    ];
-    for (path, content) in exports {
-        if let Some(path) = path {
-            std::fs::write(path, content).with_context(|| format!("writing {}", path.display()))?;
-        }
-    }
-    Ok(())
 }

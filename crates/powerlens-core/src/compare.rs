@@ -1,0 +1,558 @@
+//! Comparing configurations by the energy to retire the same work.
+//!
+//! Each label (configuration) has repeated samples of wall time and energy. Against the
+//! baseline (the first label) every candidate gets, per figure, the ratio of means
+//! (candidate / baseline) with a 95% confidence interval by Fieller's theorem, the
+//! difference of means with Welch's interval, and whether the change is significant (the
+//! ratio's interval excludes 1). Samples of different labels are treated as independent,
+//! which is conservative for interleaved runs.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde::{Deserialize, Serialize};
+
+use crate::stats::{t_quantile, Summary};
+use crate::verdict::{self, Ratios, VerdictClass};
+
+/// One repeat of one configuration.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Sample {
+    pub wall_s: f64,
+    pub energy_j: f64,
+    /// Energy per domain, name → joules (may be empty, e.g. for CSV input).
+    pub domains: BTreeMap<String, f64>,
+}
+
+/// The repeats of one configuration.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Group {
+    pub label: String,
+    pub samples: Vec<Sample>,
+}
+
+#[derive(Debug, thiserror::Error, PartialEq)]
+pub enum CompareError {
+    #[error("need at least two labels to compare, got {0}")]
+    TooFewLabels(usize),
+    #[error("label {0:?} has no rows")]
+    EmptyLabel(String),
+    #[error("label {label:?}: {what} must be a positive number, got {value}")]
+    NotPositive {
+        label: String,
+        what: &'static str,
+        value: f64,
+    },
+    #[error("mismatched energy domains: {baseline:?} has [{baseline_domains}] but {label:?} has [{label_domains}]; compare results measured with the same meter")]
+    MismatchedDomains {
+        baseline: String,
+        baseline_domains: String,
+        label: String,
+        label_domains: String,
+    },
+}
+
+/// Per-label summaries.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LabelStats {
+    pub label: String,
+    pub wall_s: Summary,
+    pub energy_j: Summary,
+    pub power_w: Summary,
+    pub edp_js: Summary,
+    pub ed2p_js2: Summary,
+    /// Units of work per joule (`--work`, default 1 unit per run): throughput per watt.
+    pub perf_per_watt: Summary,
+    pub domains: BTreeMap<String, Summary>,
+}
+
+/// A candidate against the baseline.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CandidateComparison {
+    pub label: String,
+    pub baseline: String,
+    /// Ratio of means, candidate / baseline, per figure.
+    pub ratios: BTreeMap<String, f64>,
+    /// 95% confidence interval of each ratio (Fieller); absent when it cannot be bounded
+    /// (a single sample per label, or a denominator not clearly above zero).
+    pub ratio_ci95: BTreeMap<String, [f64; 2]>,
+    /// Difference of means, candidate − baseline, per figure.
+    pub differences: BTreeMap<String, f64>,
+    /// 95% confidence interval of each difference (Welch).
+    pub difference_ci95: BTreeMap<String, [f64; 2]>,
+    /// Whether each ratio's interval excludes 1 (absent without an interval).
+    pub significant: BTreeMap<String, bool>,
+    pub class: VerdictClass,
+    pub verdict: String,
+}
+
+/// The whole comparison.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Comparison {
+    pub baseline: String,
+    pub labels: Vec<LabelStats>,
+    pub candidates: Vec<CandidateComparison>,
+}
+
+/// The figures compared, with how each is derived from a sample.
+type Figure = (&'static str, fn(&Sample, f64) -> f64);
+const FIGURES: [Figure; 6] = [
+    ("time", |s, _| s.wall_s),
+    ("energy", |s, _| s.energy_j),
+    ("power", |s, _| s.energy_j / s.wall_s),
+    ("edp", |s, _| s.energy_j * s.wall_s),
+    ("ed2p", |s, _| s.energy_j * s.wall_s * s.wall_s),
+    ("perf_per_watt", |s, work| work / s.energy_j),
+];
+
+fn values(g: &Group, f: fn(&Sample, f64) -> f64, work: f64) -> Vec<f64> {
+    g.samples.iter().map(|s| f(s, work)).collect()
+}
+
+/// Compares every label against the first. `work` is the units of work one run retires.
+pub fn compare(groups: &[Group], work: f64) -> Result<Comparison, CompareError> {
+    if groups.len() < 2 {
+        return Err(CompareError::TooFewLabels(groups.len()));
+    }
+    for g in groups {
+        validate(g)?;
+    }
+    check_domains(groups)?;
+    let labels = groups.iter().map(|g| label_stats(g, work)).collect();
+    let baseline = &groups[0];
+    let candidates = groups[1..]
+        .iter()
+        .map(|c| candidate(baseline, c, work))
+        .collect();
+    Ok(Comparison {
+        baseline: baseline.label.clone(),
+        labels,
+        candidates,
+    })
+}
+
+fn validate(g: &Group) -> Result<(), CompareError> {
+    if g.samples.is_empty() {
+        return Err(CompareError::EmptyLabel(g.label.clone()));
+    }
+    for s in &g.samples {
+        for (what, value) in [("seconds", s.wall_s), ("energy", s.energy_j)] {
+            if !(value.is_finite() && value > 0.0) {
+                return Err(CompareError::NotPositive {
+                    label: g.label.clone(),
+                    what,
+                    value,
+                });
+            }
+        }
+    }
+    Ok(())
+}
+
+fn domain_set(g: &Group) -> BTreeSet<&String> {
+    g.samples.iter().flat_map(|s| s.domains.keys()).collect()
+}
+
+fn check_domains(groups: &[Group]) -> Result<(), CompareError> {
+    let base = domain_set(&groups[0]);
+    for g in &groups[1..] {
+        let other = domain_set(g);
+        if other != base {
+            let join =
+                |s: &BTreeSet<&String>| s.iter().map(|d| d.as_str()).collect::<Vec<_>>().join(", ");
+            return Err(CompareError::MismatchedDomains {
+                baseline: groups[0].label.clone(),
+                baseline_domains: join(&base),
+                label: g.label.clone(),
+                label_domains: join(&other),
+            });
+        }
+    }
+    Ok(())
+}
+
+fn label_stats(g: &Group, work: f64) -> LabelStats {
+    let summary =
+        |i: usize| Summary::of(&values(g, FIGURES[i].1, work)).expect("validated non-empty");
+    let domains = domain_set(g)
+        .into_iter()
+        .filter_map(|d| {
+            let v: Vec<f64> = g
+                .samples
+                .iter()
+                .filter_map(|s| s.domains.get(d).copied())
+                .collect();
+            Summary::of(&v).map(|s| (d.clone(), s))
+        })
+        .collect();
+    LabelStats {
+        label: g.label.clone(),
+        wall_s: summary(0),
+        energy_j: summary(1),
+        power_w: summary(2),
+        edp_js: summary(3),
+        ed2p_js2: summary(4),
+        perf_per_watt: summary(5),
+        domains,
+    }
+}
+
+fn candidate(baseline: &Group, cand: &Group, work: f64) -> CandidateComparison {
+    let mut out = CandidateComparison {
+        label: cand.label.clone(),
+        baseline: baseline.label.clone(),
+        ratios: BTreeMap::new(),
+        ratio_ci95: BTreeMap::new(),
+        differences: BTreeMap::new(),
+        difference_ci95: BTreeMap::new(),
+        significant: BTreeMap::new(),
+        class: VerdictClass::Equivalent,
+        verdict: String::new(),
+    };
+    let mut add = |name: String, b: &[f64], c: &[f64]| {
+        let (mb, mc) = (mean(b), mean(c));
+        out.ratios.insert(name.clone(), mc / mb);
+        out.differences.insert(name.clone(), mc - mb);
+        if let Some(ci) = welch_difference_ci(c, b) {
+            out.difference_ci95.insert(name.clone(), ci);
+        }
+        if let Some(ci) = fieller_ratio_ci(c, b) {
+            out.significant
+                .insert(name.clone(), ci[0] > 1.0 || ci[1] < 1.0);
+            out.ratio_ci95.insert(name, ci);
+        }
+    };
+    for (name, f) in FIGURES {
+        add(
+            name.to_string(),
+            &values(baseline, f, work),
+            &values(cand, f, work),
+        );
+    }
+    for d in domain_set(baseline) {
+        let get = |g: &Group| -> Vec<f64> {
+            g.samples
+                .iter()
+                .filter_map(|s| s.domains.get(d).copied())
+                .collect()
+        };
+        let (b, c) = (get(baseline), get(cand));
+        if !b.is_empty() && !c.is_empty() && mean(&b) > 0.0 {
+            add(format!("energy:{d}"), &b, &c);
+        }
+    }
+    let ratios = Ratios {
+        time: out.ratios["time"],
+        energy: out.ratios["energy"],
+        power: out.ratios["power"],
+        edp: out.ratios["edp"],
+    };
+    let changed = |name: &str, ratio: f64| match out.significant.get(name) {
+        Some(sig) => *sig,
+        None => (ratio - 1.0).abs() >= verdict::NEGLIGIBLE,
+    };
+    out.class = verdict::classify_changes(
+        changed("time", ratios.time).then_some(ratios.time),
+        changed("energy", ratios.energy).then_some(ratios.energy),
+    );
+    let ci = |name: &str| out.ratio_ci95.get(name).copied();
+    out.verdict =
+        verdict::sentence_with_ci(&cand.label, &ratios, ci("time"), ci("energy"), out.class);
+    out
+}
+
+fn mean(v: &[f64]) -> f64 {
+    v.iter().sum::<f64>() / v.len() as f64
+}
+
+/// Variance of the mean (s² / n); `None` with fewer than two values.
+fn var_of_mean(v: &[f64]) -> Option<f64> {
+    if v.len() < 2 {
+        return None;
+    }
+    let m = mean(v);
+    Some(v.iter().map(|x| (x - m).powi(2)).sum::<f64>() / (v.len() - 1) as f64 / v.len() as f64)
+}
+
+/// Welch–Satterthwaite degrees of freedom for a sum of two variances of means.
+fn welch_df(va: f64, na: usize, vb: f64, nb: usize) -> f64 {
+    let num = (va + vb).powi(2);
+    let den = va * va / (na - 1) as f64 + vb * vb / (nb - 1) as f64;
+    if den == 0.0 {
+        f64::INFINITY
+    } else {
+        num / den
+    }
+}
+
+fn t975(df: f64) -> f64 {
+    if df.is_finite() {
+        t_quantile(0.975, df.max(1.0))
+    } else {
+        1.959_963_984_540_054
+    }
+}
+
+/// 95% interval of mean(a) − mean(b) by Welch's t.
+pub fn welch_difference_ci(a: &[f64], b: &[f64]) -> Option<[f64; 2]> {
+    let (va, vb) = (var_of_mean(a)?, var_of_mean(b)?);
+    let d = mean(a) - mean(b);
+    let half = t975(welch_df(va, a.len(), vb, b.len())) * (va + vb).sqrt();
+    Some([d - half, d + half])
+}
+
+/// 95% interval of mean(a) / mean(b) by Fieller's theorem for independent samples, with
+/// Welch–Satterthwaite degrees of freedom on the linearized variance. `None` when a sample
+/// has fewer than two values or the denominator is not significantly away from zero (the
+/// interval would be unbounded).
+pub fn fieller_ratio_ci(a: &[f64], b: &[f64]) -> Option<[f64; 2]> {
+    let (va, vb) = (var_of_mean(a)?, var_of_mean(b)?);
+    let (ma, mb) = (mean(a), mean(b));
+    let rho = ma / mb;
+    let df = welch_df(va, a.len(), rho * rho * vb, b.len());
+    let t2 = t975(df).powi(2);
+    let qa = mb * mb - t2 * vb;
+    if qa <= 0.0 {
+        return None;
+    }
+    let disc = (ma * mb).powi(2) - qa * (ma * ma - t2 * va);
+    let root = disc.max(0.0).sqrt();
+    Some([(ma * mb - root) / qa, (ma * mb + root) / qa])
+}
+
+/// What a CSV of outside measurements gives per row.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum CsvKind {
+    Watts,
+    Joules,
+}
+
+#[derive(Debug, thiserror::Error, PartialEq)]
+pub enum CsvError {
+    #[error("line {line}: {message}")]
+    Line { line: usize, message: String },
+    #[error("the CSV is empty: expected a header `label,seconds,watts` or `label,seconds,joules`")]
+    Empty,
+}
+
+/// Parses `label,seconds,watts` or `label,seconds,joules` (header required). Rows with one
+/// label are repeats; labels keep the order of their first row, so the first is the baseline.
+pub fn groups_from_csv<'a>(
+    lines: impl IntoIterator<Item = &'a str>,
+) -> Result<Vec<Group>, CsvError> {
+    let mut lines = lines
+        .into_iter()
+        .enumerate()
+        .map(|(i, l)| (i + 1, l.trim()))
+        .filter(|(_, l)| !l.is_empty() && !l.starts_with('#'));
+    let (hline, header) = lines.next().ok_or(CsvError::Empty)?;
+    let cols: Vec<String> = header
+        .split(',')
+        .map(|c| c.trim().to_ascii_lowercase())
+        .collect();
+    let kind = match cols
+        .iter()
+        .map(String::as_str)
+        .collect::<Vec<_>>()
+        .as_slice()
+    {
+        ["label", "seconds", "watts"] => CsvKind::Watts,
+        ["label", "seconds", "joules"] => CsvKind::Joules,
+        _ => {
+            return Err(CsvError::Line {
+                line: hline,
+                message: format!(
+                    "header {header:?} must be `label,seconds,watts` or `label,seconds,joules`"
+                ),
+            })
+        }
+    };
+    let mut groups: Vec<Group> = Vec::new();
+    for (line, text) in lines {
+        let fields: Vec<&str> = text.split(',').map(str::trim).collect();
+        let [label, seconds, value] = fields.as_slice() else {
+            return Err(CsvError::Line {
+                line,
+                message: format!("expected 3 fields, found {}", fields.len()),
+            });
+        };
+        if label.is_empty() {
+            return Err(CsvError::Line {
+                line,
+                message: "empty label".into(),
+            });
+        }
+        let number = |what: &str, s: &str| -> Result<f64, CsvError> {
+            match s.parse::<f64>() {
+                Ok(v) if v.is_finite() && v > 0.0 => Ok(v),
+                Ok(v) => Err(CsvError::Line {
+                    line,
+                    message: format!("{what} must be greater than zero, got {v}"),
+                }),
+                Err(_) => Err(CsvError::Line {
+                    line,
+                    message: format!("{what} {s:?} is not a number"),
+                }),
+            }
+        };
+        let seconds = number("seconds", seconds)?;
+        let energy_j = match kind {
+            CsvKind::Watts => number("watts", value)? * seconds,
+            CsvKind::Joules => number("joules", value)?,
+        };
+        let sample = Sample {
+            wall_s: seconds,
+            energy_j,
+            domains: BTreeMap::new(),
+        };
+        match groups.iter_mut().find(|g| g.label == *label) {
+            Some(g) => g.samples.push(sample),
+            None => groups.push(Group {
+                label: label.to_string(),
+                samples: vec![sample],
+            }),
+        }
+    }
+    Ok(groups)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn group(label: &str, pts: &[(f64, f64)]) -> Group {
+        Group {
+            label: label.into(),
+            samples: pts
+                .iter()
+                .map(|&(t, e)| Sample {
+                    wall_s: t,
+                    energy_j: e,
+                    domains: BTreeMap::new(),
+                })
+                .collect(),
+        }
+    }
+
+    #[test]
+    fn len_brown_csv_reproduces_the_published_figures() {
+        let csv = "label,seconds,watts\nperformance,209,193.355\npowersaving,228,189.416\n";
+        let groups = groups_from_csv(csv.lines()).unwrap();
+        assert!((groups[0].samples[0].energy_j - 40411.195).abs() < 1e-6);
+        assert!((groups[1].samples[0].energy_j - 43186.848).abs() < 1e-6);
+        let c = compare(&groups, 1.0).unwrap();
+        let cand = &c.candidates[0];
+        assert_eq!(c.baseline, "performance");
+        assert!((cand.ratios["time"] - 1.0909).abs() < 1e-4);
+        assert!((cand.ratios["energy"] - 1.0687).abs() < 1e-4);
+        assert!(cand.verdict.starts_with(
+            "powersaving takes 9.1% longer and needs 6.9% more energy to retire the workload; its average power is 2.0% lower."
+        ), "{}", cand.verdict);
+        assert_eq!(cand.class, VerdictClass::WorseOnBoth);
+        assert!(cand.ratio_ci95.is_empty(), "one row per label: no interval");
+    }
+
+    #[test]
+    fn fieller_and_welch_by_hand() {
+        // a = 10, 12 (mean 11, var of mean 1); b = 5, 5.5 (mean 5.25, var of mean 0.0625).
+        let (a, b) = ([10.0, 12.0], [5.0, 5.5]);
+        let d = welch_difference_ci(&a, &b).unwrap();
+        // df = (1.0625)² / (1 + 0.0039) = 1.1245; t(0.975, 1.1245) from the CDF inversion.
+        let df = 1.0625f64.powi(2) / (1.0 + 0.0625f64.powi(2));
+        let half = t_quantile(0.975, df) * 1.0625f64.sqrt();
+        assert!((d[0] - (5.75 - half)).abs() < 1e-9 && (d[1] - (5.75 + half)).abs() < 1e-9);
+        // Fieller with equal-variance-free data collapses to the point ratio.
+        let r = fieller_ratio_ci(&[2.0, 2.0, 2.0], &[1.0, 1.0, 1.0]).unwrap();
+        assert_eq!(r, [2.0, 2.0]);
+        // A noisy denominator around zero has no bounded interval.
+        assert!(fieller_ratio_ci(&[1.0, 1.1], &[-1.0, 1.0]).is_none());
+    }
+
+    #[test]
+    fn fieller_interval_covers_the_truth_about_95_percent() {
+        // Deterministic pseudo-random normal samples (Box–Muller over a LCG): true ratio 1.1.
+        let mut state = 12345u64;
+        let mut uniform = || {
+            state = state
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            ((state >> 11) as f64 + 0.5) / (1u64 << 53) as f64
+        };
+        let mut normal = |mu: f64, sd: f64| {
+            let (u1, u2) = (uniform(), uniform());
+            mu + sd * (-2.0 * u1.ln()).sqrt() * (2.0 * std::f64::consts::PI * u2).cos()
+        };
+        let trials = 2000;
+        let mut covered = 0;
+        for _ in 0..trials {
+            let b: Vec<f64> = (0..6).map(|_| normal(100.0, 5.0)).collect();
+            let a: Vec<f64> = (0..6).map(|_| normal(110.0, 5.0)).collect();
+            if let Some([lo, hi]) = fieller_ratio_ci(&a, &b) {
+                covered += usize::from(lo <= 1.1 && 1.1 <= hi);
+            }
+        }
+        let rate = covered as f64 / trials as f64;
+        assert!((0.93..=0.97).contains(&rate), "coverage {rate}");
+    }
+
+    #[test]
+    fn significance_and_classes_with_repeats() {
+        let base = group(
+            "A",
+            &[(10.0, 100.0), (10.2, 101.0), (9.9, 99.5), (10.1, 100.4)],
+        );
+        let slower_cheaper = group(
+            "B",
+            &[(11.0, 90.0), (11.1, 91.0), (10.9, 89.6), (11.05, 90.3)],
+        );
+        let same = group(
+            "C",
+            &[(10.1, 100.2), (9.95, 99.9), (10.05, 100.6), (10.0, 99.8)],
+        );
+        let c = compare(&[base, slower_cheaper, same], 1.0).unwrap();
+        let b = &c.candidates[0];
+        assert!(b.significant["time"]);
+        assert!(b.significant["energy"]);
+        assert_eq!(b.class, VerdictClass::TradeOff);
+        assert!(b.verdict.contains("95% CI"), "{}", b.verdict);
+        assert!(b.verdict.contains("trades"), "{}", b.verdict);
+        let c2 = &c.candidates[1];
+        assert!(!c2.significant["time"]);
+        assert_eq!(c2.class, VerdictClass::Equivalent);
+        // perf per watt is the inverse of energy per unit of work.
+        assert!((b.ratios["perf_per_watt"] - 1.0 / b.ratios["energy"]).abs() < 1e-2);
+    }
+
+    #[test]
+    fn bad_input() {
+        let g = |l: &str| group(l, &[(1.0, 1.0)]);
+        assert_eq!(compare(&[g("A")], 1.0), Err(CompareError::TooFewLabels(1)));
+        let empty = Group {
+            label: "B".into(),
+            samples: vec![],
+        };
+        assert_eq!(
+            compare(&[g("A"), empty], 1.0),
+            Err(CompareError::EmptyLabel("B".into()))
+        );
+        assert!(matches!(
+            compare(&[g("A"), group("B", &[(0.0, 1.0)])], 1.0),
+            Err(CompareError::NotPositive { .. })
+        ));
+        let mut with_dram = g("B");
+        with_dram.samples[0].domains.insert("dram-0".into(), 0.5);
+        let err = compare(&[g("A"), with_dram], 1.0).unwrap_err().to_string();
+        assert!(err.contains("\"B\" has [dram-0]"), "{err}");
+
+        let e = groups_from_csv("label,seconds,watts\nA,1,2\nB,x,2\n".lines()).unwrap_err();
+        assert_eq!(e.to_string(), "line 3: seconds \"x\" is not a number");
+        let e = groups_from_csv("label,seconds,watts\nA,1,-2\n".lines()).unwrap_err();
+        assert!(e
+            .to_string()
+            .starts_with("line 2: watts must be greater than zero"));
+        let e = groups_from_csv("label,secs,watts\n".lines()).unwrap_err();
+        assert!(e.to_string().starts_with("line 1: header"));
+        let e = groups_from_csv("label,seconds,joules\nA,1\n".lines()).unwrap_err();
+        assert_eq!(e.to_string(), "line 2: expected 3 fields, found 2");
+        assert_eq!(groups_from_csv("".lines()).unwrap_err(), CsvError::Empty);
+    }
+}

@@ -1,0 +1,222 @@
+//! Views of a comparison: per-label table, ratio tables per candidate, and the verdicts.
+
+use powerlens_core::compare::{CandidateComparison, Comparison};
+use powerlens_core::stats::Summary;
+
+use crate::table::{precise, sig, Table};
+
+fn mean_ci(s: &Summary) -> (String, String) {
+    let half = s
+        .ci95
+        .map(|[lo, hi]| format!("± {}", sig((hi - lo) / 2.0, 2)))
+        .unwrap_or_else(|| "n/a".into());
+    (precise(s.mean), half)
+}
+
+/// Figures in the order they are shown, with their display names.
+const FIGURES: [(&str, &str); 6] = [
+    ("time", "time"),
+    ("energy", "energy"),
+    ("power", "average power"),
+    ("edp", "energy × delay"),
+    ("ed2p", "energy × delay²"),
+    ("perf_per_watt", "work per joule"),
+];
+
+fn figure_rows(c: &CandidateComparison) -> Vec<(String, String)> {
+    let mut rows: Vec<(String, String)> = FIGURES
+        .iter()
+        .map(|(k, n)| (k.to_string(), n.to_string()))
+        .collect();
+    rows.extend(
+        c.ratios
+            .keys()
+            .filter(|k| k.starts_with("energy:"))
+            .map(|k| (k.clone(), format!("  {}", &k["energy:".len()..]))),
+    );
+    rows
+}
+
+/// The terminal view. `provenance` says where the numbers come from.
+pub fn text(c: &Comparison, provenance: &str) -> String {
+    let mut out = format!("baseline: {}\nenergy:   {provenance}\n\n", c.baseline);
+    let mut t = Table::new([
+        "label", "runs", "time s", "95% CI", "energy J", "95% CI", "power W", "EDP J·s", "work/J",
+    ]);
+    for l in &c.labels {
+        let (tm, tci) = mean_ci(&l.wall_s);
+        let (em, eci) = mean_ci(&l.energy_j);
+        t.row([
+            l.label.clone(),
+            l.wall_s.n.to_string(),
+            tm,
+            tci,
+            em,
+            eci,
+            sig(l.power_w.mean, 4),
+            sig(l.edp_js.mean, 4),
+            sig(l.perf_per_watt.mean, 4),
+        ]);
+    }
+    out.push_str(&t.render());
+    for cand in &c.candidates {
+        out.push_str(&format!(
+            "\n{} against {} (ratio = candidate / baseline)\n",
+            cand.label, cand.baseline
+        ));
+        let mut t = Table::new([
+            "figure",
+            "ratio",
+            "change",
+            "95% CI of ratio",
+            "significant",
+        ]);
+        for (key, name) in figure_rows(cand) {
+            let Some(ratio) = cand.ratios.get(&key) else {
+                continue;
+            };
+            t.row([
+                name,
+                format!("{ratio:.4}"),
+                format!("{:+.1}%", (ratio - 1.0) * 100.0),
+                cand.ratio_ci95
+                    .get(&key)
+                    .map(|[lo, hi]| format!("{lo:.4} … {hi:.4}"))
+                    .unwrap_or_else(|| "n/a".into()),
+                match cand.significant.get(&key) {
+                    Some(true) => "yes".into(),
+                    Some(false) => "no".into(),
+                    None => "n/a (need ≥ 2 runs)".into(),
+                },
+            ]);
+        }
+        out.push_str(&t.render());
+    }
+    out.push('\n');
+    for cand in &c.candidates {
+        out.push_str(&format!("verdict: {}\n", cand.verdict));
+    }
+    out
+}
+
+/// CSV: one line per label (means), then one line per candidate figure (ratios).
+pub fn csv(c: &Comparison) -> String {
+    let mut out = String::from("kind,label,baseline,figure,value,ci_low,ci_high,significant\n");
+    for l in &c.labels {
+        for (figure, s) in [
+            ("wall_s", &l.wall_s),
+            ("energy_j", &l.energy_j),
+            ("power_w", &l.power_w),
+            ("edp_js", &l.edp_js),
+            ("ed2p_js2", &l.ed2p_js2),
+            ("perf_per_watt", &l.perf_per_watt),
+        ] {
+            let (lo, hi) = s
+                .ci95
+                .map(|[a, b]| (a.to_string(), b.to_string()))
+                .unwrap_or_default();
+            out.push_str(&format!(
+                "mean,{},,{figure},{},{lo},{hi},\n",
+                field(&l.label),
+                s.mean
+            ));
+        }
+    }
+    for cand in &c.candidates {
+        for (key, ratio) in &cand.ratios {
+            let (lo, hi) = cand
+                .ratio_ci95
+                .get(key)
+                .map(|[a, b]| (a.to_string(), b.to_string()))
+                .unwrap_or_default();
+            let sig = cand
+                .significant
+                .get(key)
+                .map(|b| b.to_string())
+                .unwrap_or_default();
+            out.push_str(&format!(
+                "ratio,{},{},{},{ratio},{lo},{hi},{sig}\n",
+                field(&cand.label),
+                field(&cand.baseline),
+                field(key)
+            ));
+        }
+    }
+    out
+}
+
+/// Markdown: the label table and one verdict line per candidate.
+pub fn markdown(c: &Comparison, provenance: &str) -> String {
+    let mut out = format!(
+        "Baseline **{}** — energy {provenance}\n\n| label | runs | time s | energy J | power W | EDP J·s |\n|:--|--:|--:|--:|--:|--:|\n",
+        c.baseline
+    );
+    for l in &c.labels {
+        out.push_str(&format!(
+            "| {} | {} | {} | {} | {} | {} |\n",
+            l.label.replace('|', "\\|"),
+            l.wall_s.n,
+            sig(l.wall_s.mean, 4),
+            sig(l.energy_j.mean, 4),
+            sig(l.power_w.mean, 4),
+            sig(l.edp_js.mean, 4)
+        ));
+    }
+    out.push('\n');
+    for cand in &c.candidates {
+        out.push_str(&format!("- {}\n", cand.verdict));
+    }
+    out
+}
+
+fn field(s: &str) -> String {
+    if s.contains([',', '"', '\n']) {
+        format!("\"{}\"", s.replace('"', "\"\""))
+    } else {
+        s.to_string()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use powerlens_core::compare::{compare, groups_from_csv};
+
+    fn brown() -> Comparison {
+        let csv = "label,seconds,watts\nperformance,209,193.355\npowersaving,228,189.416\n";
+        compare(&groups_from_csv(csv.lines()).unwrap(), 1.0).unwrap()
+    }
+
+    #[test]
+    fn text_shows_joules_ratios_and_verdict() {
+        let t = text(&brown(), "imported from CSV");
+        assert!(t.contains("40411.195"), "{t}");
+        assert!(t.contains("43186.848"), "{t}");
+        assert!(
+            t.lines()
+                .any(|l| l.starts_with("time") && l.contains("+9.1%")),
+            "{t}"
+        );
+        assert!(
+            t.contains("verdict: powersaving takes 9.1% longer and needs 6.9% more energy"),
+            "{t}"
+        );
+    }
+
+    #[test]
+    fn csv_and_markdown() {
+        let c = csv(&brown());
+        assert!(
+            c.lines()
+                .any(|l| l.starts_with("mean,performance,,energy_j,40411.195")),
+            "{c}"
+        );
+        assert!(
+            c.lines()
+                .any(|l| l.starts_with("ratio,powersaving,performance,energy,1.0686")),
+            "{c}"
+        );
+        let md = markdown(&brown(), "x");
+        assert!(md.contains("| powersaving | 1 | 228.0 |"), "{md}");
+    }
+}

@@ -1,0 +1,253 @@
+//! A small self-contained SVG line chart: axes with ticks and units, one polyline per
+//! series, a legend. No fonts or scripts are fetched, so the file renders offline and
+//! prints cleanly.
+
+use std::fmt::Write;
+
+/// One line of a chart.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Series {
+    pub name: String,
+    /// (x index or value, y) points.
+    pub points: Vec<(f64, f64)>,
+}
+
+/// A chart panel.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Panel {
+    pub title: String,
+    pub y_label: String,
+    pub series: Vec<Series>,
+}
+
+/// The x axis: numeric values, or categories placed at 0, 1, 2, …
+#[derive(Debug, Clone, PartialEq)]
+pub enum XAxis {
+    Numeric { label: String },
+    Categories { label: String, names: Vec<String> },
+}
+
+const WIDTH: f64 = 720.0;
+const PANEL_HEIGHT: f64 = 300.0;
+const LEFT: f64 = 80.0;
+const RIGHT: f64 = 170.0;
+const TOP: f64 = 40.0;
+const BOTTOM: f64 = 50.0;
+const COLORS: [&str; 8] = [
+    "#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#17becf", "#8c564b", "#e377c2",
+];
+
+/// Escapes text for SVG/XML.
+pub fn escape(s: &str) -> String {
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+        .replace('\'', "&#39;")
+}
+
+/// "Nice" tick positions covering [lo, hi].
+fn ticks(lo: f64, hi: f64) -> Vec<f64> {
+    let (lo, hi) = if hi > lo {
+        (lo, hi)
+    } else {
+        (lo - 1.0, hi + 1.0)
+    };
+    let raw = (hi - lo) / 5.0;
+    let mag = 10f64.powf(raw.log10().floor());
+    let step = [1.0, 2.0, 5.0, 10.0]
+        .iter()
+        .map(|m| m * mag)
+        .find(|s| *s >= raw)
+        .unwrap_or(10.0 * mag);
+    let start = (lo / step).floor() * step;
+    // Up to and including the first tick at or above `hi`, so the axis covers every point.
+    let count = ((hi - start) / step - 1e-9).ceil().max(1.0) as usize;
+    (0..=count).map(|i| start + i as f64 * step).collect()
+}
+
+fn tick_label(v: f64) -> String {
+    if v == 0.0 {
+        return "0".into();
+    }
+    let s = crate::table::sig(v, 3);
+    if s.contains('.') {
+        s.trim_end_matches('0').trim_end_matches('.').to_string()
+    } else {
+        s
+    }
+}
+
+/// Renders panels stacked vertically, sharing the x axis.
+pub fn render(x: &XAxis, panels: &[Panel]) -> String {
+    let height = PANEL_HEIGHT * panels.len() as f64;
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{WIDTH}" height="{height}" viewBox="0 0 {WIDTH} {height}" font-family="sans-serif" font-size="12">"#
+    );
+    let _ = writeln!(out, r#"<rect width="100%" height="100%" fill="white"/>"#);
+    for (i, panel) in panels.iter().enumerate() {
+        panel_svg(&mut out, x, panel, i as f64 * PANEL_HEIGHT);
+    }
+    out.push_str("</svg>\n");
+    out
+}
+
+fn panel_svg(out: &mut String, x: &XAxis, panel: &Panel, y0: f64) {
+    let points: Vec<(f64, f64)> = panel
+        .series
+        .iter()
+        .flat_map(|s| s.points.iter().copied())
+        .collect();
+    let (x_label, (xmin, xmax)) = match x {
+        XAxis::Numeric { label } => (label.as_str(), min_max(points.iter().map(|p| p.0))),
+        XAxis::Categories { label, names } => (label.as_str(), (-0.5, names.len() as f64 - 0.5)),
+    };
+    let (ymin, ymax) = min_max(points.iter().map(|p| p.1));
+    let yticks = ticks(ymin.min(0.0), ymax);
+    let (ylo, yhi) = (yticks[0], *yticks.last().unwrap_or(&ymax));
+    let xticks: Vec<(f64, String)> = match x {
+        XAxis::Numeric { .. } => ticks(xmin, xmax)
+            .into_iter()
+            .filter(|t| *t >= xmin - 1e-9 && *t <= xmax + 1e-9)
+            .map(|t| (t, tick_label(t)))
+            .collect(),
+        XAxis::Categories { names, .. } => names
+            .iter()
+            .enumerate()
+            .map(|(i, n)| (i as f64, n.clone()))
+            .collect(),
+    };
+    let (xlo, xhi) = if xmax > xmin {
+        (xmin, xmax)
+    } else {
+        (xmin - 1.0, xmax + 1.0)
+    };
+    let plot_w = WIDTH - LEFT - RIGHT;
+    let plot_h = PANEL_HEIGHT - TOP - BOTTOM;
+    let px = |v: f64| LEFT + (v - xlo) / (xhi - xlo) * plot_w;
+    let py = |v: f64| y0 + TOP + plot_h - (v - ylo) / (yhi - ylo).max(f64::MIN_POSITIVE) * plot_h;
+    let _ = writeln!(
+        out,
+        r#"<text x="{}" y="{}" font-size="14" font-weight="bold">{}</text>"#,
+        LEFT,
+        y0 + 22.0,
+        escape(&panel.title)
+    );
+    let (bottom, top) = (y0 + TOP + plot_h, y0 + TOP);
+    let _ = writeln!(
+        out,
+        r#"<line x1="{LEFT}" y1="{bottom}" x2="{}" y2="{bottom}" stroke="black"/>"#,
+        LEFT + plot_w
+    );
+    let _ = writeln!(
+        out,
+        r#"<line x1="{LEFT}" y1="{top}" x2="{LEFT}" y2="{bottom}" stroke="black"/>"#
+    );
+    for t in &yticks {
+        let y = py(*t);
+        let _ = writeln!(
+            out,
+            r##"<line x1="{}" y1="{y:.1}" x2="{}" y2="{y:.1}" stroke="#ddd"/><text x="{}" y="{:.1}" text-anchor="end">{}</text>"##,
+            LEFT,
+            LEFT + plot_w,
+            LEFT - 6.0,
+            y + 4.0,
+            tick_label(*t)
+        );
+    }
+    for (t, name) in &xticks {
+        let xx = px(*t);
+        let _ = writeln!(
+            out,
+            r#"<line x1="{xx:.1}" y1="{bottom}" x2="{xx:.1}" y2="{}" stroke="black"/><text x="{xx:.1}" y="{}" text-anchor="middle">{}</text>"#,
+            bottom + 5.0,
+            bottom + 18.0,
+            escape(name)
+        );
+    }
+    let _ = writeln!(
+        out,
+        r#"<text x="{}" y="{}" text-anchor="middle">{}</text>"#,
+        LEFT + plot_w / 2.0,
+        bottom + 38.0,
+        escape(x_label)
+    );
+    let _ = writeln!(
+        out,
+        r#"<text x="18" y="{0:.1}" text-anchor="middle" transform="rotate(-90 18 {0:.1})">{1}</text>"#,
+        top + plot_h / 2.0,
+        escape(&panel.y_label)
+    );
+    for (i, s) in panel.series.iter().enumerate() {
+        let color = COLORS[i % COLORS.len()];
+        let pts: Vec<String> = s
+            .points
+            .iter()
+            .map(|(a, b)| format!("{:.1},{:.1}", px(*a), py(*b)))
+            .collect();
+        let _ = writeln!(
+            out,
+            r#"<polyline fill="none" stroke="{color}" stroke-width="2" points="{}"/>"#,
+            pts.join(" ")
+        );
+        for p in &s.points {
+            let _ = writeln!(
+                out,
+                r#"<circle cx="{:.1}" cy="{:.1}" r="3.5" fill="{color}"/>"#,
+                px(p.0),
+                py(p.1)
+            );
+        }
+        let ly = top + 14.0 + i as f64 * 18.0;
+        let lx = LEFT + plot_w + 14.0;
+        let _ = writeln!(
+            out,
+            r#"<line x1="{lx}" y1="{ly}" x2="{}" y2="{ly}" stroke="{color}" stroke-width="2"/><text x="{}" y="{}">{}</text>"#,
+            lx + 18.0,
+            lx + 24.0,
+            ly + 4.0,
+            escape(&s.name)
+        );
+    }
+}
+
+fn min_max(values: impl Iterator<Item = f64>) -> (f64, f64) {
+    values.fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), v| {
+        (lo.min(v), hi.max(v))
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ticks_are_round_and_cover_the_range() {
+        assert_eq!(ticks(0.0, 43.0), vec![0.0, 10.0, 20.0, 30.0, 40.0, 50.0]);
+        let t = ticks(0.0, 0.9);
+        assert!(t[0] <= 0.0 && *t.last().unwrap() >= 0.9, "{t:?}");
+    }
+
+    #[test]
+    fn renders_escaped_well_formed_svg() {
+        let svg = render(
+            &XAxis::Numeric {
+                label: "threads".into(),
+            },
+            &[Panel {
+                title: "energy <per run>".into(),
+                y_label: "energy [J]".into(),
+                series: vec![Series {
+                    name: "a&b".into(),
+                    points: vec![(1.0, 10.0), (2.0, 7.0), (4.0, 8.0)],
+                }],
+            }],
+        );
+        assert!(svg.starts_with("<svg") && svg.trim_end().ends_with("</svg>"));
+        assert!(svg.contains("energy &lt;per run&gt;") && svg.contains("a&amp;b"));
+        assert_eq!(svg.matches("<circle").count(), 3);
+        assert!(!svg.contains("NaN") && !svg.contains("inf"));
+    }
+}

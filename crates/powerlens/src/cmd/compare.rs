@@ -1,0 +1,279 @@
+//! `powerlens compare`: which configuration retires the workload with less energy, and in
+//! how much time — with confidence intervals and a plain verdict.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use anyhow::{bail, Context};
+use clap::Args;
+use powerlens_core::compare::{self, Comparison, Group, Sample};
+use powerlens_core::run::RunResult;
+use powerlens_store::ResultsDb;
+use serde::Serialize;
+
+use crate::cli::GlobalArgs;
+use crate::cmd::run::{MeterArgs, OutputArgs, Rendered, SaveArgs, SeriesArgs};
+use crate::meter::Meter;
+use crate::{interrupt, progress, results, runner};
+
+#[derive(Debug, Args)]
+#[command(after_long_help = "\
+Three ways to give the configurations; the first is the baseline, ratios are candidate / baseline:
+
+  powerlens compare --runs 10 -- 'make -j4' 'make -j8'      run them interleaved (A B A B …)
+  powerlens compare 3 7 results/b.json                       saved results (ids) or run --export-json files
+  powerlens compare --from-csv lkml.csv                      figures measured elsewhere
+
+CSV header `label,seconds,watts` or `label,seconds,joules`; rows with one label are repeats:
+  label,seconds,watts
+  performance,209,193.355
+  powersaving,228,189.416
+
+Each figure (time, energy, average power, EDP, ED²P, work per joule) gets the ratio of means
+with a 95% confidence interval (Fieller) and whether it is significant; differences get
+Welch intervals. The verdict says which configuration needs less energy to retire the
+workload and in how much time: better on both, worse on both, or what it trades.")]
+pub struct CompareArgs {
+    /// Saved results to compare: ids from `powerlens runs list`, or JSON files from `run --export-json`.
+    #[arg(value_name = "RESULT")]
+    pub results: Vec<String>,
+
+    /// Compare figures measured elsewhere: CSV `label,seconds,watts` or `label,seconds,joules`.
+    #[arg(long, value_name = "FILE")]
+    pub from_csv: Option<PathBuf>,
+
+    /// Names of the commands, in order (default: the command lines).
+    #[arg(short = 'n', long = "name", value_name = "NAME")]
+    pub names: Vec<String>,
+
+    /// Units of work one run retires (requests, frames, …): work per joule becomes throughput per watt.
+    #[arg(long, value_name = "N", default_value_t = 1.0)]
+    pub work: f64,
+
+    #[command(flatten)]
+    pub series: SeriesArgs,
+
+    #[command(flatten)]
+    pub output: OutputArgs,
+
+    #[command(flatten)]
+    pub save: SaveArgs,
+
+    #[command(flatten)]
+    pub meter: MeterArgs,
+
+    /// Shell command lines to run and compare (each through `sh -c`).
+    #[arg(last = true, value_name = "CMD")]
+    pub commands: Vec<String>,
+}
+
+/// The JSON document: where the numbers come from, then the comparison itself.
+#[derive(Debug, Serialize)]
+struct CompareDoc<'a> {
+    provenance: String,
+    work_per_run: f64,
+    #[serde(flatten)]
+    comparison: &'a Comparison,
+    stopped_early: Option<String>,
+}
+
+/// Labelled samples and where they came from.
+struct Inputs {
+    groups: Vec<Group>,
+    provenance: String,
+    stopped_early: Option<String>,
+}
+
+pub fn execute(global: &GlobalArgs, args: CompareArgs) -> anyhow::Result<ExitCode> {
+    if !(args.work.is_finite() && args.work > 0.0) {
+        bail!(
+            "--work must be a positive number of work units per run, got {}",
+            args.work
+        );
+    }
+    let forms = [
+        args.from_csv.is_some(),
+        !args.results.is_empty(),
+        !args.commands.is_empty(),
+    ];
+    let inputs = match forms {
+        [true, false, false] => from_csv(args.from_csv.as_deref().expect("checked"))?,
+        [false, true, false] => from_results(&args.results, &args.save)?,
+        [false, false, true] => live(global, &args)?,
+        [false, false, false] => bail!(
+            "nothing to compare: give commands after `--`, saved results (ids or JSON files), or --from-csv FILE"
+        ),
+        _ => bail!("give one kind of input: commands after `--`, saved results, or --from-csv FILE — not several"),
+    };
+    let comparison = compare::compare(&inputs.groups, args.work)?;
+    let doc = CompareDoc {
+        provenance: inputs.provenance.clone(),
+        work_per_run: args.work,
+        comparison: &comparison,
+        stopped_early: inputs.stopped_early.clone(),
+    };
+    let mut text = powerlens_report::compare::text(&comparison, &inputs.provenance);
+    if let Some(why) = &inputs.stopped_early {
+        text.push_str(&format!(
+            "\nstopped early: {why}; the comparison uses the runs that finished\n"
+        ));
+    }
+    args.output.emit(&Rendered {
+        json: serde_json::to_string_pretty(&doc)?,
+        text,
+        csv: powerlens_report::compare::csv(&comparison),
+        markdown: powerlens_report::compare::markdown(&comparison, &inputs.provenance),
+    })?;
+    Ok(match inputs.stopped_early {
+        None => ExitCode::SUCCESS,
+        Some(_) if interrupt::interrupted() => ExitCode::from(130),
+        Some(_) => ExitCode::FAILURE,
+    })
+}
+
+fn from_csv(path: &Path) -> anyhow::Result<Inputs> {
+    let text =
+        std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+    let groups =
+        compare::groups_from_csv(text.lines()).with_context(|| format!("in {}", path.display()))?;
+    Ok(Inputs {
+        groups,
+        provenance: format!(
+            "imported from {} (measured elsewhere, not by powerlens)",
+            path.display()
+        ),
+        stopped_early: None,
+    })
+}
+
+fn samples(result: &RunResult) -> Vec<Sample> {
+    result
+        .runs
+        .iter()
+        .map(|r| Sample {
+            wall_s: r.wall_s,
+            energy_j: r.energy_j,
+            domains: r.domains.clone(),
+        })
+        .collect()
+}
+
+fn from_results(refs: &[String], save: &SaveArgs) -> anyhow::Result<Inputs> {
+    let mut db: Option<ResultsDb> = None;
+    let mut groups = Vec::new();
+    let mut provenances = Vec::new();
+    for r in refs {
+        let (label, result) = match r.parse::<i64>() {
+            Ok(id) => {
+                if db.is_none() {
+                    let path = results::db_path(save.db.clone())?;
+                    if !path.exists() {
+                        bail!("result {id}: there is no results database at {} (give --db, or JSON files)", path.display());
+                    }
+                    db = Some(ResultsDb::open_existing(&path)?);
+                }
+                let row = db.as_ref().expect("opened above").get(id)?;
+                let result: RunResult = serde_json::from_str(&row.document).with_context(|| {
+                    format!("result {id} holds a document this powerlens cannot read")
+                })?;
+                (
+                    row.label
+                        .unwrap_or_else(|| format!("#{id} {}", row.command)),
+                    result,
+                )
+            }
+            Err(_) => {
+                let path = Path::new(r);
+                let text = std::fs::read_to_string(path)
+                    .with_context(|| format!("{r:?} is neither a result id nor a readable file"))?;
+                let result: RunResult = serde_json::from_str(&text).with_context(|| {
+                    format!(
+                        "{} is not a result written by `powerlens run --export-json`",
+                        path.display()
+                    )
+                })?;
+                (path.display().to_string(), result)
+            }
+        };
+        if result.runs.is_empty() {
+            bail!("{label:?} has no runs to compare");
+        }
+        provenances.push(result.provenance.label());
+        groups.push(Group {
+            label,
+            samples: samples(&result),
+        });
+    }
+    provenances.dedup();
+    let provenance = if provenances.len() == 1 {
+        provenances.remove(0)
+    } else {
+        format!(
+            "MIXED — {}: results measured differently are not comparable",
+            provenances.join(" vs ")
+        )
+    };
+    Ok(Inputs {
+        groups,
+        provenance,
+        stopped_early: None,
+    })
+}
+
+fn live(global: &GlobalArgs, args: &CompareArgs) -> anyhow::Result<Inputs> {
+    if args.commands.len() < 2 {
+        bail!("give at least two commands after `--` to compare, e.g. -- 'make -j4' 'make -j8'");
+    }
+    if !args.names.is_empty() && args.names.len() != args.commands.len() {
+        bail!(
+            "--name was given {} times for {} commands: name every command or none",
+            args.names.len(),
+            args.commands.len()
+        );
+    }
+    let roots = global.roots()?;
+    let mut db = args.save.open()?;
+    let meter = Meter::open(&roots, &args.meter.options())?;
+    eprintln!("{}", meter.describe());
+    interrupt::install();
+    let argvs: Vec<Vec<String>> = args
+        .commands
+        .iter()
+        .map(|c| vec!["sh".to_string(), "-c".to_string(), c.clone()])
+        .collect();
+    let labels: Vec<String> = if args.names.is_empty() {
+        args.commands.clone()
+    } else {
+        args.names.clone()
+    };
+    let options = args.series.options();
+    let bar = progress::bar((options.runs * argvs.len()) as u64, "compare");
+    let series = runner::run_interleaved(&meter, &argvs, &options, &bar)?;
+    bar.finish_and_clear();
+    let stopped_early = series.first().and_then(|s| s.stopped_early.clone());
+    let mut groups = Vec::new();
+    for ((label, argv), s) in labels.iter().zip(argvs).zip(series) {
+        let result = RunResult::new(
+            argv,
+            meter.provenance(),
+            options.window.map(|w| w.as_secs_f64()),
+            None,
+            s.measurements,
+            meter.warnings.clone(),
+            s.stopped_early,
+        );
+        if let Some(db) = db.as_mut().filter(|_| !result.runs.is_empty()) {
+            let id = results::save_run(db, &result, Some(label.clone()))?;
+            eprintln!("saved {label:?} as result {id}");
+        }
+        groups.push(Group {
+            label: label.clone(),
+            samples: samples(&result),
+        });
+    }
+    Ok(Inputs {
+        groups,
+        provenance: meter.provenance().label(),
+        stopped_early,
+    })
+}

@@ -1,0 +1,133 @@
+//! `pingpong`: two threads hand a token back and forth.
+//!
+//! The pure synchronization load: each handoff is a wake-up caused by the other thread (not
+//! by a timer or a device), and the passer then blocks until the token comes back (a
+//! synchronization, i.e. voluntary, context switch). Almost no compute, so wake-up and
+//! switch costs are all there is, as in the synchronization functions of the VTune grid
+//! (seed 000).
+//!
+//! The token is a futex word: passing is an atomic increment plus FUTEX_WAKE, waiting is
+//! FUTEX_WAIT. There is no lock around it, so the only wake-ups and switches are the
+//! handoffs themselves (a mutex + condvar adds lock contention: extra wake-ups and
+//! switches that vary from run to run).
+
+use std::sync::atomic::{AtomicU32, Ordering};
+
+use serde::Serialize;
+
+use super::futex;
+use super::threads::{run_threads, WorkCounts};
+use super::Report;
+
+pub const HANDOFF_UNIT: &str = "handoff";
+
+#[derive(Debug, Clone, Serialize)]
+pub struct PingpongOptions {
+    /// Round trips: the token goes from ping to pong and back this many times (≥ 1), so
+    /// there are 2 × iterations handoffs and each thread receives the token
+    /// `iterations` times.
+    pub iterations: u64,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct PingpongThread {
+    /// Times this thread passed the token on (and woke the other).
+    pub passes: u64,
+    /// Times this thread got the token from the other.
+    pub receives: u64,
+    /// Receives for which the thread had to sleep in FUTEX_WAIT until woken. The others
+    /// found the token already back (e.g. the thread was preempted after passing and the
+    /// other thread returned the token meanwhile): `receives - blocked_waits` of them.
+    pub blocked_waits: u64,
+}
+
+impl WorkCounts for PingpongThread {
+    fn work_units(&self) -> u64 {
+        self.passes
+    }
+}
+
+pub type PingpongReport = Report<PingpongOptions, PingpongThread>;
+
+/// The player whose turn it is: ping (0) after an even number of handoffs, pong (1) after
+/// an odd one. The count wraps at 2^32, which keeps its parity.
+fn holder(handoffs: u32) -> usize {
+    (handoffs % 2) as usize
+}
+
+/// One player: receive (ping starts with the token), pass, `iterations` times; ping then
+/// receives the last return.
+fn play(token: &AtomicU32, me: usize, iterations: u64) -> PingpongThread {
+    let mut counts = PingpongThread {
+        passes: 0,
+        receives: 0,
+        blocked_waits: 0,
+    };
+    let receive = |counts: &mut PingpongThread| {
+        counts.blocked_waits +=
+            u64::from(futex::wait_until(token, |handoffs| holder(handoffs) == me));
+        counts.receives += 1;
+    };
+    for round in 0..iterations {
+        if me == 1 || round > 0 {
+            receive(&mut counts);
+        }
+        token.fetch_add(1, Ordering::Release);
+        counts.passes += 1;
+        futex::wake(token, 1);
+    }
+    if me == 0 {
+        receive(&mut counts);
+    }
+    counts
+}
+
+pub fn run(options: PingpongOptions) -> anyhow::Result<PingpongReport> {
+    anyhow::ensure!(
+        options.iterations >= 1,
+        "pingpong needs at least one round trip"
+    );
+    let token = AtomicU32::new(0);
+    let names = ["ping".to_string(), "pong".to_string()];
+    let threads = run_threads(&names, |me| play(&token, me, options.iterations))?;
+    Ok(Report::new("pingpong", HANDOFF_UNIT, options, threads))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_handoff_is_received_and_blocking_waits_are_voluntary_switches() {
+        let _serial = crate::workload::measured_test_lock();
+        let report = run(PingpongOptions { iterations: 2000 }).unwrap();
+        assert_eq!(
+            report.work_units, 4000,
+            "2000 round trips are 4000 handoffs"
+        );
+        for thread in &report.threads {
+            let (usage, counts) = (&thread.usage, &thread.counts);
+            assert_eq!(counts.passes, 2000, "{thread:?}");
+            assert_eq!(counts.receives, 2000, "{thread:?}");
+            // Every sleep in FUTEX_WAIT is one voluntary switch in the kernel's count, and
+            // the thread blocks nowhere else.
+            assert!(
+                usage.voluntary_switches >= counts.blocked_waits
+                    && usage.voluntary_switches <= counts.blocked_waits + 3,
+                "{thread:?}"
+            );
+            // A receive without sleeping means the other thread returned the token while
+            // this one was off the CPU (preempted after passing): each receive costs one
+            // switch, voluntary or not.
+            let switches = usage.voluntary_switches + usage.involuntary_switches;
+            assert!(
+                switches >= 1900,
+                "{}: {switches} switches for 2000 receives",
+                thread.name
+            );
+            // Preemption turns some waits into involuntary switches (more so on a busy
+            // machine), but a thread that spun instead of sleeping would have none.
+            assert!(counts.blocked_waits >= 500, "{thread:?}");
+        }
+    }
+}

@@ -1,0 +1,308 @@
+//! `powerlens compare` end to end: published figures from CSV, saved results, and live
+//! interleaved runs against a fake meter whose power each command sets for itself.
+
+use std::path::Path;
+use std::process::{Command, Output};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use powerlens_sys::fixture::{FakeMeter, FixtureTree};
+
+fn powerlens(sysfs: &Path, db: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_powerlens"))
+        .env("POWERLENS_SYSFS_ROOT", sysfs)
+        .env_remove("POWERLENS_PROCFS_ROOT")
+        .env("POWERLENS_DB", db)
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+fn json(o: &Output) -> serde_json::Value {
+    serde_json::from_slice(&o.stdout).unwrap_or_else(|e| {
+        panic!(
+            "{e}: {}\n{}",
+            String::from_utf8_lossy(&o.stdout),
+            String::from_utf8_lossy(&o.stderr)
+        )
+    })
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+#[test]
+fn csv_reproduces_len_browns_figures() {
+    let dir = tempfile::tempdir().unwrap();
+    let csv = dir.path().join("lkml.csv");
+    std::fs::write(
+        &csv,
+        "label,seconds,watts\nperformance,209,193.355\npowersaving,228,189.416\n",
+    )
+    .unwrap();
+    let out = powerlens(
+        dir.path(),
+        &dir.path().join("r.db"),
+        &["compare", "--from-csv", csv.to_str().unwrap(), "--json"],
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    let v = json(&out);
+    assert_eq!(
+        v["labels"][0]["energy_j"]["mean"].as_f64().unwrap(),
+        40411.195
+    );
+    assert!((v["labels"][1]["energy_j"]["mean"].as_f64().unwrap() - 43186.848).abs() < 1e-6);
+    assert_eq!(v["labels"][1]["wall_s"]["mean"], 228.0);
+    assert!((v["labels"][1]["power_w"]["mean"].as_f64().unwrap() - 189.416).abs() < 1e-9);
+    let c = &v["candidates"][0];
+    for key in ["time", "energy", "power", "edp"] {
+        assert!(c["ratios"][key].is_f64(), "ratios.{key}");
+    }
+    let verdict = c["verdict"].as_str().unwrap();
+    assert!(
+        verdict.starts_with("powersaving takes 9.1% longer and needs 6.9% more energy"),
+        "{verdict}"
+    );
+    assert!(verdict.contains("2.0% lower"), "{verdict}");
+    assert_eq!(c["class"], "worse_on_both");
+
+    let text = powerlens(
+        dir.path(),
+        &dir.path().join("r.db"),
+        &["compare", "--from-csv", csv.to_str().unwrap()],
+    );
+    let t = String::from_utf8_lossy(&text.stdout);
+    assert!(t.contains("43186.848") && t.contains("40411.195"), "{t}");
+}
+
+/// A fake meter whose power follows a control file that the measured commands write, so each
+/// configuration draws the power the test chose for it.
+struct SteeredMeter {
+    tree: FixtureTree,
+    stop: Arc<AtomicBool>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl SteeredMeter {
+    fn start() -> SteeredMeter {
+        let tree = FixtureTree::new();
+        let zone = tree.rapl_zone(0, "package-0", 0, 50_000_000);
+        let ctl = tree.sys_path("watts");
+        std::fs::write(&ctl, "0").unwrap();
+        let stop = Arc::new(AtomicBool::new(false));
+        let thread = {
+            let stop = Arc::clone(&stop);
+            std::thread::spawn(move || {
+                let meter = FakeMeter::start(zone.join("energy_uj"), 0.0, 50_000_000);
+                let mut current = 0.0;
+                while !stop.load(Ordering::Relaxed) {
+                    if let Some(w) = std::fs::read_to_string(&ctl)
+                        .ok()
+                        .and_then(|t| t.trim().parse::<f64>().ok())
+                    {
+                        if w != current {
+                            meter.set_watts(w);
+                            current = w;
+                        }
+                    }
+                    std::thread::sleep(Duration::from_micros(300));
+                }
+            })
+        };
+        SteeredMeter {
+            tree,
+            stop,
+            thread: Some(thread),
+        }
+    }
+
+    /// A shell command that draws `watts` for `seconds`, then returns the meter to 0 W.
+    fn load(&self, watts: f64, seconds: f64) -> String {
+        let ctl = self.tree.sys_path("watts");
+        format!(
+            "echo {watts} > {0}; sleep {seconds}; echo 0 > {0}",
+            ctl.display()
+        )
+    }
+}
+
+impl Drop for SteeredMeter {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+#[test]
+fn live_interleaved_ratios_and_trade_off_verdict() {
+    let m = SteeredMeter::start();
+    let (a, b) = (m.load(30.0, 0.3), m.load(15.0, 0.45));
+    let db = m.tree.sys_path("results.db");
+    let out = powerlens(
+        &m.tree.roots().sysfs,
+        &db,
+        &[
+            "compare", "--runs", "3", "--json", "-n", "fast", "-n", "frugal", "--", &a, &b,
+        ],
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    let v = json(&out);
+    let c = &v["candidates"][0];
+    // Expected: time 0.45 / 0.3 = 1.5; energy (15 × 0.45) / (30 × 0.3) = 0.75; power 0.5.
+    let ratio = |k: &str| c["ratios"][k].as_f64().unwrap();
+    assert!(
+        (ratio("time") / 1.5 - 1.0).abs() < 0.02,
+        "time ratio {}",
+        ratio("time")
+    );
+    assert!(
+        (ratio("energy") / 0.75 - 1.0).abs() < 0.02,
+        "energy ratio {}",
+        ratio("energy")
+    );
+    assert!(
+        (ratio("power") / 0.5 - 1.0).abs() < 0.02,
+        "power ratio {}",
+        ratio("power")
+    );
+    assert_eq!(c["class"], "trade_off", "{}", c["verdict"]);
+    assert_eq!(c["significant"]["energy"], true);
+    assert!(c["verdict"].as_str().unwrap().contains("trades"));
+    assert_eq!(v["provenance"], "measured (rapl-powercap)");
+
+    // Both series were saved, labelled; comparing them again by id gives the same ratios.
+    let list: serde_json::Value = json(&powerlens(
+        &m.tree.roots().sysfs,
+        &db,
+        &["runs", "list", "--json"],
+    ));
+    assert_eq!(list.as_array().unwrap().len(), 2);
+    assert_eq!(list[1]["label"], "frugal");
+    let again = json(&powerlens(
+        &m.tree.roots().sysfs,
+        &db,
+        &["compare", "1", "2", "--json"],
+    ));
+    assert_eq!(
+        again["candidates"][0]["ratios"]["energy"],
+        c["ratios"]["energy"]
+    );
+}
+
+#[test]
+fn saved_results_and_their_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    let sys = dir.path().join("sys");
+    std::fs::create_dir(&sys).unwrap();
+    let db = dir.path().join("r.db");
+    let a = dir.path().join("a.json");
+    let out = powerlens(
+        &sys,
+        &db,
+        &[
+            "run",
+            "--runs",
+            "2",
+            "--export-json",
+            a.to_str().unwrap(),
+            "--",
+            "sleep",
+            "0.05",
+        ],
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    let out = powerlens(&sys, &db, &["run", "--runs", "2", "--", "sleep", "0.1"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+
+    // A file and an id mix freely.
+    let out = powerlens(&sys, &db, &["compare", a.to_str().unwrap(), "2", "--json"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(
+        json(&out)["candidates"][0]["ratios"]["time"]
+            .as_f64()
+            .unwrap()
+            > 1.5
+    );
+
+    let unknown = powerlens(&sys, &db, &["compare", "1", "99"]);
+    assert!(!unknown.status.success());
+    assert!(
+        stderr(&unknown).contains("no result with id 99"),
+        "{}",
+        stderr(&unknown)
+    );
+
+    // A result measured with another meter has other domains: refused, naming both.
+    let tree = FixtureTree::new();
+    let zone = tree.rapl_zone(0, "package-0", 0, 50_000_000);
+    let _meter = FakeMeter::start(zone.join("energy_uj"), 10.0, 50_000_000);
+    let out = powerlens(
+        &tree.roots().sysfs,
+        &db,
+        &["run", "--runs", "2", "--", "true"],
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    let out = powerlens(&sys, &db, &["compare", "1", "3"]);
+    assert!(!out.status.success());
+    let err = stderr(&out);
+    assert!(
+        err.contains("mismatched energy domains")
+            && err.contains("[system]")
+            && err.contains("[package-0]"),
+        "{err}"
+    );
+}
+
+#[test]
+fn bad_csv_is_reported_by_line_and_nothing_is_written() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("r.db");
+    let export = dir.path().join("out.json");
+    for (csv, expected) in [
+        (
+            "label,seconds,watts\nA,1,2\nB,1,oops\n",
+            "line 3: watts \"oops\" is not a number",
+        ),
+        (
+            "label,seconds,watts\nA,0,2\nB,1,2\n",
+            "line 2: seconds must be greater than zero",
+        ),
+        (
+            "label,seconds,joules\nA,1,-5\nB,1,2\n",
+            "line 2: joules must be greater than zero",
+        ),
+        ("label,seconds,watts\nA,1,2\n", "need at least two labels"),
+        ("name,time,power\n", "line 1: header"),
+    ] {
+        let path = dir.path().join("in.csv");
+        std::fs::write(&path, csv).unwrap();
+        let out = powerlens(
+            dir.path(),
+            &db,
+            &[
+                "compare",
+                "--from-csv",
+                path.to_str().unwrap(),
+                "--export-json",
+                export.to_str().unwrap(),
+            ],
+        );
+        assert!(!out.status.success(), "{csv}");
+        assert!(stderr(&out).contains(expected), "{csv}: {}", stderr(&out));
+        assert!(!export.exists(), "nothing written half-way");
+    }
+    let both = powerlens(
+        dir.path(),
+        &db,
+        &["compare", "--from-csv", "x.csv", "1", "2"],
+    );
+    assert!(
+        stderr(&both).contains("one kind of input"),
+        "{}",
+        stderr(&both)
+    );
+}

@@ -1,0 +1,194 @@
+//! `powerlens info` end to end: on fixture trees through POWERLENS_SYSFS_ROOT, and live on
+//! this machine against sysfs itself.
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+use powerlens_sys::fixture::{FixtureTree, IdleStateSpec};
+use serde_json::Value;
+
+const BIN: &str = env!("CARGO_BIN_EXE_powerlens");
+
+fn run(args: &[&str], sysfs: Option<&Path>, procfs: Option<&Path>) -> Output {
+    let mut cmd = Command::new(BIN);
+    cmd.args(args)
+        .env_remove("POWERLENS_SYSFS_ROOT")
+        .env_remove("POWERLENS_PROCFS_ROOT");
+    if let Some(dir) = sysfs {
+        cmd.env("POWERLENS_SYSFS_ROOT", dir);
+    }
+    if let Some(dir) = procfs {
+        cmd.env("POWERLENS_PROCFS_ROOT", dir);
+    }
+    cmd.output().expect("run powerlens")
+}
+
+fn json_of(output: &Output) -> Value {
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    serde_json::from_slice(&output.stdout).expect("info --json prints JSON")
+}
+
+fn source<'a>(json: &'a Value, name: &str) -> &'a Value {
+    json["energy_sources"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["name"] == name)
+        .unwrap_or_else(|| panic!("no energy source {name}"))
+}
+
+fn read(path: &str) -> String {
+    std::fs::read_to_string(path).unwrap().trim().to_string()
+}
+
+#[test]
+fn fixture_tree_with_rapl_through_the_environment() {
+    let tree = FixtureTree::new();
+    tree.online_cpus("0-1");
+    tree.cpuidle_driver("intel_idle", "menu");
+    let c6 = IdleStateSpec {
+        name: "C6".into(),
+        desc: "MWAIT 0x20".into(),
+        latency_us: 133,
+        residency_us: 400,
+        disabled: true,
+        ..Default::default()
+    };
+    tree.cpuidle_state(0, 0, &c6);
+    tree.rapl_zone(0, "package-0", 1, 262_143_328_850);
+    tree.rapl_subzone(0, 0, "dram", 1, 65_712_999_613);
+    tree.perf_event_paranoid(1);
+    let roots = tree.roots();
+    let json = json_of(&run(
+        &["info", "--json"],
+        Some(&roots.sysfs),
+        Some(&roots.procfs),
+    ));
+    let state = &json["cpuidle"]["states"][0];
+    assert_eq!(state["name"], "C6");
+    assert_eq!(state["latency_us"], 133);
+    assert_eq!(state["target_residency_us"], 400);
+    assert_eq!(state["disabled"], true);
+    let rapl = source(&json, "rapl-powercap");
+    assert_eq!(rapl["available"], true);
+    assert_eq!(rapl["domains"][1]["name"], "package-0/dram");
+    assert_eq!(json["perf"]["perf_event_paranoid"], 1);
+
+    // The same through the flag, as text.
+    let sysfs = roots.sysfs.to_str().unwrap();
+    let procfs = roots.procfs.to_str().unwrap();
+    let out = run(
+        &["--sysfs-root", sysfs, "--procfs-root", procfs, "info"],
+        None,
+        None,
+    );
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(out.status.success());
+    assert!(
+        text.contains("=> measuring with      rapl-powercap"),
+        "{text}"
+    );
+    assert!(text.contains("C6"), "{text}");
+}
+
+#[test]
+fn missing_sysfs_root_is_an_error_naming_it() {
+    let out = run(
+        &["info"],
+        Some(Path::new("/nonexistent/powerlens-sysfs")),
+        None,
+    );
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("/nonexistent/powerlens-sysfs"), "{stderr}");
+    assert!(stderr.contains("POWERLENS_SYSFS_ROOT"), "{stderr}");
+    assert!(out.stdout.is_empty());
+}
+
+#[test]
+fn live_json_matches_sysfs() {
+    let json = json_of(&run(&["info", "--json"], None, None));
+    // cpuidle: the states of cpu0 are what sysfs holds.
+    let states = json["cpuidle"]["states"].as_array().unwrap();
+    if Path::new("/sys/devices/system/cpu/cpuidle").is_dir() {
+        assert!(!states.is_empty());
+        for (k, s) in states.iter().enumerate() {
+            let dir = format!("/sys/devices/system/cpu/cpu0/cpuidle/state{k}");
+            assert_eq!(s["name"], read(&format!("{dir}/name")));
+            assert_eq!(s["latency_us"].to_string(), read(&format!("{dir}/latency")));
+            assert_eq!(
+                s["target_residency_us"].to_string(),
+                read(&format!("{dir}/residency"))
+            );
+        }
+    } else {
+        eprintln!("skipped cpuidle check: no cpuidle on this machine");
+    }
+    // Energy sources: every unavailable one says why; powercap matches the machine.
+    for s in json["energy_sources"].as_array().unwrap() {
+        assert!(s["available"].is_boolean());
+        assert!(!s["reason"].as_str().unwrap().is_empty(), "{s}");
+    }
+    let rapl = source(&json, "rapl-powercap");
+    if Path::new("/sys/class/powercap").exists() {
+        eprintln!("skipped powercap-unavailable check: this machine has powercap");
+    } else {
+        assert_eq!(rapl["available"], false);
+        assert!(rapl["reason"]
+            .as_str()
+            .unwrap()
+            .contains("no RAPL powercap driver"));
+    }
+    // Hardware counters: available, or unavailable with a reason and a fix.
+    let hw = &json["perf"]["hardware_counters"];
+    if hw["available"] == false {
+        assert!(!hw["reason"].as_str().unwrap().is_empty());
+        assert!(hw["fix"].is_string());
+    }
+    assert_eq!(
+        json["perf"]["perf_event_paranoid"].to_string(),
+        read("/proc/sys/kernel/perf_event_paranoid")
+    );
+}
+
+/// As root, tracepoints open. Where tracefs is not mounted, the binary runs in a private
+/// mount namespace with tracefs mounted, so the host is left as it was.
+#[test]
+fn live_tracepoints_available_as_root() {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        eprintln!("skipped: not root");
+        return;
+    }
+    let mounted = Path::new("/sys/kernel/tracing/events").is_dir()
+        || Path::new("/sys/kernel/debug/tracing/events").is_dir();
+    let output = if mounted {
+        run(&["info", "--json"], None, None)
+    } else {
+        let script =
+            format!("mount -t tracefs nodev /sys/kernel/tracing && exec {BIN} info --json");
+        match Command::new("unshare")
+            .args(["-m", "sh", "-c", &script])
+            .env_remove("POWERLENS_SYSFS_ROOT")
+            .env_remove("POWERLENS_PROCFS_ROOT")
+            .output()
+        {
+            Ok(out) if out.status.success() => out,
+            other => {
+                eprintln!("skipped: tracefs not mounted and cannot mount it privately: {other:?}");
+                return;
+            }
+        }
+    };
+    let json = json_of(&output);
+    let tp = &json["perf"]["tracepoints"];
+    assert_eq!(tp["available"], true, "{tp}");
+    assert!(json["perf"]["tracefs"]
+        .as_str()
+        .unwrap()
+        .ends_with("tracing"));
+}
