@@ -210,7 +210,12 @@ pub fn measure_text(report: &MeasureReport) -> String {
     for u in &report.up {
         t.row([
             u.from.to_string(),
-            format!("{}/{}", u.visible, u.series),
+            // Fewer than half the series showing it: noise, not a property of the CPU.
+            if 2 * u.visible < u.series {
+                format!("{}/{} (inconsistent)", u.visible, u.series)
+            } else {
+                format!("{}/{}", u.visible, u.series)
+            },
             spread(u.delay_us.as_ref()),
             spread(u.cost_us.as_ref()),
             spread(u.slowdown.as_ref()),

@@ -270,3 +270,36 @@ fn help_explains_licenses_and_break_even() {
         "{help}"
     );
 }
+
+#[test]
+fn measure_runs_here_and_reports_with_spread() {
+    // Short settings: this checks that it runs and what it reports, not the figures.
+    let v = json(&[
+        "dvfs",
+        "measure",
+        "--repeats",
+        "2",
+        "--settle-us",
+        "300",
+        "--watch-us",
+        "300",
+        "--block-us",
+        "20",
+        "--json",
+    ]);
+    assert_eq!(v["provenance"]["kind"].as_str(), Some("measured"));
+    let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
+    let notes = v["notes"].to_string();
+    if cpuinfo.contains(" hypervisor") {
+        assert!(notes.contains("virtual machine"), "{notes}");
+    }
+    let measured = v["down"].as_array().unwrap().len() + v["up"].as_array().unwrap().len();
+    let skipped = v["skipped"].as_array().unwrap().len();
+    assert!(measured > 0 || skipped == 2, "{v}");
+    for row in v["down"].as_array().unwrap() {
+        has_keys(&row["cost_us"], &["median", "min", "max", "stddev", "n"]);
+    }
+    for row in v["up"].as_array().unwrap() {
+        has_keys(row, &["from", "series", "visible", "delay_us", "cost_us"]);
+    }
+}

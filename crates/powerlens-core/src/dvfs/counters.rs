@@ -66,13 +66,25 @@ fn cpuinfo_field<'a>(cpuinfo: &'a str, key: &str) -> Option<&'a str> {
     })
 }
 
+/// The CPU's `model name` from /proc/cpuinfo.
+pub fn cpu_model_name(cpuinfo: &str) -> &str {
+    cpuinfo_field(cpuinfo, "model name").unwrap_or("unknown model")
+}
+
+/// True when /proc/cpuinfo's flags include `hypervisor`: a virtual machine, where the
+/// host may hide or smear frequency changes.
+pub fn runs_under_hypervisor(cpuinfo: &str) -> bool {
+    cpuinfo_field(cpuinfo, "flags")
+        .is_some_and(|flags| flags.split_whitespace().any(|f| f == "hypervisor"))
+}
+
 /// Decides from the probe.
 pub fn license_counter_status(probe: &CounterProbe<'_>) -> CounterStatus {
     let vendor = cpuinfo_field(probe.cpuinfo, "vendor_id").unwrap_or("unknown vendor");
     let family: Option<u32> =
         cpuinfo_field(probe.cpuinfo, "cpu family").and_then(|v| v.parse().ok());
     let model: Option<u32> = cpuinfo_field(probe.cpuinfo, "model").and_then(|v| v.parse().ok());
-    let name = cpuinfo_field(probe.cpuinfo, "model name").unwrap_or("unknown model");
+    let name = cpu_model_name(probe.cpuinfo);
     let mut reasons = Vec::new();
     let mut fix = None;
     let known = vendor == "GenuineIntel"
@@ -134,6 +146,16 @@ mod tests {
         assert!(!s.available);
         assert!(s.reasons[0].contains("no core PMU"), "{:?}", s.reasons);
         assert!(s.fix.unwrap().contains("pmu=on"));
+    }
+
+    #[test]
+    fn reads_name_and_hypervisor_flag() {
+        assert_eq!(cpu_model_name(EPYC), "AMD EPYC");
+        assert!(!runs_under_hypervisor(EPYC));
+        assert!(runs_under_hypervisor(
+            "flags\t\t: fpu vme hypervisor avx2\n"
+        ));
+        assert!(!runs_under_hypervisor("flags\t\t: fpu vme hypervisorx\n"));
     }
 
     #[test]

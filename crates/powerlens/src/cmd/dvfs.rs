@@ -23,6 +23,8 @@ use serde::Serialize;
 
 use crate::cli::GlobalArgs;
 
+mod measure;
+
 /// The help of `powerlens dvfs --help` (set on the `Dvfs` command in `cli.rs`).
 pub const LONG_ABOUT: &str = "\
 Wide-vector (AVX2/AVX-512) frequency licenses: break-even times, policy simulation, power score.
@@ -105,6 +107,23 @@ Example: powerlens dvfs classify samples.csv --json")]
     Classify(ClassifyArgs),
     /// Whether this CPU's license-level counters can be read, and why not.
     Counters(CountersArgs),
+    /// Measure license-change costs and the upclock delay on this CPU with AVX kernels.
+    #[command(long_about = "\
+Measure license-change costs and the upclock delay on this CPU with the AVX kernels of
+`powerlens workload avx` (scalar, AVX2 and AVX-512 multiply-adds), pinned to one CPU.
+
+Lowering the license: the same block of vector work is timed with the core settled at its
+level and right after long-running lower-level code; the difference is the cost.
+Raising it: after vector code, short scalar sections are timed back to back; the section
+where the license rises spikes (the stall) and the ones after run faster. Its start is
+the upclock delay, its height the cost. Each figure is a median with min, max and
+standard deviation over --repeats runs.
+
+On a virtual machine it still runs and says that frequency changes may not be visible.
+Kernels the CPU cannot run are skipped with the reason.
+
+Example: powerlens dvfs measure --repeats 50")]
+    Measure(measure::MeasureArgs),
 }
 
 #[derive(Debug, Args)]
@@ -254,6 +273,7 @@ pub fn execute(global: &GlobalArgs, args: DvfsArgs) -> anyhow::Result<ExitCode> 
         DvfsCommand::Gen(a) => gen(a),
         DvfsCommand::Classify(a) => classify(a),
         DvfsCommand::Counters(a) => counters(global, a),
+        DvfsCommand::Measure(a) => measure_command(global, a),
     }?;
     Ok(ExitCode::SUCCESS)
 }
@@ -475,6 +495,16 @@ fn classify(args: ClassifyArgs) -> anyhow::Result<()> {
         print_json(&classification)
     } else {
         print_text(&view::classification_text(&classification))
+    }
+}
+
+fn measure_command(global: &GlobalArgs, args: measure::MeasureArgs) -> anyhow::Result<()> {
+    let cpuinfo = powerlens_sys::sysfs::read_string(global.roots()?.proc("cpuinfo"))?;
+    let report = measure::run(&args, &cpuinfo);
+    if args.json {
+        print_json(&report)
+    } else {
+        print_text(&view::measure_text(&report))
     }
 }
 
