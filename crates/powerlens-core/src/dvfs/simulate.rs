@@ -59,10 +59,10 @@ impl Machine {
 
     /// Every phase at its own level's frequency, transitions free and instant.
     pub fn ideal_time_us(&self, trace: &[Phase]) -> f64 {
-        trace
-            .iter()
-            .map(|p| p.duration_us * self.slowdown[p.level.index()])
-            .sum()
+        // A fold from +0.0: `sum` of nothing is -0.0, which would print as "-0.0".
+        trace.iter().fold(0.0, |t, p| {
+            t + p.duration_us * self.slowdown[p.level.index()]
+        })
     }
 }
 
@@ -357,7 +357,7 @@ pub fn simulate_policies(
         },
         costs: c,
         phases: trace.len(),
-        work_us: trace.iter().map(|p| p.duration_us).sum(),
+        work_us: trace.iter().fold(0.0, |t, p| t + p.duration_us),
         rows,
     })
 }

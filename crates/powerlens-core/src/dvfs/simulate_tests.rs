@@ -319,3 +319,12 @@ fn adversarial_trace_pushes_the_hardware_timeout_past_twice_the_oracle() {
     assert!(ratio(1) <= 2.0 + 1e-9, "fixed:breakeven ratio {}", ratio(1));
     assert_eq!(ratio(2), 1.0);
 }
+
+#[test]
+fn an_empty_trace_takes_no_time() {
+    let xeon = Profile::builtin("xeon-gold-6130").unwrap();
+    let sim = simulate_policies(&xeon, 4, &[], &[Policy::Oracle]).unwrap();
+    assert_eq!(sim.work_us.to_bits(), 0.0f64.to_bits(), "+0, not -0");
+    check(&sim.rows[0], 0.0, 0.0, 0, [0.0; 3], 0.0);
+    assert_eq!(sim.rows[0].ideal_time_us.to_bits(), 0.0f64.to_bits());
+}
