@@ -328,3 +328,28 @@ fn an_empty_trace_takes_no_time() {
     check(&sim.rows[0], 0.0, 0.0, 0, [0.0; 3], 0.0);
     assert_eq!(sim.rows[0].ideal_time_us.to_bits(), 0.0f64.to_bits());
 }
+
+#[test]
+fn hinting_every_phase_is_a_zero_timeout() {
+    // Both upclock at the start of every lower-level phase, so they must agree exactly.
+    let mut rng = SplitMix64::new(5);
+    let xeon = Profile::builtin("xeon-gold-6130").unwrap();
+    for _ in 0..200 {
+        let pattern = Pattern::Random {
+            min_us: 1.0,
+            max_us: 1000.0,
+            levels: Level::ALL.to_vec(),
+            hint_min_us: f64::INFINITY,
+        };
+        let mut trace: Vec<Phase> =
+            generate(&pattern, 1 + rng.below(100), rng.next_u64()).collect();
+        trace.iter_mut().for_each(|p| p.hint = true);
+        let machine = Machine::from_profile(&xeon, 1 + rng.below(16) as u32).unwrap();
+        let hint = simulate(&machine, &trace, &Policy::Hint);
+        let zero = simulate(&machine, &trace, &Policy::Fixed { timeout_us: 0.0 });
+        assert_eq!(
+            (hint.total_time_us, hint.transitions),
+            (zero.total_time_us, zero.transitions)
+        );
+    }
+}

@@ -251,3 +251,58 @@ mod tests {
         assert_eq!(parse_trace([line.as_str()]).unwrap(), vec![phase]);
     }
 }
+
+#[cfg(test)]
+mod fuzz {
+    //! Random bytes from the characters traces are made of: the parsers never panic, and
+    //! the byte fast path agrees with the general parser whenever it accepts a line.
+
+    use super::*;
+    use crate::dvfs::classify::classify_lines;
+    use crate::dvfs::gen::SplitMix64;
+
+    const ALPHABET: &[u8] = b"0123456789012.,,,-+e#  \r\nx";
+
+    /// Half the time pure noise, half a valid row with up to two characters replaced.
+    fn random_line(rng: &mut SplitMix64) -> String {
+        let pick = |rng: &mut SplitMix64| ALPHABET[rng.below(ALPHABET.len())];
+        let mut bytes: Vec<u8> = if rng.below(2) == 0 {
+            (0..rng.below(14)).map(|_| pick(rng)).collect()
+        } else {
+            let micros = rng.next_u64() % 10_000_000;
+            let row = format!(
+                "{}.{},{},{}\n",
+                micros / 1000,
+                micros % 1000,
+                rng.below(4),
+                rng.below(3)
+            );
+            row.into_bytes()
+        };
+        for _ in 0..rng.below(3) {
+            if !bytes.is_empty() {
+                let at = rng.below(bytes.len());
+                bytes[at] = pick(rng);
+            }
+        }
+        String::from_utf8(bytes).expect("ASCII")
+    }
+
+    #[test]
+    fn parsers_never_panic_and_paths_agree() {
+        let mut rng = SplitMix64::new(11);
+        let mut accepted = 0;
+        for _ in 0..50_000 {
+            let line = random_line(&mut rng);
+            if let Some(fast) = plain_row(line.as_bytes()) {
+                accepted += 1;
+                let text = csv::content(&line).expect("accepted lines carry data");
+                assert_eq!(parse_row(text), Ok(fast), "{line:?}");
+            }
+            let _ = TraceParser::new().push_line(&line);
+            let _ = classify_lines([line.as_str(), line.as_str()]);
+        }
+        // The agreement check must not be vacuous.
+        assert!(accepted > 5_000, "only {accepted} lines took the fast path");
+    }
+}
