@@ -8,6 +8,7 @@ use serde::Serialize;
 
 use super::profile::{Profile, TransitionCosts};
 use super::Level;
+use crate::provenance::Provenance;
 
 /// The upclock delay measured on Skylake-SP and the i9-7940X (report, section 4).
 pub const HARDWARE_TIMEOUT_US: f64 = 670.0;
@@ -55,6 +56,7 @@ pub struct BreakEvenRow {
 /// The break-even table of a profile.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct BreakEvenTable {
+    pub provenance: Provenance,
     pub profile: String,
     pub costs: TransitionCosts,
     /// The fixed timeout the ratios are computed for (the hardware's 670 µs).
@@ -87,6 +89,11 @@ pub fn break_even_table(profile: &Profile, fixed_timeout_us: f64) -> BreakEvenTa
         }
     }
     BreakEvenTable {
+        provenance: Provenance::Estimated {
+            model: "break-even time t_BE = f_high * t_o / (f_high - f_low), t_o = t_down + t_up"
+                .into(),
+            parameters: format!("profile {}, {}", profile.name, profile.costs.describe()),
+        },
         profile: profile.name.clone(),
         costs: profile.costs,
         fixed_timeout_us,

@@ -111,6 +111,14 @@ impl TransitionCosts {
         self.down_us(high, low) + self.up_us
     }
 
+    /// One line for provenance: `t_down 0->1 17 us, 0->2 24 us, 1->2 17 us, t_up 10 us`.
+    pub fn describe(&self) -> String {
+        format!(
+            "t_down 0->1 {} us, 0->2 {} us, 1->2 {} us, t_up {} us",
+            self.normal_to_avx2_us, self.normal_to_avx512_us, self.avx2_to_avx512_us, self.up_us
+        )
+    }
+
     /// Overrides one cost from `KEY=VALUE` (keys in [`COST_KEYS`], values in µs).
     pub fn set_from_str(&mut self, assignment: &str) -> Result<(), ProfileError> {
         let bad = || ProfileError::BadCost {

@@ -330,22 +330,18 @@ pub fn simulate_policies(
     for row in &mut rows {
         row.overhead_ratio_to_oracle = overhead_ratio(row.overhead_us, oracle_overhead);
     }
-    let c = profile.costs;
     Ok(Simulation {
         provenance: Provenance::Estimated {
             model: "powerlens dvfs phase model (docs/DVFS.md)".into(),
             parameters: format!(
-                "profile {}, {} active cores ({}), {}/{}/{} GHz, t_down 0->1 {} us, 0->2 {} us, 1->2 {} us, t_up {} us",
+                "profile {}, {} active cores ({}), {}/{}/{} GHz, {}",
                 profile.name,
                 active_cores,
                 bucket.label(),
                 bucket.normal_ghz,
                 bucket.avx2_ghz,
                 bucket.avx512_ghz,
-                c.normal_to_avx2_us,
-                c.normal_to_avx512_us,
-                c.avx2_to_avx512_us,
-                c.up_us
+                profile.costs.describe()
             ),
         },
         profile: profile.name.clone(),
@@ -355,7 +351,7 @@ pub fn simulate_policies(
             avx2_ghz: bucket.avx2_ghz,
             avx512_ghz: bucket.avx512_ghz,
         },
-        costs: c,
+        costs: profile.costs,
         phases: trace.len(),
         work_us: trace.iter().fold(0.0, |t, p| t + p.duration_us),
         rows,
