@@ -22,14 +22,14 @@ run() {
     local start end
     start=$(date +%s.%N)
     if [ -x /usr/bin/time ]; then
-        /usr/bin/time -f "peak RSS %M KiB" "$@" >"$dir/out.txt" 2>"$dir/time.txt"
+        /usr/bin/time -f "CPU %U s user + %S s sys, peak RSS %M KiB" "$@" >"$dir/out.txt" 2>"$dir/time.txt"
     else
         "$@" >"$dir/out.txt"
     fi
     end=$(date +%s.%N)
     awk -v s="$start" -v e="$end" -v n="$phases" \
         'BEGIN { printf "wall %.3f s, %.1f M phases/s\n", e - s, n / (e - s) / 1e6 }'
-    [ -f "$dir/time.txt" ] && grep -h "peak RSS" "$dir/time.txt" || true
+    [ -f "$dir/time.txt" ] && grep -h "CPU " "$dir/time.txt" || true
 }
 
 echo "== dvfs simulate, 4 policies (fixed:670us, fixed:breakeven, hint, oracle), 10 active cores"
