@@ -108,11 +108,21 @@ fn panel_svg(out: &mut String, x: &XAxis, panel: &Panel, y0: f64) {
     let yticks = ticks(ymin.min(0.0), ymax);
     let (ylo, yhi) = (yticks[0], *yticks.last().unwrap_or(&ymax));
     let xticks: Vec<(f64, String)> = match x {
-        XAxis::Numeric { .. } => ticks(xmin, xmax)
-            .into_iter()
-            .filter(|t| *t >= xmin - 1e-9 && *t <= xmax + 1e-9)
-            .map(|t| (t, tick_label(t)))
-            .collect(),
+        XAxis::Numeric { .. } => {
+            // A few swept values (thread counts, -j levels) are their own best ticks.
+            let mut xs: Vec<f64> = points.iter().map(|p| p.0).collect();
+            xs.sort_by(f64::total_cmp);
+            xs.dedup();
+            let chosen = if xs.len() <= 12 {
+                xs
+            } else {
+                ticks(xmin, xmax)
+                    .into_iter()
+                    .filter(|t| *t >= xmin - 1e-9 && *t <= xmax + 1e-9)
+                    .collect()
+            };
+            chosen.into_iter().map(|t| (t, tick_label(t))).collect()
+        }
         XAxis::Categories { names, .. } => names
             .iter()
             .enumerate()

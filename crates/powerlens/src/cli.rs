@@ -52,6 +52,8 @@ pub enum Command {
     Demo(cmd::demo::DemoArgs),
     /// Compare configurations by the energy and time to retire the same work, with statistics.
     Compare(Box<cmd::compare::CompareArgs>),
+    /// Run a command over every combination of parameter values: energy and time for each.
+    Sweep(Box<cmd::sweep::SweepArgs>),
     /// List and show results saved by `run`.
     Runs(cmd::runs::RunsArgs),
     /// Fit the power model on a machine with a meter, for machines without one.

@@ -78,8 +78,16 @@ impl Meter {
         })
     }
 
-    /// Energy per domain between two readings.
-    pub fn energy_between(&self, from: &Reading, to: &Reading) -> Vec<DomainEnergy> {
+    /// Energy per domain between two readings. A meter measures the whole machine; the model
+    /// estimates from CPU time, and charges `command_cpu_s` (the measured command's own CPU
+    /// time, from its rusage) when given rather than every process's busy time in
+    /// /proc/stat, so an estimate of a workload is not swamped by whatever else runs.
+    pub fn energy_between(
+        &self,
+        from: &Reading,
+        to: &Reading,
+        command_cpu_s: Option<f64>,
+    ) -> Vec<DomainEnergy> {
         match &self.kind {
             Kind::Source(s) => {
                 // A source with no package-level domain (hwmon sensors) would otherwise total
@@ -97,7 +105,7 @@ impl Meter {
             }
             Kind::Model { model, .. } => {
                 let seconds = to.at.duration_since(from.at).as_secs_f64();
-                let busy = to.values[0] - from.values[0];
+                let busy = command_cpu_s.unwrap_or(to.values[0] - from.values[0]);
                 vec![DomainEnergy {
                     name: "system".into(),
                     joules: model.energy_j(seconds, busy),
@@ -133,7 +141,7 @@ impl Meter {
                     s.interval().as_millis()
                 )
             }
-            Kind::Model { .. } => {
+            Kind::Model { model, .. } => {
                 let reasons: Vec<String> = self
                     .statuses
                     .iter()
@@ -141,8 +149,10 @@ impl Meter {
                     .map(|s| format!("{}: {}", s.name, s.reason))
                     .collect();
                 format!(
-                    "energy: {} — no meter can be read{}",
-                    self.provenance().label().to_uppercase(),
+                    "energy: ESTIMATED by the power model {} ({} W idle + {} W per busy CPU of the command) — no meter can be read{}",
+                    model.name,
+                    model.idle_w,
+                    model.busy_cpu_w,
                     if reasons.is_empty() {
                         String::new()
                     } else {

@@ -147,7 +147,7 @@ fn attempt(meter: &Meter, argv: &[String], opts: &SeriesOptions) -> anyhow::Resu
             Some(w) => w.as_secs_f64(),
             None => after.at.duration_since(before.at).as_secs_f64(),
         },
-        domains: meter.energy_between(&before, &after),
+        domains: meter.energy_between(&before, &after, Some(outcome.cpu_s)),
         exit: outcome.exit,
         provenance: meter.provenance(),
     }))
@@ -162,7 +162,7 @@ pub fn idle_power(meter: &Meter, duration: Duration) -> anyhow::Result<Option<f6
     let after = meter.read()?;
     let seconds = after.at.duration_since(before.at).as_secs_f64();
     let joules: f64 = meter
-        .energy_between(&before, &after)
+        .energy_between(&before, &after, None)
         .iter()
         .filter(|d| d.counts_in_total)
         .map(|d| d.joules)

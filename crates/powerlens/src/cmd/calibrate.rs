@@ -112,7 +112,7 @@ pub fn execute(global: &GlobalArgs, args: CalibrateArgs) -> anyhow::Result<ExitC
         }
         let seconds = after.at.duration_since(before.at).as_secs_f64();
         let joules: f64 = meter
-            .energy_between(&before, &after)
+            .energy_between(&before, &after, None)
             .iter()
             .filter(|d| d.counts_in_total)
             .map(|d| d.joules)

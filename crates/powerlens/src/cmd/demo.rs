@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use anyhow::Context;
 use clap::Args;
-use powerlens_core::run::RunResult;
+use powerlens_core::run::{RunResult, RunSummary};
 use powerlens_core::verdict::{self, Ratios};
 use powerlens_report::table::{sig, Table};
 use serde::Serialize;
@@ -20,9 +20,10 @@ use crate::{interrupt, progress};
 
 #[derive(Debug, Args)]
 #[command(after_long_help = "\
-Measures four built-in workloads with `run`:
-  spin on 1 CPU and on every CPU      what each busy CPU costs (the scheduler power study)
-  sleepy with 1 ms and 100 ms periods what frequent wake-ups cost for the same work
+Measures six built-in workloads with `run`:
+  barrier on 1 CPU and on every CPU    the energy to retire the same work (race to idle)
+  spin on 1 CPU and on every CPU       what each busy CPU draws (the scheduler power study)
+  sleepy with 100 ms and 1 ms periods  what frequent wake-ups cost over the same time
 and prints the table and a verdict for each pair. Without an energy meter (virtual
 machines) the figures are estimates from the power model and are labelled so.")]
 pub struct DemoArgs {
@@ -53,8 +54,63 @@ struct Verdict {
     baseline: String,
     candidate: String,
     ratios: Ratios,
-    class: verdict::VerdictClass,
+    /// Only for the pair that retires the same work; the others differ in work by design.
+    class: Option<verdict::VerdictClass>,
     sentence: String,
+}
+
+/// The three lessons: the same work on more CPUs (energy to retire it), what a busy CPU
+/// draws, and what frequent wake-ups cost over the same time.
+fn verdicts(s: &[Scenario], cpus: usize, secs: f64) -> Vec<Verdict> {
+    let pair = |b: usize, c: usize| -> Option<(Ratios, &RunSummary, &RunSummary)> {
+        let (bs, cs) = (s[b].result.summary.as_ref()?, s[c].result.summary.as_ref()?);
+        Some((Ratios::of(bs, cs), bs, cs))
+    };
+    let mut out = Vec::new();
+    if let Some((r, _, _)) = pair(0, 1) {
+        out.push(Verdict {
+            baseline: s[0].name.clone(),
+            candidate: s[1].name.clone(),
+            class: Some(verdict::classify(&r)),
+            sentence: format!(
+                "Same work, {}: {}",
+                s[0].name,
+                verdict::sentence(&format!("on {cpus} CPUs it"), &r)
+            ),
+            ratios: r,
+        });
+    }
+    if let Some((r, b, c)) = pair(2, 3) {
+        let extra = cpus.saturating_sub(1).max(1) as f64;
+        out.push(Verdict {
+            baseline: s[2].name.clone(),
+            candidate: s[3].name.clone(),
+            class: None,
+            sentence: format!(
+                "Busy CPUs: spinning on {cpus} CPUs draws {:.1} W against {:.1} W on 1 CPU, {:.1} W per additional busy CPU.",
+                c.power_w.mean,
+                b.power_w.mean,
+                (c.power_w.mean - b.power_w.mean) / extra
+            ),
+            ratios: r,
+        });
+    }
+    if let Some((r, b, c)) = pair(4, 5) {
+        let more = c.energy_j.mean - b.energy_j.mean;
+        out.push(Verdict {
+            baseline: s[4].name.clone(),
+            candidate: s[5].name.clone(),
+            class: None,
+            sentence: format!(
+                "Wake-ups: waking every 1 ms instead of every 100 ms {} {:.2} J ({:+.1}%) over the same {secs} s, for the same amount of sleeping.",
+                if more >= 0.0 { "costs" } else { "saves" },
+                more.abs(),
+                (r.energy - 1.0) * 100.0
+            ),
+            ratios: r,
+        });
+    }
+    out
 }
 
 pub fn execute(global: &GlobalArgs, args: DemoArgs) -> anyhow::Result<ExitCode> {
@@ -66,31 +122,49 @@ pub fn execute(global: &GlobalArgs, args: DemoArgs) -> anyhow::Result<ExitCode> 
     let cpus = std::thread::available_parallelism()
         .map(|n| n.get())
         .unwrap_or(1);
-    let duration = format!("{}s", args.duration.as_secs_f64());
-    let workload = |extra: &[&str]| -> Vec<String> {
+    let secs = args.duration.as_secs_f64();
+    let workload = |extra: &[String]| -> Vec<String> {
         let mut argv = vec![exe.display().to_string(), "workload".into()];
-        argv.extend(extra.iter().map(|s| s.to_string()));
-        argv.extend([
-            "--duration".to_string(),
-            duration.clone(),
-            "--quiet".to_string(),
-        ]);
+        argv.extend(extra.iter().cloned());
+        argv.push("--quiet".into());
         argv
     };
-    let all = cpus.to_string();
+    let args_of = |s: &str| -> Vec<String> { s.split_whitespace().map(String::from).collect() };
+    // The same total work on 1 and on all CPUs: ~`secs` seconds on one CPU of a release
+    // build (a compute unit is about 1.5 µs there).
+    let units = ((secs / 1.5e-6) / 200.0).max(1.0) as u64;
     let plan: Vec<(String, Vec<String>)> = vec![
-        ("spin, 1 CPU".into(), workload(&["spin", "--threads", "1"])),
         (
-            format!("spin, {cpus} CPUs"),
-            workload(&["spin", "--threads", &all]),
+            "barrier, 1 CPU".into(),
+            workload(&args_of(&format!(
+                "barrier --threads 1 --iterations 200 --work {units}"
+            ))),
         ),
         (
-            "sleepy, 1 ms period".into(),
-            workload(&["sleepy", "--period", "1ms"]),
+            format!("barrier, {cpus} CPUs"),
+            workload(&args_of(&format!(
+                "barrier --threads {cpus} --iterations 200 --work {units}"
+            ))),
+        ),
+        (
+            "spin, 1 CPU".into(),
+            workload(&args_of(&format!("spin --threads 1 --duration {secs}s"))),
+        ),
+        (
+            format!("spin, {cpus} CPUs"),
+            workload(&args_of(&format!(
+                "spin --threads {cpus} --duration {secs}s"
+            ))),
         ),
         (
             "sleepy, 100 ms period".into(),
-            workload(&["sleepy", "--period", "100ms"]),
+            workload(&args_of(&format!(
+                "sleepy --period 100ms --duration {secs}s"
+            ))),
+        ),
+        (
+            "sleepy, 1 ms period".into(),
+            workload(&args_of(&format!("sleepy --period 1ms --duration {secs}s"))),
         ),
     ];
     let options = SeriesOptions {
@@ -122,25 +196,7 @@ pub fn execute(global: &GlobalArgs, args: DemoArgs) -> anyhow::Result<ExitCode> 
         }
     }
     bar.finish_and_clear();
-
-    let verdicts: Vec<Verdict> = [(0, 1), (3, 2)]
-        .iter()
-        .filter_map(|&(b, c)| {
-            let (base, cand) = (&scenarios[b], &scenarios[c]);
-            let ratios = Ratios::of(base.result.summary.as_ref()?, cand.result.summary.as_ref()?);
-            Some(Verdict {
-                baseline: base.name.clone(),
-                candidate: cand.name.clone(),
-                class: verdict::classify(&ratios),
-                sentence: format!(
-                    "Against {}: {}",
-                    base.name,
-                    verdict::sentence(&cand.name, &ratios)
-                ),
-                ratios,
-            })
-        })
-        .collect();
+    let verdicts = verdicts(&scenarios, cpus, secs);
 
     if args.json {
         let doc = serde_json::json!({

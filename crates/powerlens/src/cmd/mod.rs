@@ -8,6 +8,7 @@ pub mod dvfs;
 pub mod info;
 pub mod run;
 pub mod runs;
+pub mod sweep;
 pub mod workload;
 
 use std::process::ExitCode;
@@ -21,6 +22,7 @@ pub fn execute(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Run(args) => run::execute(&cli.global, *args),
         Command::Compare(args) => compare::execute(&cli.global, *args),
         Command::Runs(args) => runs::execute(args),
+        Command::Sweep(args) => sweep::execute(&cli.global, *args),
         Command::Demo(args) => demo::execute(&cli.global, args),
         Command::Calibrate(args) => calibrate::execute(&cli.global, args),
         Command::Completions(args) => completions::completions(args),

@@ -1,0 +1,171 @@
+//! `powerlens sweep`: run a command over every combination of parameter values and show
+//! the energy and time to retire the work for each.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::{bail, Context};
+use clap::Args;
+use powerlens_core::compare::Sample;
+use powerlens_core::run::RunResult;
+use powerlens_core::sweep::{self, Sweep};
+use serde::Serialize;
+
+use crate::cli::GlobalArgs;
+use crate::cmd::run::{MeterArgs, OutputArgs, Rendered, SaveArgs, SeriesArgs};
+use crate::meter::Meter;
+use crate::{interrupt, progress, results, runner};
+
+#[derive(Debug, Args)]
+#[command(after_long_help = "\
+Every {NAME} in the command is replaced by the parameter's value; every combination of the
+--param values runs (interleaved, so drift of the machine hits them alike), and each row
+shows W, s, J, EDP and work per joule, the best by energy and by time, and ratios to the
+reference combination (default: the first).
+
+Examples:
+  powerlens sweep --param threads=1..4 -- powerlens workload spin --threads {threads} --duration 1s
+  powerlens sweep --param j=1,2,4,8 --runs 3 --plot make.svg -- sh -c 'make clean; make -j{j}'
+  powerlens sweep --param threads=1,2 --param period=1ms,100ms --reference threads=1,period=100ms \\
+      -- powerlens workload sleepy --period {period} --duration 1s")]
+pub struct SweepArgs {
+    /// A parameter and its values: NAME=V1,V2,… or NAME=FIRST..LAST (integers, inclusive).
+    #[arg(short, long = "param", value_name = "NAME=VALUES", required = true)]
+    pub params: Vec<String>,
+
+    /// The combination ratios are taken against: a value (one parameter) or NAME=V[,NAME=V].
+    #[arg(long, value_name = "VALUES")]
+    pub reference: Option<String>,
+
+    /// Units of work one run retires: work per joule becomes throughput per watt.
+    #[arg(long, value_name = "N", default_value_t = 1.0)]
+    pub work: f64,
+
+    /// Draw energy and time against the first parameter as an SVG file.
+    #[arg(long, value_name = "FILE")]
+    pub plot: Option<PathBuf>,
+
+    #[command(flatten)]
+    pub series: SeriesArgs,
+
+    #[command(flatten)]
+    pub output: OutputArgs,
+
+    #[command(flatten)]
+    pub save: SaveArgs,
+
+    #[command(flatten)]
+    pub meter: MeterArgs,
+
+    /// The command, with {NAME} where each parameter's value goes.
+    #[arg(required = true, last = true, value_name = "CMD")]
+    pub command: Vec<String>,
+}
+
+#[derive(Debug, Serialize)]
+struct SweepDoc<'a> {
+    provenance: String,
+    command: &'a [String],
+    work_per_run: f64,
+    #[serde(flatten)]
+    sweep: &'a Sweep,
+    stopped_early: Option<String>,
+}
+
+pub fn execute(global: &GlobalArgs, args: SweepArgs) -> anyhow::Result<ExitCode> {
+    if !(args.work.is_finite() && args.work > 0.0) {
+        bail!(
+            "--work must be a positive number of work units per run, got {}",
+            args.work
+        );
+    }
+    let params = args
+        .params
+        .iter()
+        .map(|p| sweep::parse_param(p))
+        .collect::<Result<Vec<_>, _>>()?;
+    let combos = sweep::combinations(&params)?;
+    sweep::check_command(&args.command, &params)?;
+    let reference = match &args.reference {
+        Some(text) => sweep::find_reference(&combos, text)?,
+        None => 0,
+    };
+    let roots = global.roots()?;
+    let mut db = args.save.open()?;
+    let meter = Meter::open(&roots, &args.meter.options())?;
+    eprintln!("{}", meter.describe());
+    interrupt::install();
+
+    let argvs: Vec<Vec<String>> = combos
+        .iter()
+        .map(|c| sweep::substitute(&args.command, c))
+        .collect();
+    let options = args.series.options();
+    let bar = progress::bar((options.runs * argvs.len()) as u64, "sweep");
+    let series = runner::run_interleaved(&meter, &argvs, &options, &bar)?;
+    bar.finish_and_clear();
+    let stopped_early = series.first().and_then(|s| s.stopped_early.clone());
+
+    let mut samples = Vec::with_capacity(series.len());
+    for ((combo, argv), s) in combos.iter().zip(&argvs).zip(series) {
+        let result = RunResult::new(
+            argv.clone(),
+            meter.provenance(),
+            options.window.map(|w| w.as_secs_f64()),
+            None,
+            s.measurements,
+            meter.warnings.clone(),
+            s.stopped_early,
+        );
+        if let Some(db) = db.as_mut().filter(|_| !result.runs.is_empty()) {
+            results::save_run(db, &result, Some(sweep::combo_label(combo)))?;
+        }
+        samples.push(
+            result
+                .runs
+                .iter()
+                .map(|r| Sample {
+                    wall_s: r.wall_s,
+                    energy_j: r.energy_j,
+                    domains: r.domains.clone(),
+                })
+                .collect::<Vec<_>>(),
+        );
+    }
+    if let Some(why) = &stopped_early {
+        if samples.iter().any(Vec::is_empty) {
+            bail!("the sweep stopped before every combination ran once: {why}");
+        }
+    }
+    let result = sweep::analyse(&params, &combos, &samples, reference, args.work)?;
+    let provenance = meter.provenance().label();
+    let doc = SweepDoc {
+        provenance: provenance.clone(),
+        command: &args.command,
+        work_per_run: args.work,
+        sweep: &result,
+        stopped_early: stopped_early.clone(),
+    };
+    let mut text = powerlens_report::sweep::text(&result, &provenance);
+    if let Some(why) = &stopped_early {
+        text.push_str(&format!(
+            "\nstopped early: {why}; rows use the runs that finished\n"
+        ));
+    }
+    args.output.emit(&Rendered {
+        json: serde_json::to_string_pretty(&doc)?,
+        text,
+        csv: powerlens_report::sweep::csv(&result),
+        markdown: powerlens_report::sweep::markdown(&result),
+    })?;
+    if let Some(path) = &args.plot {
+        std::fs::write(path, powerlens_report::sweep::plot(&result))
+            .with_context(|| format!("writing the plot {}", path.display()))?;
+        eprintln!("plot written to {}", path.display());
+    }
+    Ok(match stopped_early {
+        None => ExitCode::SUCCESS,
+        Some(_) if interrupt::interrupted() => ExitCode::from(130),
+        Some(_) => ExitCode::FAILURE,
+    })
+}

@@ -1,0 +1,42 @@
+//! `powerlens demo` end to end on a machine without a meter (an empty sysfs root): every
+//! scenario measured, figures labelled as estimates, and the same-work pair faster in
+//! parallel when the machine has more than one CPU.
+
+use std::process::Command;
+
+#[test]
+fn demo_measures_every_scenario_and_labels_estimates() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_powerlens"))
+        .env("POWERLENS_SYSFS_ROOT", dir.path())
+        .env_remove("POWERLENS_PROCFS_ROOT")
+        .args(["demo", "--runs", "1", "--duration", "0.1s", "--json"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let scenarios = v["scenarios"].as_array().unwrap();
+    assert_eq!(scenarios.len(), 6);
+    for s in scenarios {
+        let run = &s["result"]["runs"][0];
+        assert!(run["energy_j"].as_f64().unwrap() > 0.0, "{}", s["name"]);
+        assert_eq!(run["provenance"]["kind"], "estimated");
+    }
+    let verdicts = v["verdicts"].as_array().unwrap();
+    assert_eq!(verdicts.len(), 3);
+    // The barrier pair retires the same work: the kernel charges both about the same CPU
+    // time, however many CPUs shared it (wall times depend on the machine's load; CPU time
+    // of fixed work does not).
+    let cpu = |i: usize| scenarios[i]["result"]["runs"][0]["cpu_s"].as_f64().unwrap();
+    let (one, all) = (cpu(0), cpu(1));
+    assert!(
+        all > 0.5 * one && all < 2.0 * one,
+        "barrier CPU time: 1 CPU {one} s, all CPUs {all} s"
+    );
+    // The 1 ms sleeper wakes 100× as often and so spends more CPU time than the 100 ms one.
+    assert!(cpu(5) > cpu(4), "sleepy: {} vs {}", cpu(5), cpu(4));
+}
