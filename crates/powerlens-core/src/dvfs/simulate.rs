@@ -138,7 +138,9 @@ impl<'m> Core<'m> {
         self.run_wall(work_us * self.machine.slowdown[self.license]);
     }
 
-    /// A phase under a timeout policy; `timeout_us(license, level)` gives the timeout.
+    /// A phase under a timeout policy: upclock `timeout_us` after code of the license's
+    /// level last ran (the caller picks the timeout for this license and phase level), or
+    /// at once on a hinted phase when `hint_upclocks`.
     fn timed_phase(&mut self, phase: &Phase, timeout_us: f64, hint_upclocks: bool) {
         let level = phase.level.index();
         if level > self.license {
