@@ -113,20 +113,53 @@ impl Classifier {
     }
 }
 
-/// Scores from the lines of a samples CSV (optional `time_us,...` header, `#` comments).
+/// Reads a samples CSV line by line (optional `time_us,...` header, `#` comments) into a
+/// [`Classifier`], so that files of any length stream through a reused buffer.
+#[derive(Debug)]
+pub struct SamplesReader {
+    rows: csv::Rows,
+    classifier: Classifier,
+}
+
+impl Default for SamplesReader {
+    fn default() -> Self {
+        SamplesReader {
+            rows: csv::Rows::new("time_us"),
+            classifier: Classifier::new(),
+        }
+    }
+}
+
+impl SamplesReader {
+    pub fn new() -> SamplesReader {
+        SamplesReader::default()
+    }
+
+    /// Applies the next line; errors carry its line number.
+    pub fn push_line(&mut self, line: &str) -> Result<(), InputError> {
+        let Some(text) = self.rows.next(line) else {
+            return Ok(());
+        };
+        let sample = parse_sample(text).map_err(|kind| self.rows.error(kind))?;
+        self.classifier
+            .push(sample)
+            .map_err(|kind| self.rows.error(kind))
+    }
+
+    pub fn finish(self) -> Classification {
+        self.classifier.finish()
+    }
+}
+
+/// Scores from all the lines of a samples CSV.
 pub fn classify_lines<'a>(
     lines: impl IntoIterator<Item = &'a str>,
 ) -> Result<Classification, InputError> {
-    let mut classifier = Classifier::new();
-    let mut rows = csv::Rows::new("time_us");
+    let mut reader = SamplesReader::new();
     for line in lines {
-        let Some(text) = rows.next(line) else {
-            continue;
-        };
-        let sample = parse_sample(text).map_err(|kind| rows.error(kind))?;
-        classifier.push(sample).map_err(|kind| rows.error(kind))?;
+        reader.push_line(line)?;
     }
-    Ok(classifier.finish())
+    Ok(reader.finish())
 }
 
 fn parse_sample(text: &str) -> Result<Sample, InputErrorKind> {

@@ -10,7 +10,7 @@ use std::process::ExitCode;
 use anyhow::{anyhow, Context};
 use clap::{Args, Subcommand, ValueEnum};
 use powerlens_core::dvfs::breakeven::{break_even_table, HARDWARE_TIMEOUT_US};
-use powerlens_core::dvfs::classify::classify_lines;
+use powerlens_core::dvfs::classify::{SamplesReader, SAMPLES_FORMAT};
 use powerlens_core::dvfs::counters::{license_counter_status, CounterProbe};
 use powerlens_core::dvfs::gen::{generate, Pattern};
 use powerlens_core::dvfs::policy::Policy;
@@ -485,12 +485,14 @@ fn gen(args: GenArgs) -> anyhow::Result<()> {
 }
 
 fn classify(args: ClassifyArgs) -> anyhow::Result<()> {
-    let mut text = String::new();
-    open_input(&args.samples)?
-        .read_to_string(&mut text)
-        .with_context(|| format!("cannot read {}", args.samples.display()))?;
-    let classification =
-        classify_lines(text.lines()).map_err(|e| anyhow!("{}: {e}", args.samples.display()))?;
+    let path = &args.samples;
+    let mut reader = SamplesReader::new();
+    for_each_line(path, &mut *open_input(path)?, |line| {
+        reader
+            .push_line(line)
+            .map_err(|e| anyhow!("{}: {e} (format: {SAMPLES_FORMAT})", path.display()))
+    })?;
+    let classification = reader.finish();
     if args.json {
         print_json(&classification)
     } else {
