@@ -321,6 +321,15 @@ fn break_even(args: BreakEvenArgs) -> anyhow::Result<()> {
     }
 }
 
+/// How messages name an input: its path, or "standard input" for `-`.
+fn input_name(path: &Path) -> String {
+    if path == Path::new("-") {
+        "standard input".to_string()
+    } else {
+        path.display().to_string()
+    }
+}
+
 /// A file, or standard input for `-`.
 fn open_input(path: &Path) -> anyhow::Result<Box<dyn Read>> {
     if path == Path::new("-") {
@@ -348,7 +357,7 @@ fn for_each_line(
         let read = match input.read(&mut buf[filled..]) {
             Ok(n) => n,
             Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-            Err(e) => return Err(e).with_context(|| format!("cannot read {}", path.display())),
+            Err(e) => return Err(e).with_context(|| format!("cannot read {}", input_name(path))),
         };
         filled += read;
         let at_end = read == 0;
@@ -362,7 +371,7 @@ fn for_each_line(
             }
         };
         let text = std::str::from_utf8(&buf[..complete])
-            .map_err(|_| anyhow!("{}: not UTF-8 text; expected CSV", path.display()))?;
+            .map_err(|_| anyhow!("{}: not UTF-8 text; expected CSV", input_name(path)))?;
         for line in text.split_inclusive('\n') {
             each(line)?;
         }
@@ -381,7 +390,7 @@ fn read_trace(path: &Path) -> anyhow::Result<Vec<Phase>> {
     for_each_line(path, &mut *input, |line| {
         if let Some(phase) = parser
             .push_line(line)
-            .map_err(|e| anyhow!("{}: {e} (format: {TRACE_FORMAT})", path.display()))?
+            .map_err(|e| anyhow!("{}: {e} (format: {TRACE_FORMAT})", input_name(path)))?
         {
             phases.push(phase);
         }
@@ -490,7 +499,7 @@ fn classify(args: ClassifyArgs) -> anyhow::Result<()> {
     for_each_line(path, &mut *open_input(path)?, |line| {
         reader
             .push_line(line)
-            .map_err(|e| anyhow!("{}: {e} (format: {SAMPLES_FORMAT})", path.display()))
+            .map_err(|e| anyhow!("{}: {e} (format: {SAMPLES_FORMAT})", input_name(path)))
     })?;
     let classification = reader.finish();
     if args.json {
