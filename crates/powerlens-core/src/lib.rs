@@ -3,6 +3,7 @@
 //! Deterministic and free of I/O: callers feed measured values in, typed results come out.
 
 pub mod compare;
+pub mod dvfs;
 pub mod model;
 pub mod provenance;
 pub mod run;

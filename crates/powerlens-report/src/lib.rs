@@ -2,6 +2,7 @@
 //! returns strings; never measures anything.
 
 pub mod compare;
+pub mod dvfs;
 pub mod info;
 pub mod run;
 pub mod svg;

@@ -60,6 +60,9 @@ pub enum Command {
     Calibrate(cmd::calibrate::CalibrateArgs),
     /// Put back system settings a killed powerlens left applied (compare/sweep --config).
     Restore(cmd::restore::RestoreArgs),
+    /// Wide-vector (AVX2/AVX-512) frequency licenses: break-even, policy simulation, power score.
+    #[command(long_about = cmd::dvfs::LONG_ABOUT)]
+    Dvfs(cmd::dvfs::DvfsArgs),
     /// Write shell completions to stdout.
     Completions(cmd::completions::CompletionsArgs),
     /// Write the man page (roff) to stdout.

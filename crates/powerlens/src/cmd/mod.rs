@@ -4,6 +4,7 @@ pub mod calibrate;
 pub mod compare;
 pub mod completions;
 pub mod demo;
+pub mod dvfs;
 pub mod info;
 pub mod restore;
 pub mod run;
@@ -18,6 +19,7 @@ use crate::cli::{Cli, Command};
 pub fn execute(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
         Command::Info(args) => info::execute(&cli.global, args),
+        Command::Dvfs(args) => dvfs::execute(&cli.global, args),
         Command::Run(args) => run::execute(&cli.global, *args),
         Command::Compare(args) => compare::execute(&cli.global, *args),
         Command::Runs(args) => runs::execute(args),
