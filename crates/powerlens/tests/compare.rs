@@ -140,7 +140,9 @@ impl Drop for SteeredMeter {
 #[test]
 fn live_interleaved_ratios_and_trade_off_verdict() {
     let m = SteeredMeter::start();
-    let (a, b) = (m.load(30.0, 0.3), m.load(15.0, 0.45));
+    // Long enough that the few ms `sh` and `sleep` take to start (at 0 W) stay far inside
+    // the 2% the ratios must meet.
+    let (a, b) = (m.load(30.0, 0.6), m.load(15.0, 0.9));
     let db = m.tree.sys_path("results.db");
     let out = powerlens(
         &m.tree.roots().sysfs,
@@ -152,7 +154,7 @@ fn live_interleaved_ratios_and_trade_off_verdict() {
     assert!(out.status.success(), "{}", stderr(&out));
     let v = json(&out);
     let c = &v["candidates"][0];
-    // Expected: time 0.45 / 0.3 = 1.5; energy (15 × 0.45) / (30 × 0.3) = 0.75; power 0.5.
+    // Expected: time 0.9 / 0.6 = 1.5; energy (15 × 0.9) / (30 × 0.6) = 0.75; power 0.5.
     let ratio = |k: &str| c["ratios"][k].as_f64().unwrap();
     assert!(
         (ratio("time") / 1.5 - 1.0).abs() < 0.02,

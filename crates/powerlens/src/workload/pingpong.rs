@@ -116,15 +116,9 @@ mod tests {
                     && usage.voluntary_switches <= counts.blocked_waits + 3,
                 "{thread:?}"
             );
-            // A receive without sleeping means the other thread returned the token while
-            // this one was off the CPU (preempted after passing): each receive costs one
-            // switch, voluntary or not.
-            let switches = usage.voluntary_switches + usage.involuntary_switches;
-            assert!(
-                switches >= 1900,
-                "{}: {switches} switches for 2000 receives",
-                thread.name
-            );
+            // No bound on switches per receive: with two CPUs both threads can run at once,
+            // and a token that arrives before the receiver sleeps costs no switch at all.
+            assert!(counts.blocked_waits <= counts.receives, "{thread:?}");
             // Preemption turns some waits into involuntary switches (more so on a busy
             // machine), but a thread that spun instead of sleeping would have none.
             assert!(counts.blocked_waits >= 500, "{thread:?}");
