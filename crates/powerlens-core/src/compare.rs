@@ -93,6 +93,19 @@ pub struct Comparison {
     pub candidates: Vec<CandidateComparison>,
 }
 
+/// The runs of a `run` result as comparison samples.
+pub fn samples_of(result: &crate::run::RunResult) -> Vec<Sample> {
+    result
+        .runs
+        .iter()
+        .map(|r| Sample {
+            wall_s: r.wall_s,
+            energy_j: r.energy_j,
+            domains: r.domains.clone(),
+        })
+        .collect()
+}
+
 /// The figures compared, with how each is derived from a sample.
 type Figure = (&'static str, fn(&Sample, f64) -> f64);
 const FIGURES: [Figure; 6] = [

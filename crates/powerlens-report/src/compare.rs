@@ -3,7 +3,7 @@
 use powerlens_core::compare::{CandidateComparison, Comparison};
 use powerlens_core::stats::Summary;
 
-use crate::table::{precise, sig, Table};
+use crate::table::{csv_field, precise, sig, Table};
 
 fn mean_ci(s: &Summary) -> (String, String) {
     let half = s
@@ -117,7 +117,7 @@ pub fn csv(c: &Comparison) -> String {
                 .unwrap_or_default();
             out.push_str(&format!(
                 "mean,{},,{figure},{},{lo},{hi},\n",
-                field(&l.label),
+                csv_field(&l.label),
                 s.mean
             ));
         }
@@ -136,9 +136,9 @@ pub fn csv(c: &Comparison) -> String {
                 .unwrap_or_default();
             out.push_str(&format!(
                 "ratio,{},{},{},{ratio},{lo},{hi},{sig}\n",
-                field(&cand.label),
-                field(&cand.baseline),
-                field(key)
+                csv_field(&cand.label),
+                csv_field(&cand.baseline),
+                csv_field(key)
             ));
         }
     }
@@ -167,14 +167,6 @@ pub fn markdown(c: &Comparison, provenance: &str) -> String {
         out.push_str(&format!("- {}\n", cand.verdict));
     }
     out
-}
-
-fn field(s: &str) -> String {
-    if s.contains([',', '"', '\n']) {
-        format!("\"{}\"", s.replace('"', "\"\""))
-    } else {
-        s.to_string()
-    }
 }
 
 #[cfg(test)]

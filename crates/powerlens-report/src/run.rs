@@ -3,7 +3,7 @@
 use powerlens_core::run::{RunResult, RunSummary};
 use powerlens_core::stats::Summary;
 
-use crate::table::{sig, Table};
+use crate::table::{csv_field, sig, Table};
 
 /// One summarized figure: label, unit and its summary.
 fn figures(s: &RunSummary) -> Vec<(String, &'static str, &Summary)> {
@@ -151,14 +151,6 @@ pub fn markdown(result: &RunResult) -> String {
         }
     }
     out
-}
-
-fn csv_field(s: &str) -> String {
-    if s.contains([',', '"', '\n']) {
-        format!("\"{}\"", s.replace('"', "\"\""))
-    } else {
-        s.to_string()
-    }
 }
 
 /// The command as a user would type it (arguments with spaces quoted).

@@ -80,6 +80,15 @@ fn looks_numeric(s: &str) -> bool {
         .is_some_and(|c| c.is_ascii_digit())
 }
 
+/// A CSV field, quoted when it holds a comma, a quote or a newline (RFC 4180).
+pub fn csv_field(s: &str) -> String {
+    if s.contains([',', '"', '\n']) {
+        format!("\"{}\"", s.replace('"', "\"\""))
+    } else {
+        s.to_string()
+    }
+}
+
 /// Formats a value with `significant` significant digits, without exponent for the
 /// magnitudes powerlens prints (µJ to MJ).
 pub fn sig(value: f64, significant: usize) -> String {

@@ -115,6 +115,19 @@ impl Meter {
         }
     }
 
+    /// Average total power (packages + DRAM, or the model's system figure) between two
+    /// readings taken with nothing measured in between, e.g. an idle baseline.
+    pub fn average_power_w(&self, from: &Reading, to: &Reading) -> f64 {
+        let seconds = to.at.duration_since(from.at).as_secs_f64();
+        let joules: f64 = self
+            .energy_between(from, to, None)
+            .iter()
+            .filter(|d| d.counts_in_total)
+            .map(|d| d.joules)
+            .sum();
+        joules / seconds
+    }
+
     pub fn provenance(&self) -> Provenance {
         match &self.kind {
             Kind::Source(s) => Provenance::Measured {

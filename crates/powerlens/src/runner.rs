@@ -5,7 +5,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use indicatif::ProgressBar;
-use powerlens_core::run::{Baseline, Measurement};
+use powerlens_core::run::{Baseline, Measurement, RunResult};
 use powerlens_sys::settings::{self, Setting};
 use powerlens_sys::Roots;
 
@@ -226,6 +226,24 @@ fn attempt_as_is(
     }))
 }
 
+/// The result of one command's series, as `run` reports and saves it.
+pub fn result_of(
+    meter: &Meter,
+    argv: Vec<String>,
+    window: Option<Duration>,
+    series: Series,
+) -> RunResult {
+    RunResult::new(
+        argv,
+        meter.provenance(),
+        window.map(|w| w.as_secs_f64()),
+        None,
+        series.measurements,
+        meter.warnings.clone(),
+        series.stopped_early,
+    )
+}
+
 /// Average power of the machine left idle for `duration`; `None` when interrupted.
 pub fn idle_power(meter: &Meter, duration: Duration) -> anyhow::Result<Option<f64>> {
     let before = meter.read()?;
@@ -233,14 +251,7 @@ pub fn idle_power(meter: &Meter, duration: Duration) -> anyhow::Result<Option<f6
         return Ok(None);
     }
     let after = meter.read()?;
-    let seconds = after.at.duration_since(before.at).as_secs_f64();
-    let joules: f64 = meter
-        .energy_between(&before, &after, None)
-        .iter()
-        .filter(|d| d.counts_in_total)
-        .map(|d| d.joules)
-        .sum();
-    Ok(Some(joules / seconds))
+    Ok(Some(meter.average_power_w(&before, &after)))
 }
 
 /// Measures the idle baseline before the runs; `after_w` is filled in by [`finish_baseline`].

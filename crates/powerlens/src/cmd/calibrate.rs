@@ -111,14 +111,8 @@ pub fn execute(global: &GlobalArgs, args: CalibrateArgs) -> anyhow::Result<ExitC
             );
         }
         let seconds = after.at.duration_since(before.at).as_secs_f64();
-        let joules: f64 = meter
-            .energy_between(&before, &after, None)
-            .iter()
-            .filter(|d| d.counts_in_total)
-            .map(|d| d.joules)
-            .sum();
         let busy_cpus = stat_after.busy_since(&stat_before) / seconds;
-        points.push((busy_cpus, joules / seconds));
+        points.push((busy_cpus, meter.average_power_w(&before, &after)));
         bar.inc(1);
     }
     bar.finish_and_clear();

@@ -6,7 +6,7 @@ use std::process::ExitCode;
 
 use anyhow::{bail, Context};
 use clap::Args;
-use powerlens_core::compare::{self, Comparison, Group, Sample};
+use powerlens_core::compare::{self, Comparison, Group};
 use powerlens_core::run::RunResult;
 use powerlens_store::ResultsDb;
 use serde::Serialize;
@@ -155,18 +155,6 @@ fn from_csv(path: &Path) -> anyhow::Result<Inputs> {
     })
 }
 
-fn samples(result: &RunResult) -> Vec<Sample> {
-    result
-        .runs
-        .iter()
-        .map(|r| Sample {
-            wall_s: r.wall_s,
-            energy_j: r.energy_j,
-            domains: r.domains.clone(),
-        })
-        .collect()
-}
-
 fn from_results(refs: &[String], save: &SaveArgs) -> anyhow::Result<Inputs> {
     let mut db: Option<ResultsDb> = None;
     let mut groups = Vec::new();
@@ -210,7 +198,7 @@ fn from_results(refs: &[String], save: &SaveArgs) -> anyhow::Result<Inputs> {
         provenances.push(result.provenance.label());
         groups.push(Group {
             label,
-            samples: samples(&result),
+            samples: compare::samples_of(&result),
         });
     }
     provenances.dedup();
@@ -281,22 +269,14 @@ fn live(global: &GlobalArgs, args: &CompareArgs) -> anyhow::Result<Inputs> {
     let stopped_early = series.first().and_then(|s| s.stopped_early.clone());
     let mut groups = Vec::new();
     for ((label, job), s) in labels.iter().zip(jobs).zip(series) {
-        let result = RunResult::new(
-            job.argv,
-            meter.provenance(),
-            options.window.map(|w| w.as_secs_f64()),
-            None,
-            s.measurements,
-            meter.warnings.clone(),
-            s.stopped_early,
-        );
+        let result = runner::result_of(&meter, job.argv, options.window, s);
         if let Some(db) = db.as_mut().filter(|_| !result.runs.is_empty()) {
             let id = results::save_run(db, &result, Some(label.clone()))?;
             eprintln!("saved {label:?} as result {id}");
         }
         groups.push(Group {
             label: label.clone(),
-            samples: samples(&result),
+            samples: compare::samples_of(&result),
         });
     }
     Ok(Inputs {

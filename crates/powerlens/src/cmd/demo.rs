@@ -180,17 +180,10 @@ pub fn execute(global: &GlobalArgs, args: DemoArgs) -> anyhow::Result<ExitCode> 
     for (name, argv) in plan {
         bar.set_prefix(name.clone());
         let series = runner::run_series(&meter, &argv, &options, &bar)?;
-        let result = RunResult::new(
-            argv,
-            meter.provenance(),
-            None,
-            None,
-            series.measurements,
-            Vec::new(),
-            series.stopped_early.clone(),
-        );
+        let stopped_early = series.stopped_early.clone();
+        let result = runner::result_of(&meter, argv, None, series);
         scenarios.push(Scenario { name, result });
-        if let Some(why) = series.stopped_early {
+        if let Some(why) = stopped_early {
             bar.finish_and_clear();
             anyhow::bail!("the demo stopped: {why}");
         }

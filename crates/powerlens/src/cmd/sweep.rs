@@ -6,8 +6,7 @@ use std::process::ExitCode;
 
 use anyhow::{bail, Context};
 use clap::Args;
-use powerlens_core::compare::Sample;
-use powerlens_core::run::RunResult;
+use powerlens_core::compare;
 use powerlens_core::sweep::{self, Sweep};
 use serde::Serialize;
 
@@ -132,29 +131,11 @@ pub fn execute(global: &GlobalArgs, args: SweepArgs) -> anyhow::Result<ExitCode>
 
     let mut samples = Vec::with_capacity(series.len());
     for ((combo, argv), s) in combos.iter().zip(&argvs).zip(series) {
-        let result = RunResult::new(
-            argv.clone(),
-            meter.provenance(),
-            options.window.map(|w| w.as_secs_f64()),
-            None,
-            s.measurements,
-            meter.warnings.clone(),
-            s.stopped_early,
-        );
+        let result = runner::result_of(&meter, argv.clone(), options.window, s);
         if let Some(db) = db.as_mut().filter(|_| !result.runs.is_empty()) {
             results::save_run(db, &result, Some(sweep::combo_label(combo)))?;
         }
-        samples.push(
-            result
-                .runs
-                .iter()
-                .map(|r| Sample {
-                    wall_s: r.wall_s,
-                    energy_j: r.energy_j,
-                    domains: r.domains.clone(),
-                })
-                .collect::<Vec<_>>(),
-        );
+        samples.push(compare::samples_of(&result));
     }
     if let Some(why) = &stopped_early {
         if samples.iter().any(Vec::is_empty) {
