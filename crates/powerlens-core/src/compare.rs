@@ -19,6 +19,9 @@ use crate::verdict::{self, Ratios, VerdictClass};
 pub struct Sample {
     pub wall_s: f64,
     pub energy_j: f64,
+    /// Average power over the interval the energy covers: the wall time, or a fixed window
+    /// (`--window`), in which case it is not `energy_j / wall_s`.
+    pub power_w: f64,
     /// Energy per domain, name → joules (may be empty, e.g. for CSV input).
     pub domains: BTreeMap<String, f64>,
 }
@@ -101,6 +104,7 @@ pub fn samples_of(result: &crate::run::RunResult) -> Vec<Sample> {
         .map(|r| Sample {
             wall_s: r.wall_s,
             energy_j: r.energy_j,
+            power_w: r.power_w,
             domains: r.domains.clone(),
         })
         .collect()
@@ -111,7 +115,7 @@ type Figure = (&'static str, fn(&Sample, f64) -> f64);
 const FIGURES: [Figure; 6] = [
     ("time", |s, _| s.wall_s),
     ("energy", |s, _| s.energy_j),
-    ("power", |s, _| s.energy_j / s.wall_s),
+    ("power", |s, _| s.power_w),
     ("edp", |s, _| s.energy_j * s.wall_s),
     ("ed2p", |s, _| s.energy_j * s.wall_s * s.wall_s),
     ("perf_per_watt", |s, work| work / s.energy_j),
@@ -415,6 +419,7 @@ pub fn groups_from_csv<'a>(
         let sample = Sample {
             wall_s: seconds,
             energy_j,
+            power_w: energy_j / seconds,
             domains: BTreeMap::new(),
         };
         match groups.iter_mut().find(|g| g.label == *label) {
@@ -440,6 +445,7 @@ mod tests {
                 .map(|&(t, e)| Sample {
                     wall_s: t,
                     energy_j: e,
+                    power_w: e / t,
                     domains: BTreeMap::new(),
                 })
                 .collect(),

@@ -220,7 +220,7 @@ pub fn analyse(
             runs: s.len(),
             wall_s: wall.mean,
             energy_j: energy.mean,
-            power_w: mean(&|x| x.energy_j / x.wall_s),
+            power_w: mean(&|x| x.power_w),
             edp_js: mean(&|x| x.energy_j * x.wall_s),
             perf_per_watt: mean(&|x| work / x.energy_j),
             wall_ci95: wall.ci95,
@@ -318,6 +318,7 @@ mod tests {
             vec![Sample {
                 wall_s: t,
                 energy_j: e,
+                power_w: e / t,
                 domains: BTreeMap::new(),
             }]
         };

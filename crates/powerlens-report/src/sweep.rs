@@ -210,6 +210,7 @@ mod tests {
             vec![Sample {
                 wall_s: t,
                 energy_j: e,
+                power_w: e / t,
                 domains: BTreeMap::new(),
             }]
         };

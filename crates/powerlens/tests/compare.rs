@@ -120,9 +120,14 @@ impl SteeredMeter {
 
     /// A shell command that draws `watts` for `seconds`, then returns the meter to 0 W.
     fn load(&self, watts: f64, seconds: f64) -> String {
+        self.load_then_idle(watts, seconds, 0.0)
+    }
+
+    /// Like [`SteeredMeter::load`], leaving the machine at `idle` watts afterwards.
+    fn load_then_idle(&self, watts: f64, seconds: f64, idle: f64) -> String {
         let ctl = self.tree.sys_path("watts");
         format!(
-            "echo {watts} > {0}; sleep {seconds}; echo 0 > {0}",
+            "echo {watts} > {0}; sleep {seconds}; echo {idle} > {0}",
             ctl.display()
         )
     }
@@ -196,6 +201,62 @@ fn live_interleaved_ratios_and_trade_off_verdict() {
 }
 
 #[test]
+fn fixed_window_credits_racing_to_idle() {
+    // Over a 1 s window with 5 W idle: fast = 30 W × 0.3 s + 5 W × 0.7 s = 12.5 J;
+    // slow = 15 W × 0.6 s + 5 W × 0.4 s = 11 J. The window charges the idle tail to both
+    // alike, so energy and average power compare over the same time.
+    let m = SteeredMeter::start();
+    std::fs::write(m.tree.sys_path("watts"), "5").unwrap();
+    let (fast, slow) = (
+        m.load_then_idle(30.0, 0.3, 5.0),
+        m.load_then_idle(15.0, 0.6, 5.0),
+    );
+    let out = powerlens(
+        &m.tree.roots().sysfs,
+        &m.tree.sys_path("r.db"),
+        &[
+            "compare",
+            "--runs",
+            "2",
+            "--window",
+            "1",
+            "--no-save",
+            "--json",
+            "-n",
+            "fast",
+            "-n",
+            "slow",
+            "--",
+            &fast,
+            &slow,
+        ],
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    let v = json(&out);
+    let energy = |i: usize| v["labels"][i]["energy_j"]["mean"].as_f64().unwrap();
+    assert!(
+        (energy(0) / 12.5 - 1.0).abs() < 0.03,
+        "fast over the window: {} J",
+        energy(0)
+    );
+    assert!(
+        (energy(1) / 11.0 - 1.0).abs() < 0.03,
+        "slow over the window: {} J",
+        energy(1)
+    );
+    // Average power is over the window, so its ratio equals the energy ratio.
+    let c = &v["candidates"][0];
+    let (pr, er) = (
+        c["ratios"]["power"].as_f64().unwrap(),
+        c["ratios"]["energy"].as_f64().unwrap(),
+    );
+    assert!(
+        (pr / er - 1.0).abs() < 0.05,
+        "power ratio {pr} vs energy ratio {er}"
+    );
+}
+
+#[test]
 fn saved_results_and_their_errors() {
     let dir = tempfile::tempdir().unwrap();
     let sys = dir.path().join("sys");
@@ -228,6 +289,23 @@ fn saved_results_and_their_errors() {
             .as_f64()
             .unwrap()
             > 1.5
+    );
+
+    let empty = dir.path().join("empty.json");
+    let mut doc: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&a).unwrap()).unwrap();
+    doc["runs"] = serde_json::json!([]);
+    std::fs::write(&empty, doc.to_string()).unwrap();
+    let out = powerlens(
+        &sys,
+        &db,
+        &["compare", a.to_str().unwrap(), empty.to_str().unwrap()],
+    );
+    assert!(!out.status.success());
+    assert!(
+        stderr(&out).contains("has no runs to compare"),
+        "{}",
+        stderr(&out)
     );
 
     let unknown = powerlens(&sys, &db, &["compare", "1", "99"]);
