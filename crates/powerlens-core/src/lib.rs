@@ -7,6 +7,7 @@ pub mod dvfs;
 pub mod model;
 pub mod provenance;
 pub mod run;
+pub mod sched;
 pub mod stats;
 pub mod sweep;
 pub mod verdict;

@@ -1,0 +1,81 @@
+//! The event model every scheduler analysis consumes. Live recordings and imported files
+//! are converted into these, so the analysis is the same whatever the source.
+
+use serde::{Deserialize, Serialize};
+
+/// Thread id; 0 is the idle task ("swapper") of a CPU.
+pub type Tid = u32;
+
+/// The idle task's tid on every CPU.
+pub const IDLE_TID: Tid = 0;
+
+/// How a thread left the CPU at a context switch (`prev_state` of sched_switch).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum SwitchedOut {
+    /// Still runnable (state R): it was preempted.
+    Preempted,
+    /// Blocked (sleeping, waiting on I/O, a lock, a futex…): a synchronization switch.
+    Blocked,
+    /// Exiting (dead or zombie): its last switch, neither sync nor preemption.
+    Exited,
+}
+
+/// Why an interrupt context is active on a CPU, for attributing wake-ups and idle exits.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum InterruptKind {
+    /// An hrtimer or timer-wheel callback.
+    Timer,
+    /// A hardware interrupt handler, with its name.
+    Irq(String),
+    /// A softirq (network, block, RCU…), with its vector name.
+    SoftIrq(String),
+    /// An inter-processor interrupt (reschedule, function call).
+    Ipi,
+}
+
+/// What happened.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub enum EventKind {
+    /// sched_switch: `prev` left the CPU as `how`; `next` runs from now on.
+    Switch {
+        prev: Tid,
+        how: SwitchedOut,
+        next: Tid,
+    },
+    /// sched_wakeup / sched_wakeup_new: `tid` became runnable, queued on `target_cpu`.
+    Wakeup {
+        tid: Tid,
+        target_cpu: u32,
+        new_thread: bool,
+    },
+    /// sched_migrate_task: `tid` moved from `from` to `to`.
+    Migrate { tid: Tid, from: u32, to: u32 },
+    /// sched_process_fork: `child` created by `parent` (thread ids), `child_pid` its process.
+    Fork {
+        parent: Tid,
+        child: Tid,
+        child_pid: u32,
+    },
+    /// sched_process_exec: `tid` now runs `comm`.
+    Exec { tid: Tid, comm: String },
+    /// sched_process_exit.
+    Exit { tid: Tid },
+    /// power:cpu_idle entry: the CPU asks for idle state `state` (a cpuidle index).
+    IdleEnter { state: u32 },
+    /// power:cpu_idle exit (state = PWR_EVENT_EXIT).
+    IdleExit,
+    /// Entry of an interrupt context (timer callback, IRQ handler, softirq, IPI).
+    InterruptEnter(InterruptKind),
+    /// Exit of the innermost interrupt context.
+    InterruptExit,
+    /// power:cpu_frequency.
+    Frequency { khz: u64 },
+}
+
+/// One event on one CPU at one time (CLOCK_MONOTONIC nanoseconds).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Event {
+    pub time_ns: u64,
+    pub cpu: u32,
+    pub kind: EventKind,
+}

@@ -1,0 +1,8 @@
+//! Scheduler and idle analysis: from a time-ordered stream of [`event::Event`]s to the
+//! per-thread and per-CPU figures of the application-centric grid.
+
+pub mod analysis;
+pub mod event;
+
+#[cfg(test)]
+mod tests;
