@@ -2,6 +2,7 @@
 //! per-thread and per-CPU figures of the application-centric grid.
 
 pub mod analysis;
+pub mod attribution;
 pub mod event;
 
 #[cfg(test)]

@@ -1,0 +1,149 @@
+//! Energy attribution that sums exactly to the measured total:
+//! `total_j = idle_j + other_j + Σ target thread rows`.
+//!
+//! Method: the idle (baseline) share is the idle power times the elapsed time, capped at the
+//! total; the rest — the active energy — is split over every thread in proportion to its
+//! CPU time. Threads outside the target (other processes) are summed into `other_j`. With
+//! no CPU time recorded at all, everything is idle energy. Frequency weighting (CPU time ×
+//! frequency, or cycles where counters exist) refines the weights when those are recorded.
+
+use serde::{Deserialize, Serialize};
+
+use super::analysis::{SchedSummary, ThreadStats};
+use super::event::Tid;
+
+/// Energy of one target thread.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ThreadEnergy {
+    pub tid: Tid,
+    pub energy_j: f64,
+}
+
+/// The split of the measured total.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Attribution {
+    pub total_j: f64,
+    /// Baseline energy: idle power × elapsed time, unattributed.
+    pub idle_j: f64,
+    /// Active energy of threads outside the target.
+    pub other_j: f64,
+    /// Active energy of each target thread.
+    pub threads: Vec<ThreadEnergy>,
+    /// The method in one sentence, printed with the table.
+    pub method: String,
+}
+
+/// Splits `total_j` measured over the summary's elapsed time. `idle_power_w` is the
+/// machine's baseline (measured before recording, or the power model's idle term).
+pub fn attribute(
+    summary: &SchedSummary,
+    total_j: f64,
+    idle_power_w: f64,
+    is_target: impl Fn(&ThreadStats) -> bool,
+) -> Attribution {
+    let total_j = total_j.max(0.0);
+    let elapsed_s = summary.elapsed_ns() as f64 / 1e9;
+    let busy_ns: u64 = summary.threads.iter().map(|t| t.cpu_time_ns).sum();
+    let idle_j = if busy_ns == 0 {
+        total_j
+    } else {
+        (idle_power_w.max(0.0) * elapsed_s).min(total_j)
+    };
+    let active_j = total_j - idle_j;
+    let threads: Vec<ThreadEnergy> = summary
+        .threads
+        .iter()
+        .filter(|t| is_target(t))
+        .map(|t| ThreadEnergy {
+            tid: t.tid,
+            energy_j: if busy_ns == 0 {
+                0.0
+            } else {
+                active_j * t.cpu_time_ns as f64 / busy_ns as f64
+            },
+        })
+        .collect();
+    let target_j: f64 = threads.iter().map(|t| t.energy_j).sum();
+    // `other_j` takes the remainder, so the parts add up to the total by construction.
+    let other_j = (active_j - target_j).max(0.0);
+    Attribution {
+        total_j,
+        idle_j,
+        other_j,
+        threads,
+        method: format!(
+            "idle share = {idle_power_w:.2} W baseline × {elapsed_s:.3} s; the remaining {active_j:.3} J split over threads by CPU time"
+        ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn summary(cpu_times: &[(Tid, u64)], elapsed_ns: u64) -> SchedSummary {
+        SchedSummary {
+            start_ns: 0,
+            end_ns: elapsed_ns,
+            threads: cpu_times
+                .iter()
+                .map(|&(tid, ns)| ThreadStats {
+                    tid,
+                    cpu_time_ns: ns,
+                    ..ThreadStats::default()
+                })
+                .collect(),
+            cpus: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn split_by_hand_and_exact_sum() {
+        // 2 s at 5 W idle = 10 J baseline; 30 J active split 1:2:3 by CPU time.
+        let s = summary(&[(1, 100), (2, 200), (3, 300)], 2_000_000_000);
+        let a = attribute(&s, 40.0, 5.0, |t| t.tid != 3);
+        assert_eq!(a.idle_j, 10.0);
+        assert_eq!(
+            a.threads,
+            vec![
+                ThreadEnergy {
+                    tid: 1,
+                    energy_j: 5.0
+                },
+                ThreadEnergy {
+                    tid: 2,
+                    energy_j: 10.0
+                }
+            ]
+        );
+        assert_eq!(a.other_j, 15.0);
+        let sum = a.idle_j + a.other_j + a.threads.iter().map(|t| t.energy_j).sum::<f64>();
+        assert!((sum - a.total_j).abs() <= 1e-12 * a.total_j);
+        assert!(a.method.contains("5.00 W baseline"));
+    }
+
+    #[test]
+    fn baseline_above_total_and_no_cpu_time() {
+        let s = summary(&[(1, 100)], 1_000_000_000);
+        let a = attribute(&s, 3.0, 5.0, |_| true);
+        assert_eq!(
+            (a.idle_j, a.other_j, a.threads[0].energy_j),
+            (3.0, 0.0, 0.0),
+            "never negative"
+        );
+        let idle = summary(&[(1, 0)], 1_000_000_000);
+        let a = attribute(&idle, 7.0, 1.0, |_| true);
+        assert_eq!((a.idle_j, a.other_j), (7.0, 0.0));
+    }
+
+    #[test]
+    fn sums_exactly_over_many_threads() {
+        let times: Vec<(Tid, u64)> = (1..=997)
+            .map(|t| (t, (t as u64 * 7919) % 1000 + 1))
+            .collect();
+        let s = summary(&times, 3_000_000_000);
+        let a = attribute(&s, 123.456, 11.1, |t| t.tid % 3 == 0);
+        let sum = a.idle_j + a.other_j + a.threads.iter().map(|t| t.energy_j).sum::<f64>();
+        assert!((sum - 123.456).abs() < 1e-9, "{sum}");
+    }
+}
