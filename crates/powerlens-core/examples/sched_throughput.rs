@@ -12,7 +12,10 @@ use powerlens_core::sched::event::{Event, EventKind, SwitchedOut, IDLE_TID};
 
 fn main() {
     let mut args = std::env::args().skip(1);
-    let n: usize = args.next().and_then(|a| a.parse().ok()).unwrap_or(10_000_000);
+    let n: usize = args
+        .next()
+        .and_then(|a| a.parse().ok())
+        .unwrap_or(10_000_000);
     let threads: u32 = args.next().and_then(|a| a.parse().ok()).unwrap_or(200);
     let events = stream(n, threads);
     println!("{} events, {threads} threads, 2 CPUs", events.len());
@@ -47,9 +50,15 @@ fn stream(n: usize, threads: u32) -> Vec<Event> {
         let cpu = rnd(2) as u32;
         let tid = 1 + rnd(threads as u64) as u32;
         let kind = match rnd(8) {
-            0 => EventKind::IdleEnter { state: rnd(2) as u32 },
+            0 => EventKind::IdleEnter {
+                state: rnd(2) as u32,
+            },
             1 => EventKind::IdleExit,
-            2 | 3 => EventKind::Wakeup { tid, target_cpu: cpu, new_thread: false },
+            2 | 3 => EventKind::Wakeup {
+                tid,
+                target_cpu: cpu,
+                new_thread: false,
+            },
             _ => {
                 let prev = on_cpu[cpu as usize];
                 let next = if rnd(5) == 0 { IDLE_TID } else { tid };
@@ -57,11 +66,19 @@ fn stream(n: usize, threads: u32) -> Vec<Event> {
                     continue;
                 }
                 on_cpu[cpu as usize] = next;
-                let how = if rnd(2) == 0 { SwitchedOut::Blocked } else { SwitchedOut::Preempted };
+                let how = if rnd(2) == 0 {
+                    SwitchedOut::Blocked
+                } else {
+                    SwitchedOut::Preempted
+                };
                 EventKind::Switch { prev, how, next }
             }
         };
-        events.push(Event { time_ns: t, cpu, kind });
+        events.push(Event {
+            time_ns: t,
+            cpu,
+            kind,
+        });
     }
     events
 }

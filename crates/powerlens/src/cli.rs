@@ -11,7 +11,16 @@ use crate::cmd;
 /// Application-centric CPU power and energy analyzer: how much energy a program costs to
 /// retire its work, and why.
 #[derive(Debug, Parser)]
-#[command(name = "powerlens", version, about, long_about = None, propagate_version = true)]
+#[command(
+    name = "powerlens",
+    version,
+    about,
+    long_about = None,
+    propagate_version = true,
+    after_help = "Start here: `powerlens info` (what this machine can measure), `powerlens demo`, \
+then `powerlens run -- CMD`. Energy = power × time: powerlens compares the energy to retire \
+the work, not average watts. Every figure says whether it is measured, estimated or unavailable."
+)]
 pub struct Cli {
     #[command(flatten)]
     pub global: GlobalArgs,
@@ -56,17 +65,17 @@ pub enum Command {
     Sweep(Box<cmd::sweep::SweepArgs>),
     /// List and show results saved by `run`.
     Runs(cmd::runs::RunsArgs),
+    /// Built-in workloads that reproduce the case studies: spin, barrier, imbalanced, sleepy, pingpong, avx.
+    Workload(cmd::workload::WorkloadArgs),
     /// Fit the power model on a machine with a meter, for machines without one.
     Calibrate(cmd::calibrate::CalibrateArgs),
-    /// Put back system settings a killed powerlens left applied (compare/sweep --config).
-    Restore(cmd::restore::RestoreArgs),
     /// Wide-vector (AVX2/AVX-512) frequency licenses: break-even, policy simulation, power score.
     #[command(long_about = cmd::dvfs::LONG_ABOUT)]
     Dvfs(cmd::dvfs::DvfsArgs),
+    /// Put back system settings a killed powerlens left applied (compare/sweep --config).
+    Restore(cmd::restore::RestoreArgs),
     /// Write shell completions to stdout.
     Completions(cmd::completions::CompletionsArgs),
     /// Write the man page (roff) to stdout.
     Man(cmd::completions::ManArgs),
-    /// Built-in workloads that reproduce the case studies: spin, barrier, imbalanced, sleepy, pingpong, avx.
-    Workload(cmd::workload::WorkloadArgs),
 }
