@@ -11,3 +11,4 @@ pub mod sched;
 pub mod stats;
 pub mod sweep;
 pub mod verdict;
+pub mod wake;
