@@ -1,0 +1,3 @@
+//! Kernel tracepoints through perf (placeholder, see below).
+
+pub mod format;
