@@ -1,3 +1,4 @@
 //! Kernel tracepoints through perf (placeholder, see below).
 
 pub mod format;
+pub mod ring;
