@@ -2,3 +2,4 @@
 
 pub mod format;
 pub mod ring;
+pub mod collector;
