@@ -38,6 +38,18 @@ pub struct UnavailableEvent {
     pub fix: Option<String>,
 }
 
+/// Now in the clock of [`TraceRecord::time_ns`] (CLOCK_MONOTONIC nanoseconds), for
+/// samplers and workloads whose readings must line up with trace records.
+pub fn monotonic_now_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_gettime writes into a local timespec; CLOCK_MONOTONIC always exists.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
 /// The pid/tid perf writes for a task that has exited (its final sched_switch): (u32)-1.
 pub const EXITED: u32 = u32::MAX;
 
@@ -479,16 +491,6 @@ exec "$0" --exact "$1" --nocapture --test-threads=1"#;
         );
     }
 
-    fn monotonic_ns() -> u64 {
-        let mut ts = libc::timespec {
-            tv_sec: 0,
-            tv_nsec: 0,
-        };
-        // SAFETY: writes into a local timespec.
-        unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
-        ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
-    }
-
     /// What a sleeping thread says about itself.
     struct Sleeper {
         tid: u32,
@@ -515,11 +517,11 @@ exec "$0" --exact "$1" --nocapture --test-threads=1"#;
                 // SAFETY: gettid has no preconditions.
                 let tid = unsafe { libc::gettid() } as u32;
                 let before = nvcsw();
-                let start_ns = monotonic_ns();
+                let start_ns = monotonic_now_ns();
                 for _ in 0..n {
                     std::thread::sleep(each);
                 }
-                let end_ns = monotonic_ns();
+                let end_ns = monotonic_now_ns();
                 let voluntary = nvcsw() - before;
                 Sleeper {
                     tid,
@@ -544,11 +546,11 @@ exec "$0" --exact "$1" --nocapture --test-threads=1"#;
             assert_eq!(c.events().len(), 2, "{:?}", c.unavailable());
             assert_eq!(c.unavailable()[0].event, "nosuch/event");
             let (switch, wakeup) = (0, 1);
-            let before = monotonic_ns();
+            let before = monotonic_now_ns();
             c.enable().unwrap();
             let sleeper = run_sleeper(200, Duration::from_millis(1));
             c.disable().unwrap();
-            let after = monotonic_ns();
+            let after = monotonic_now_ns();
 
             let cpus = c.cpus();
             let (mut total, mut sync_out, mut switched_in, mut woken) = (0, 0u64, 0, 0);
@@ -651,6 +653,50 @@ exec "$0" --exact "$1" --nocapture --test-threads=1"#;
             );
             assert!(records > 0);
             assert!(c.total_lost() > 0, "a 4 KiB ring cannot hold 900+ records");
+        });
+    }
+
+    /// Every event issue 4 asks for opens on this kernel, or is unavailable with a reason;
+    /// each event's records carry its own tracepoint id.
+    #[test]
+    fn live_recording_events_open_or_say_why() {
+        with_tracefs("live_recording_events_open_or_say_why", |roots| {
+            let events = [
+                "sched/sched_switch",
+                "sched/sched_wakeup",
+                "sched/sched_wakeup_new",
+                "sched/sched_migrate_task",
+                "sched/sched_process_fork",
+                "sched/sched_process_exec",
+                "sched/sched_process_exit",
+                "power/cpu_idle",
+                "power/cpu_frequency",
+                "irq/irq_handler_entry",
+                "irq/softirq_entry",
+                "timer/hrtimer_expire_entry",
+                "timer/timer_expire_entry",
+                "ipi/ipi_send_cpu",
+                "ipi/ipi_send_cpumask",
+            ];
+            let mut c =
+                Collector::open(roots, &events, CollectorOptions { buffer_pages: 64 }).unwrap();
+            assert_eq!(c.events().len() + c.unavailable().len(), events.len());
+            for u in c.unavailable() {
+                eprintln!("unavailable: {} — {} ({:?})", u.event, u.reason, u.fix);
+                assert!(!u.reason.is_empty());
+            }
+            c.enable().unwrap();
+            run_sleeper(20, Duration::from_millis(1));
+            c.disable().unwrap();
+            let mut per_event = vec![0u32; c.events().len()];
+            c.drain(|r| {
+                assert_eq!(r.decoded().u64("common_type"), Some(r.format.id));
+                per_event[r.event] += 1;
+            });
+            for (format, n) in c.events().iter().zip(&per_event) {
+                eprintln!("{:>6} {}", n, format.full_name());
+            }
+            assert!(per_event[0] >= 20, "sched_switch records: {}", per_event[0]);
         });
     }
 }
