@@ -29,6 +29,7 @@ pub const FLAG_USE_CLOCKID: u64 = 1 << 25;
 /// writes the selected items in a fixed order (IDENTIFIER first, RAW last of these).
 pub const PERF_SAMPLE_TID: u64 = 1 << 1;
 pub const PERF_SAMPLE_TIME: u64 = 1 << 2;
+pub const PERF_SAMPLE_CALLCHAIN: u64 = 1 << 5;
 pub const PERF_SAMPLE_CPU: u64 = 1 << 7;
 pub const PERF_SAMPLE_RAW: u64 = 1 << 10;
 pub const PERF_SAMPLE_IDENTIFIER: u64 = 1 << 16;

@@ -3,15 +3,15 @@
 
 use std::path::{Path, PathBuf};
 
-use std::os::fd::AsFd;
+use std::os::fd::{AsFd, AsRawFd};
 
 use crate::perf::{
     permission_fix, PerfCounter, PerfEventAttr, FLAG_DISABLED, FLAG_USE_CLOCKID, FLAG_WATERMARK,
-    PERF_TYPE_TRACEPOINT,
+    PERF_SAMPLE_CALLCHAIN, PERF_TYPE_TRACEPOINT,
 };
 use crate::perf_caps::{read_paranoid, refused, require_tracefs, NO_TRACEPOINT};
 use crate::trace::format::{Decoded, EventFormat};
-use crate::trace::ring::{parse_record, Record, Ring, SAMPLE_TYPE};
+use crate::trace::ring::{parse_record, Callchain, Record, Ring, SAMPLE_TYPE};
 use crate::{sysfs, topology, Roots, SysError};
 
 /// How to collect.
@@ -20,12 +20,19 @@ pub struct CollectorOptions {
     /// Data pages of each CPU's ring buffer, rounded up to a power of two (at least 1).
     /// Records arriving faster than `drain` empties the ring are lost (and counted).
     pub buffer_pages: usize,
+    /// Record each hit's call stack (`PERF_SAMPLE_CALLCHAIN`): kernel frames always, user
+    /// frames where the program keeps frame pointers. Makes records several times larger.
+    pub callchains: bool,
 }
 
 impl Default for CollectorOptions {
-    /// 256 pages (1 MiB with 4 KiB pages) per CPU: about 9,000 sched_switch records.
+    /// 256 pages (1 MiB with 4 KiB pages) per CPU, about 9,000 sched_switch records
+    /// without call chains.
     fn default() -> Self {
-        CollectorOptions { buffer_pages: 256 }
+        CollectorOptions {
+            buffer_pages: 256,
+            callchains: false,
+        }
     }
 }
 
@@ -70,6 +77,8 @@ pub struct TraceRecord<'a> {
     pub format: &'a EventFormat,
     /// The tracepoint payload (with trailing padding), described by `format`.
     pub raw: &'a [u8],
+    /// The call stack at the tracepoint; empty unless [`CollectorOptions::callchains`].
+    pub callchain: Callchain<'a>,
 }
 
 impl<'a> TraceRecord<'a> {
@@ -98,6 +107,8 @@ pub struct Collector {
     cpus: Vec<CpuRing>,
     /// Perf event id (per event per CPU) to index in `events`.
     ids: Vec<(u64, usize)>,
+    /// What each sample holds, to parse it.
+    sample_type: u64,
 }
 
 impl Collector {
@@ -113,11 +124,17 @@ impl Collector {
         let tracefs = require_tracefs(roots)?;
         let cpus = topology::read_online(roots)?;
         let pages = options.buffer_pages.max(1).next_power_of_two();
+        let sample_type = if options.callchains {
+            SAMPLE_TYPE | PERF_SAMPLE_CALLCHAIN
+        } else {
+            SAMPLE_TYPE
+        };
         let mut collector = Collector {
             events: Vec::new(),
             unavailable: Vec::new(),
             cpus: Vec::new(),
             ids: Vec::new(),
+            sample_type,
         };
         // Per event: the format, then a probe open on the first CPU that tells "the kernel
         // lacks it" (unavailable) from "not allowed" (an error for the whole collector).
@@ -126,7 +143,7 @@ impl Collector {
             let Some(format) = read_format(&tracefs, event, &mut collector.unavailable)? else {
                 continue;
             };
-            let attr = tracepoint_attr(&format, pages);
+            let attr = tracepoint_attr(&format, pages, sample_type);
             match PerfCounter::open(&attr, -1, cpus[0] as i32) {
                 Ok(counter) => {
                     first_cpu.push(counter);
@@ -160,8 +177,12 @@ impl Collector {
                     .events
                     .iter()
                     .map(|format| {
-                        PerfCounter::open(&tracepoint_attr(format, pages), -1, cpu as i32)
-                            .map_err(|e| open_failed(&format.full_name(), cpu, e))
+                        PerfCounter::open(
+                            &tracepoint_attr(format, pages, sample_type),
+                            -1,
+                            cpu as i32,
+                        )
+                        .map_err(|e| open_failed(&format.full_name(), cpu, e))
                     })
                     .collect::<Result<Vec<_>, _>>()?,
             };
@@ -238,7 +259,7 @@ impl Collector {
         let mut passed = 0;
         for cpu in &mut self.cpus {
             let CpuRing { ring, lost, .. } = cpu;
-            ring.read(|bytes| match parse_record(bytes) {
+            ring.read(|bytes| match parse_record(bytes, self.sample_type) {
                 Record::Sample(sample) => {
                     let Some(&(_, event)) = self.ids.iter().find(|(id, _)| *id == sample.id) else {
                         *lost += 1;
@@ -252,6 +273,7 @@ impl Collector {
                         event,
                         format: &self.events[event],
                         raw: sample.raw,
+                        callchain: sample.callchain,
                     });
                     passed += 1;
                 }
@@ -261,6 +283,37 @@ impl Collector {
             });
         }
         passed
+    }
+
+    /// Blocks until some CPU's ring is half full or `timeout` passes, so that a recorder
+    /// drains when there is work instead of spinning. Returns whether a ring is ready.
+    pub fn wait(&self, timeout: std::time::Duration) -> Result<bool, SysError> {
+        let mut fds: Vec<libc::pollfd> = self
+            .cpus
+            .iter()
+            .map(|c| libc::pollfd {
+                fd: c.counters[0].as_fd().as_raw_fd(),
+                events: libc::POLLIN,
+                revents: 0,
+            })
+            .collect();
+        let ms = timeout.as_millis().min(i32::MAX as u128) as libc::c_int;
+        // SAFETY: `fds` is a live array of fds.len() pollfd structs that poll fills in.
+        let n = unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, ms) };
+        match n {
+            n if n >= 0 => Ok(n > 0),
+            _ => {
+                let err = std::io::Error::last_os_error();
+                if err.kind() == std::io::ErrorKind::Interrupted {
+                    return Ok(false);
+                }
+                Err(SysError::Unavailable {
+                    what: "poll on the perf ring buffers".to_string(),
+                    reason: err.to_string(),
+                    fix: None,
+                })
+            }
+        }
     }
 
     /// Records lost per CPU since open, as `(cpu, count)`: dropped by the kernel because
@@ -280,20 +333,17 @@ impl Collector {
 /// A sampling tracepoint event: every hit is a sample (period 1) with [`SAMPLE_TYPE`],
 /// timestamped with CLOCK_MONOTONIC so that it lines up with the sysfs sampler. Opened
 /// disabled so that all CPUs start together on `enable`.
-fn tracepoint_attr(format: &EventFormat, pages: usize) -> PerfEventAttr {
+fn tracepoint_attr(format: &EventFormat, pages: usize, sample_type: u64) -> PerfEventAttr {
     // SAFETY: sysconf has no preconditions.
     let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) } as usize;
-    PerfEventAttr {
-        type_: PERF_TYPE_TRACEPOINT,
-        config: format.id,
-        sample_period: 1,
-        sample_type: SAMPLE_TYPE,
-        flags: FLAG_DISABLED | FLAG_USE_CLOCKID | FLAG_WATERMARK,
-        clockid: libc::CLOCK_MONOTONIC,
-        // Wake a poller of the descriptor when the ring is half full.
-        wakeup_events: (page * pages / 2).min(u32::MAX as usize) as u32,
-        ..PerfEventAttr::counting(PERF_TYPE_TRACEPOINT, format.id)
-    }
+    let mut attr = PerfEventAttr::counting(PERF_TYPE_TRACEPOINT, format.id);
+    attr.sample_period = 1;
+    attr.sample_type = sample_type;
+    attr.flags = FLAG_DISABLED | FLAG_USE_CLOCKID | FLAG_WATERMARK;
+    attr.clockid = libc::CLOCK_MONOTONIC;
+    // Wake a poller of the descriptor (`Collector::wait`) when the ring is half full.
+    attr.wakeup_events = (page * pages / 2).min(u32::MAX as usize) as u32;
+    attr
 }
 
 /// The parsed format of `event`, or `None` after noting it unavailable when tracefs does
@@ -420,7 +470,7 @@ mod tests {
     #[test]
     fn attr_samples_every_hit_with_the_monotonic_clock() {
         let format = EventFormat::parse("sched", SCHED_SWITCH).unwrap();
-        let attr = tracepoint_attr(&format, 4);
+        let attr = tracepoint_attr(&format, 4, SAMPLE_TYPE);
         assert_eq!(
             (attr.type_, attr.config, attr.sample_period),
             (PERF_TYPE_TRACEPOINT, 372, 1)
@@ -541,8 +591,15 @@ exec "$0" --exact "$1" --nocapture --test-threads=1"#;
     fn live_switch_counts_match_the_kernel() {
         with_tracefs("live_switch_counts_match_the_kernel", |roots| {
             let events = ["sched/sched_switch", "sched/sched_wakeup", "nosuch/event"];
-            let mut c =
-                Collector::open(roots, &events, CollectorOptions { buffer_pages: 128 }).unwrap();
+            let mut c = Collector::open(
+                roots,
+                &events,
+                CollectorOptions {
+                    buffer_pages: 128,
+                    ..Default::default()
+                },
+            )
+            .unwrap();
             assert_eq!(c.events().len(), 2, "{:?}", c.unavailable());
             assert_eq!(c.unavailable()[0].event, "nosuch/event");
             let (switch, wakeup) = (0, 1);
@@ -636,8 +693,15 @@ exec "$0" --exact "$1" --nocapture --test-threads=1"#;
     fn live_tiny_ring_counts_lost_records() {
         with_tracefs("live_tiny_ring_counts_lost_records", |roots| {
             let events = ["sched/sched_switch", "sched/sched_wakeup"];
-            let mut c =
-                Collector::open(roots, &events, CollectorOptions { buffer_pages: 1 }).unwrap();
+            let mut c = Collector::open(
+                roots,
+                &events,
+                CollectorOptions {
+                    buffer_pages: 1,
+                    ..Default::default()
+                },
+            )
+            .unwrap();
             c.enable().unwrap();
             run_sleeper(300, Duration::from_micros(50));
             // The kernel writes its LOST record with the first event after space frees up:
@@ -678,8 +742,15 @@ exec "$0" --exact "$1" --nocapture --test-threads=1"#;
                 "ipi/ipi_send_cpu",
                 "ipi/ipi_send_cpumask",
             ];
-            let mut c =
-                Collector::open(roots, &events, CollectorOptions { buffer_pages: 64 }).unwrap();
+            let mut c = Collector::open(
+                roots,
+                &events,
+                CollectorOptions {
+                    buffer_pages: 64,
+                    ..Default::default()
+                },
+            )
+            .unwrap();
             assert_eq!(c.events().len() + c.unavailable().len(), events.len());
             for u in c.unavailable() {
                 eprintln!("unavailable: {} — {} ({:?})", u.event, u.reason, u.fix);
@@ -697,6 +768,38 @@ exec "$0" --exact "$1" --nocapture --test-threads=1"#;
                 eprintln!("{:>6} {}", n, format.full_name());
             }
             assert!(per_event[0] >= 20, "sched_switch records: {}", per_event[0]);
+        });
+    }
+
+    /// Call chains: the sleeper's switch-outs carry kernel frames (the path into
+    /// `schedule`), and `wait` wakes when a ring fills or times out when none does.
+    #[test]
+    fn live_callchains_and_wait() {
+        with_tracefs("live_callchains_and_wait", |roots| {
+            let options = CollectorOptions {
+                buffer_pages: 16,
+                callchains: true,
+            };
+            let mut c = Collector::open(roots, &["sched/sched_switch"], options).unwrap();
+            // Nothing enabled yet: nothing to wait for.
+            assert!(!c.wait(Duration::from_millis(1)).unwrap());
+            c.enable().unwrap();
+            let sleeper = run_sleeper(20, Duration::from_millis(1));
+            c.disable().unwrap();
+            let (mut with_kernel_frames, mut outs) = (0, 0);
+            c.drain(|r| {
+                if r.decoded().i64("prev_pid") == Some(sleeper.tid as i64) {
+                    outs += 1;
+                    let kernel = r.callchain.frames().filter(|f| !f.user).count();
+                    if kernel >= 2 {
+                        with_kernel_frames += 1;
+                    }
+                }
+            });
+            eprintln!("{outs} switch-outs of the sleeper, {with_kernel_frames} with kernel stacks");
+            assert!(outs >= 20);
+            assert_eq!(with_kernel_frames, outs);
+            assert_eq!(c.total_lost(), 0);
         });
     }
 }

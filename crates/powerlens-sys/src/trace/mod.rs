@@ -38,6 +38,8 @@
 //!   sampler and of `clock_gettime(CLOCK_MONOTONIC)`.
 //! - One ring per CPU; records of one CPU come in write order (time order up to nesting by
 //!   interrupts); merging CPUs by time is the caller's job.
+//! - Call stacks on request ([`CollectorOptions::callchains`], [`ring::Callchain`]);
+//!   [`Collector::wait`] blocks until a ring is half full.
 //! - Lost records are counted per CPU ([`Collector::lost`]), never silently dropped.
 //! - Needs tracefs mounted (errors say `mount -t tracefs nodev /sys/kernel/tracing`) and
 //!   root or a low `perf_event_paranoid` (errors carry the fix).
@@ -50,3 +52,4 @@ pub use collector::{
     monotonic_now_ns, Collector, CollectorOptions, TraceRecord, UnavailableEvent, EXITED,
 };
 pub use format::{Decoded, EventFormat, Field, FieldKind, FormatError};
+pub use ring::{Callchain, Frame};
