@@ -489,7 +489,9 @@ mod tests {
     /// Runs `body` where tracefs is mounted at /sys/kernel/tracing. When the host has not
     /// mounted it, re-runs this one test in a private mount namespace (`unshare -m`) that
     /// mounts it, so the host's mounts stay as they were. Prints why when it skips.
-    fn with_tracefs(test: &str, body: impl FnOnce(&Roots)) {
+    fn with_tracefs(body: impl FnOnce(&Roots)) {
+        // libtest names each test's thread after the test's full path.
+        let test = std::thread::current().name().unwrap().to_string();
         let roots = Roots::default();
         if tracefs_dir(&roots).is_some() {
             return body(&roots);
@@ -509,7 +511,7 @@ exec "$0" --exact "$1" --nocapture --test-threads=1"#;
         let output = Command::new("unshare")
             .args(["-m", "--propagation", "private", "sh", "-c", script])
             .arg(&exe)
-            .arg(format!("trace::collector::tests::{test}"))
+            .arg(&test)
             .env(NAMESPACE_CHILD_ENV, "1")
             .output();
         let output = match output {
@@ -539,6 +541,14 @@ exec "$0" --exact "$1" --nocapture --test-threads=1"#;
             stdout.contains("1 passed"),
             "{test} did not run in the namespace"
         );
+    }
+
+    fn open_live(roots: &Roots, events: &[&str], buffer_pages: usize) -> Collector {
+        let options = CollectorOptions {
+            buffer_pages,
+            ..Default::default()
+        };
+        Collector::open(roots, events, options).unwrap()
     }
 
     /// What a sleeping thread says about itself.
@@ -589,17 +599,9 @@ exec "$0" --exact "$1" --nocapture --test-threads=1"#;
     /// (c) comm strings, plus several events sharing one ring and a missing one.
     #[test]
     fn live_switch_counts_match_the_kernel() {
-        with_tracefs("live_switch_counts_match_the_kernel", |roots| {
+        with_tracefs(|roots| {
             let events = ["sched/sched_switch", "sched/sched_wakeup", "nosuch/event"];
-            let mut c = Collector::open(
-                roots,
-                &events,
-                CollectorOptions {
-                    buffer_pages: 128,
-                    ..Default::default()
-                },
-            )
-            .unwrap();
+            let mut c = open_live(roots, &events, 128);
             assert_eq!(c.events().len(), 2, "{:?}", c.unavailable());
             assert_eq!(c.unavailable()[0].event, "nosuch/event");
             let (switch, wakeup) = (0, 1);
@@ -691,17 +693,9 @@ exec "$0" --exact "$1" --nocapture --test-threads=1"#;
     /// (d) a one-page ring under a burst reports lost records instead of dropping silently.
     #[test]
     fn live_tiny_ring_counts_lost_records() {
-        with_tracefs("live_tiny_ring_counts_lost_records", |roots| {
+        with_tracefs(|roots| {
             let events = ["sched/sched_switch", "sched/sched_wakeup"];
-            let mut c = Collector::open(
-                roots,
-                &events,
-                CollectorOptions {
-                    buffer_pages: 1,
-                    ..Default::default()
-                },
-            )
-            .unwrap();
+            let mut c = open_live(roots, &events, 1);
             c.enable().unwrap();
             run_sleeper(300, Duration::from_micros(50));
             // The kernel writes its LOST record with the first event after space frees up:
@@ -724,7 +718,7 @@ exec "$0" --exact "$1" --nocapture --test-threads=1"#;
     /// each event's records carry its own tracepoint id.
     #[test]
     fn live_recording_events_open_or_say_why() {
-        with_tracefs("live_recording_events_open_or_say_why", |roots| {
+        with_tracefs(|roots| {
             let events = [
                 "sched/sched_switch",
                 "sched/sched_wakeup",
@@ -742,15 +736,7 @@ exec "$0" --exact "$1" --nocapture --test-threads=1"#;
                 "ipi/ipi_send_cpu",
                 "ipi/ipi_send_cpumask",
             ];
-            let mut c = Collector::open(
-                roots,
-                &events,
-                CollectorOptions {
-                    buffer_pages: 64,
-                    ..Default::default()
-                },
-            )
-            .unwrap();
+            let mut c = open_live(roots, &events, 64);
             assert_eq!(c.events().len() + c.unavailable().len(), events.len());
             for u in c.unavailable() {
                 eprintln!("unavailable: {} — {} ({:?})", u.event, u.reason, u.fix);
@@ -775,7 +761,7 @@ exec "$0" --exact "$1" --nocapture --test-threads=1"#;
     /// `schedule`), and `wait` wakes when a ring fills or times out when none does.
     #[test]
     fn live_callchains_and_wait() {
-        with_tracefs("live_callchains_and_wait", |roots| {
+        with_tracefs(|roots| {
             let options = CollectorOptions {
                 buffer_pages: 16,
                 callchains: true,
