@@ -237,8 +237,19 @@ impl FixtureTree {
 
     /// A tracepoint in a tracefs at `kernel/tracing` below the sysfs root, e.g.
     /// `tracepoint("sched/sched_switch", 372)`.
-    pub fn tracepoint(&self, event: &str, id: u64) {
+    pub fn tracepoint(&self, event: &str, id: impl Display) {
         self.write_sys(format!("kernel/tracing/events/{event}/id"), id);
+    }
+
+    /// A tracepoint's `format` file (and its `id`, taken from the text's `ID:` line when
+    /// it has one), e.g. `tracepoint_format("sched/sched_switch", text)` with the text of a
+    /// format file captured from a kernel.
+    pub fn tracepoint_format(&self, event: &str, text: &str) {
+        let path = self.sys_path(format!("kernel/tracing/events/{event}/format"));
+        write_attr(&path, text.trim_end());
+        if let Some(id) = text.lines().find_map(|l| l.strip_prefix("ID:")) {
+            self.tracepoint(event, id.trim());
+        }
     }
 }
 

@@ -20,6 +20,7 @@ pub mod roots;
 pub mod settings;
 pub mod sysfs;
 pub mod topology;
+pub mod trace;
 
 pub use availability::Availability;
 pub use error::SysError;

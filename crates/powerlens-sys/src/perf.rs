@@ -1,9 +1,10 @@
 //! A thin layer over the `perf_event_open` syscall: the attribute struct, the call, and an
-//! owned counter that reads its 64-bit count. The energy PMU, the capability probes and
-//! (later) the recorder share it, so the unsafe code lives in one place.
+//! owned event that reads its 64-bit count, is enabled/disabled and redirects its samples.
+//! The energy PMU, the capability probes and the trace collector share it, so the unsafe
+//! syscall code lives in one place (the ring buffer's mmap is in `trace::ring`).
 
 use std::io;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
 
 /// `perf_event_attr.type` values (linux/perf_event.h).
 pub const PERF_TYPE_HARDWARE: u32 = 0;
@@ -18,8 +19,26 @@ pub const FLAG_DISABLED: u64 = 1 << 0;
 pub const FLAG_INHERIT: u64 = 1 << 1;
 pub const FLAG_EXCLUDE_KERNEL: u64 = 1 << 5;
 pub const FLAG_EXCLUDE_HV: u64 = 1 << 6;
+/// `wakeup_events` holds `wakeup_watermark` (bytes) instead of a count of events.
+pub const FLAG_WATERMARK: u64 = 1 << 14;
 pub const FLAG_SAMPLE_ID_ALL: u64 = 1 << 18;
+/// Timestamps come from `clockid` instead of the perf clock.
 pub const FLAG_USE_CLOCKID: u64 = 1 << 25;
+
+/// Bits of `perf_event_attr.sample_type`: what each `PERF_RECORD_SAMPLE` holds. The kernel
+/// writes the selected items in a fixed order (IDENTIFIER first, RAW last of these).
+pub const PERF_SAMPLE_TID: u64 = 1 << 1;
+pub const PERF_SAMPLE_TIME: u64 = 1 << 2;
+pub const PERF_SAMPLE_CALLCHAIN: u64 = 1 << 5;
+pub const PERF_SAMPLE_CPU: u64 = 1 << 7;
+pub const PERF_SAMPLE_RAW: u64 = 1 << 10;
+pub const PERF_SAMPLE_IDENTIFIER: u64 = 1 << 16;
+
+/// ioctl requests on a perf event descriptor (`_IO('$', n)`, `_IOR('$', 7, u64)`).
+const PERF_EVENT_IOC_ENABLE: libc::c_ulong = 0x2400;
+const PERF_EVENT_IOC_DISABLE: libc::c_ulong = 0x2401;
+const PERF_EVENT_IOC_SET_OUTPUT: libc::c_ulong = 0x2405;
+const PERF_EVENT_IOC_ID: libc::c_ulong = 0x8008_2407;
 
 /// `PERF_FLAG_FD_CLOEXEC`: the descriptor is not inherited by the commands we run.
 const PERF_FLAG_FD_CLOEXEC: libc::c_ulong = 1 << 3;
@@ -39,7 +58,7 @@ pub struct PerfEventAttr {
     pub read_format: u64,
     /// The C bitfield `disabled:1, inherit:1, …` as one word; see the `FLAG_*` constants.
     pub flags: u64,
-    /// `wakeup_events` or `wakeup_watermark`.
+    /// `wakeup_events` or, with [`FLAG_WATERMARK`], `wakeup_watermark` (a C union).
     pub wakeup_events: u32,
     pub bp_type: u32,
     /// `config1` (also `bp_addr`).
@@ -102,6 +121,42 @@ impl PerfCounter {
         Ok(PerfCounter { fd })
     }
 
+    /// Starts counting (and sampling) an event opened with [`FLAG_DISABLED`].
+    pub fn enable(&self) -> io::Result<()> {
+        self.ioctl(PERF_EVENT_IOC_ENABLE, 0)
+    }
+
+    /// Stops counting; records already in the ring buffer stay readable.
+    pub fn disable(&self) -> io::Result<()> {
+        self.ioctl(PERF_EVENT_IOC_DISABLE, 0)
+    }
+
+    /// Sends this event's samples to `target`'s ring buffer, so that several events on one
+    /// CPU share one mmap (both must be on the same CPU).
+    pub fn set_output(&self, target: &PerfCounter) -> io::Result<()> {
+        self.ioctl(
+            PERF_EVENT_IOC_SET_OUTPUT,
+            target.fd.as_raw_fd() as libc::c_ulong,
+        )
+    }
+
+    /// The kernel's unique id of this event, as `PERF_SAMPLE_IDENTIFIER` writes it.
+    pub fn id(&self) -> io::Result<u64> {
+        let mut id = 0u64;
+        self.ioctl(PERF_EVENT_IOC_ID, (&mut id as *mut u64) as libc::c_ulong)?;
+        Ok(id)
+    }
+
+    fn ioctl(&self, request: libc::c_ulong, arg: libc::c_ulong) -> io::Result<()> {
+        // SAFETY: the perf ioctls used here take an integer or, for IOC_ID, a pointer to a
+        // live u64 that the kernel writes; the descriptor is ours.
+        let ret = unsafe { libc::ioctl(self.fd.as_raw_fd(), request as _, arg) };
+        if ret < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(())
+    }
+
     /// The current count.
     pub fn read_count(&self) -> io::Result<u64> {
         let mut value = 0u64;
@@ -124,6 +179,12 @@ impl PerfCounter {
     }
 }
 
+impl AsFd for PerfCounter {
+    fn as_fd(&self) -> BorrowedFd<'_> {
+        self.fd.as_fd()
+    }
+}
+
 /// The fix to print when the kernel refuses a perf event for lack of privilege, naming the
 /// current `perf_event_paranoid` level when it is known.
 pub fn permission_fix(paranoid: Option<i64>) -> String {
@@ -142,6 +203,14 @@ mod tests {
         // PERF_ATTR_SIZE_VER8: a layout error here would make every open fail with E2BIG/EINVAL.
         assert_eq!(std::mem::size_of::<PerfEventAttr>(), 136);
         assert_eq!(PerfEventAttr::counting(1, 0).size, 136);
+        // Offsets of the fields after the bitfield word, from linux/perf_event.h.
+        let attr = PerfEventAttr::default();
+        let base = &attr as *const _ as usize;
+        let at = |p: *const u8| p as usize - base;
+        assert_eq!(at((&attr.flags as *const u64).cast()), 40);
+        assert_eq!(at((&attr.wakeup_events as *const u32).cast()), 48);
+        assert_eq!(at((&attr.clockid as *const i32).cast()), 92);
+        assert_eq!(at((&attr.config3 as *const u64).cast()), 128);
     }
 
     #[test]

@@ -14,7 +14,7 @@ use crate::{sysfs, Availability, Roots, SysError};
 /// The tracepoint probed for scheduler tracing.
 pub const PROBE_TRACEPOINT: &str = "sched/sched_switch";
 
-const MOUNT_TRACEFS_FIX: &str = "mount -t tracefs nodev /sys/kernel/tracing";
+pub const MOUNT_TRACEFS_FIX: &str = "mount -t tracefs nodev /sys/kernel/tracing";
 
 /// `perf_event_paranoid` (procfs `sys/kernel/perf_event_paranoid`).
 pub fn read_paranoid(roots: &Roots) -> Result<i64, SysError> {
@@ -31,9 +31,9 @@ pub fn tracefs_dir(roots: &Roots) -> Option<PathBuf> {
         .find(|dir| dir.join("events").is_dir())
 }
 
-/// The id of a tracepoint such as `sched/sched_switch`, from tracefs.
-pub fn tracepoint_id(roots: &Roots, event: &str) -> Result<u64, SysError> {
-    let dir = tracefs_dir(roots).ok_or_else(|| SysError::Unavailable {
+/// Like [`tracefs_dir`], but an error that says how to mount tracefs when it is missing.
+pub fn require_tracefs(roots: &Roots) -> Result<PathBuf, SysError> {
+    tracefs_dir(roots).ok_or_else(|| SysError::Unavailable {
         what: "tracefs".to_string(),
         reason: format!(
             "tracefs is not mounted (no events in {} or {})",
@@ -41,7 +41,12 @@ pub fn tracepoint_id(roots: &Roots, event: &str) -> Result<u64, SysError> {
             roots.sys("kernel/debug/tracing").display()
         ),
         fix: Some(MOUNT_TRACEFS_FIX.to_string()),
-    })?;
+    })
+}
+
+/// The id of a tracepoint such as `sched/sched_switch`, from tracefs.
+pub fn tracepoint_id(roots: &Roots, event: &str) -> Result<u64, SysError> {
+    let dir = require_tracefs(roots)?;
     sysfs::read_u64(dir.join("events").join(event).join("id"))
 }
 
@@ -73,9 +78,9 @@ pub fn probe_hardware_counters(roots: &Roots) -> Availability {
 }
 
 /// What the kernel lacks when it answers ENOENT/ENODEV/EOPNOTSUPP for an event.
-struct Missing {
-    reason: &'static str,
-    fix: &'static str,
+pub(crate) struct Missing {
+    pub(crate) reason: &'static str,
+    pub(crate) fix: &'static str,
 }
 
 const NO_HARDWARE_PMU: Missing = Missing {
@@ -83,13 +88,18 @@ const NO_HARDWARE_PMU: Missing = Missing {
     fix: "run on bare metal, or enable the virtual PMU (e.g. QEMU/KVM -cpu host,pmu=on)",
 };
 
-const NO_TRACEPOINT: Missing = Missing {
+pub(crate) const NO_TRACEPOINT: Missing = Missing {
     reason: "the kernel does not know this tracepoint",
     fix: "a kernel built with CONFIG_TRACEPOINTS and CONFIG_FTRACE",
 };
 
 /// Turns the errno of a refused open into a reason and a fix.
-fn refused(roots: &Roots, what: &str, missing: Missing, err: std::io::Error) -> Availability {
+pub(crate) fn refused(
+    roots: &Roots,
+    what: &str,
+    missing: Missing,
+    err: std::io::Error,
+) -> Availability {
     match err.raw_os_error() {
         Some(libc::EACCES) | Some(libc::EPERM) => Availability::no(
             format!("permission denied opening {what}"),

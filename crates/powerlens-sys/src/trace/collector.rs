@@ -1,0 +1,815 @@
+//! System-wide tracepoint collection: every requested event opened on every online CPU,
+//! one ring buffer per CPU shared by all events of that CPU, drained into [`TraceRecord`]s.
+
+use std::path::{Path, PathBuf};
+
+use std::os::fd::{AsFd, AsRawFd};
+
+use crate::perf::{
+    permission_fix, PerfCounter, PerfEventAttr, FLAG_DISABLED, FLAG_USE_CLOCKID, FLAG_WATERMARK,
+    PERF_SAMPLE_CALLCHAIN, PERF_TYPE_TRACEPOINT,
+};
+use crate::perf_caps::{read_paranoid, refused, require_tracefs, NO_TRACEPOINT};
+use crate::trace::format::{Decoded, EventFormat};
+use crate::trace::ring::{parse_record, Callchain, Record, Ring, SAMPLE_TYPE};
+use crate::{sysfs, topology, Roots, SysError};
+
+/// How to collect.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CollectorOptions {
+    /// Data pages of each CPU's ring buffer, rounded up to a power of two (at least 1).
+    /// Records arriving faster than `drain` empties the ring are lost (and counted).
+    pub buffer_pages: usize,
+    /// Record each hit's call stack (`PERF_SAMPLE_CALLCHAIN`): kernel frames always, user
+    /// frames where the program keeps frame pointers. Makes records several times larger.
+    pub callchains: bool,
+}
+
+impl Default for CollectorOptions {
+    /// 256 pages (1 MiB with 4 KiB pages) per CPU, about 9,000 sched_switch records
+    /// without call chains.
+    fn default() -> Self {
+        CollectorOptions {
+            buffer_pages: 256,
+            callchains: false,
+        }
+    }
+}
+
+/// A requested event that could not be opened, and why; the rest of the collector works.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UnavailableEvent {
+    /// As requested, e.g. `ipi/ipi_send_cpu`.
+    pub event: String,
+    pub reason: String,
+    pub fix: Option<String>,
+}
+
+/// Now in the clock of [`TraceRecord::time_ns`] (CLOCK_MONOTONIC nanoseconds), for
+/// samplers and workloads whose readings must line up with trace records.
+pub fn monotonic_now_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_gettime writes into a local timespec; CLOCK_MONOTONIC always exists.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+/// The pid/tid perf writes for a task that has exited (its final sched_switch): (u32)-1.
+pub const EXITED: u32 = u32::MAX;
+
+/// One tracepoint hit.
+#[derive(Debug, Clone, Copy)]
+pub struct TraceRecord<'a> {
+    /// The CPU it happened on.
+    pub cpu: u32,
+    /// CLOCK_MONOTONIC nanoseconds, comparable with `clock_gettime(CLOCK_MONOTONIC)`.
+    pub time_ns: u64,
+    /// Process (thread group) and thread of the task that was current, as perf saw them:
+    /// the idle task is 0/0; for sched_switch this is the task switching out; [`EXITED`]
+    /// for a task that has already exited (its final switch-out).
+    pub pid: u32,
+    pub tid: u32,
+    /// Index of the event in [`Collector::events`].
+    pub event: usize,
+    pub format: &'a EventFormat,
+    /// The tracepoint payload (with trailing padding), described by `format`.
+    pub raw: &'a [u8],
+    /// The call stack at the tracepoint; empty unless [`CollectorOptions::callchains`].
+    pub callchain: Callchain<'a>,
+}
+
+impl<'a> TraceRecord<'a> {
+    /// The payload's fields by name.
+    pub fn decoded(&self) -> Decoded<'a> {
+        self.format.decode(self.raw)
+    }
+}
+
+/// The events of one CPU and the ring they all write to.
+#[derive(Debug)]
+struct CpuRing {
+    cpu: u32,
+    // Declared before `counters` so it is unmapped before they close.
+    ring: Ring,
+    /// One per available event, in the order of `Collector::events`.
+    counters: Vec<PerfCounter>,
+    lost: u64,
+}
+
+/// Open tracepoints on all online CPUs. Starts disabled: call [`Collector::enable`].
+#[derive(Debug)]
+pub struct Collector {
+    events: Vec<EventFormat>,
+    unavailable: Vec<UnavailableEvent>,
+    cpus: Vec<CpuRing>,
+    /// Perf event id (per event per CPU) to index in `events`.
+    ids: Vec<(u64, usize)>,
+    /// What each sample holds, to parse it.
+    sample_type: u64,
+}
+
+impl Collector {
+    /// Opens `events` (`system/name`, as under `<tracefs>/events`) system-wide on every
+    /// online CPU. An event the kernel lacks is listed in [`Collector::unavailable`] with
+    /// the reason; errors are what stops all collection: tracefs not mounted, permission
+    /// denied (with the `perf_event_paranoid` fix), a ring that cannot be mapped.
+    pub fn open(
+        roots: &Roots,
+        events: &[&str],
+        options: CollectorOptions,
+    ) -> Result<Collector, SysError> {
+        let tracefs = require_tracefs(roots)?;
+        let cpus = topology::read_online(roots)?;
+        let pages = options.buffer_pages.max(1).next_power_of_two();
+        let sample_type = if options.callchains {
+            SAMPLE_TYPE | PERF_SAMPLE_CALLCHAIN
+        } else {
+            SAMPLE_TYPE
+        };
+        let mut collector = Collector {
+            events: Vec::new(),
+            unavailable: Vec::new(),
+            cpus: Vec::new(),
+            ids: Vec::new(),
+            sample_type,
+        };
+        // Per event: the format, then a probe open on the first CPU that tells "the kernel
+        // lacks it" (unavailable) from "not allowed" (an error for the whole collector).
+        let mut first_cpu = Vec::new();
+        for &event in events {
+            let Some(format) = read_format(&tracefs, event, &mut collector.unavailable)? else {
+                continue;
+            };
+            let attr = tracepoint_attr(&format, pages, sample_type);
+            match PerfCounter::open(&attr, -1, cpus[0] as i32) {
+                Ok(counter) => {
+                    first_cpu.push(counter);
+                    collector.events.push(format);
+                }
+                Err(e) if matches!(e.raw_os_error(), Some(libc::EACCES | libc::EPERM)) => {
+                    return Err(SysError::PermissionDenied {
+                        path: tracefs.join("events").join(event),
+                        fix: permission_fix(read_paranoid(roots).ok()),
+                    });
+                }
+                Err(e) => {
+                    let what = format!("tracepoint {event} (id {}) on cpu{}", format.id, cpus[0]);
+                    let why = refused(roots, &what, NO_TRACEPOINT, e);
+                    collector.unavailable.push(UnavailableEvent {
+                        event: event.to_string(),
+                        reason: why.reason,
+                        fix: why.fix,
+                    });
+                }
+            }
+        }
+        if collector.events.is_empty() {
+            return Ok(collector);
+        }
+        let mut first_cpu = Some(first_cpu);
+        for &cpu in &cpus {
+            let counters = match first_cpu.take() {
+                Some(counters) => counters,
+                None => collector
+                    .events
+                    .iter()
+                    .map(|format| {
+                        PerfCounter::open(
+                            &tracepoint_attr(format, pages, sample_type),
+                            -1,
+                            cpu as i32,
+                        )
+                        .map_err(|e| open_failed(&format.full_name(), cpu, e))
+                    })
+                    .collect::<Result<Vec<_>, _>>()?,
+            };
+            let ring =
+                Ring::map(counters[0].as_fd(), pages).map_err(|e| map_failed(cpu, pages, e))?;
+            for (index, counter) in counters.iter().enumerate() {
+                if index > 0 {
+                    counter
+                        .set_output(&counters[0])
+                        .map_err(|e| open_failed("PERF_EVENT_IOC_SET_OUTPUT", cpu, e))?;
+                }
+                let id = counter
+                    .id()
+                    .map_err(|e| open_failed("PERF_EVENT_IOC_ID", cpu, e))?;
+                collector.ids.push((id, index));
+            }
+            collector.cpus.push(CpuRing {
+                cpu,
+                ring,
+                counters,
+                lost: 0,
+            });
+        }
+        Ok(collector)
+    }
+
+    /// The events being collected; [`TraceRecord::event`] indexes this.
+    pub fn events(&self) -> &[EventFormat] {
+        &self.events
+    }
+
+    /// The requested events that could not be opened.
+    pub fn unavailable(&self) -> &[UnavailableEvent] {
+        &self.unavailable
+    }
+
+    /// The CPUs collected from.
+    pub fn cpus(&self) -> Vec<u32> {
+        self.cpus.iter().map(|c| c.cpu).collect()
+    }
+
+    /// Starts recording on every CPU.
+    pub fn enable(&self) -> Result<(), SysError> {
+        self.each_counter(PerfCounter::enable, "PERF_EVENT_IOC_ENABLE")
+    }
+
+    /// Stops recording; what is in the rings can still be drained.
+    pub fn disable(&self) -> Result<(), SysError> {
+        self.each_counter(PerfCounter::disable, "PERF_EVENT_IOC_DISABLE")
+    }
+
+    fn each_counter(
+        &self,
+        op: fn(&PerfCounter) -> std::io::Result<()>,
+        what: &str,
+    ) -> Result<(), SysError> {
+        for cpu in &self.cpus {
+            for counter in &cpu.counters {
+                op(counter).map_err(|e| open_failed(what, cpu.cpu, e))?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Hands every record collected since the last drain to `f`, CPU by CPU, and frees
+    /// the ring space. Returns the number of records passed.
+    ///
+    /// Within one CPU records come in the order they were written, which is time order
+    /// except that an event hit by an interrupt between taking its timestamp and writing
+    /// its record comes after the interrupt's events (microseconds apart). Across CPUs
+    /// there is no order: merging CPUs by `time_ns` is the caller's job (a k-way merge
+    /// that tolerates that small disorder, e.g. by buffering a few milliseconds).
+    pub fn drain(&mut self, mut f: impl FnMut(&TraceRecord<'_>)) -> usize {
+        let mut passed = 0;
+        for cpu in &mut self.cpus {
+            let CpuRing { ring, lost, .. } = cpu;
+            ring.read(|bytes| match parse_record(bytes, self.sample_type) {
+                Record::Sample(sample) => {
+                    let Some(&(_, event)) = self.ids.iter().find(|(id, _)| *id == sample.id) else {
+                        *lost += 1;
+                        return;
+                    };
+                    f(&TraceRecord {
+                        cpu: sample.cpu,
+                        time_ns: sample.time,
+                        pid: sample.pid,
+                        tid: sample.tid,
+                        event,
+                        format: &self.events[event],
+                        raw: sample.raw,
+                        callchain: sample.callchain,
+                    });
+                    passed += 1;
+                }
+                Record::Lost { lost: n } => *lost += n,
+                Record::Malformed => *lost += 1,
+                Record::Other { .. } => {}
+            });
+        }
+        passed
+    }
+
+    /// Blocks until some CPU's ring is half full or `timeout` passes, so that a recorder
+    /// drains when there is work instead of spinning. Returns whether a ring is ready.
+    pub fn wait(&self, timeout: std::time::Duration) -> Result<bool, SysError> {
+        let mut fds: Vec<libc::pollfd> = self
+            .cpus
+            .iter()
+            .map(|c| libc::pollfd {
+                fd: c.counters[0].as_fd().as_raw_fd(),
+                events: libc::POLLIN,
+                revents: 0,
+            })
+            .collect();
+        let ms = timeout.as_millis().min(i32::MAX as u128) as libc::c_int;
+        // SAFETY: `fds` is a live array of fds.len() pollfd structs that poll fills in.
+        let n = unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, ms) };
+        match n {
+            n if n >= 0 => Ok(n > 0),
+            _ => {
+                let err = std::io::Error::last_os_error();
+                if err.kind() == std::io::ErrorKind::Interrupted {
+                    return Ok(false);
+                }
+                Err(SysError::Unavailable {
+                    what: "poll on the perf ring buffers".to_string(),
+                    reason: err.to_string(),
+                    fix: None,
+                })
+            }
+        }
+    }
+
+    /// Records lost per CPU since open, as `(cpu, count)`: dropped by the kernel because
+    /// the ring was full, plus any record that could not be decoded. The kernel reports a
+    /// loss with the first record it writes after `drain` frees space, so a count is
+    /// complete only once that CPU has had an event after the drain that ended the loss.
+    pub fn lost(&self) -> Vec<(u32, u64)> {
+        self.cpus.iter().map(|c| (c.cpu, c.lost)).collect()
+    }
+
+    /// The sum of [`Collector::lost`].
+    pub fn total_lost(&self) -> u64 {
+        self.cpus.iter().map(|c| c.lost).sum()
+    }
+}
+
+/// A sampling tracepoint event: every hit is a sample (period 1) with [`SAMPLE_TYPE`],
+/// timestamped with CLOCK_MONOTONIC so that it lines up with the sysfs sampler. Opened
+/// disabled so that all CPUs start together on `enable`.
+fn tracepoint_attr(format: &EventFormat, pages: usize, sample_type: u64) -> PerfEventAttr {
+    // SAFETY: sysconf has no preconditions.
+    let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) } as usize;
+    let mut attr = PerfEventAttr::counting(PERF_TYPE_TRACEPOINT, format.id);
+    attr.sample_period = 1;
+    attr.sample_type = sample_type;
+    attr.flags = FLAG_DISABLED | FLAG_USE_CLOCKID | FLAG_WATERMARK;
+    attr.clockid = libc::CLOCK_MONOTONIC;
+    // Wake a poller of the descriptor (`Collector::wait`) when the ring is half full.
+    attr.wakeup_events = (page * pages / 2).min(u32::MAX as usize) as u32;
+    attr
+}
+
+/// The parsed format of `event`, or `None` after noting it unavailable when tracefs does
+/// not have it.
+fn read_format(
+    tracefs: &Path,
+    event: &str,
+    unavailable: &mut Vec<UnavailableEvent>,
+) -> Result<Option<EventFormat>, SysError> {
+    let mut unknown = |reason: String| {
+        unavailable.push(UnavailableEvent {
+            event: event.to_string(),
+            reason,
+            fix: Some(NO_TRACEPOINT.fix.to_string()),
+        });
+        Ok(None)
+    };
+    let Some((system, _)) = event.split_once('/').filter(|(s, n)| {
+        !s.is_empty() && !n.is_empty() && !n.contains('/') && !event.contains("..")
+    }) else {
+        return unknown(format!(
+            "{event:?} is not a tracepoint name of the form system/name"
+        ));
+    };
+    let path: PathBuf = tracefs.join("events").join(event).join("format");
+    let text = match sysfs::read_string_with_fix(&path, TRACEFS_PERMISSION_FIX) {
+        Ok(text) => text,
+        Err(e) if e.is_not_found() => {
+            return unknown(format!(
+                "the kernel has no tracepoint {event} ({} does not exist)",
+                path.display()
+            ))
+        }
+        Err(e) => return Err(e),
+    };
+    EventFormat::parse(system, &text)
+        .map(Some)
+        .map_err(|e| SysError::Parse {
+            path,
+            expected: "a tracepoint format file",
+            found: e.to_string(),
+        })
+}
+
+const TRACEFS_PERMISSION_FIX: &str =
+    "run as root, or remount tracefs readable (mount -o remount,mode=755 /sys/kernel/tracing)";
+
+fn open_failed(what: &str, cpu: u32, err: std::io::Error) -> SysError {
+    SysError::Unavailable {
+        what: format!("{what} on cpu{cpu}"),
+        reason: err.to_string(),
+        fix: None,
+    }
+}
+
+fn map_failed(cpu: u32, pages: usize, err: std::io::Error) -> SysError {
+    SysError::Unavailable {
+        what: format!("the perf ring buffer of cpu{cpu} ({pages} pages)"),
+        reason: err.to_string(),
+        fix: Some(
+            "use fewer buffer pages, or raise the locked-memory limit (sysctl kernel.perf_event_mlock_kb, ulimit -l)"
+                .to_string(),
+        ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fixture::FixtureTree;
+    use crate::perf_caps::{tracefs_dir, MOUNT_TRACEFS_FIX};
+    use crate::trace::format::tests::SCHED_SWITCH;
+    use std::process::Command;
+    use std::time::Duration;
+
+    #[test]
+    fn unmounted_tracefs_names_the_mount_command() {
+        let tree = FixtureTree::new();
+        tree.online_cpus("0-1");
+        let err = Collector::open(&tree.roots(), &["sched/sched_switch"], Default::default())
+            .unwrap_err();
+        match &err {
+            SysError::Unavailable { fix, reason, .. } => {
+                assert_eq!(fix.as_deref(), Some(MOUNT_TRACEFS_FIX));
+                assert!(reason.contains("not mounted"), "{reason}");
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn missing_events_are_unavailable_not_an_error() {
+        let tree = FixtureTree::new();
+        tree.online_cpus("0-1");
+        tree.tracepoint_format("sched/sched_switch", "name: sched_switch\nID: 1\n");
+        let roots = tree.roots();
+        let c = Collector::open(
+            &roots,
+            &["ipi/ipi_send_cpu", "sched", "../x/y"],
+            Default::default(),
+        )
+        .unwrap();
+        assert!(c.events().is_empty());
+        let u = c.unavailable();
+        assert_eq!(u.len(), 3);
+        assert_eq!(u[0].event, "ipi/ipi_send_cpu");
+        assert!(
+            u[0].reason.contains("no tracepoint ipi/ipi_send_cpu"),
+            "{}",
+            u[0].reason
+        );
+        assert!(u[0].fix.as_deref().unwrap().contains("CONFIG_TRACEPOINTS"));
+        assert!(u[1].reason.contains("system/name"), "{}", u[1].reason);
+        assert!(u[2].reason.contains("system/name"), "{}", u[2].reason);
+        // A format file that does not parse is an error naming the file and line.
+        let err = Collector::open(&roots, &["sched/sched_switch"], Default::default()).unwrap_err();
+        let text = err.to_string();
+        assert!(
+            text.contains("sched_switch/format") && text.contains("line 2: no field:"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn attr_samples_every_hit_with_the_monotonic_clock() {
+        let format = EventFormat::parse("sched", SCHED_SWITCH).unwrap();
+        let attr = tracepoint_attr(&format, 4, SAMPLE_TYPE);
+        assert_eq!(
+            (attr.type_, attr.config, attr.sample_period),
+            (PERF_TYPE_TRACEPOINT, 372, 1)
+        );
+        assert_eq!(attr.sample_type, SAMPLE_TYPE);
+        assert_eq!(attr.clockid, libc::CLOCK_MONOTONIC);
+        assert_ne!(attr.flags & FLAG_USE_CLOCKID, 0);
+        assert_ne!(attr.flags & FLAG_DISABLED, 0);
+        assert_eq!(attr.size, 136);
+    }
+
+    // ---- live tests: the real kernel, as root, with tracefs -------------------------
+
+    const NAMESPACE_CHILD_ENV: &str = "POWERLENS_TEST_TRACEFS_NAMESPACE";
+
+    /// Runs `body` where tracefs is mounted at /sys/kernel/tracing. When the host has not
+    /// mounted it, re-runs this one test in a private mount namespace (`unshare -m`) that
+    /// mounts it, so the host's mounts stay as they were. Prints why when it skips.
+    fn with_tracefs(body: impl FnOnce(&Roots)) {
+        // libtest names each test's thread after the test's full path.
+        let test = std::thread::current().name().unwrap().to_string();
+        let roots = Roots::default();
+        if tracefs_dir(&roots).is_some() {
+            return body(&roots);
+        }
+        assert!(
+            std::env::var_os(NAMESPACE_CHILD_ENV).is_none(),
+            "tracefs is not mounted even in the private namespace"
+        );
+        // SAFETY: geteuid has no preconditions.
+        if unsafe { libc::geteuid() } != 0 {
+            eprintln!("skipped: tracefs not mounted and not root to mount it privately");
+            return;
+        }
+        let exe = std::env::current_exe().unwrap();
+        let script = r#"mount -t tracefs nodev /sys/kernel/tracing || exit 77
+exec "$0" --exact "$1" --nocapture --test-threads=1"#;
+        let output = Command::new("unshare")
+            .args(["-m", "--propagation", "private", "sh", "-c", script])
+            .arg(&exe)
+            .arg(&test)
+            .env(NAMESPACE_CHILD_ENV, "1")
+            .output();
+        let output = match output {
+            Ok(o)
+                if o.status.code() == Some(77)
+                    || String::from_utf8_lossy(&o.stderr).starts_with("unshare:") =>
+            {
+                eprintln!(
+                    "skipped: cannot mount tracefs in a private namespace: {}",
+                    String::from_utf8_lossy(&o.stderr)
+                );
+                return;
+            }
+            Ok(o) => o,
+            Err(e) => {
+                eprintln!("skipped: cannot run unshare: {e}");
+                return;
+            }
+        };
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        eprintln!(
+            "--- {test} in a private mount namespace:\n{stdout}{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        assert!(output.status.success(), "{test} failed in the namespace");
+        assert!(
+            stdout.contains("1 passed"),
+            "{test} did not run in the namespace"
+        );
+    }
+
+    fn open_live(roots: &Roots, events: &[&str], buffer_pages: usize) -> Collector {
+        let options = CollectorOptions {
+            buffer_pages,
+            ..Default::default()
+        };
+        Collector::open(roots, events, options).unwrap()
+    }
+
+    /// What a sleeping thread says about itself.
+    struct Sleeper {
+        tid: u32,
+        /// CLOCK_MONOTONIC around the sleeps, inside the window of `voluntary`.
+        start_ns: u64,
+        end_ns: u64,
+        /// Its voluntary context switches (getrusage RUSAGE_THREAD) during the sleeps.
+        voluntary: u64,
+    }
+
+    const SLEEPER_COMM: &str = "pl-sleeper";
+
+    /// A thread named [`SLEEPER_COMM`] that sleeps `n` times for `each`.
+    /// Sleeps briefly on every online CPU in turn, so that each CPU's ring gets new records
+    /// (the kernel reports a ring's lost records with the next record written to it).
+    fn touch_every_cpu() {
+        let cpus = std::thread::available_parallelism()
+            .map(|n| n.get())
+            .unwrap_or(1);
+        for cpu in 0..cpus {
+            std::thread::spawn(move || {
+                // SAFETY: a zeroed cpu_set_t is the empty set; CPU_SET stays in bounds for
+                // any CPU number below the set's 1024 bits.
+                unsafe {
+                    let mut set: libc::cpu_set_t = std::mem::zeroed();
+                    libc::CPU_SET(cpu, &mut set);
+                    libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set);
+                }
+                for _ in 0..5 {
+                    std::thread::sleep(Duration::from_micros(50));
+                }
+            })
+            .join()
+            .unwrap();
+        }
+    }
+
+    fn run_sleeper(n: u32, each: Duration) -> Sleeper {
+        let nvcsw = || {
+            // SAFETY: getrusage writes into a zeroed local rusage.
+            let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+            unsafe { libc::getrusage(libc::RUSAGE_THREAD, &mut usage) };
+            usage.ru_nvcsw as u64
+        };
+        std::thread::Builder::new()
+            .name(SLEEPER_COMM.to_string())
+            .spawn(move || {
+                // SAFETY: gettid has no preconditions.
+                let tid = unsafe { libc::gettid() } as u32;
+                let before = nvcsw();
+                let start_ns = monotonic_now_ns();
+                for _ in 0..n {
+                    std::thread::sleep(each);
+                }
+                let end_ns = monotonic_now_ns();
+                let voluntary = nvcsw() - before;
+                Sleeper {
+                    tid,
+                    start_ns,
+                    end_ns,
+                    voluntary,
+                }
+            })
+            .unwrap()
+            .join()
+            .unwrap()
+    }
+
+    /// (a) switch counts against the kernel's own, (b) timestamps in the monotonic window,
+    /// (c) comm strings, plus several events sharing one ring and a missing one.
+    #[test]
+    fn live_switch_counts_match_the_kernel() {
+        with_tracefs(|roots| {
+            let events = ["sched/sched_switch", "sched/sched_wakeup", "nosuch/event"];
+            let mut c = open_live(roots, &events, 128);
+            assert_eq!(c.events().len(), 2, "{:?}", c.unavailable());
+            assert_eq!(c.unavailable()[0].event, "nosuch/event");
+            let (switch, wakeup) = (0, 1);
+            let before = monotonic_now_ns();
+            c.enable().unwrap();
+            let sleeper = run_sleeper(200, Duration::from_millis(1));
+            c.disable().unwrap();
+            let after = monotonic_now_ns();
+
+            let cpus = c.cpus();
+            let (mut total, mut sync_out, mut switched_in, mut woken) = (0, 0u64, 0, 0);
+            let (mut comm_out, mut comm_in, mut idle_in) = (false, false, 0);
+            c.drain(|r| {
+                total += 1;
+                let d = r.decoded();
+                assert!(cpus.contains(&r.cpu));
+                assert!(
+                    (before..=after).contains(&r.time_ns),
+                    "{} not in [{before}, {after}]",
+                    r.time_ns
+                );
+                assert_eq!(
+                    d.u64("common_type"),
+                    Some(r.format.id),
+                    "identifier maps to the wrong event"
+                );
+                let in_window = (sleeper.start_ns..=sleeper.end_ns).contains(&r.time_ns);
+                if r.event == switch {
+                    let prev = d.i64("prev_pid").unwrap() as u32;
+                    // The switching-out task is current when the tracepoint fires (unless it
+                    // is a task's last switch after exit, where perf has no tid for it).
+                    assert!(
+                        prev == r.tid || r.tid == EXITED,
+                        "prev {prev}, tid {}",
+                        r.tid
+                    );
+                    if prev == sleeper.tid {
+                        comm_out |= d.str("prev_comm").unwrap() == SLEEPER_COMM;
+                        // Not R (0) nor preempted (R+, 0x100): blocked, a voluntary switch.
+                        if in_window && d.i64("prev_state").unwrap() & 0xff != 0 {
+                            sync_out += 1;
+                        }
+                    }
+                    let next = d.i64("next_pid").unwrap() as u32;
+                    let next_comm = d.str("next_comm").unwrap();
+                    if next == 0 {
+                        // The idle task of each CPU is called swapper/<cpu>.
+                        assert_eq!(next_comm, format!("swapper/{}", r.cpu));
+                        idle_in += 1;
+                    }
+                    if next == sleeper.tid {
+                        comm_in |= next_comm == SLEEPER_COMM;
+                        switched_in += 1;
+                    }
+                } else if r.event == wakeup
+                    && d.i64("pid").unwrap() as u32 == sleeper.tid
+                    && in_window
+                {
+                    woken += 1;
+                }
+            });
+            eprintln!(
+                "records {total}, lost {:?}; sleeper tid {}: {sync_out} blocked switch-outs traced, \
+                 {} voluntary switches by getrusage, {switched_in} switch-ins, {woken} wake-ups",
+                c.lost(),
+                sleeper.tid,
+                sleeper.voluntary
+            );
+            assert_eq!(c.total_lost(), 0);
+            assert!(sleeper.voluntary >= 200, "{}", sleeper.voluntary);
+            assert!(
+                sync_out.abs_diff(sleeper.voluntary) <= 2,
+                "{sync_out} vs {}",
+                sleeper.voluntary
+            );
+            // Switch-ins and wake-ups are not asserted: on this project's VMs the kernel
+            // writes no perf record for events in the idle task's context on cpu1 (perf
+            // record -a shows the same), so the sleeper's switch-in from idle may be missing.
+            assert!(idle_in > 0, "no switch to an idle task decoded");
+            assert!(comm_out, "comm {SLEEPER_COMM:?} not decoded");
+            if !comm_in {
+                eprintln!(
+                    "note: no switch-in of the sleeper was recorded (idle context, see above)"
+                );
+            }
+        });
+    }
+
+    /// (d) a one-page ring under a burst reports lost records instead of dropping silently.
+    #[test]
+    fn live_tiny_ring_counts_lost_records() {
+        with_tracefs(|roots| {
+            let events = ["sched/sched_switch", "sched/sched_wakeup"];
+            let mut c = open_live(roots, &events, 1);
+            c.enable().unwrap();
+            run_sleeper(300, Duration::from_micros(50));
+            // The kernel writes its LOST record with the first event after space frees up:
+            // drain, let a few more events happen, drain again.
+            let mut records = c.drain(|_| {});
+            touch_every_cpu();
+            records += c.drain(|_| {});
+            c.disable().unwrap();
+            records += c.drain(|_| {});
+            eprintln!(
+                "one-page ring: {records} records read, lost per cpu {:?}",
+                c.lost()
+            );
+            assert!(records > 0);
+            assert!(c.total_lost() > 0, "a 4 KiB ring cannot hold 900+ records");
+        });
+    }
+
+    /// Every event issue 4 asks for opens on this kernel, or is unavailable with a reason;
+    /// each event's records carry its own tracepoint id.
+    #[test]
+    fn live_recording_events_open_or_say_why() {
+        with_tracefs(|roots| {
+            let events = [
+                "sched/sched_switch",
+                "sched/sched_wakeup",
+                "sched/sched_wakeup_new",
+                "sched/sched_migrate_task",
+                "sched/sched_process_fork",
+                "sched/sched_process_exec",
+                "sched/sched_process_exit",
+                "power/cpu_idle",
+                "power/cpu_frequency",
+                "irq/irq_handler_entry",
+                "irq/softirq_entry",
+                "timer/hrtimer_expire_entry",
+                "timer/timer_expire_entry",
+                "ipi/ipi_send_cpu",
+                "ipi/ipi_send_cpumask",
+            ];
+            let mut c = open_live(roots, &events, 64);
+            assert_eq!(c.events().len() + c.unavailable().len(), events.len());
+            for u in c.unavailable() {
+                eprintln!("unavailable: {} — {} ({:?})", u.event, u.reason, u.fix);
+                assert!(!u.reason.is_empty());
+            }
+            c.enable().unwrap();
+            run_sleeper(20, Duration::from_millis(1));
+            c.disable().unwrap();
+            let mut per_event = vec![0u32; c.events().len()];
+            c.drain(|r| {
+                assert_eq!(r.decoded().u64("common_type"), Some(r.format.id));
+                per_event[r.event] += 1;
+            });
+            for (format, n) in c.events().iter().zip(&per_event) {
+                eprintln!("{:>6} {}", n, format.full_name());
+            }
+            assert!(per_event[0] >= 20, "sched_switch records: {}", per_event[0]);
+        });
+    }
+
+    /// Call chains: the sleeper's switch-outs carry kernel frames (the path into
+    /// `schedule`), and `wait` wakes when a ring fills or times out when none does.
+    #[test]
+    fn live_callchains_and_wait() {
+        with_tracefs(|roots| {
+            let options = CollectorOptions {
+                buffer_pages: 16,
+                callchains: true,
+            };
+            let mut c = Collector::open(roots, &["sched/sched_switch"], options).unwrap();
+            // Nothing enabled yet: nothing to wait for.
+            assert!(!c.wait(Duration::from_millis(1)).unwrap());
+            c.enable().unwrap();
+            let sleeper = run_sleeper(20, Duration::from_millis(1));
+            c.disable().unwrap();
+            let (mut with_kernel_frames, mut outs) = (0, 0);
+            c.drain(|r| {
+                if r.decoded().i64("prev_pid") == Some(sleeper.tid as i64) {
+                    outs += 1;
+                    let kernel = r.callchain.frames().filter(|f| !f.user).count();
+                    if kernel >= 2 {
+                        with_kernel_frames += 1;
+                    }
+                }
+            });
+            eprintln!("{outs} switch-outs of the sleeper, {with_kernel_frames} with kernel stacks");
+            assert!(outs >= 20);
+            assert_eq!(with_kernel_frames, outs);
+            assert_eq!(c.total_lost(), 0);
+        });
+    }
+}

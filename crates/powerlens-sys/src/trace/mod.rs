@@ -1,0 +1,55 @@
+//! Kernel tracepoints recorded through `perf_event_open`: the collector layer that
+//! `record`, stacks and `wake` build on. Three modules, one job each:
+//!
+//! - [`format`]: parse `<tracefs>/events/<system>/<name>/format` into an [`EventFormat`]
+//!   and decode raw payloads by field name ([`EventFormat::decode`] → [`Decoded`] with
+//!   `u64`/`i64`/`str`/`bytes` accessors). Pure, no I/O.
+//! - [`ring`]: one mmap'd perf ring buffer ([`ring::Ring`]) and its records
+//!   (`PERF_RECORD_SAMPLE` of [`ring::SAMPLE_TYPE`], `PERF_RECORD_LOST`).
+//! - [`collector`]: [`Collector`], the API most callers want.
+//!
+//! ```no_run
+//! use powerlens_sys::trace::{Collector, CollectorOptions};
+//! use powerlens_sys::Roots;
+//!
+//! let roots = Roots::default();
+//! let events = ["sched/sched_switch", "sched/sched_wakeup", "ipi/ipi_send_cpu"];
+//! let mut collector = Collector::open(&roots, &events, CollectorOptions::default())?;
+//! for missing in collector.unavailable() {
+//!     eprintln!("{}: {} (fix: {:?})", missing.event, missing.reason, missing.fix);
+//! }
+//! collector.enable()?;
+//! // … run the workload, calling drain() often enough that the rings do not fill …
+//! collector.disable()?;
+//! collector.drain(|record| {
+//!     let fields = record.decoded();
+//!     if record.format.name == "sched_switch" {
+//!         let prev = fields.str("prev_comm");
+//!         let state = fields.i64("prev_state");
+//!         println!("{} cpu{} {prev:?} state {state:?}", record.time_ns, record.cpu);
+//!     }
+//! });
+//! println!("lost per cpu: {:?}", collector.lost());
+//! # Ok::<(), powerlens_sys::SysError>(())
+//! ```
+//!
+//! Guarantees and limits (see also `docs/COLLECTOR.md`):
+//! - Timestamps are CLOCK_MONOTONIC nanoseconds (`use_clockid`), the clock of the sysfs
+//!   sampler and of `clock_gettime(CLOCK_MONOTONIC)`.
+//! - One ring per CPU; records of one CPU come in write order (time order up to nesting by
+//!   interrupts); merging CPUs by time is the caller's job.
+//! - Call stacks on request ([`CollectorOptions::callchains`], [`ring::Callchain`]);
+//!   [`Collector::wait`] blocks until a ring is half full.
+//! - Lost records are counted per CPU ([`Collector::lost`]), never silently dropped.
+//! - Needs tracefs mounted (errors say `mount -t tracefs nodev /sys/kernel/tracing`) and
+//!   root or a low `perf_event_paranoid` (errors carry the fix).
+
+pub mod collector;
+pub mod format;
+pub mod ring;
+
+pub use collector::{
+    monotonic_now_ns, Collector, CollectorOptions, TraceRecord, UnavailableEvent, EXITED,
+};
+pub use format::{Decoded, EventFormat, Field, FieldKind, FormatError};
+pub use ring::{Callchain, Frame};
