@@ -1,6 +1,7 @@
 //! Ctrl-C and SIGTERM: record that the user asked to stop, so that a series of runs can end
 //! cleanly, print what it has and save it, instead of dying with nothing.
 
+use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
@@ -44,5 +45,15 @@ pub fn sleep(duration: Duration) -> bool {
             return true;
         }
         std::thread::sleep((end - now).min(Duration::from_millis(20)));
+    }
+}
+
+/// The exit code of a command that measured a series: success when it finished, 130 (as
+/// shells report SIGINT) when the user interrupted it, 1 when a run failed.
+pub fn exit_code(stopped_early: Option<&str>) -> ExitCode {
+    match stopped_early {
+        None => ExitCode::SUCCESS,
+        Some(_) if interrupted() => ExitCode::from(130),
+        Some(_) => ExitCode::FAILURE,
     }
 }

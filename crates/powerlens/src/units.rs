@@ -53,6 +53,15 @@ pub fn parse_positive_duration(text: &str) -> Result<Duration, String> {
     Ok(duration)
 }
 
+/// Parses a strictly positive, finite number (e.g. `--work`, units of work per run).
+pub fn parse_positive_number(text: &str) -> Result<f64, String> {
+    match text.trim().parse::<f64>() {
+        Ok(v) if v.is_finite() && v > 0.0 => Ok(v),
+        Ok(v) => Err(format!("{v} is not a positive number")),
+        Err(_) => Err(format!("'{text}' is not a number")),
+    }
+}
+
 /// Parses a duration given in seconds as the issue's `SECS` flags are documented
 /// (`--baseline 5`, `--window 10`): a bare number is seconds; with a unit, as
 /// [`parse_positive_duration`].
@@ -69,6 +78,14 @@ pub fn parse_seconds(text: &str) -> Result<Duration, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn positive_numbers() {
+        assert_eq!(parse_positive_number("2.5").unwrap(), 2.5);
+        for bad in ["0", "-1", "inf", "NaN", "x"] {
+            assert!(parse_positive_number(bad).is_err(), "{bad}");
+        }
+    }
 
     #[test]
     fn bare_seconds_for_secs_flags() {

@@ -15,6 +15,7 @@ use crate::cli::GlobalArgs;
 use crate::cmd::run::{ConfigArgs, MeterArgs, OutputArgs, Rendered, SaveArgs, SeriesArgs};
 use crate::meter::Meter;
 use crate::runner::Job;
+use crate::units::parse_positive_number;
 use crate::{interrupt, progress, results, runner};
 
 #[derive(Debug, Args)]
@@ -50,7 +51,7 @@ pub struct CompareArgs {
     pub names: Vec<String>,
 
     /// Units of work one run retires (requests, frames, …): work per joule becomes throughput per watt.
-    #[arg(long, value_name = "N", default_value_t = 1.0)]
+    #[arg(long, value_name = "N", default_value_t = 1.0, value_parser = parse_positive_number)]
     pub work: f64,
 
     #[command(flatten)]
@@ -91,12 +92,6 @@ struct Inputs {
 }
 
 pub fn execute(global: &GlobalArgs, args: CompareArgs) -> anyhow::Result<ExitCode> {
-    if !(args.work.is_finite() && args.work > 0.0) {
-        bail!(
-            "--work must be a positive number of work units per run, got {}",
-            args.work
-        );
-    }
     let forms = [
         args.from_csv.is_some(),
         !args.results.is_empty(),
@@ -133,11 +128,7 @@ pub fn execute(global: &GlobalArgs, args: CompareArgs) -> anyhow::Result<ExitCod
         csv: powerlens_report::compare::csv(&comparison),
         markdown: powerlens_report::compare::markdown(&comparison, &inputs.provenance),
     })?;
-    Ok(match inputs.stopped_early {
-        None => ExitCode::SUCCESS,
-        Some(_) if interrupt::interrupted() => ExitCode::from(130),
-        Some(_) => ExitCode::FAILURE,
-    })
+    Ok(interrupt::exit_code(inputs.stopped_early.as_deref()))
 }
 
 fn from_csv(path: &Path) -> anyhow::Result<Inputs> {

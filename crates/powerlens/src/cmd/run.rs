@@ -16,9 +16,6 @@ use crate::units::{parse_positive_duration, parse_seconds};
 use crate::{interrupt, progress, results};
 use powerlens_sys::Roots;
 
-/// Exit code when the user interrupted the series (as shells report SIGINT).
-const EXIT_INTERRUPTED: u8 = 130;
-
 #[derive(Debug, Args)]
 #[command(after_long_help = "\
 Examples:
@@ -271,9 +268,5 @@ pub fn execute(global: &GlobalArgs, args: RunArgs) -> anyhow::Result<ExitCode> {
         let id = results::save_run(db, &result, args.label.clone())?;
         eprintln!("saved as result {id} in {}", db.path().display());
     }
-    Ok(match &result.stopped_early {
-        None => ExitCode::SUCCESS,
-        Some(_) if interrupt::interrupted() => ExitCode::from(EXIT_INTERRUPTED),
-        Some(_) => ExitCode::FAILURE,
-    })
+    Ok(interrupt::exit_code(result.stopped_early.as_deref()))
 }

@@ -14,6 +14,7 @@ use crate::cli::GlobalArgs;
 use crate::cmd::run::{ConfigArgs, MeterArgs, OutputArgs, Rendered, SaveArgs, SeriesArgs};
 use crate::meter::Meter;
 use crate::runner::Job;
+use crate::units::parse_positive_number;
 use crate::{interrupt, progress, results, runner};
 
 #[derive(Debug, Args)]
@@ -41,7 +42,7 @@ pub struct SweepArgs {
     pub reference: Option<String>,
 
     /// Units of work one run retires: work per joule becomes throughput per watt.
-    #[arg(long, value_name = "N", default_value_t = 1.0)]
+    #[arg(long, value_name = "N", default_value_t = 1.0, value_parser = parse_positive_number)]
     pub work: f64,
 
     /// Draw energy and time against the first parameter as an SVG file.
@@ -82,12 +83,6 @@ struct SweepDoc<'a> {
 }
 
 pub fn execute(global: &GlobalArgs, args: SweepArgs) -> anyhow::Result<ExitCode> {
-    if !(args.work.is_finite() && args.work > 0.0) {
-        bail!(
-            "--work must be a positive number of work units per run, got {}",
-            args.work
-        );
-    }
     let mut params = args
         .params
         .iter()
@@ -168,9 +163,5 @@ pub fn execute(global: &GlobalArgs, args: SweepArgs) -> anyhow::Result<ExitCode>
             .with_context(|| format!("writing the plot {}", path.display()))?;
         eprintln!("plot written to {}", path.display());
     }
-    Ok(match stopped_early {
-        None => ExitCode::SUCCESS,
-        Some(_) if interrupt::interrupted() => ExitCode::from(130),
-        Some(_) => ExitCode::FAILURE,
-    })
+    Ok(interrupt::exit_code(stopped_early.as_deref()))
 }
