@@ -3,13 +3,14 @@
 //! must recover both parameters. On real hardware the meter is RAPL and the line is the
 //! package's; here the oracle is the line we chose.
 
-use std::process::Command;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use powerlens_sys::fixture::{FakeMeter, FixtureTree};
 use powerlens_sys::{procfs, Roots};
+
+mod common;
 
 #[test]
 fn calibrate_recovers_a_known_power_line() {
@@ -32,9 +33,7 @@ fn calibrate_recovers_a_known_power_line() {
         })
     };
     let model = tree.sys_path("model.json");
-    let out = Command::new(env!("CARGO_BIN_EXE_powerlens"))
-        .env("POWERLENS_SYSFS_ROOT", &tree.roots().sysfs)
-        .env_remove("POWERLENS_PROCFS_ROOT")
+    let out = common::command(&tree.roots().sysfs, &tree.sys_path("r.db"))
         .args([
             "calibrate",
             "--duration",
@@ -74,8 +73,7 @@ fn calibrate_recovers_a_known_power_line() {
 
     // The written model is what --power-model loads on a machine without a meter.
     let empty = tempfile::tempdir().unwrap();
-    let out = Command::new(env!("CARGO_BIN_EXE_powerlens"))
-        .env("POWERLENS_SYSFS_ROOT", empty.path())
+    let out = common::command(empty.path(), &empty.path().join("r.db"))
         .args(["run", "--no-save", "--runs", "1", "--json", "--power-model"])
         .arg(&model)
         .args(["--", "sleep", "0.2"])
@@ -93,8 +91,7 @@ fn calibrate_recovers_a_known_power_line() {
 #[test]
 fn calibrate_without_a_meter_says_why() {
     let empty = tempfile::tempdir().unwrap();
-    let out = Command::new(env!("CARGO_BIN_EXE_powerlens"))
-        .env("POWERLENS_SYSFS_ROOT", empty.path())
+    let out = common::command(empty.path(), &empty.path().join("r.db"))
         .args(["calibrate", "--duration", "0.1s"])
         .output()
         .unwrap();

@@ -1,37 +1,14 @@
 //! `powerlens compare` end to end: published figures from CSV, saved results, and live
 //! interleaved runs against a fake meter whose power each command sets for itself.
 
-use std::path::Path;
-use std::process::{Command, Output};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
 use powerlens_sys::fixture::{FakeMeter, FixtureTree};
 
-fn powerlens(sysfs: &Path, db: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_powerlens"))
-        .env("POWERLENS_SYSFS_ROOT", sysfs)
-        .env_remove("POWERLENS_PROCFS_ROOT")
-        .env("POWERLENS_DB", db)
-        .args(args)
-        .output()
-        .unwrap()
-}
-
-fn json(o: &Output) -> serde_json::Value {
-    serde_json::from_slice(&o.stdout).unwrap_or_else(|e| {
-        panic!(
-            "{e}: {}\n{}",
-            String::from_utf8_lossy(&o.stdout),
-            String::from_utf8_lossy(&o.stderr)
-        )
-    })
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
+mod common;
+use common::{json, powerlens, stderr};
 
 #[test]
 fn csv_reproduces_len_browns_figures() {

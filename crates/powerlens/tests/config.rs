@@ -5,12 +5,14 @@
 //! real hardware the governor would change the frequency; the test cannot, and says so.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Output;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
 use powerlens_sys::fixture::{FakeMeter, FixtureTree, PolicySpec};
+
+mod common;
 
 struct Machine {
     tree: FixtureTree,
@@ -84,10 +86,7 @@ impl Machine {
     }
 
     fn powerlens(&self, args: &[&str]) -> Output {
-        Command::new(env!("CARGO_BIN_EXE_powerlens"))
-            .env("POWERLENS_SYSFS_ROOT", &self.tree.roots().sysfs)
-            .env_remove("POWERLENS_PROCFS_ROOT")
-            .env("POWERLENS_DB", self.tree.sys_path("r.db"))
+        common::command(&self.tree.roots().sysfs, &self.tree.sys_path("r.db"))
             .env(
                 "POWERLENS_SETTINGS_JOURNAL",
                 self.tree.sys_path("journal.json"),

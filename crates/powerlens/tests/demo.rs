@@ -2,14 +2,12 @@
 //! scenario measured, figures labelled as estimates, and the same-work pair faster in
 //! parallel when the machine has more than one CPU.
 
-use std::process::Command;
+mod common;
 
 #[test]
 fn demo_measures_every_scenario_and_labels_estimates() {
     let dir = tempfile::tempdir().unwrap();
-    let out = Command::new(env!("CARGO_BIN_EXE_powerlens"))
-        .env("POWERLENS_SYSFS_ROOT", dir.path())
-        .env_remove("POWERLENS_PROCFS_ROOT")
+    let out = common::command(dir.path(), &dir.path().join("r.db"))
         .args(["demo", "--runs", "1", "--duration", "0.1s", "--json"])
         .output()
         .unwrap();

@@ -9,6 +9,9 @@ use std::path::PathBuf;
 use std::process::{Command, Output, Stdio};
 use std::time::Duration;
 
+mod common;
+use common::{json, stderr};
+
 struct Env {
     dir: tempfile::TempDir,
 }
@@ -29,11 +32,8 @@ impl Env {
     }
 
     fn cmd(&self) -> Command {
-        let mut c = Command::new(env!("CARGO_BIN_EXE_powerlens"));
-        c.env("POWERLENS_SYSFS_ROOT", self.dir.path().join("sys"))
-            .env_remove("POWERLENS_PROCFS_ROOT")
-            .env("POWERLENS_DB", self.db())
-            .current_dir(self.dir.path());
+        let mut c = common::command(&self.dir.path().join("sys"), &self.db());
+        c.current_dir(self.dir.path());
         c
     }
 
@@ -50,15 +50,6 @@ impl Env {
         );
         serde_json::from_slice(&out.stdout).unwrap()
     }
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
-
-fn json(o: &Output) -> serde_json::Value {
-    serde_json::from_slice(&o.stdout)
-        .unwrap_or_else(|e| panic!("{e}: {}\n{}", String::from_utf8_lossy(&o.stdout), stderr(o)))
 }
 
 #[test]

@@ -2,10 +2,17 @@
 //! test thread advances at a known power, wrapping at a small `max_energy_range_uj`. On real
 //! hardware the same path reads RAPL; here the oracle is the power we set, P × wall time.
 
-use std::process::{Command, Output};
 use std::sync::Mutex;
 
 use powerlens_sys::fixture::{FakeMeter, FixtureTree};
+
+mod common;
+use common::json;
+
+/// Runs the binary with the tree as its sysfs.
+fn powerlens(tree: &FixtureTree, db: &std::path::Path, args: &[&str]) -> std::process::Output {
+    common::powerlens(&tree.roots().sysfs, db, args)
+}
 
 /// The fake meters are threads that must write every millisecond; tests in this binary run
 /// one at a time so they do not starve each other's meters on a 2-core machine.
@@ -13,26 +20,6 @@ static SERIAL: Mutex<()> = Mutex::new(());
 
 fn serial() -> std::sync::MutexGuard<'static, ()> {
     SERIAL.lock().unwrap_or_else(|p| p.into_inner())
-}
-
-fn powerlens(tree: &FixtureTree, db: &std::path::Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_powerlens"))
-        .env("POWERLENS_SYSFS_ROOT", &tree.roots().sysfs)
-        .env_remove("POWERLENS_PROCFS_ROOT")
-        .env("POWERLENS_DB", db)
-        .args(args)
-        .output()
-        .unwrap()
-}
-
-fn json(o: &Output) -> serde_json::Value {
-    serde_json::from_slice(&o.stdout).unwrap_or_else(|e| {
-        panic!(
-            "{e}: {}\n{}",
-            String::from_utf8_lossy(&o.stdout),
-            String::from_utf8_lossy(&o.stderr)
-        )
-    })
 }
 
 #[test]

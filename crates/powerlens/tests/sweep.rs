@@ -1,16 +1,11 @@
 //! `powerlens sweep` end to end over a built-in workload's thread count: table, JSON
 //! contract, CSV and Markdown exports, the SVG plot, and bad input caught before running.
 
-use std::process::{Command, Output};
+mod common;
 
-fn powerlens(dir: &std::path::Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_powerlens"))
-        .env("POWERLENS_SYSFS_ROOT", dir)
-        .env_remove("POWERLENS_PROCFS_ROOT")
-        .env("POWERLENS_DB", dir.join("r.db"))
-        .args(args)
-        .output()
-        .unwrap()
+/// Runs the binary with `dir` as its sysfs root and `dir/r.db` as its database.
+fn powerlens(dir: &std::path::Path, args: &[&str]) -> std::process::Output {
+    common::powerlens(dir, &dir.join("r.db"), args)
 }
 
 #[test]

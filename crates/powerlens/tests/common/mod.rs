@@ -1,0 +1,33 @@
+//! Running the powerlens binary from integration tests against a chosen sysfs root and
+//! results database, so that no test reads the host's meters or writes the user's database.
+
+// Each test binary uses a different subset of these helpers.
+#![allow(dead_code)]
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+/// The binary with `POWERLENS_SYSFS_ROOT` at `sysfs`, the real procfs, and `POWERLENS_DB`
+/// at `db`.
+pub fn command(sysfs: &Path, db: &Path) -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_powerlens"));
+    c.env("POWERLENS_SYSFS_ROOT", sysfs)
+        .env_remove("POWERLENS_PROCFS_ROOT")
+        .env("POWERLENS_DB", db);
+    c
+}
+
+/// Runs the binary to completion (see [`command`]).
+pub fn powerlens(sysfs: &Path, db: &Path, args: &[&str]) -> Output {
+    command(sysfs, db).args(args).output().unwrap()
+}
+
+/// The JSON on stdout; on failure, panics showing stdout and stderr.
+pub fn json(o: &Output) -> serde_json::Value {
+    serde_json::from_slice(&o.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}\n{}", String::from_utf8_lossy(&o.stdout), stderr(o)))
+}
+
+pub fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
