@@ -100,6 +100,30 @@ pub fn sentence(candidate: &str, r: &Ratios) -> String {
     format!("{candidate} {time} and {energy} to retire the workload; its average power is {power}.")
 }
 
+/// What each additional busy CPU draws: (power on all CPUs − power on one) / (CPUs − 1),
+/// from two runs of the same spinning load on 1 and on `cpus` CPUs.
+pub fn busy_cpu_sentence(one: &RunSummary, all: &RunSummary, cpus: usize) -> String {
+    let extra = cpus.saturating_sub(1).max(1) as f64;
+    format!(
+        "Busy CPUs: spinning on {cpus} CPUs draws {:.1} W against {:.1} W on 1 CPU, {:.1} W per additional busy CPU.",
+        all.power_w.mean,
+        one.power_w.mean,
+        (all.power_w.mean - one.power_w.mean) / extra
+    )
+}
+
+/// What frequent wake-ups cost over the same time: the energy difference of a sleeper that
+/// wakes often (`frequent`) against one that wakes rarely (`rare`), both `seconds` long.
+pub fn wakeup_cost_sentence(rare: &RunSummary, frequent: &RunSummary, seconds: f64) -> String {
+    let more = frequent.energy_j.mean - rare.energy_j.mean;
+    format!(
+        "Wake-ups: waking every 1 ms instead of every 100 ms {} {:.2} J ({:+.1}%) over the same {seconds} s, for the same amount of sleeping.",
+        if more >= 0.0 { "costs" } else { "saves" },
+        more.abs(),
+        (frequent.energy_j.mean / rare.energy_j.mean - 1.0) * 100.0
+    )
+}
+
 /// A ratio interval as signed percent changes, e.g. "95% CI +8.0% … +10.2%".
 fn ci_text(ci: [f64; 2]) -> String {
     format!(
@@ -159,6 +183,44 @@ mod tests {
             "powersaving takes 9.1% longer and needs 6.9% more energy to retire the workload; its average power is 2.0% lower."
         );
         assert_eq!(classify(&r), VerdictClass::WorseOnBoth);
+    }
+
+    fn summary(wall_s: f64, energy_j: f64) -> RunSummary {
+        use crate::provenance::Provenance;
+        use crate::run::{DomainEnergy, ExitStatus, Measurement, Run};
+        let m = Measurement {
+            wall_s,
+            cpu_s: wall_s,
+            energy_interval_s: wall_s,
+            domains: vec![DomainEnergy {
+                name: "system".into(),
+                joules: energy_j,
+                counts_in_total: true,
+            }],
+            exit: ExitStatus {
+                code: Some(0),
+                signal: None,
+            },
+            provenance: Provenance::Measured {
+                source: "test".into(),
+            },
+        };
+        RunSummary::of(&[Run::new(0, m, None)]).unwrap()
+    }
+
+    #[test]
+    fn busy_cpu_and_wakeup_sentences_by_hand() {
+        // 1 CPU: 43 J in 1 s = 43 W; 4 CPUs: 91 J in 1 s = 91 W; (91 − 43) / 3 = 16 W.
+        let s = busy_cpu_sentence(&summary(1.0, 43.0), &summary(1.0, 91.0), 4);
+        assert!(
+            s.contains("draws 91.0 W against 43.0 W") && s.contains("16.0 W per additional"),
+            "{s}"
+        );
+        // 27.2 J against 28.02 J: costs 0.82 J, +3.0%.
+        let w = wakeup_cost_sentence(&summary(1.0, 27.2), &summary(1.0, 28.02), 1.0);
+        assert!(w.contains("costs 0.82 J (+3.0%)"), "{w}");
+        let cheaper = wakeup_cost_sentence(&summary(1.0, 28.0), &summary(1.0, 27.0), 1.0);
+        assert!(cheaper.contains("saves 1.00 J"), "{cheaper}");
     }
 
     #[test]

@@ -81,32 +81,20 @@ fn verdicts(s: &[Scenario], cpus: usize, secs: f64) -> Vec<Verdict> {
         });
     }
     if let Some((r, b, c)) = pair(2, 3) {
-        let extra = cpus.saturating_sub(1).max(1) as f64;
         out.push(Verdict {
             baseline: s[2].name.clone(),
             candidate: s[3].name.clone(),
             class: None,
-            sentence: format!(
-                "Busy CPUs: spinning on {cpus} CPUs draws {:.1} W against {:.1} W on 1 CPU, {:.1} W per additional busy CPU.",
-                c.power_w.mean,
-                b.power_w.mean,
-                (c.power_w.mean - b.power_w.mean) / extra
-            ),
+            sentence: verdict::busy_cpu_sentence(b, c, cpus),
             ratios: r,
         });
     }
     if let Some((r, b, c)) = pair(4, 5) {
-        let more = c.energy_j.mean - b.energy_j.mean;
         out.push(Verdict {
             baseline: s[4].name.clone(),
             candidate: s[5].name.clone(),
             class: None,
-            sentence: format!(
-                "Wake-ups: waking every 1 ms instead of every 100 ms {} {:.2} J ({:+.1}%) over the same {secs} s, for the same amount of sleeping.",
-                if more >= 0.0 { "costs" } else { "saves" },
-                more.abs(),
-                (r.energy - 1.0) * 100.0
-            ),
+            sentence: verdict::wakeup_cost_sentence(b, c, secs),
             ratios: r,
         });
     }
