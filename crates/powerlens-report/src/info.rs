@@ -205,7 +205,7 @@ fn energy(out: &mut String, sources: &[SourceStatus]) {
     // The power model is listed last and always available: reaching it means no meter.
     match sources
         .iter()
-        .find(|s| s.available && s.name != "power-model")
+        .find(|s| s.available && s.name != powerlens_sys::energy::POWER_MODEL_SOURCE)
     {
         Some(best) => line(out, "=> measuring with", &best.name),
         None => line(

@@ -181,7 +181,7 @@ impl Meter {
 pub fn model_status(path: Option<&Path>) -> anyhow::Result<SourceStatus> {
     let model = load_model(path)?;
     Ok(SourceStatus {
-        name: MODEL_SOURCE.into(),
+        name: powerlens_sys::energy::POWER_MODEL_SOURCE.into(),
         available: true,
         reason: format!(
             "estimates, not measurements, from /proc/stat CPU time: {} W idle + {} W per busy CPU ({}: {}); used only when no meter above can be read",
@@ -191,9 +191,6 @@ pub fn model_status(path: Option<&Path>) -> anyhow::Result<SourceStatus> {
         domains: Vec::new(),
     })
 }
-
-/// Name of the power model in source lists.
-pub const MODEL_SOURCE: &str = "power-model";
 
 fn load_model(path: Option<&Path>) -> anyhow::Result<PowerModel> {
     let Some(path) = path else {

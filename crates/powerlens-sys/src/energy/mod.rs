@@ -88,6 +88,11 @@ pub fn safe_read_interval(range_joules: f64) -> Duration {
     Duration::from_secs_f64((range_joules / HIGHEST_PLAUSIBLE_POWER_W / 2.0).max(1e-4))
 }
 
+/// Name of the power-model fallback in source lists: not a meter, always available, listed
+/// last. The model itself is analysis (powerlens-core); only its name is shared here so that
+/// every list and view recognises it the same way.
+pub const POWER_MODEL_SOURCE: &str = "power-model";
+
 /// Availability of one energy source on this machine, as `info` and `run` report it.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct SourceStatus {
