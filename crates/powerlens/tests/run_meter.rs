@@ -124,11 +124,11 @@ fn baseline_and_forced_slow_sampling_are_reported() {
             "--runs",
             "2",
             "--baseline",
-            "0.3",
+            "1",
             "--json",
             "--",
             "sleep",
-            "0.2",
+            "0.5",
         ],
     );
     assert!(
@@ -140,9 +140,16 @@ fn baseline_and_forced_slow_sampling_are_reported() {
     let b = &v["baseline"];
     assert!((b["before_w"].as_f64().unwrap() - 10.0).abs() < 0.3, "{b}");
     assert!((b["after_w"].as_f64().unwrap() - 10.0).abs() < 0.3, "{b}");
+    // The fake meter's thread can lag ~10 ms behind under load; over 1 s baselines and
+    // 0.5 s runs that stays within 2%, so "about zero above idle" is judged relative to the
+    // run's own energy (5 J).
     for r in v["runs"].as_array().unwrap() {
         let above = r["energy_above_baseline_j"].as_f64().unwrap();
-        assert!((0.0..0.1).contains(&above), "{above}");
+        let energy = r["energy_j"].as_f64().unwrap();
+        assert!(
+            above >= 0.0 && above < 0.05 * energy,
+            "{above} J above idle of {energy} J"
+        );
     }
     drop(meter);
 
