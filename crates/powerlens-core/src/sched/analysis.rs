@@ -41,8 +41,11 @@ impl WakeupCauses {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct ThreadStats {
     pub tid: Tid,
-    /// The process, when a fork event named it (the caller may fill it from /proc).
+    /// The process; the analysis leaves it to the caller, who knows it from the recording's
+    /// thread table.
     pub pid: Option<u32>,
+    /// The thread that created this one, when its fork was recorded.
+    pub parent: Option<Tid>,
     pub comm: Option<String>,
     pub cpu_time_ns: u64,
     /// Switched out blocked.
@@ -174,14 +177,10 @@ impl SchedAnalysis {
                 tid, new_thread, ..
             } => self.wakeup(e.cpu, t, *tid, *new_thread),
             EventKind::Migrate { tid, .. } => self.thread(*tid).stats.migrations += 1,
-            EventKind::Fork {
-                child,
-                child_pid,
-                parent,
-            } => {
+            EventKind::Fork { child, parent } => {
                 let parent_comm = self.threads.get(parent).and_then(|p| p.stats.comm.clone());
                 let c = self.thread(*child);
-                c.stats.pid = Some(*child_pid);
+                c.stats.parent = Some(*parent);
                 if c.stats.comm.is_none() {
                     c.stats.comm = parent_comm;
                 }

@@ -50,12 +50,10 @@ pub enum EventKind {
     },
     /// sched_migrate_task: `tid` moved from `from` to `to`.
     Migrate { tid: Tid, from: u32, to: u32 },
-    /// sched_process_fork: `child` created by `parent` (thread ids), `child_pid` its process.
-    Fork {
-        parent: Tid,
-        child: Tid,
-        child_pid: u32,
-    },
+    /// sched_process_fork: thread `child` created by thread `parent`. The tracepoint does
+    /// not say whether the child is a new process or a new thread of the parent's process:
+    /// the recording's thread table (from each sample's pid/tid header) says that.
+    Fork { parent: Tid, child: Tid },
     /// sched_process_exec: `tid` now runs `comm`.
     Exec { tid: Tid, comm: String },
     /// sched_process_exit.

@@ -160,7 +160,6 @@ fn exits_forks_and_execs() {
             EventKind::Fork {
                 parent: A,
                 child: B,
-                child_pid: 77,
             },
         ),
         ev(
@@ -178,7 +177,7 @@ fn exits_forks_and_execs() {
     ];
     let s = analyse(&events, 10);
     let b = thread(&s, B);
-    assert_eq!((b.pid, b.comm.as_deref()), (Some(77), Some("server")));
+    assert_eq!((b.parent, b.comm.as_deref()), (Some(A), Some("server")));
     assert_eq!(
         (b.sync_switches, b.preempt_switches),
         (0, 0),
