@@ -46,10 +46,12 @@
 
 pub mod collector;
 pub mod format;
+pub mod mount;
 pub mod ring;
 
 pub use collector::{
     monotonic_now_ns, Collector, CollectorOptions, TraceRecord, UnavailableEvent, EXITED,
 };
 pub use format::{Decoded, EventFormat, Field, FieldKind, FormatError};
+pub use mount::ensure_tracefs;
 pub use ring::{Callchain, Frame};

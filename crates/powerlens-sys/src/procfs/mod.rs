@@ -1,4 +1,7 @@
-//! Readers of procfs: system-wide CPU time (`/proc/stat`).
+//! Readers of procfs: system-wide CPU time (`/proc/stat`) here, per-thread figures in
+//! [`tasks`].
+
+pub mod tasks;
 
 use crate::{sysfs, Roots, SysError};
 
@@ -21,7 +24,7 @@ impl CpuTimes {
 }
 
 /// Kernel clock ticks per second (USER_HZ), the unit of `/proc/stat`.
-fn user_hz() -> f64 {
+pub(crate) fn user_hz() -> f64 {
     // SAFETY: sysconf has no preconditions.
     let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
     if hz > 0 {
