@@ -4,9 +4,17 @@
 //! A results database holds one row per `powerlens run` (its command, options and the full
 //! JSON result) and one row per measured run, so that results can be listed, shown,
 //! compared later and queried with `sqlite3`.
+//!
+//! A recording (`powerlens record`) is a separate SQLite file with its own id: raw event
+//! chunks, samples, threads and metadata (see [`recording`]).
 
+pub mod recording;
 mod results;
 
+pub use recording::{
+    Chunk, ChunkCursor, RecordingReader, RecordingWriter, ThreadRow, RECORDING_APPLICATION_ID,
+    RECORDING_SCHEMA_VERSION,
+};
 pub use results::{NewResult, ResultRow, ResultsDb, RunRow};
 
 use std::path::PathBuf;
@@ -47,4 +55,46 @@ pub enum StoreError {
     },
     #[error("no result with id {id} in {path} (list them with `powerlens runs list`)")]
     NoSuchResult { id: i64, path: PathBuf },
+    #[error("{path} already exists; move it aside or choose another name with -o FILE")]
+    RecordingExists { path: PathBuf },
+    #[error("cannot create the recording {path}: {source} (check that the directory exists and is writable, or choose another place with -o FILE)")]
+    RecordingCreate {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("cannot open the recording {path}: {source}")]
+    RecordingOpen {
+        path: PathBuf,
+        #[source]
+        source: rusqlite::Error,
+    },
+    #[error("no recording at {path} (make one with `powerlens record -o FILE -- CMD`)")]
+    NoRecording { path: PathBuf },
+    #[error("cannot read the recording {path}: {source}")]
+    RecordingRead {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{path} is not a powerlens recording ({detail}); it was left untouched")]
+    NotARecording { path: PathBuf, detail: String },
+    #[error("the recording {path} has schema version {found}, newer than this powerlens understands ({supported}); upgrade powerlens")]
+    RecordingTooNew {
+        path: PathBuf,
+        found: i32,
+        supported: i32,
+    },
+    #[error("the recording {path} is damaged ({detail}); record again, or read what is left with sqlite3 (docs/FORMAT.md)")]
+    RecordingCorrupt { path: PathBuf, detail: String },
+    #[error("disk full while writing the recording {path}: it keeps everything flushed until now, the events since the last flush are lost (free space, or record to another disk with -o FILE)")]
+    DiskFull { path: PathBuf },
+    #[error("cannot write the recording {path}: {detail}; it keeps everything flushed until now")]
+    RecordingWrite { path: PathBuf, detail: String },
+    #[error("recording {path}: {source}")]
+    RecordingSql {
+        path: PathBuf,
+        #[source]
+        source: rusqlite::Error,
+    },
 }

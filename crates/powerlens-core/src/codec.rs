@@ -1,0 +1,1067 @@
+//! Compact binary encoding of scheduler [`Event`]s, in self-contained chunks.
+//!
+//! A recording stores its raw events as chunks of a few thousand events each. A chunk
+//! carries everything needed to decode it: a header (codec version, event count, base
+//! time), its thread ids and strings interned once, then the events as a tag byte and
+//! LEB128 varints with the time as a delta from the previous event. A CRC-32 trailer
+//! makes a damaged chunk an error instead of wrong numbers. The byte layout is documented
+//! in docs/FORMAT.md ("Chunk encoding") so other tools can read it.
+//!
+//! Pure: no I/O. Decoding never panics and never allocates more than the input can
+//! justify, whatever the bytes.
+
+use std::collections::HashMap;
+
+use crate::sched::event::{Event, EventKind, InterruptKind, SwitchedOut};
+
+/// Version of the chunk encoding, the first varint of every chunk.
+pub const CODEC_VERSION: u32 = 1;
+
+// Event codes: the low five bits of the tag byte.
+const SWITCH_PREEMPTED: u8 = 0;
+const SWITCH_BLOCKED: u8 = 1;
+const SWITCH_EXITED: u8 = 2;
+const WAKEUP: u8 = 3;
+const WAKEUP_NEW: u8 = 4;
+const MIGRATE: u8 = 5;
+const FORK: u8 = 6;
+const EXEC: u8 = 7;
+const EXIT: u8 = 8;
+const IDLE_ENTER: u8 = 9;
+const IDLE_EXIT: u8 = 10;
+const IRQ_ENTER_TIMER: u8 = 11;
+const IRQ_ENTER_IRQ: u8 = 12;
+const IRQ_ENTER_SOFTIRQ: u8 = 13;
+const IRQ_ENTER_IPI: u8 = 14;
+const IRQ_EXIT: u8 = 15;
+const FREQUENCY: u8 = 16;
+const LAST_CODE: u8 = FREQUENCY;
+
+const CODE_MASK: u8 = 0x1F;
+/// The wake-up's target CPU is the event's CPU (no target varint follows).
+const FLAG_SAME_TARGET: u8 = 0x20;
+/// A CPU varint follows the time delta; otherwise the CPU is the previous event's.
+const FLAG_CPU: u8 = 0x40;
+/// Reserved, must be zero in version 1.
+const FLAG_RESERVED: u8 = 0x80;
+
+/// Why a chunk could not be decoded. The offsets are byte positions in the chunk.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum CodecError {
+    #[error("chunk truncated: {needed} more bytes needed at byte {at}")]
+    Truncated { at: usize, needed: usize },
+    #[error("chunk checksum mismatch (stored {stored:#010x}, computed {computed:#010x}): the chunk is damaged")]
+    Checksum { stored: u32, computed: u32 },
+    #[error("chunk encoding version {found} is newer than this powerlens understands ({supported}); upgrade powerlens")]
+    Version { found: u32, supported: u32 },
+    #[error("malformed varint at byte {at}")]
+    Varint { at: usize },
+    #[error("unknown event tag {tag:#04x} at byte {at}")]
+    Tag { at: usize, tag: u8 },
+    #[error("{what} index {index} out of range (the chunk has {len}) at byte {at}")]
+    Index {
+        what: &'static str,
+        index: u64,
+        len: usize,
+        at: usize,
+    },
+    #[error("string at byte {at} is not UTF-8")]
+    Utf8 { at: usize },
+    #[error("{count} bytes left over after the last event (the header announced {events} events)")]
+    Trailing { count: usize, events: u64 },
+    #[error("{what} count {count} at byte {at} cannot fit in the {left} bytes left")]
+    Count {
+        what: &'static str,
+        count: u64,
+        left: usize,
+        at: usize,
+    },
+}
+
+/// Builds one chunk from events pushed in time order.
+#[derive(Debug, Default)]
+pub struct ChunkEncoder {
+    body: Vec<u8>,
+    tids: Vec<u32>,
+    tid_index: HashMap<u32, u32>,
+    strings: Vec<String>,
+    string_index: HashMap<String, u32>,
+    /// Bytes the interned tids and strings take in the header.
+    table_bytes: usize,
+    count: u64,
+    first_ns: Option<u64>,
+    last_ns: u64,
+    last_cpu: u32,
+}
+
+impl ChunkEncoder {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Appends one event. Events of a chunk come in non-decreasing time order; an event
+    /// out of order still round-trips (the delta wraps) but costs ten bytes.
+    pub fn push(&mut self, e: &Event) {
+        if self.first_ns.is_none() {
+            self.first_ns = Some(e.time_ns);
+            self.last_ns = e.time_ns;
+        }
+        debug_assert!(
+            e.time_ns >= self.last_ns,
+            "events of a chunk must come in time order ({} after {})",
+            e.time_ns,
+            self.last_ns
+        );
+        let (code, aux) = match &e.kind {
+            EventKind::Switch { how, .. } => (
+                match how {
+                    SwitchedOut::Preempted => SWITCH_PREEMPTED,
+                    SwitchedOut::Blocked => SWITCH_BLOCKED,
+                    SwitchedOut::Exited => SWITCH_EXITED,
+                },
+                0,
+            ),
+            EventKind::Wakeup {
+                target_cpu,
+                new_thread,
+                ..
+            } => (
+                if *new_thread { WAKEUP_NEW } else { WAKEUP },
+                if *target_cpu == e.cpu {
+                    FLAG_SAME_TARGET
+                } else {
+                    0
+                },
+            ),
+            EventKind::Migrate { .. } => (MIGRATE, 0),
+            EventKind::Fork { .. } => (FORK, 0),
+            EventKind::Exec { .. } => (EXEC, 0),
+            EventKind::Exit { .. } => (EXIT, 0),
+            EventKind::IdleEnter { .. } => (IDLE_ENTER, 0),
+            EventKind::IdleExit => (IDLE_EXIT, 0),
+            EventKind::InterruptEnter(k) => (
+                match k {
+                    InterruptKind::Timer => IRQ_ENTER_TIMER,
+                    InterruptKind::Irq(_) => IRQ_ENTER_IRQ,
+                    InterruptKind::SoftIrq(_) => IRQ_ENTER_SOFTIRQ,
+                    InterruptKind::Ipi => IRQ_ENTER_IPI,
+                },
+                0,
+            ),
+            EventKind::InterruptExit => (IRQ_EXIT, 0),
+            EventKind::Frequency { .. } => (FREQUENCY, 0),
+        };
+        // The decoder starts every chunk at CPU 0.
+        let cpu_flag = if e.cpu == self.last_cpu { 0 } else { FLAG_CPU };
+        self.body.push(code | aux | cpu_flag);
+        put_varint(&mut self.body, e.time_ns.wrapping_sub(self.last_ns));
+        if cpu_flag != 0 {
+            put_varint(&mut self.body, e.cpu as u64);
+        }
+        match &e.kind {
+            EventKind::Switch { prev, next, .. } => {
+                self.put_tid(*prev);
+                self.put_tid(*next);
+            }
+            EventKind::Wakeup {
+                tid, target_cpu, ..
+            } => {
+                self.put_tid(*tid);
+                if aux == 0 {
+                    put_varint(&mut self.body, *target_cpu as u64);
+                }
+            }
+            EventKind::Migrate { tid, from, to } => {
+                self.put_tid(*tid);
+                put_varint(&mut self.body, *from as u64);
+                put_varint(&mut self.body, *to as u64);
+            }
+            EventKind::Fork { parent, child } => {
+                self.put_tid(*parent);
+                self.put_tid(*child);
+            }
+            EventKind::Exec { tid, comm } => {
+                self.put_tid(*tid);
+                self.put_string(comm);
+            }
+            EventKind::Exit { tid } => self.put_tid(*tid),
+            EventKind::IdleEnter { state } => put_varint(&mut self.body, *state as u64),
+            EventKind::InterruptEnter(InterruptKind::Irq(name))
+            | EventKind::InterruptEnter(InterruptKind::SoftIrq(name)) => self.put_string(name),
+            EventKind::Frequency { khz } => put_varint(&mut self.body, *khz),
+            EventKind::IdleExit | EventKind::InterruptExit | EventKind::InterruptEnter(_) => {}
+        }
+        self.last_ns = e.time_ns;
+        self.last_cpu = e.cpu;
+        self.count += 1;
+    }
+
+    fn put_tid(&mut self, tid: u32) {
+        let next = self.tids.len() as u32;
+        let index = *self.tid_index.entry(tid).or_insert_with(|| {
+            self.tids.push(tid);
+            self.table_bytes += varint_len(tid as u64);
+            next
+        });
+        put_varint(&mut self.body, index as u64);
+    }
+
+    fn put_string(&mut self, s: &str) {
+        let index = match self.string_index.get(s) {
+            Some(&i) => i,
+            None => {
+                let i = self.strings.len() as u32;
+                self.strings.push(s.to_owned());
+                self.string_index.insert(s.to_owned(), i);
+                self.table_bytes += varint_len(s.len() as u64) + s.len();
+                i
+            }
+        };
+        put_varint(&mut self.body, index as u64);
+    }
+
+    /// Events pushed since the last [`finish`](Self::finish).
+    pub fn len(&self) -> usize {
+        self.count as usize
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.count == 0
+    }
+
+    /// Time of the first event pushed.
+    pub fn first_ns(&self) -> Option<u64> {
+        self.first_ns
+    }
+
+    /// Time of the last event pushed.
+    pub fn last_ns(&self) -> Option<u64> {
+        self.first_ns.map(|_| self.last_ns)
+    }
+
+    /// Size the chunk would have if finished now (exact), so a writer can cut chunks by size.
+    pub fn encoded_bytes(&self) -> usize {
+        self.header_bytes() + self.table_bytes + self.body.len() + 4
+    }
+
+    fn header_bytes(&self) -> usize {
+        varint_len(CODEC_VERSION as u64)
+            + varint_len(self.count)
+            + varint_len(self.first_ns.unwrap_or(0))
+            + varint_len(self.tids.len() as u64)
+            + varint_len(self.strings.len() as u64)
+    }
+
+    /// The chunk's bytes. Resets the encoder for the next chunk.
+    pub fn finish(&mut self) -> Vec<u8> {
+        let mut out = Vec::with_capacity(self.encoded_bytes());
+        put_varint(&mut out, CODEC_VERSION as u64);
+        put_varint(&mut out, self.count);
+        put_varint(&mut out, self.first_ns.unwrap_or(0));
+        put_varint(&mut out, self.tids.len() as u64);
+        for &t in &self.tids {
+            put_varint(&mut out, t as u64);
+        }
+        put_varint(&mut out, self.strings.len() as u64);
+        for s in &self.strings {
+            put_varint(&mut out, s.len() as u64);
+            out.extend_from_slice(s.as_bytes());
+        }
+        out.extend_from_slice(&self.body);
+        let crc = crc32(&out);
+        out.extend_from_slice(&crc.to_le_bytes());
+        debug_assert_eq!(out.len(), self.encoded_bytes());
+        self.body.clear();
+        self.tids.clear();
+        self.tid_index.clear();
+        self.strings.clear();
+        self.string_index.clear();
+        self.table_bytes = 0;
+        self.count = 0;
+        self.first_ns = None;
+        self.last_ns = 0;
+        self.last_cpu = 0;
+        out
+    }
+}
+
+/// Decodes one chunk, appending its events to `out`. A damaged, truncated or foreign
+/// chunk is an error (and `out` is left as it was); never a panic.
+pub fn decode_chunk(data: &[u8], out: &mut Vec<Event>) -> Result<(), CodecError> {
+    let Some(body_len) = data.len().checked_sub(4) else {
+        return Err(CodecError::Truncated {
+            at: data.len(),
+            needed: 4 - data.len(),
+        });
+    };
+    let stored = u32::from_le_bytes(data[body_len..].try_into().expect("four bytes"));
+    let computed = crc32(&data[..body_len]);
+    if stored != computed {
+        return Err(CodecError::Checksum { stored, computed });
+    }
+    let start = out.len();
+    let result = decode_unchecked(&data[..body_len], out);
+    if result.is_err() {
+        out.truncate(start);
+    }
+    result
+}
+
+/// Decodes a chunk without its CRC trailer (`data` ends where the checksum would start).
+/// The parser itself must survive any bytes; tests exercise it directly.
+fn decode_unchecked(data: &[u8], out: &mut Vec<Event>) -> Result<(), CodecError> {
+    let mut r = Reader { data, pos: 0 };
+    let version = r.varint()?;
+    if version != CODEC_VERSION as u64 {
+        return Err(CodecError::Version {
+            found: u32::try_from(version).unwrap_or(u32::MAX),
+            supported: CODEC_VERSION,
+        });
+    }
+    let at = r.pos;
+    let count = r.varint()?;
+    // Every event takes at least two bytes (tag and time delta).
+    r.check_count("event", count, 2, at)?;
+    let base = r.varint()?;
+    let at = r.pos;
+    let ntids = r.varint()?;
+    r.check_count("thread id", ntids, 1, at)?;
+    let mut tids = Vec::with_capacity(ntids as usize);
+    for _ in 0..ntids {
+        tids.push(r.varint_u32()?);
+    }
+    let at = r.pos;
+    let nstrings = r.varint()?;
+    r.check_count("string", nstrings, 1, at)?;
+    let mut strings = Vec::with_capacity(nstrings as usize);
+    for _ in 0..nstrings {
+        let len = r.varint()?;
+        let at = r.pos;
+        let bytes = r.take(len)?;
+        let s = std::str::from_utf8(bytes).map_err(|_| CodecError::Utf8 { at })?;
+        strings.push(s.to_owned());
+    }
+    out.reserve(count as usize);
+    let mut time = base;
+    let mut cpu = 0u32;
+    let tid = |r: &mut Reader<'_>| -> Result<u32, CodecError> {
+        let at = r.pos;
+        let i = r.varint()?;
+        tids.get(i as usize).copied().ok_or(CodecError::Index {
+            what: "thread id",
+            index: i,
+            len: tids.len(),
+            at,
+        })
+    };
+    let string = |r: &mut Reader<'_>| -> Result<String, CodecError> {
+        let at = r.pos;
+        let i = r.varint()?;
+        strings.get(i as usize).cloned().ok_or(CodecError::Index {
+            what: "string",
+            index: i,
+            len: strings.len(),
+            at,
+        })
+    };
+    for _ in 0..count {
+        let at = r.pos;
+        let tag = r.byte()?;
+        let code = tag & CODE_MASK;
+        let bad_tag = tag & FLAG_RESERVED != 0
+            || code > LAST_CODE
+            || (tag & FLAG_SAME_TARGET != 0 && code != WAKEUP && code != WAKEUP_NEW);
+        if bad_tag {
+            return Err(CodecError::Tag { at, tag });
+        }
+        time = time.wrapping_add(r.varint()?);
+        if tag & FLAG_CPU != 0 {
+            cpu = r.varint_u32()?;
+        }
+        let kind = match code {
+            SWITCH_PREEMPTED | SWITCH_BLOCKED | SWITCH_EXITED => {
+                let prev = tid(&mut r)?;
+                let next = tid(&mut r)?;
+                let how = match code {
+                    SWITCH_PREEMPTED => SwitchedOut::Preempted,
+                    SWITCH_BLOCKED => SwitchedOut::Blocked,
+                    _ => SwitchedOut::Exited,
+                };
+                EventKind::Switch { prev, how, next }
+            }
+            WAKEUP | WAKEUP_NEW => {
+                let t = tid(&mut r)?;
+                let target_cpu = if tag & FLAG_SAME_TARGET != 0 {
+                    cpu
+                } else {
+                    r.varint_u32()?
+                };
+                EventKind::Wakeup {
+                    tid: t,
+                    target_cpu,
+                    new_thread: code == WAKEUP_NEW,
+                }
+            }
+            MIGRATE => EventKind::Migrate {
+                tid: tid(&mut r)?,
+                from: r.varint_u32()?,
+                to: r.varint_u32()?,
+            },
+            FORK => EventKind::Fork {
+                parent: tid(&mut r)?,
+                child: tid(&mut r)?,
+            },
+            EXEC => EventKind::Exec {
+                tid: tid(&mut r)?,
+                comm: string(&mut r)?,
+            },
+            EXIT => EventKind::Exit { tid: tid(&mut r)? },
+            IDLE_ENTER => EventKind::IdleEnter {
+                state: r.varint_u32()?,
+            },
+            IDLE_EXIT => EventKind::IdleExit,
+            IRQ_ENTER_TIMER => EventKind::InterruptEnter(InterruptKind::Timer),
+            IRQ_ENTER_IRQ => EventKind::InterruptEnter(InterruptKind::Irq(string(&mut r)?)),
+            IRQ_ENTER_SOFTIRQ => EventKind::InterruptEnter(InterruptKind::SoftIrq(string(&mut r)?)),
+            IRQ_ENTER_IPI => EventKind::InterruptEnter(InterruptKind::Ipi),
+            IRQ_EXIT => EventKind::InterruptExit,
+            _ => EventKind::Frequency { khz: r.varint()? },
+        };
+        out.push(Event {
+            time_ns: time,
+            cpu,
+            kind,
+        });
+    }
+    if r.pos != data.len() {
+        return Err(CodecError::Trailing {
+            count: data.len() - r.pos,
+            events: count,
+        });
+    }
+    Ok(())
+}
+
+struct Reader<'a> {
+    data: &'a [u8],
+    pos: usize,
+}
+
+impl<'a> Reader<'a> {
+    #[inline]
+    fn byte(&mut self) -> Result<u8, CodecError> {
+        match self.data.get(self.pos) {
+            Some(&b) => {
+                self.pos += 1;
+                Ok(b)
+            }
+            None => Err(CodecError::Truncated {
+                at: self.pos,
+                needed: 1,
+            }),
+        }
+    }
+
+    /// Unsigned LEB128, at most ten bytes, no bits beyond the 64th.
+    #[inline]
+    fn varint(&mut self) -> Result<u64, CodecError> {
+        let start = self.pos;
+        let b = self.byte()?;
+        if b < 0x80 {
+            return Ok(b as u64);
+        }
+        let mut value = (b & 0x7F) as u64;
+        let mut shift = 7;
+        loop {
+            let b = self.byte()?;
+            if shift == 63 && b > 1 {
+                return Err(CodecError::Varint { at: start });
+            }
+            value |= ((b & 0x7F) as u64) << shift;
+            if b < 0x80 {
+                return Ok(value);
+            }
+            shift += 7;
+        }
+    }
+
+    #[inline]
+    fn varint_u32(&mut self) -> Result<u32, CodecError> {
+        let at = self.pos;
+        let v = self.varint()?;
+        u32::try_from(v).map_err(|_| CodecError::Varint { at })
+    }
+
+    fn take(&mut self, len: u64) -> Result<&'a [u8], CodecError> {
+        let left = self.data.len() - self.pos;
+        if len > left as u64 {
+            return Err(CodecError::Truncated {
+                at: self.pos,
+                needed: (len - left as u64).min(usize::MAX as u64) as usize,
+            });
+        }
+        let s = &self.data[self.pos..self.pos + len as usize];
+        self.pos += len as usize;
+        Ok(s)
+    }
+
+    /// A count of items of at least `min_bytes` each must fit in what is left, so a
+    /// damaged count cannot make the decoder reserve gigabytes.
+    fn check_count(
+        &self,
+        what: &'static str,
+        count: u64,
+        min_bytes: u64,
+        at: usize,
+    ) -> Result<(), CodecError> {
+        let left = self.data.len() - self.pos;
+        if count.saturating_mul(min_bytes) > left as u64 {
+            return Err(CodecError::Count {
+                what,
+                count,
+                left,
+                at,
+            });
+        }
+        Ok(())
+    }
+}
+
+fn put_varint(out: &mut Vec<u8>, mut v: u64) {
+    while v >= 0x80 {
+        out.push((v as u8) | 0x80);
+        v >>= 7;
+    }
+    out.push(v as u8);
+}
+
+fn varint_len(v: u64) -> usize {
+    // 1 byte per started group of 7 bits; 0 takes one byte.
+    let bits = 64 - (v | 1).leading_zeros() as usize;
+    bits.div_ceil(7)
+}
+
+/// CRC-32 (IEEE 802.3, reflected polynomial 0xEDB88320, initial value and final XOR
+/// 0xFFFFFFFF): the checksum of zlib, PNG and Ethernet. Slice-by-4 tables.
+fn crc32(data: &[u8]) -> u32 {
+    let mut crc = !0u32;
+    let mut chunks = data.chunks_exact(4);
+    for c in &mut chunks {
+        let x = crc ^ u32::from_le_bytes([c[0], c[1], c[2], c[3]]);
+        crc = CRC_TABLES[3][(x & 0xFF) as usize]
+            ^ CRC_TABLES[2][((x >> 8) & 0xFF) as usize]
+            ^ CRC_TABLES[1][((x >> 16) & 0xFF) as usize]
+            ^ CRC_TABLES[0][(x >> 24) as usize];
+    }
+    for &b in chunks.remainder() {
+        crc = CRC_TABLES[0][((crc ^ b as u32) & 0xFF) as usize] ^ (crc >> 8);
+    }
+    !crc
+}
+
+static CRC_TABLES: [[u32; 256]; 4] = crc_tables();
+
+const fn crc_tables() -> [[u32; 256]; 4] {
+    let mut t = [[0u32; 256]; 4];
+    let mut i = 0;
+    while i < 256 {
+        let mut c = i as u32;
+        let mut k = 0;
+        while k < 8 {
+            c = if c & 1 != 0 {
+                0xEDB8_8320 ^ (c >> 1)
+            } else {
+                c >> 1
+            };
+            k += 1;
+        }
+        t[0][i] = c;
+        i += 1;
+    }
+    let mut i = 0;
+    while i < 256 {
+        let mut j = 1;
+        while j < 4 {
+            let prev = t[j - 1][i];
+            t[j][i] = (prev >> 8) ^ t[0][(prev & 0xFF) as usize];
+            j += 1;
+        }
+        i += 1;
+    }
+    t
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sched::event::IDLE_TID;
+
+    fn ev(time_ns: u64, cpu: u32, kind: EventKind) -> Event {
+        Event { time_ns, cpu, kind }
+    }
+
+    fn encode(events: &[Event]) -> Vec<u8> {
+        let mut enc = ChunkEncoder::new();
+        for e in events {
+            enc.push(e);
+        }
+        let expected_len = enc.encoded_bytes();
+        let bytes = enc.finish();
+        assert_eq!(bytes.len(), expected_len, "encoded_bytes is exact");
+        assert!(enc.is_empty() && enc.first_ns().is_none(), "finish resets");
+        bytes
+    }
+
+    fn round_trip(events: &[Event]) -> Vec<u8> {
+        let bytes = encode(events);
+        let mut out = vec![ev(1, 1, EventKind::IdleExit)];
+        decode_chunk(&bytes, &mut out).unwrap();
+        assert_eq!(out[0], ev(1, 1, EventKind::IdleExit), "decode appends");
+        assert_eq!(&out[1..], events);
+        bytes
+    }
+
+    fn every_kind(t: u64, cpu: u32) -> Vec<Event> {
+        use EventKind::*;
+        use InterruptKind::*;
+        let kinds = vec![
+            Switch {
+                prev: 7,
+                how: SwitchedOut::Preempted,
+                next: 8,
+            },
+            Switch {
+                prev: 8,
+                how: SwitchedOut::Blocked,
+                next: IDLE_TID,
+            },
+            Switch {
+                prev: 9,
+                how: SwitchedOut::Exited,
+                next: 7,
+            },
+            Wakeup {
+                tid: 8,
+                target_cpu: cpu,
+                new_thread: false,
+            },
+            Wakeup {
+                tid: 10,
+                target_cpu: cpu ^ 1,
+                new_thread: true,
+            },
+            Migrate {
+                tid: 8,
+                from: 0,
+                to: 3,
+            },
+            Fork {
+                parent: 7,
+                child: 10,
+            },
+            Exec {
+                tid: 10,
+                comm: "make".into(),
+            },
+            Exit { tid: 9 },
+            IdleEnter { state: 2 },
+            IdleExit,
+            InterruptEnter(Timer),
+            InterruptEnter(Irq("virtio0-input.0".into())),
+            InterruptEnter(SoftIrq("NET_RX".into())),
+            InterruptEnter(Ipi),
+            InterruptExit,
+            Frequency { khz: 2_400_000 },
+        ];
+        kinds
+            .into_iter()
+            .enumerate()
+            .map(|(i, k)| ev(t + i as u64 * 1000, cpu, k))
+            .collect()
+    }
+
+    #[test]
+    fn crc32_is_the_standard_one() {
+        assert_eq!(crc32(b"123456789"), 0xCBF4_3926);
+        assert_eq!(crc32(b""), 0);
+        assert_eq!(crc32(b"a"), 0xE8B7_BE43);
+    }
+
+    #[test]
+    fn every_variant_round_trips() {
+        let events = every_kind(1_000_000_000, 1);
+        // The test covers every code the format defines.
+        assert_eq!(events.len(), LAST_CODE as usize + 1);
+        round_trip(&events);
+        round_trip(&every_kind(0, 0));
+    }
+
+    #[test]
+    fn empty_chunk_round_trips() {
+        let bytes = round_trip(&[]);
+        let mut out = Vec::new();
+        decode_chunk(&bytes, &mut out).unwrap();
+        assert!(out.is_empty());
+    }
+
+    #[test]
+    fn edge_values_round_trip() {
+        use EventKind::*;
+        let long = "x".repeat(100_000) + "é漢";
+        let events = vec![
+            ev(
+                0,
+                u32::MAX,
+                Switch {
+                    prev: u32::MAX,
+                    how: SwitchedOut::Blocked,
+                    next: 0,
+                },
+            ),
+            ev(
+                u64::MAX - 1,
+                0,
+                Wakeup {
+                    tid: u32::MAX,
+                    target_cpu: u32::MAX,
+                    new_thread: true,
+                },
+            ),
+            ev(
+                u64::MAX,
+                u32::MAX,
+                Migrate {
+                    tid: 0,
+                    from: u32::MAX,
+                    to: u32::MAX,
+                },
+            ),
+            ev(
+                u64::MAX,
+                u32::MAX,
+                Exec {
+                    tid: u32::MAX,
+                    comm: String::new(),
+                },
+            ),
+            ev(
+                u64::MAX,
+                7,
+                Exec {
+                    tid: 1,
+                    comm: long.clone(),
+                },
+            ),
+            ev(u64::MAX, 7, InterruptEnter(InterruptKind::Irq(long))),
+            ev(
+                u64::MAX,
+                7,
+                InterruptEnter(InterruptKind::SoftIrq(String::new())),
+            ),
+            ev(u64::MAX, 7, Frequency { khz: u64::MAX }),
+            ev(u64::MAX, 7, IdleEnter { state: u32::MAX }),
+        ];
+        round_trip(&events);
+        // A chunk starting at u64::MAX.
+        round_trip(&[ev(u64::MAX, 3, IdleExit), ev(u64::MAX, 3, IdleExit)]);
+    }
+
+    #[test]
+    #[cfg(not(debug_assertions))]
+    fn out_of_order_times_still_round_trip_in_release() {
+        round_trip(&[
+            ev(10, 0, EventKind::IdleExit),
+            ev(5, 0, EventKind::IdleExit),
+        ]);
+    }
+
+    /// xorshift64: deterministic pseudo-random numbers for the property tests.
+    struct Rng(u64);
+    impl Rng {
+        fn next(&mut self) -> u64 {
+            self.0 ^= self.0 << 13;
+            self.0 ^= self.0 >> 7;
+            self.0 ^= self.0 << 17;
+            self.0
+        }
+        fn below(&mut self, n: u64) -> u64 {
+            self.next() % n
+        }
+    }
+
+    fn random_stream(rng: &mut Rng, n: usize) -> Vec<Event> {
+        let mut t = rng.next() >> 4;
+        let names = [
+            "timer",
+            "eth0",
+            "",
+            "NET_RX",
+            "RCU",
+            "a-much-longer-name-1234",
+        ];
+        (0..n)
+            .map(|_| {
+                // Mostly small steps, sometimes large ones, sometimes none.
+                t += match rng.below(10) {
+                    0 => 0,
+                    1 => rng.below(1 << 40),
+                    _ => rng.below(50_000),
+                };
+                let cpu = if rng.below(20) == 0 {
+                    rng.next() as u32
+                } else {
+                    rng.below(4) as u32
+                };
+                let tid = |rng: &mut Rng| {
+                    if rng.below(30) == 0 {
+                        rng.next() as u32
+                    } else {
+                        rng.below(300) as u32
+                    }
+                };
+                let name =
+                    |rng: &mut Rng| names[rng.below(names.len() as u64) as usize].to_string();
+                let kind = match rng.below(17) {
+                    0 => EventKind::Switch {
+                        prev: tid(rng),
+                        how: SwitchedOut::Preempted,
+                        next: tid(rng),
+                    },
+                    1 => EventKind::Switch {
+                        prev: tid(rng),
+                        how: SwitchedOut::Blocked,
+                        next: tid(rng),
+                    },
+                    2 => EventKind::Switch {
+                        prev: tid(rng),
+                        how: SwitchedOut::Exited,
+                        next: tid(rng),
+                    },
+                    3 | 4 => EventKind::Wakeup {
+                        tid: tid(rng),
+                        target_cpu: if rng.below(2) == 0 {
+                            cpu
+                        } else {
+                            rng.below(8) as u32
+                        },
+                        new_thread: rng.below(2) == 0,
+                    },
+                    5 => EventKind::Migrate {
+                        tid: tid(rng),
+                        from: rng.below(8) as u32,
+                        to: rng.next() as u32,
+                    },
+                    6 => EventKind::Fork {
+                        parent: tid(rng),
+                        child: tid(rng),
+                    },
+                    7 => EventKind::Exec {
+                        tid: tid(rng),
+                        comm: name(rng),
+                    },
+                    8 => EventKind::Exit { tid: tid(rng) },
+                    9 => EventKind::IdleEnter {
+                        state: rng.below(5) as u32,
+                    },
+                    10 => EventKind::IdleExit,
+                    11 => EventKind::InterruptEnter(InterruptKind::Timer),
+                    12 => EventKind::InterruptEnter(InterruptKind::Irq(name(rng))),
+                    13 => EventKind::InterruptEnter(InterruptKind::SoftIrq(name(rng))),
+                    14 => EventKind::InterruptEnter(InterruptKind::Ipi),
+                    15 => EventKind::InterruptExit,
+                    _ => EventKind::Frequency { khz: rng.next() },
+                };
+                ev(t, cpu, kind)
+            })
+            .collect()
+    }
+
+    #[test]
+    fn random_streams_round_trip_and_encoder_is_reusable() {
+        let mut rng = Rng(0x9E37_79B9_7F4A_7C15);
+        let mut enc = ChunkEncoder::new();
+        for round in 0..200 {
+            let n = rng.below(if round % 10 == 0 { 5000 } else { 200 }) as usize;
+            let events = random_stream(&mut rng, n);
+            for e in &events {
+                enc.push(e);
+            }
+            assert_eq!(enc.len(), n);
+            assert_eq!(enc.first_ns(), events.first().map(|e| e.time_ns));
+            assert_eq!(enc.last_ns(), events.last().map(|e| e.time_ns));
+            let predicted = enc.encoded_bytes();
+            let bytes = enc.finish();
+            assert_eq!(bytes.len(), predicted);
+            let mut out = Vec::new();
+            decode_chunk(&bytes, &mut out).unwrap();
+            assert_eq!(out, events, "round {round}");
+        }
+    }
+
+    fn scheduler_stream(n: usize) -> Vec<Event> {
+        // Switches and same-CPU wake-ups among 50 threads on one CPU, a few µs apart.
+        let mut rng = Rng(42);
+        let mut t = 10_000_000_000u64;
+        let mut running = IDLE_TID;
+        let mut events = Vec::with_capacity(n);
+        while events.len() < n {
+            t += 1_000 + rng.below(20_000);
+            let tid = 30_000 + rng.below(50) as u32;
+            let kind = if rng.below(2) == 0 {
+                EventKind::Wakeup {
+                    tid,
+                    target_cpu: 1,
+                    new_thread: false,
+                }
+            } else {
+                let prev = running;
+                running = tid;
+                EventKind::Switch {
+                    prev,
+                    how: SwitchedOut::Blocked,
+                    next: tid,
+                }
+            };
+            events.push(ev(t, 1, kind));
+        }
+        events
+    }
+
+    #[test]
+    fn typical_scheduler_events_take_at_most_eight_bytes() {
+        let events = scheduler_stream(10_000);
+        let bytes = round_trip(&events);
+        let per_event = bytes.len() as f64 / events.len() as f64;
+        assert!(per_event <= 8.0, "{per_event:.2} bytes per event");
+        assert!(
+            per_event >= 3.0,
+            "{per_event:.2}: a test that measures nothing"
+        );
+    }
+
+    #[test]
+    fn every_truncation_is_an_error() {
+        let events = every_kind(123_456_789, 2);
+        let bytes = encode(&events);
+        for len in 0..bytes.len() {
+            let mut out = Vec::new();
+            assert!(
+                decode_chunk(&bytes[..len], &mut out).is_err(),
+                "truncated to {len} bytes"
+            );
+            assert!(out.is_empty());
+            // The parser alone, behind a checksum that happens to match.
+            let body = &bytes[..len.min(bytes.len() - 4)];
+            if body.len() < bytes.len() - 4 {
+                assert!(
+                    decode_unchecked(body, &mut out).is_err(),
+                    "body cut at {len}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn damaged_chunks_are_errors_never_panics() {
+        let mut rng = Rng(7);
+        let events = random_stream(&mut rng, 300);
+        let bytes = encode(&events);
+        let mut out = Vec::new();
+        let mut caught_by_crc = 0;
+        let mut parser_errors = 0;
+        for i in 0..20_000 {
+            let mut m = bytes.clone();
+            for _ in 0..1 + rng.below(4) {
+                let at = rng.below(m.len() as u64) as usize;
+                match rng.below(4) {
+                    0 => m[at] ^= 1 << rng.below(8),
+                    1 => m[at] = rng.next() as u8,
+                    2 => m[at] = 0xFF,
+                    _ => {
+                        m.insert(at, rng.next() as u8);
+                    }
+                }
+            }
+            if m == bytes {
+                continue;
+            }
+            out.clear();
+            if decode_chunk(&m, &mut out).is_err() {
+                caught_by_crc += 1;
+                assert!(out.is_empty(), "mutation {i}: nothing appended on error");
+            }
+            // Re-seal the damaged bytes with a valid checksum: the parser must cope alone.
+            let n = m.len() - 4;
+            let crc = crc32(&m[..n]).to_le_bytes();
+            m[n..].copy_from_slice(&crc);
+            out.clear();
+            match decode_chunk(&m, &mut out) {
+                Err(_) => parser_errors += 1,
+                Ok(()) => assert!(out.len() <= m.len() / 2),
+            }
+        }
+        assert!(caught_by_crc > 19_000, "{caught_by_crc}");
+        assert!(parser_errors > 1_000, "{parser_errors}");
+    }
+
+    #[test]
+    fn huge_counts_do_not_allocate() {
+        let mut data = Vec::new();
+        put_varint(&mut data, CODEC_VERSION as u64);
+        put_varint(&mut data, u64::MAX);
+        put_varint(&mut data, 0);
+        put_varint(&mut data, 0);
+        put_varint(&mut data, 0);
+        let crc = crc32(&data);
+        data.extend_from_slice(&crc.to_le_bytes());
+        let err = decode_chunk(&data, &mut Vec::new()).unwrap_err();
+        assert!(
+            matches!(err, CodecError::Count { what: "event", .. }),
+            "{err}"
+        );
+
+        let mut data = Vec::new();
+        put_varint(&mut data, CODEC_VERSION as u64);
+        put_varint(&mut data, 0);
+        put_varint(&mut data, 0);
+        put_varint(&mut data, 0);
+        put_varint(&mut data, 1);
+        put_varint(&mut data, u64::MAX); // a string "as long as memory"
+        let err = decode_unchecked(&data, &mut Vec::new()).unwrap_err();
+        assert!(matches!(err, CodecError::Truncated { .. }), "{err}");
+    }
+
+    #[test]
+    fn newer_version_is_refused() {
+        let mut data = Vec::new();
+        put_varint(&mut data, CODEC_VERSION as u64 + 1);
+        let err = decode_unchecked(&data, &mut Vec::new()).unwrap_err();
+        assert_eq!(
+            err,
+            CodecError::Version {
+                found: CODEC_VERSION + 1,
+                supported: CODEC_VERSION
+            }
+        );
+        assert!(err.to_string().contains("upgrade powerlens"));
+    }
+
+    #[test]
+    fn overlong_varints_are_errors() {
+        let mut r = Reader {
+            data: &[0xFF; 11],
+            pos: 0,
+        };
+        assert!(matches!(r.varint(), Err(CodecError::Varint { at: 0 })));
+        let mut max = Vec::new();
+        put_varint(&mut max, u64::MAX);
+        assert_eq!(max.len(), 10);
+        let mut r = Reader { data: &max, pos: 0 };
+        assert_eq!(r.varint(), Ok(u64::MAX));
+        for v in [0, 1, 127, 128, 16_383, 16_384, u32::MAX as u64, u64::MAX] {
+            let mut b = Vec::new();
+            put_varint(&mut b, v);
+            assert_eq!(b.len(), varint_len(v), "{v}");
+        }
+    }
+}

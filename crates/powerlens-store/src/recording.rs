@@ -1,0 +1,769 @@
+//! The recording file of `powerlens record`: one SQLite file per recording holding raw
+//! event chunks (encoded by `powerlens_core::codec`, opaque here), periodic samples,
+//! the thread table and JSON metadata. Schema version 1 is documented in docs/FORMAT.md.
+//!
+//! The writer keeps one transaction open between [`RecordingWriter::flush`]es, in WAL
+//! mode, and checkpoints at every flush: after the recorder is killed the file holds
+//! exactly what was flushed, and the main file alone (without its `-wal`) already does.
+//! A clean [`RecordingWriter::finish`] (or drop) leaves a single self-contained file.
+//!
+//! The reader streams: chunks come one blob at a time, samples row by row.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use rusqlite::{params, Connection, ErrorCode, OpenFlags, OptionalExtension};
+
+use crate::{StoreError, APPLICATION_ID};
+
+/// SQLite `application_id` of recordings ("PWLR"), distinct from the results database.
+pub const RECORDING_APPLICATION_ID: i32 = 0x5057_4C52;
+
+/// Schema version of recordings (`PRAGMA user_version`).
+pub const RECORDING_SCHEMA_VERSION: i32 = 1;
+
+const SCHEMA: &str = "
+CREATE TABLE meta (
+    key   TEXT PRIMARY KEY NOT NULL,
+    value TEXT NOT NULL
+);
+CREATE TABLE chunks (
+    seq      INTEGER PRIMARY KEY,
+    cpu      INTEGER NOT NULL,
+    first_ns INTEGER NOT NULL,
+    last_ns  INTEGER NOT NULL,
+    events   INTEGER NOT NULL,
+    data     BLOB    NOT NULL
+);
+CREATE INDEX chunks_by_cpu ON chunks (cpu);
+CREATE TABLE samples (
+    seq     INTEGER PRIMARY KEY,
+    time_ns INTEGER NOT NULL,
+    kind    TEXT    NOT NULL,
+    data    TEXT    NOT NULL
+);
+CREATE INDEX samples_by_kind ON samples (kind, time_ns);
+CREATE TABLE threads (
+    tid        INTEGER PRIMARY KEY,
+    pid        INTEGER,
+    ppid       INTEGER,
+    parent_tid INTEGER,
+    comm       TEXT NOT NULL
+);
+";
+
+/// Side files SQLite may leave next to a database.
+const SIDE_FILES: [&str; 3] = ["-wal", "-shm", "-journal"];
+
+/// One thread seen during the recording.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct ThreadRow {
+    pub tid: u32,
+    pub pid: Option<u32>,
+    pub ppid: Option<u32>,
+    /// The thread that created it (sched_process_fork), when seen.
+    pub parent_tid: Option<u32>,
+    /// Last known command name; empty when unknown.
+    pub comm: String,
+}
+
+/// One chunk of encoded events of one CPU.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Chunk {
+    pub cpu: u32,
+    pub first_ns: u64,
+    pub last_ns: u64,
+    pub events: u32,
+    /// The chunk bytes (`powerlens_core::codec::decode_chunk`).
+    pub data: Vec<u8>,
+}
+
+// Times are u64 nanoseconds; SQLite integers are i64. The bits are stored as they are
+// (CLOCK_MONOTONIC stays below 2^63 for 292 years).
+fn to_sql(v: u64) -> i64 {
+    v as i64
+}
+
+fn from_sql(v: i64) -> u64 {
+    v as u64
+}
+
+fn is_corruption(e: &rusqlite::Error) -> bool {
+    matches!(
+        e.sqlite_error_code(),
+        Some(ErrorCode::DatabaseCorrupt | ErrorCode::NotADatabase)
+    )
+}
+
+/// Writes a new recording.
+pub struct RecordingWriter {
+    conn: Connection,
+    path: PathBuf,
+    /// File size after the last flush.
+    flushed_bytes: u64,
+    /// Approximate bytes appended since.
+    pending_bytes: u64,
+    finished: bool,
+}
+
+impl RecordingWriter {
+    /// Creates a new recording at `path`. An existing file (or a leftover `-wal`,
+    /// `-shm` or `-journal` of one) is an error: the caller moves it aside first.
+    pub fn create(path: &Path) -> Result<Self, StoreError> {
+        let path = path.to_path_buf();
+        for suffix in SIDE_FILES {
+            let mut side = path.clone().into_os_string();
+            side.push(suffix);
+            let side = PathBuf::from(side);
+            if side.exists() {
+                return Err(StoreError::RecordingExists { path: side });
+            }
+        }
+        // create_new: atomic, never truncates a file that appeared meanwhile.
+        match std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&path)
+        {
+            Ok(_) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+                return Err(StoreError::RecordingExists { path })
+            }
+            Err(source) => return Err(StoreError::RecordingCreate { path, source }),
+        }
+        let flags = OpenFlags::SQLITE_OPEN_READ_WRITE;
+        let conn = Connection::open_with_flags(&path, flags).map_err(|source| {
+            StoreError::RecordingOpen {
+                path: path.clone(),
+                source,
+            }
+        })?;
+        let mut w = RecordingWriter {
+            conn,
+            path,
+            flushed_bytes: 0,
+            pending_bytes: 0,
+            finished: false,
+        };
+        let sql = format!(
+            "BEGIN; {SCHEMA}
+             PRAGMA application_id = {RECORDING_APPLICATION_ID};
+             PRAGMA user_version = {RECORDING_SCHEMA_VERSION};
+             COMMIT;"
+        );
+        w.conn.execute_batch(&sql).map_err(|e| w.write_error(e))?;
+        // WAL: a commit is an append to the -wal, so a writer killed mid-transaction never
+        // leaves a hot rollback journal that a read-only reader could not replay.
+        // synchronous=NORMAL: commits survive the process being killed (the kernel has the
+        // pages); the fsync happens at each checkpoint, i.e. at every flush.
+        let mode: String = w
+            .conn
+            .query_row("PRAGMA journal_mode = WAL", [], |r| r.get(0))
+            .map_err(|e| w.write_error(e))?;
+        if !mode.eq_ignore_ascii_case("wal") {
+            return Err(StoreError::RecordingWrite {
+                path: w.path.clone(),
+                detail: format!("the file system refused WAL mode (journal mode {mode})"),
+            });
+        }
+        w.conn
+            .execute_batch("PRAGMA synchronous = NORMAL; PRAGMA wal_autocheckpoint = 0; BEGIN;")
+            .map_err(|e| w.write_error(e))?;
+        w.flushed_bytes = w.file_size();
+        Ok(w)
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    fn file_size(&self) -> u64 {
+        std::fs::metadata(&self.path).map(|m| m.len()).unwrap_or(0)
+    }
+
+    /// Maps a write failure to a typed error. The open transaction is rolled back (its
+    /// data is lost: everything flushed before stays) and a new one begins, so the writer
+    /// stays usable if the caller frees space and carries on.
+    fn write_error(&mut self, e: rusqlite::Error) -> StoreError {
+        let _ = self.conn.execute_batch("ROLLBACK");
+        let _ = self.conn.execute_batch("BEGIN");
+        self.pending_bytes = 0;
+        let path = self.path.clone();
+        match e.sqlite_error_code() {
+            Some(ErrorCode::DiskFull) => StoreError::DiskFull { path },
+            Some(ErrorCode::ReadOnly) | Some(ErrorCode::PermissionDenied) => {
+                StoreError::RecordingWrite {
+                    path,
+                    detail: format!("{e} (the file or its directory is not writable)"),
+                }
+            }
+            _ => StoreError::RecordingWrite {
+                path,
+                detail: e.to_string(),
+            },
+        }
+    }
+
+    /// Sets a metadata value (JSON), replacing any previous value of `key`.
+    pub fn set_meta(&mut self, key: &str, value: &serde_json::Value) -> Result<(), StoreError> {
+        let text = value.to_string();
+        self.pending_bytes += (key.len() + text.len() + 16) as u64;
+        let r = self
+            .conn
+            .prepare_cached("INSERT OR REPLACE INTO meta (key, value) VALUES (?1, ?2)")
+            .and_then(|mut s| s.execute(params![key, text]));
+        r.map(|_| ()).map_err(|e| self.write_error(e))
+    }
+
+    /// Appends one chunk of `cpu`'s events (`data` from `ChunkEncoder::finish`).
+    pub fn append_chunk(
+        &mut self,
+        cpu: u32,
+        first_ns: u64,
+        last_ns: u64,
+        events: u32,
+        data: &[u8],
+    ) -> Result<(), StoreError> {
+        self.pending_bytes += data.len() as u64 + 32;
+        let r = self
+            .conn
+            .prepare_cached(
+                "INSERT INTO chunks (cpu, first_ns, last_ns, events, data) VALUES (?1, ?2, ?3, ?4, ?5)",
+            )
+            .and_then(|mut s| {
+                s.execute(params![cpu, to_sql(first_ns), to_sql(last_ns), events, data])
+            });
+        r.map(|_| ()).map_err(|e| self.write_error(e))
+    }
+
+    /// Appends one periodic sample of `kind` (e.g. `energy`, `cpuidle`) taken at `time_ns`.
+    pub fn append_sample(
+        &mut self,
+        time_ns: u64,
+        kind: &str,
+        data: &serde_json::Value,
+    ) -> Result<(), StoreError> {
+        let text = data.to_string();
+        self.pending_bytes += (kind.len() + text.len() + 24) as u64;
+        let r = self
+            .conn
+            .prepare_cached("INSERT INTO samples (time_ns, kind, data) VALUES (?1, ?2, ?3)")
+            .and_then(|mut s| s.execute(params![to_sql(time_ns), kind, text]));
+        r.map(|_| ()).map_err(|e| self.write_error(e))
+    }
+
+    /// Records what is known of a thread. Later values win, but an unknown value (`None`,
+    /// an empty `comm`) never overwrites a known one.
+    pub fn upsert_thread(&mut self, t: &ThreadRow) -> Result<(), StoreError> {
+        self.pending_bytes += t.comm.len() as u64 + 32;
+        let r = self
+            .conn
+            .prepare_cached(
+                "INSERT INTO threads (tid, pid, ppid, parent_tid, comm) VALUES (?1, ?2, ?3, ?4, ?5)
+                 ON CONFLICT (tid) DO UPDATE SET
+                     pid = coalesce(excluded.pid, pid),
+                     ppid = coalesce(excluded.ppid, ppid),
+                     parent_tid = coalesce(excluded.parent_tid, parent_tid),
+                     comm = CASE WHEN excluded.comm = '' THEN comm ELSE excluded.comm END",
+            )
+            .and_then(|mut s| s.execute(params![t.tid, t.pid, t.ppid, t.parent_tid, t.comm]));
+        r.map(|_| ()).map_err(|e| self.write_error(e))
+    }
+
+    /// Commits everything appended since the last flush and copies it into the main file
+    /// (a WAL checkpoint): from now on it survives the recorder being killed, and a copy
+    /// of the main file alone holds it.
+    pub fn flush(&mut self) -> Result<(), StoreError> {
+        if let Err(e) = self.conn.execute_batch("COMMIT") {
+            return Err(self.write_error(e));
+        }
+        let r = self
+            .conn
+            .query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |r| {
+                r.get::<_, i64>(0)
+            });
+        let begin = self.conn.execute_batch("BEGIN");
+        match (r, begin) {
+            (Err(e), _) | (_, Err(e)) => return Err(self.write_error(e)),
+            (Ok(busy), _) if busy != 0 => {
+                // A reader held the WAL: the data is committed (in the -wal) and the next
+                // flush copies it. Not an error.
+            }
+            _ => {}
+        }
+        self.flushed_bytes = self.file_size();
+        self.pending_bytes = 0;
+        Ok(())
+    }
+
+    /// Approximate size of the recording so far, for progress display.
+    pub fn bytes_written(&self) -> u64 {
+        self.flushed_bytes + self.pending_bytes
+    }
+
+    /// Flushes and closes the recording, leaving a single self-contained file (rollback
+    /// journal mode, no `-wal`/`-shm` side files). Dropping the writer does the same but
+    /// cannot report an error.
+    pub fn finish(mut self) -> Result<(), StoreError> {
+        self.finished = true;
+        self.flush()?;
+        self.conn
+            .execute_batch("COMMIT; PRAGMA journal_mode = DELETE;")
+            .map_err(|e| self.write_error(e))?;
+        Ok(())
+    }
+}
+
+impl Drop for RecordingWriter {
+    fn drop(&mut self) {
+        if !self.finished {
+            let _ = self.flush();
+            let _ = self
+                .conn
+                .execute_batch("COMMIT; PRAGMA journal_mode = DELETE;");
+        }
+    }
+}
+
+/// Reads a recording. Opens the file read-only: never creates or modifies it.
+pub struct RecordingReader {
+    conn: Connection,
+    path: PathBuf,
+}
+
+impl RecordingReader {
+    pub fn open(path: &Path) -> Result<Self, StoreError> {
+        let path = path.to_path_buf();
+        let meta = match std::fs::metadata(&path) {
+            Ok(m) => m,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                return Err(StoreError::NoRecording { path })
+            }
+            Err(source) => return Err(StoreError::RecordingRead { path, source }),
+        };
+        if meta.is_dir() {
+            return Err(StoreError::NotARecording {
+                path,
+                detail: "a directory".into(),
+            });
+        }
+        if meta.len() == 0 {
+            return Err(StoreError::NotARecording {
+                path,
+                detail: "an empty file".into(),
+            });
+        }
+        let conn = Connection::open_with_flags(&path, OpenFlags::SQLITE_OPEN_READ_ONLY).map_err(
+            |source| StoreError::RecordingOpen {
+                path: path.clone(),
+                source,
+            },
+        )?;
+        let r = RecordingReader { conn, path };
+        r.check()?;
+        Ok(r)
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    fn not_ours(&self, detail: impl Into<String>) -> StoreError {
+        StoreError::NotARecording {
+            path: self.path.clone(),
+            detail: detail.into(),
+        }
+    }
+
+    fn sql(&self) -> impl Fn(rusqlite::Error) -> StoreError + '_ {
+        |e| read_error(&self.path, e)
+    }
+
+    fn check(&self) -> Result<(), StoreError> {
+        let header = |e: rusqlite::Error| {
+            if e.sqlite_error_code() == Some(ErrorCode::NotADatabase) {
+                self.not_ours("not an SQLite file")
+            } else {
+                read_error(&self.path, e)
+            }
+        };
+        let app_id: i32 = self
+            .conn
+            .query_row("PRAGMA application_id", [], |r| r.get(0))
+            .map_err(header)?;
+        let version: i32 = self
+            .conn
+            .query_row("PRAGMA user_version", [], |r| r.get(0))
+            .map_err(header)?;
+        if app_id == APPLICATION_ID {
+            return Err(self.not_ours("it is a powerlens results database"));
+        }
+        if app_id != RECORDING_APPLICATION_ID {
+            return Err(self.not_ours(if app_id == 0 {
+                "an SQLite file without the powerlens recording id".to_string()
+            } else {
+                format!("SQLite application_id {app_id:#x}, not a powerlens recording")
+            }));
+        }
+        if version > RECORDING_SCHEMA_VERSION {
+            return Err(StoreError::RecordingTooNew {
+                path: self.path.clone(),
+                found: version,
+                supported: RECORDING_SCHEMA_VERSION,
+            });
+        }
+        if version < 1 {
+            return Err(self.not_ours(format!("schema version {version}")));
+        }
+        let tables: i64 = self
+            .conn
+            .query_row(
+                "SELECT count(*) FROM sqlite_master WHERE type = 'table'
+                 AND name IN ('meta', 'chunks', 'samples', 'threads')",
+                [],
+                |r| r.get(0),
+            )
+            .map_err(self.sql())?;
+        if tables != 4 {
+            return Err(StoreError::RecordingCorrupt {
+                path: self.path.clone(),
+                detail: format!("{} of its 4 tables are missing", 4 - tables),
+            });
+        }
+        Ok(())
+    }
+
+    fn parse_json(&self, what: &str, text: &str) -> Result<serde_json::Value, StoreError> {
+        serde_json::from_str(text).map_err(|e| StoreError::RecordingCorrupt {
+            path: self.path.clone(),
+            detail: format!("{what} is not JSON: {e}"),
+        })
+    }
+
+    /// One metadata value.
+    pub fn meta(&self, key: &str) -> Result<Option<serde_json::Value>, StoreError> {
+        let text: Option<String> = self
+            .conn
+            .query_row("SELECT value FROM meta WHERE key = ?1", [key], |r| r.get(0))
+            .optional()
+            .map_err(self.sql())?;
+        text.map(|t| self.parse_json(&format!("metadata {key:?}"), &t))
+            .transpose()
+    }
+
+    /// All metadata, by key.
+    pub fn all_meta(&self) -> Result<BTreeMap<String, serde_json::Value>, StoreError> {
+        let mut stmt = self
+            .conn
+            .prepare("SELECT key, value FROM meta")
+            .map_err(self.sql())?;
+        let mut rows = stmt.query([]).map_err(self.sql())?;
+        let mut out = BTreeMap::new();
+        while let Some(row) = rows.next().map_err(self.sql())? {
+            let key: String = row.get(0).map_err(self.sql())?;
+            let text: String = row.get(1).map_err(self.sql())?;
+            let value = self.parse_json(&format!("metadata {key:?}"), &text)?;
+            out.insert(key, value);
+        }
+        Ok(out)
+    }
+
+    /// The thread table, by tid.
+    pub fn threads(&self) -> Result<Vec<ThreadRow>, StoreError> {
+        let mut stmt = self
+            .conn
+            .prepare("SELECT tid, pid, ppid, parent_tid, comm FROM threads ORDER BY tid")
+            .map_err(self.sql())?;
+        let rows = stmt
+            .query_map([], |r| {
+                Ok(ThreadRow {
+                    tid: r.get(0)?,
+                    pid: r.get(1)?,
+                    ppid: r.get(2)?,
+                    parent_tid: r.get(3)?,
+                    comm: r.get(4)?,
+                })
+            })
+            .map_err(self.sql())?;
+        rows.collect::<Result<_, _>>().map_err(self.sql())
+    }
+
+    /// CPUs that have chunks, ascending.
+    pub fn cpus(&self) -> Result<Vec<u32>, StoreError> {
+        let mut stmt = self
+            .conn
+            .prepare("SELECT DISTINCT cpu FROM chunks ORDER BY cpu")
+            .map_err(self.sql())?;
+        let rows = stmt.query_map([], |r| r.get(0)).map_err(self.sql())?;
+        rows.collect::<Result<_, _>>().map_err(self.sql())
+    }
+
+    /// Number of events in all chunks.
+    pub fn event_count(&self) -> Result<u64, StoreError> {
+        self.conn
+            .query_row("SELECT coalesce(sum(events), 0) FROM chunks", [], |r| {
+                r.get::<_, i64>(0)
+            })
+            .map(|n| n as u64)
+            .map_err(self.sql())
+    }
+
+    /// `cpu`'s chunks in the order they were appended, one at a time.
+    pub fn chunks(&self, cpu: u32) -> ChunkCursor<'_> {
+        ChunkCursor {
+            reader: self,
+            cpu,
+            after: i64::MIN,
+            done: false,
+        }
+    }
+
+    /// Calls `f(time_ns, data)` for every sample of `kind`, in time order (ties in the
+    /// order they were appended), streaming.
+    pub fn samples(
+        &self,
+        kind: &str,
+        mut f: impl FnMut(u64, serde_json::Value),
+    ) -> Result<(), StoreError> {
+        let mut stmt = self
+            .conn
+            .prepare("SELECT time_ns, data FROM samples WHERE kind = ?1 ORDER BY time_ns, seq")
+            .map_err(self.sql())?;
+        let mut rows = stmt.query([kind]).map_err(self.sql())?;
+        while let Some(row) = rows.next().map_err(self.sql())? {
+            let t: i64 = row.get(0).map_err(self.sql())?;
+            let text: String = row.get(1).map_err(self.sql())?;
+            let value = self.parse_json(&format!("a {kind:?} sample"), &text)?;
+            f(from_sql(t), value);
+        }
+        Ok(())
+    }
+}
+
+fn read_error(path: &Path, e: rusqlite::Error) -> StoreError {
+    if is_corruption(&e) {
+        StoreError::RecordingCorrupt {
+            path: path.to_path_buf(),
+            detail: e.to_string(),
+        }
+    } else {
+        StoreError::RecordingSql {
+            path: path.to_path_buf(),
+            source: e,
+        }
+    }
+}
+
+/// Walks one CPU's chunks; holds one chunk in memory at a time.
+pub struct ChunkCursor<'a> {
+    reader: &'a RecordingReader,
+    cpu: u32,
+    after: i64,
+    done: bool,
+}
+
+impl ChunkCursor<'_> {
+    /// The next chunk, or `None` after the last one.
+    pub fn next_chunk(&mut self) -> Result<Option<Chunk>, StoreError> {
+        if self.done {
+            return Ok(None);
+        }
+        let r = self.reader;
+        let row = r
+            .conn
+            .prepare_cached(
+                "SELECT seq, first_ns, last_ns, events, data FROM chunks
+                 WHERE cpu = ?1 AND seq > ?2 ORDER BY seq LIMIT 1",
+            )
+            .and_then(|mut s| {
+                s.query_row(params![self.cpu, self.after], |row| {
+                    Ok((
+                        row.get::<_, i64>(0)?,
+                        Chunk {
+                            cpu: self.cpu,
+                            first_ns: from_sql(row.get(1)?),
+                            last_ns: from_sql(row.get(2)?),
+                            events: row.get(3)?,
+                            data: row.get(4)?,
+                        },
+                    ))
+                })
+                .optional()
+            });
+        match row {
+            Ok(Some((seq, chunk))) => {
+                self.after = seq;
+                Ok(Some(chunk))
+            }
+            Ok(None) => {
+                self.done = true;
+                Ok(None)
+            }
+            Err(e) => {
+                self.done = true;
+                Err(read_error(&r.path, e))
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn chunk_bytes(i: u32, len: usize) -> Vec<u8> {
+        (0..len).map(|k| (k as u32 ^ i) as u8).collect()
+    }
+
+    fn all_chunks(r: &RecordingReader, cpu: u32) -> Vec<Chunk> {
+        let mut c = r.chunks(cpu);
+        let mut out = Vec::new();
+        while let Some(chunk) = c.next_chunk().unwrap() {
+            out.push(chunk);
+        }
+        assert_eq!(c.next_chunk().unwrap(), None, "stays exhausted");
+        out
+    }
+
+    #[test]
+    fn round_trip() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("a.rec");
+        let mut w = RecordingWriter::create(&path).unwrap();
+        assert_eq!(w.path(), path);
+        w.set_meta("command", &json!(["sleep", "1"])).unwrap();
+        w.set_meta("lost_records", &json!(3)).unwrap();
+        w.set_meta("lost_records", &json!(5)).unwrap();
+        // Interleaved CPUs, appended out of CPU order.
+        w.append_chunk(1, 10, 20, 2, &chunk_bytes(1, 100)).unwrap();
+        w.append_chunk(0, 5, 30, 7, &chunk_bytes(2, 70_000))
+            .unwrap();
+        w.append_chunk(1, 21, u64::MAX, 1, &chunk_bytes(3, 1))
+            .unwrap();
+        w.append_chunk(7, 0, 0, 0, &[]).unwrap();
+        w.append_sample(2_000, "energy", &json!({"uj": 2})).unwrap();
+        w.append_sample(1_000, "energy", &json!({"uj": 1})).unwrap();
+        w.append_sample(1_500, "cpuidle", &json!([1, 2])).unwrap();
+        w.append_sample(2_000, "energy", &json!({"uj": 3})).unwrap();
+        w.upsert_thread(&ThreadRow {
+            tid: 42,
+            pid: Some(40),
+            ppid: None,
+            parent_tid: None,
+            comm: "worker".into(),
+        })
+        .unwrap();
+        // None and an empty comm keep what is known; values win.
+        w.upsert_thread(&ThreadRow {
+            tid: 42,
+            pid: None,
+            ppid: Some(1),
+            parent_tid: Some(40),
+            comm: String::new(),
+        })
+        .unwrap();
+        w.upsert_thread(&ThreadRow {
+            tid: 40,
+            comm: "main".into(),
+            ..Default::default()
+        })
+        .unwrap();
+        w.upsert_thread(&ThreadRow {
+            tid: 40,
+            pid: Some(40),
+            comm: "main2".into(),
+            ..Default::default()
+        })
+        .unwrap();
+        let before = w.bytes_written();
+        w.flush().unwrap();
+        assert!(w.bytes_written() >= 70_000, "{}", w.bytes_written());
+        assert!(before >= 70_000);
+        w.finish().unwrap();
+        for side in SIDE_FILES {
+            let mut p = path.clone().into_os_string();
+            p.push(side);
+            assert!(!Path::new(&p).exists(), "{side} left behind after finish");
+        }
+
+        let r = RecordingReader::open(&path).unwrap();
+        assert_eq!(r.meta("command").unwrap(), Some(json!(["sleep", "1"])));
+        assert_eq!(r.meta("lost_records").unwrap(), Some(json!(5)));
+        assert_eq!(r.meta("nope").unwrap(), None);
+        assert_eq!(r.all_meta().unwrap().len(), 2);
+        assert_eq!(r.cpus().unwrap(), vec![0, 1, 7]);
+        assert_eq!(r.event_count().unwrap(), 10);
+        let c1 = all_chunks(&r, 1);
+        assert_eq!(
+            c1,
+            vec![
+                Chunk {
+                    cpu: 1,
+                    first_ns: 10,
+                    last_ns: 20,
+                    events: 2,
+                    data: chunk_bytes(1, 100)
+                },
+                Chunk {
+                    cpu: 1,
+                    first_ns: 21,
+                    last_ns: u64::MAX,
+                    events: 1,
+                    data: chunk_bytes(3, 1)
+                },
+            ]
+        );
+        assert_eq!(all_chunks(&r, 0)[0].data, chunk_bytes(2, 70_000));
+        assert_eq!(all_chunks(&r, 7)[0].data, Vec::<u8>::new());
+        assert!(all_chunks(&r, 3).is_empty());
+        let mut energy = Vec::new();
+        r.samples("energy", |t, v| energy.push((t, v))).unwrap();
+        assert_eq!(
+            energy,
+            vec![
+                (1_000, json!({"uj": 1})),
+                (2_000, json!({"uj": 2})),
+                (2_000, json!({"uj": 3}))
+            ]
+        );
+        assert_eq!(
+            r.threads().unwrap(),
+            vec![
+                ThreadRow {
+                    tid: 40,
+                    pid: Some(40),
+                    ppid: None,
+                    parent_tid: None,
+                    comm: "main2".into()
+                },
+                ThreadRow {
+                    tid: 42,
+                    pid: Some(40),
+                    ppid: Some(1),
+                    parent_tid: Some(40),
+                    comm: "worker".into()
+                },
+            ]
+        );
+    }
+
+    #[test]
+    fn create_refuses_an_existing_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("a.rec");
+        std::fs::write(&path, "precious").unwrap();
+        let err = RecordingWriter::create(&path).err().unwrap();
+        assert!(matches!(err, StoreError::RecordingExists { .. }), "{err}");
+        assert_eq!(std::fs::read(&path).unwrap(), b"precious");
+        std::fs::remove_file(&path).unwrap();
+        std::fs::write(dir.path().join("a.rec-wal"), "stale").unwrap();
+        let err = RecordingWriter::create(&path).err().unwrap();
+        assert!(err.to_string().contains("a.rec-wal"), "{err}");
+        assert!(!path.exists());
+        let err = RecordingWriter::create(&dir.path().join("no/such/dir.rec"))
+            .err()
+            .unwrap();
+        assert!(matches!(err, StoreError::RecordingCreate { .. }), "{err}");
+    }
+}
