@@ -1,11 +1,26 @@
 //! The streaming scheduler analysis: per-thread and per-CPU state machines fed one event at
-//! a time, in time order. Memory grows with threads and CPUs, never with events.
+//! a time, in time order. Memory grows with threads, processes and CPUs, never with events.
 //!
 //! Thread states (VTune's vocabulary): *running*; *inactive* — runnable but not running,
 //! after a wake-up or a preemption; *wait* — blocked, from a synchronization switch-out to
 //! the wake-up. A switch-out while runnable is a *preemption*, any other (blocked) a
-//! *synchronization* switch. A thread that runs first on a CPU just out of idle made an
-//! *idle wake-up*; the idle period before it is added to its idle-before total.
+//! *synchronization* switch.
+//!
+//! Idle: a thread that runs first on a CPU after that CPU's idle task made an *idle
+//! wake-up*. The idle duration before it is the time inside `power:cpu_idle` states during
+//! that idle-task period when the stream has such records, else the whole idle-task period
+//! (so idle wake-ups work on kernels and perf setups that deliver no `cpu_idle` records).
+//!
+//! Lost events: a switch-out of a thread that is not the CPU's current task means its
+//! switch-in was never recorded (this project's VMs drop events in the idle context of
+//! cpu1). The switch-in is then *inferred* at the latest time known to precede it — the
+//! later of the thread's wake-up (or block) time, the CPU's last recorded event and the
+//! start of the current task — and counted per CPU in [`CpuStats::inferred_switch_ins`].
+//! A thread that shows up running on a second CPU is taken off the first at that CPU's
+//! last recorded event, and that CPU's task is *unknown* until its next switch
+//! ([`CpuStats::unknown_ns`]). No time is ever charged twice and no interval is negative:
+//! per CPU, `busy_ns + idle_task_ns + unknown_ns` is the time from the recording start to
+//! its end (see the conservation tests).
 //!
 //! Intervals still open when the recording ends (a thread blocked, runnable or running at
 //! the end) are counted up to the end.
@@ -15,6 +30,12 @@ use std::collections::{BTreeMap, HashMap};
 use serde::{Deserialize, Serialize};
 
 use super::event::{Event, EventKind, InterruptKind, SwitchedOut, Tid, IDLE_TID};
+
+/// Internal marker: the CPU's current task is not known (after a lost switch).
+const UNKNOWN_TID: Tid = Tid::MAX;
+
+/// No process group.
+const NO_GROUP: u32 = u32::MAX;
 
 /// Who or what made a thread runnable.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -35,14 +56,22 @@ impl WakeupCauses {
     pub fn total(&self) -> u64 {
         self.thread + self.timer + self.irq + self.softirq + self.ipi_or_idle
     }
+
+    pub fn add(&mut self, o: &WakeupCauses) {
+        self.thread += o.thread;
+        self.timer += o.timer;
+        self.irq += o.irq;
+        self.softirq += o.softirq;
+        self.ipi_or_idle += o.ipi_or_idle;
+    }
 }
 
 /// Everything the analysis knows about one thread.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct ThreadStats {
     pub tid: Tid,
-    /// The process; the analysis leaves it to the caller, who knows it from the recording's
-    /// thread table.
+    /// The process, when the thread table given to
+    /// [`SchedAnalysis::with_thread_groups`] knows the thread.
     pub pid: Option<u32>,
     /// The thread that created this one, when its fork was recorded.
     pub parent: Option<Tid>,
@@ -64,6 +93,10 @@ pub struct ThreadStats {
     pub idle_wakeups: u64,
     /// Total idle time of the CPU before those idle wake-ups.
     pub idle_before_wakeups_ns: u64,
+    /// Running time during which the CPU's frequency was known (from `Frequency` events).
+    pub freq_known_ns: u64,
+    /// Σ running time × CPU frequency over that time, in kHz·ns.
+    pub khz_ns: f64,
 }
 
 /// Residency of one idle state on one CPU.
@@ -77,16 +110,42 @@ pub struct IdleResidency {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct CpuStats {
     pub cpu: u32,
-    /// Requested idle state (cpuidle index) → residency.
+    /// Requested idle state (cpuidle index) → residency, from `power:cpu_idle` records.
     pub idle: BTreeMap<u32, IdleResidency>,
+    /// `power:cpu_idle` records seen on this CPU (enter and exit). Zero means the trace
+    /// says nothing about idle states here: residency is unavailable, not zero.
+    pub cpu_idle_records: u64,
     /// Time the idle task was current (includes idle-loop overhead outside idle states).
     pub idle_task_ns: u64,
-    /// Idle periods that ended with a thread running next (rather than the idle task again).
+    /// Time a thread was current.
+    pub busy_ns: u64,
+    /// Time the current task was unknown (after an event the kernel did not record).
+    pub unknown_ns: u64,
+    /// Idle-task periods that ended with a thread running next.
     pub idle_wakeups: u64,
+    /// Total idle duration before those idle wake-ups.
+    pub idle_before_wakeups_ns: u64,
+    /// Switch-ins the kernel did not record, inferred from a later switch-out.
+    pub inferred_switch_ins: u64,
+    /// Time during which the CPU's frequency was known.
+    pub freq_known_ns: u64,
+    /// Σ time × frequency over that time, in kHz·ns.
+    pub khz_ns: f64,
+}
+
+/// Effective parallelism of one process: how long 0, 1, 2, … of its threads ran at once.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ProcessParallelism {
+    pub pid: u32,
+    /// Threads of the process in the thread table.
+    pub threads: u32,
+    /// `running_ns[n]` = time with exactly `n` threads of the process running. Sums to
+    /// the recording's elapsed time.
+    pub running_ns: Vec<u64>,
 }
 
 /// The result of a whole stream.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct SchedSummary {
     pub start_ns: u64,
     pub end_ns: u64,
@@ -94,6 +153,8 @@ pub struct SchedSummary {
     pub threads: Vec<ThreadStats>,
     /// By CPU number.
     pub cpus: Vec<CpuStats>,
+    /// By pid; only with [`SchedAnalysis::with_thread_groups`].
+    pub processes: Vec<ProcessParallelism>,
 }
 
 impl SchedSummary {
@@ -105,7 +166,7 @@ impl SchedSummary {
 #[derive(Debug, Clone, Copy, PartialEq)]
 enum ThreadState {
     Unknown,
-    Running,
+    Running { cpu: u32 },
     Runnable { since: u64 },
     Blocked { since: u64 },
     Exited,
@@ -113,6 +174,7 @@ enum ThreadState {
 
 struct Thread {
     state: ThreadState,
+    group: u32,
     stats: ThreadStats,
 }
 
@@ -120,13 +182,30 @@ struct Thread {
 struct Cpu {
     /// The current task and since when; `None` until the first switch on this CPU.
     current: Option<(Tid, u64)>,
-    /// Requested state and start of the idle period in progress.
+    /// Time of the last event recorded on this CPU.
+    last_ns: u64,
+    /// Requested state and start of the `cpu_idle` state in progress.
     idle_since: Option<(u32, u64)>,
-    /// Length of the last idle period, while no thread has run since it ended.
+    /// Time in `cpu_idle` states during the current idle-task period, and whether any
+    /// `cpu_idle` record fell in it.
+    period_idle_ns: u64,
+    period_saw_cpu_idle: bool,
+    /// Idle duration of the idle-task period that just ended, until a thread runs.
     pending_idle: Option<u64>,
     /// Interrupt contexts active on this CPU, innermost last.
     interrupts: Vec<InterruptKind>,
+    /// Current frequency and since when (for the per-CPU average).
+    khz: Option<u64>,
+    khz_since: u64,
+    /// Start of the current task's running segment at the current frequency.
+    seg_since: u64,
     stats: CpuStats,
+}
+
+struct Group {
+    running: u32,
+    since: Option<u64>,
+    stats: ProcessParallelism,
 }
 
 /// The streaming analysis. Feed events in time order, then [`SchedAnalysis::finish`].
@@ -136,6 +215,9 @@ pub struct SchedAnalysis {
     cpus: Vec<Cpu>,
     start_ns: Option<u64>,
     last_ns: u64,
+    /// tid → index in `groups`.
+    group_of: HashMap<Tid, u32>,
+    groups: Vec<Group>,
 }
 
 impl SchedAnalysis {
@@ -143,13 +225,48 @@ impl SchedAnalysis {
         Self::default()
     }
 
+    /// An analysis that also knows which process each thread belongs to (`tid → pid`, the
+    /// recording's thread table, complete before streaming starts): the summary's threads
+    /// carry their pid and [`SchedSummary::processes`] holds each process's parallelism.
+    /// Threads missing from the map have no pid and no process.
+    pub fn with_thread_groups(map: HashMap<Tid, u32>) -> Self {
+        let mut by_pid: BTreeMap<u32, Vec<Tid>> = BTreeMap::new();
+        for (tid, pid) in map {
+            if tid != IDLE_TID && tid != UNKNOWN_TID {
+                by_pid.entry(pid).or_default().push(tid);
+            }
+        }
+        let mut a = Self::default();
+        for (i, (pid, tids)) in by_pid.into_iter().enumerate() {
+            a.groups.push(Group {
+                running: 0,
+                since: None,
+                stats: ProcessParallelism {
+                    pid,
+                    threads: tids.len() as u32,
+                    running_ns: vec![0; tids.len() + 1],
+                },
+            });
+            for tid in tids {
+                a.group_of.insert(tid, i as u32);
+            }
+        }
+        a
+    }
+
     fn thread(&mut self, tid: Tid) -> &mut Thread {
-        self.threads.entry(tid).or_insert_with(|| Thread {
-            state: ThreadState::Unknown,
-            stats: ThreadStats {
-                tid,
-                ..ThreadStats::default()
-            },
+        let (groups, group_of) = (&self.groups, &self.group_of);
+        self.threads.entry(tid).or_insert_with(|| {
+            let group = group_of.get(&tid).copied().unwrap_or(NO_GROUP);
+            Thread {
+                state: ThreadState::Unknown,
+                group,
+                stats: ThreadStats {
+                    tid,
+                    pid: groups.get(group as usize).map(|g| g.stats.pid),
+                    ..ThreadStats::default()
+                },
+            }
         })
     }
 
@@ -164,11 +281,12 @@ impl SchedAnalysis {
         &mut self.cpus[i]
     }
 
-    /// Consumes one event. Events must come in non-decreasing time order.
+    /// Consumes one event. Events must come in non-decreasing time order (an event older
+    /// than the last one is taken as happening at the last one's time).
     pub fn feed(&mut self, e: &Event) {
-        let t = e.time_ns;
+        let t = e.time_ns.max(self.last_ns);
         let start = *self.start_ns.get_or_insert(t);
-        self.last_ns = self.last_ns.max(t);
+        self.last_ns = t;
         match &e.kind {
             EventKind::Switch { prev, how, next } => {
                 self.switch(e.cpu, t, start, *prev, *how, *next)
@@ -186,24 +304,193 @@ impl SchedAnalysis {
                 }
             }
             EventKind::Exec { tid, comm } => self.thread(*tid).stats.comm = Some(comm.clone()),
-            EventKind::Exit { tid } => self.thread(*tid).state = ThreadState::Exited,
+            EventKind::Exit { tid } => {
+                let th = self.thread(*tid);
+                // Still on its CPU until its last switch-out.
+                if !matches!(th.state, ThreadState::Running { .. }) {
+                    th.state = ThreadState::Exited;
+                }
+            }
             EventKind::IdleEnter { state } => {
                 let c = self.cpu(e.cpu);
+                c.stats.cpu_idle_records += 1;
+                if let Some((old, since)) = c.idle_since.take() {
+                    // The previous state's exit was not recorded: it ends here.
+                    c.stats.idle.entry(old).or_default().time_ns += t - since;
+                    c.period_idle_ns += t - since;
+                }
                 c.idle_since = Some((*state, t));
+                c.period_saw_cpu_idle = true;
                 c.stats.idle.entry(*state).or_default().entries += 1;
             }
             EventKind::IdleExit => {
                 let c = self.cpu(e.cpu);
+                c.stats.cpu_idle_records += 1;
                 if let Some((state, since)) = c.idle_since.take() {
                     c.stats.idle.entry(state).or_default().time_ns += t - since;
-                    c.pending_idle = Some(c.pending_idle.unwrap_or(0) + (t - since));
+                    c.period_idle_ns += t - since;
                 }
+                c.period_saw_cpu_idle = true;
             }
             EventKind::InterruptEnter(kind) => self.cpu(e.cpu).interrupts.push(kind.clone()),
             EventKind::InterruptExit => {
                 self.cpu(e.cpu).interrupts.pop();
             }
-            EventKind::Frequency { .. } => {}
+            EventKind::Frequency { khz } => {
+                self.cpu(e.cpu);
+                self.charge_frequency(e.cpu, t);
+                let c = &mut self.cpus[e.cpu as usize];
+                if let Some(old) = c.khz {
+                    c.stats.freq_known_ns += t - c.khz_since;
+                    c.stats.khz_ns += (t - c.khz_since) as f64 * old as f64;
+                }
+                c.khz = Some(*khz);
+                c.khz_since = t;
+                c.seg_since = t;
+                // The target CPU of a frequency change is not where it was recorded from:
+                // it does not count as this CPU's last event.
+                return;
+            }
+        }
+        let c = self.cpu(e.cpu);
+        c.last_ns = t;
+    }
+
+    /// Charges the current thread of `cpu` its running time at the CPU's known frequency
+    /// from the current segment's start to `until`.
+    fn charge_frequency(&mut self, cpu: u32, until: u64) {
+        let c = &mut self.cpus[cpu as usize];
+        let (Some(khz), Some((tid, since))) = (c.khz, c.current) else {
+            return;
+        };
+        if tid == IDLE_TID || tid == UNKNOWN_TID {
+            return;
+        }
+        let d = until.saturating_sub(c.seg_since.max(since));
+        c.seg_since = until;
+        if let Some(th) = self.threads.get_mut(&tid) {
+            th.stats.freq_known_ns += d;
+            th.stats.khz_ns += d as f64 * khz as f64;
+        }
+    }
+
+    fn group_change(&mut self, group: u32, t: u64, up: bool) {
+        let start = self.start_ns.unwrap_or(t);
+        let Some(g) = self.groups.get_mut(group as usize) else {
+            return;
+        };
+        let since = g.since.unwrap_or(start);
+        let t = t.max(since);
+        let n = g.running as usize;
+        if g.stats.running_ns.len() <= n {
+            g.stats.running_ns.resize(n + 1, 0);
+        }
+        g.stats.running_ns[n] += t - since;
+        g.since = Some(t);
+        g.running = if up {
+            g.running + 1
+        } else {
+            g.running.saturating_sub(1)
+        };
+    }
+
+    /// Ends the running interval of the CPU's current task `tid` at `t`.
+    fn close(&mut self, cpu: u32, tid: Tid, t: u64) {
+        let c = &mut self.cpus[cpu as usize];
+        let since = c.current.map(|(_, s)| s).unwrap_or(t);
+        let d = t.saturating_sub(since);
+        match tid {
+            IDLE_TID => {
+                c.stats.idle_task_ns += d;
+                if let Some((state, s)) = c.idle_since.take() {
+                    // The exit of the idle state was not recorded: the switch ends it.
+                    let r = t.saturating_sub(s);
+                    c.stats.idle.entry(state).or_default().time_ns += r;
+                    c.period_idle_ns += r;
+                }
+                c.pending_idle = Some(if c.period_saw_cpu_idle {
+                    c.period_idle_ns
+                } else {
+                    d
+                });
+            }
+            UNKNOWN_TID => c.stats.unknown_ns += d,
+            _ => {
+                c.stats.busy_ns += d;
+                self.charge_frequency(cpu, t);
+                let th = self.thread(tid);
+                th.stats.cpu_time_ns += d;
+                let group = th.group;
+                if group != NO_GROUP {
+                    self.group_change(group, t, false);
+                }
+            }
+        }
+    }
+
+    /// Takes `tid` off another CPU where it is still current (its switch-out there was not
+    /// recorded), at that CPU's last recorded event; that CPU's task becomes unknown.
+    /// Returns the time it was taken off.
+    fn detach(&mut self, tid: Tid, cpu: u32, t: u64) -> Option<u64> {
+        let ThreadState::Running { cpu: other } = self.threads.get(&tid)?.state else {
+            return None;
+        };
+        if other == cpu {
+            return None;
+        }
+        let o = &self.cpus[other as usize];
+        match o.current {
+            Some((cur, since)) if cur == tid => {
+                let off = o.last_ns.max(since).min(t);
+                self.close(other, tid, off);
+                let o = &mut self.cpus[other as usize];
+                o.current = Some((UNKNOWN_TID, off));
+                o.pending_idle = None;
+                self.thread(tid).state = ThreadState::Unknown;
+                Some(off)
+            }
+            _ => {
+                self.thread(tid).state = ThreadState::Unknown;
+                None
+            }
+        }
+    }
+
+    /// Makes `tid` the current task of `cpu` from `t`.
+    fn open(&mut self, cpu: u32, tid: Tid, t: u64) {
+        let c = &mut self.cpus[cpu as usize];
+        c.current = Some((tid, t));
+        c.seg_since = t;
+        if tid == IDLE_TID {
+            c.period_idle_ns = 0;
+            c.period_saw_cpu_idle = false;
+            c.pending_idle = None;
+            return;
+        }
+        let idle = c.pending_idle.take();
+        if tid == UNKNOWN_TID {
+            return;
+        }
+        if let Some(idle) = idle {
+            c.stats.idle_wakeups += 1;
+            c.stats.idle_before_wakeups_ns += idle;
+        }
+        self.detach(tid, cpu, t);
+        let n = self.thread(tid);
+        match n.state {
+            ThreadState::Runnable { since } => n.stats.inactive_ns += t.saturating_sub(since),
+            // The wake-up was not seen (before the recording, or lost): blocked until now.
+            ThreadState::Blocked { since } => n.stats.wait_ns += t.saturating_sub(since),
+            _ => {}
+        }
+        n.state = ThreadState::Running { cpu };
+        if let Some(idle) = idle {
+            n.stats.idle_wakeups += 1;
+            n.stats.idle_before_wakeups_ns += idle;
+        }
+        let group = n.group;
+        if group != NO_GROUP {
+            self.group_change(group, t, true);
         }
     }
 
@@ -211,27 +498,64 @@ impl SchedAnalysis {
         let c = self.cpu(cpu);
         // Interrupt contexts never span a context switch: anything left open lost its exit.
         c.interrupts.clear();
-        let since = match c.current {
-            Some((tid, since)) if tid == prev => since,
-            // The first switch seen on this CPU: `prev` ran since the recording started.
-            _ => start,
-        };
-        c.current = Some((next, t));
-        if prev == IDLE_TID {
-            c.stats.idle_task_ns += t - since;
-        }
-        let idle_wakeup = if next != IDLE_TID {
-            c.pending_idle.take()
-        } else {
-            None
-        };
-        if next != IDLE_TID && idle_wakeup.is_some() {
-            c.stats.idle_wakeups += 1;
+        let (last, current) = (c.last_ns, c.current);
+        match current {
+            Some((cur, _)) if cur == prev => {}
+            None if prev == IDLE_TID
+                || matches!(
+                    self.threads.get(&prev).map(|th| th.state),
+                    None | Some(ThreadState::Unknown)
+                ) =>
+            {
+                // The first switch on this CPU, and nothing says `prev` started later: it
+                // ran since the recording started.
+                let c = &mut self.cpus[cpu as usize];
+                c.current = Some((prev, start));
+                c.seg_since = start;
+                if prev != IDLE_TID {
+                    let th = self.thread(prev);
+                    th.state = ThreadState::Running { cpu };
+                    let group = th.group;
+                    if group != NO_GROUP {
+                        self.group_change(group, start, true);
+                    }
+                }
+            }
+            current => {
+                // `prev` is switched out, so it was switched in; the kernel did not record
+                // when. Infer it at the latest time known to precede it.
+                let (cur, cur_since) = current.unwrap_or((UNKNOWN_TID, start));
+                let mut not_before = last.max(cur_since);
+                if prev != IDLE_TID {
+                    if let Some(off) = self.detach(prev, cpu, t) {
+                        not_before = not_before.max(off);
+                    }
+                    match self.threads.get(&prev).map(|th| th.state) {
+                        Some(ThreadState::Runnable { since })
+                        | Some(ThreadState::Blocked { since }) => {
+                            not_before = not_before.max(since)
+                        }
+                        _ => {}
+                    }
+                }
+                let inferred = not_before.min(t);
+                self.cpus[cpu as usize].current = Some((cur, cur_since));
+                self.close(cpu, cur, inferred);
+                if cur != IDLE_TID && cur != UNKNOWN_TID {
+                    // How `cur` left is unknown: no switch is counted, no state guessed.
+                    let th = self.thread(cur);
+                    if th.state == (ThreadState::Running { cpu }) {
+                        th.state = ThreadState::Unknown;
+                    }
+                }
+                self.cpus[cpu as usize].stats.inferred_switch_ins += 1;
+                self.open(cpu, prev, inferred);
+            }
         }
 
+        self.close(cpu, prev, t);
         if prev != IDLE_TID {
             let p = self.thread(prev);
-            p.stats.cpu_time_ns += t - since;
             p.state = match how {
                 SwitchedOut::Preempted => {
                     p.stats.preempt_switches += 1;
@@ -244,20 +568,7 @@ impl SchedAnalysis {
                 SwitchedOut::Exited => ThreadState::Exited,
             };
         }
-        if next != IDLE_TID {
-            let n = self.thread(next);
-            match n.state {
-                ThreadState::Runnable { since } => n.stats.inactive_ns += t - since,
-                // The wake-up was not seen (before the recording, or lost): blocked until now.
-                ThreadState::Blocked { since } => n.stats.wait_ns += t - since,
-                _ => {}
-            }
-            n.state = ThreadState::Running;
-            if let Some(idle) = idle_wakeup {
-                n.stats.idle_wakeups += 1;
-                n.stats.idle_before_wakeups_ns += idle;
-            }
-        }
+        self.open(cpu, next, t);
     }
 
     fn wakeup(&mut self, cpu: u32, t: u64, tid: Tid, new_thread: bool) {
@@ -268,7 +579,9 @@ impl SchedAnalysis {
             (Some(InterruptKind::Irq(_)), _) => Cause::Irq,
             (Some(InterruptKind::SoftIrq(_)), _) => Cause::SoftIrq,
             (Some(InterruptKind::Ipi), _) => Cause::IpiOrIdle,
-            (None, Some((waker, _))) if waker != IDLE_TID => Cause::Thread(waker),
+            (None, Some((waker, _))) if waker != IDLE_TID && waker != UNKNOWN_TID => {
+                Cause::Thread(waker)
+            }
             (None, _) => Cause::IpiOrIdle,
         };
         let w = self.thread(tid);
@@ -282,7 +595,7 @@ impl SchedAnalysis {
             // A reused tid.
             ThreadState::Exited => new_thread,
             // Already runnable or running: a redundant wake-up, not a state change.
-            ThreadState::Runnable { .. } | ThreadState::Running => false,
+            ThreadState::Runnable { .. } | ThreadState::Running { .. } => false,
         };
         if !becomes_runnable {
             return;
@@ -309,23 +622,38 @@ impl SchedAnalysis {
         let start = self.start_ns.unwrap_or(end_ns);
         let end = end_ns.max(self.last_ns);
         for i in 0..self.cpus.len() {
-            let (current, idle_since) = (self.cpus[i].current, self.cpus[i].idle_since.take());
-            if let Some((state, since)) = idle_since {
-                self.cpus[i].stats.idle.entry(state).or_default().time_ns += end - since;
+            let cpu = i as u32;
+            match self.cpus[i].current {
+                Some((tid, _)) => self.close(cpu, tid, end),
+                // No switch ever seen here: what ran is unknown.
+                None => self.cpus[i].stats.unknown_ns += end - start,
             }
-            match current {
-                Some((IDLE_TID, since)) => self.cpus[i].stats.idle_task_ns += end - since,
-                Some((tid, since)) => self.thread(tid).stats.cpu_time_ns += end - since,
-                None => {}
+            let c = &mut self.cpus[i];
+            if let Some((state, since)) = c.idle_since.take() {
+                c.stats.idle.entry(state).or_default().time_ns += end - since;
             }
+            if let Some(khz) = c.khz {
+                c.stats.freq_known_ns += end - c.khz_since;
+                c.stats.khz_ns += (end - c.khz_since) as f64 * khz as f64;
+            }
+        }
+        for g in &mut self.groups {
+            let since = g.since.unwrap_or(start).min(end);
+            let n = g.running as usize;
+            if g.stats.running_ns.len() <= n {
+                g.stats.running_ns.resize(n + 1, 0);
+            }
+            g.stats.running_ns[n] += end - since;
         }
         let mut threads: Vec<ThreadStats> = self
             .threads
             .into_values()
             .map(|mut th| {
                 match th.state {
-                    ThreadState::Runnable { since } => th.stats.inactive_ns += end - since,
-                    ThreadState::Blocked { since } => th.stats.wait_ns += end - since,
+                    ThreadState::Runnable { since } => {
+                        th.stats.inactive_ns += end.saturating_sub(since)
+                    }
+                    ThreadState::Blocked { since } => th.stats.wait_ns += end.saturating_sub(since),
                     _ => {}
                 }
                 th.stats
@@ -337,6 +665,7 @@ impl SchedAnalysis {
             end_ns: end,
             threads,
             cpus: self.cpus.into_iter().map(|c| c.stats).collect(),
+            processes: self.groups.into_iter().map(|g| g.stats).collect(),
         }
     }
 }

@@ -33,33 +33,97 @@ pub struct Attribution {
     pub method: String,
 }
 
-/// Splits `total_j` measured over the summary's elapsed time. `idle_power_w` is the
-/// machine's baseline (measured before recording, or the power model's idle term).
+/// Splits `total_j` measured over the summary's elapsed time by CPU time. `idle_power_w` is
+/// the machine's baseline (measured before recording, or the power model's idle term).
 pub fn attribute(
     summary: &SchedSummary,
     total_j: f64,
     idle_power_w: f64,
     is_target: impl Fn(&ThreadStats) -> bool,
 ) -> Attribution {
-    let total_j = total_j.max(0.0);
+    let weights: Vec<f64> = summary
+        .threads
+        .iter()
+        .map(|t| t.cpu_time_ns as f64)
+        .collect();
+    attribute_weighted(
+        summary,
+        total_j,
+        idle_power_w,
+        &weights,
+        "CPU time",
+        is_target,
+    )
+}
+
+/// Frequency-weighted busy time of each thread of the summary (same order), in kHz·ns:
+/// running time at a known frequency counts at that frequency; running time at an unknown
+/// frequency counts at the mean frequency of all known running time. `None` when no
+/// running time had a known frequency (then weigh by CPU time).
+pub fn frequency_weights(summary: &SchedSummary) -> Option<Vec<f64>> {
+    let known_ns: u64 = summary.threads.iter().map(|t| t.freq_known_ns).sum();
+    if known_ns == 0 {
+        return None;
+    }
+    let khz_ns: f64 = summary.threads.iter().map(|t| t.khz_ns).sum();
+    let mean_khz = khz_ns / known_ns as f64;
+    Some(
+        summary
+            .threads
+            .iter()
+            .map(|t| t.khz_ns + t.cpu_time_ns.saturating_sub(t.freq_known_ns) as f64 * mean_khz)
+            .collect(),
+    )
+}
+
+/// Splits `total_j` like [`attribute`], with the active energy split over threads in
+/// proportion to `weights` (one per thread of `summary.threads`, same order; negative or
+/// non-finite weights count as zero). `weight_name` names the weighting for the method
+/// sentence ("CPU time", "CPU time × frequency").
+pub fn attribute_weighted(
+    summary: &SchedSummary,
+    total_j: f64,
+    idle_power_w: f64,
+    weights: &[f64],
+    weight_name: &str,
+    is_target: impl Fn(&ThreadStats) -> bool,
+) -> Attribution {
+    let total_j = if total_j.is_finite() {
+        total_j.max(0.0)
+    } else {
+        0.0
+    };
+    let idle_power_w = if idle_power_w.is_finite() {
+        idle_power_w.max(0.0)
+    } else {
+        0.0
+    };
+    let weight = |i: usize| {
+        weights
+            .get(i)
+            .copied()
+            .filter(|w| w.is_finite() && *w > 0.0)
+            .unwrap_or(0.0)
+    };
     let elapsed_s = summary.elapsed_ns() as f64 / 1e9;
-    let busy_ns: u64 = summary.threads.iter().map(|t| t.cpu_time_ns).sum();
-    let idle_j = if busy_ns == 0 {
+    let total_weight: f64 = (0..summary.threads.len()).map(weight).sum();
+    let idle_j = if total_weight <= 0.0 {
         total_j
     } else {
-        (idle_power_w.max(0.0) * elapsed_s).min(total_j)
+        (idle_power_w * elapsed_s).min(total_j)
     };
     let active_j = total_j - idle_j;
     let threads: Vec<ThreadEnergy> = summary
         .threads
         .iter()
-        .filter(|t| is_target(t))
-        .map(|t| ThreadEnergy {
+        .enumerate()
+        .filter(|(_, t)| is_target(t))
+        .map(|(i, t)| ThreadEnergy {
             tid: t.tid,
-            energy_j: if busy_ns == 0 {
+            energy_j: if total_weight <= 0.0 {
                 0.0
             } else {
-                active_j * t.cpu_time_ns as f64 / busy_ns as f64
+                active_j * (weight(i) / total_weight)
             },
         })
         .collect();
@@ -72,7 +136,7 @@ pub fn attribute(
         other_j,
         threads,
         method: format!(
-            "idle share = {idle_power_w:.2} W baseline × {elapsed_s:.3} s; the remaining {active_j:.3} J split over threads by CPU time"
+            "idle share = {idle_power_w:.2} W baseline × {elapsed_s:.3} s (capped at the total); the remaining {active_j:.3} J split over threads by {weight_name}"
         ),
     }
 }
@@ -94,6 +158,7 @@ mod tests {
                 })
                 .collect(),
             cpus: Vec::new(),
+            processes: Vec::new(),
         }
     }
 

@@ -1,0 +1,1003 @@
+//! The report model of a recording: from a [`SchedSummary`] and what the recording knows
+//! besides the trace (thread table, cpuidle states and sysfs counters, energy, sampled
+//! frequency, lost records) to every figure of `powerlens report`, each computed or
+//! unavailable with its reason. Views (text, JSON, CSV) live in `powerlens-report`; the
+//! JSON view is this model serialized, so field names are the JSON contract
+//! (docs/REPORT.md).
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+
+use serde::{Deserialize, Serialize};
+
+use super::analysis::{SchedSummary, ThreadStats, WakeupCauses};
+use super::attribution::{attribute_weighted, frequency_weights};
+use super::event::Tid;
+use crate::provenance::Provenance;
+
+/// One thread of the recording's thread table.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ThreadInfo {
+    pub tid: Tid,
+    pub pid: u32,
+    pub comm: String,
+}
+
+/// One cpuidle state as the driver declares it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct IdleStateInfo {
+    pub index: u32,
+    pub name: String,
+    pub latency_us: u64,
+    pub target_residency_us: u64,
+}
+
+/// cpuidle sysfs counters of one state on one CPU: deltas over the recording.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SysfsIdle {
+    pub cpu: u32,
+    pub index: u32,
+    pub entries: u64,
+    pub time_ns: u64,
+}
+
+/// Energy over the recording.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct EnergyInput {
+    pub total_j: f64,
+    /// Per domain (e.g. `package-0`, `package-0/core`), for display.
+    pub domains: Vec<(String, f64)>,
+    pub provenance: Provenance,
+    /// Baseline power (measured idle before recording, or the model's idle term).
+    pub idle_power_w: f64,
+}
+
+/// Everything the recording knows besides the event stream.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RecordingContext {
+    /// Every thread the recording knows.
+    pub threads: Vec<ThreadInfo>,
+    /// The processes the analysis is about; `None` = whole system (`-a`).
+    pub target_pids: Option<BTreeSet<u32>>,
+    /// `Err(reason)` when there is no cpuidle driver.
+    pub idle_states: Result<Vec<IdleStateInfo>, String>,
+    /// `Err(reason)` when the counters could not be read.
+    pub sysfs_idle: Result<Vec<SysfsIdle>, String>,
+    /// `Err(Provenance::Unavailable { .. })` when no energy source or model applied.
+    pub energy: Result<EnergyInput, Provenance>,
+    /// Sampled cpufreq: `(time_ns, cpu, khz)`; may be empty.
+    pub frequency_samples: Vec<(u64, u32, u64)>,
+    /// Lost records per CPU.
+    pub lost_records: Vec<(u32, u64)>,
+    /// Events that could not be recorded: `(event, reason)`.
+    pub unavailable_events: Vec<(String, String)>,
+}
+
+impl RecordingContext {
+    /// The `tid → pid` map to give [`super::analysis::SchedAnalysis::with_thread_groups`].
+    pub fn thread_groups(&self) -> HashMap<Tid, u32> {
+        self.threads.iter().map(|t| (t.tid, t.pid)).collect()
+    }
+}
+
+/// A figure that could not be computed, and why.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct UnavailableFigure {
+    pub figure: String,
+    pub reason: String,
+    pub fix: Option<String>,
+}
+
+/// Wake-ups by cause. `ipi` counts IPIs and wake-ups issued from a CPU's idle task (remote
+/// wake-ups with no thread or interrupt handler behind them).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WakeupCounts {
+    pub thread: u64,
+    pub timer: u64,
+    pub irq: u64,
+    pub softirq: u64,
+    pub ipi: u64,
+}
+
+impl From<&WakeupCauses> for WakeupCounts {
+    fn from(c: &WakeupCauses) -> Self {
+        WakeupCounts {
+            thread: c.thread,
+            timer: c.timer,
+            irq: c.irq,
+            softirq: c.softirq,
+            ipi: c.ipi_or_idle,
+        }
+    }
+}
+
+impl WakeupCounts {
+    pub fn total(&self) -> u64 {
+        self.thread + self.timer + self.irq + self.softirq + self.ipi
+    }
+    fn add(&mut self, o: &WakeupCounts) {
+        self.thread += o.thread;
+        self.timer += o.timer;
+        self.irq += o.irq;
+        self.softirq += o.softirq;
+        self.ipi += o.ipi;
+    }
+}
+
+/// One row of the grid: a thread, or a process (the sum of its threads).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ThreadRow {
+    pub tid: Tid,
+    /// `None` when the thread table does not know the thread.
+    pub pid: Option<u32>,
+    pub comm: String,
+    pub cpu_time_s: f64,
+    pub sync_switches: u64,
+    pub preempt_switches: u64,
+    pub wait_time_s: f64,
+    pub inactive_time_s: f64,
+    pub migrations: u64,
+    pub wakeups_received: WakeupCounts,
+    pub wakeups_received_total: u64,
+    pub wakeups_caused: u64,
+    pub idle_wakeups: u64,
+    /// Mean idle duration of the CPU before this thread's idle wake-ups.
+    pub mean_idle_before_wakeup_us: Option<f64>,
+    /// Mean CPU frequency while this thread ran (known-frequency time only).
+    pub frequency_mhz: Option<f64>,
+    /// `None` when energy is unavailable.
+    pub energy_j: Option<f64>,
+}
+
+/// A process: the sums of its target threads' rows.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ProcessRow {
+    /// `None` groups the threads the thread table does not know.
+    pub pid: Option<u32>,
+    pub comm: String,
+    /// Threads seen in the trace.
+    pub threads: u32,
+    pub cpu_time_s: f64,
+    pub sync_switches: u64,
+    pub preempt_switches: u64,
+    pub wait_time_s: f64,
+    pub inactive_time_s: f64,
+    pub migrations: u64,
+    pub wakeups_received: WakeupCounts,
+    pub wakeups_received_total: u64,
+    pub wakeups_caused: u64,
+    pub idle_wakeups: u64,
+    pub mean_idle_before_wakeup_us: Option<f64>,
+    pub frequency_mhz: Option<f64>,
+    /// Mean number of its threads running while at least one runs.
+    pub effective_parallelism: Option<f64>,
+    pub energy_j: Option<f64>,
+}
+
+/// Busy time of one thread of a multi-threaded process.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct BalanceThread {
+    pub tid: Tid,
+    pub comm: String,
+    pub busy_s: f64,
+}
+
+/// Time with exactly `threads_running` threads of a process running.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ParallelismBin {
+    pub threads_running: u32,
+    pub time_s: f64,
+}
+
+/// Thread balance of a multi-threaded process.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ThreadBalance {
+    pub pid: u32,
+    pub comm: String,
+    pub threads: Vec<BalanceThread>,
+    pub mean_busy_s: f64,
+    pub max_busy_s: f64,
+    /// max / mean busy time; 1 is perfect balance. `None` when no thread ran.
+    pub imbalance: Option<f64>,
+    /// Empty when the analysis had no thread table.
+    pub parallelism: Vec<ParallelismBin>,
+    pub effective_parallelism: Option<f64>,
+}
+
+/// Residency of one idle state on one CPU, from the trace and from sysfs side by side.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct IdleStateRow {
+    pub index: u32,
+    pub name: String,
+    /// From `power:cpu_idle`; `None` when the trace has no such records for this CPU.
+    pub entries: Option<u64>,
+    pub time_s: Option<f64>,
+    /// cpuidle sysfs `usage`/`time` deltas; `None` when unavailable.
+    pub sysfs_entries: Option<u64>,
+    pub sysfs_time_s: Option<f64>,
+    /// |trace − sysfs| / sysfs × 100, when both are known.
+    pub entries_difference_pct: Option<f64>,
+    pub time_difference_pct: Option<f64>,
+}
+
+/// One CPU.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CpuReport {
+    pub cpu: u32,
+    pub busy_s: f64,
+    /// Time the idle task was current.
+    pub idle_s: f64,
+    /// Time the current task was unknown (lost events).
+    pub unknown_s: f64,
+    /// busy / (busy + idle), in percent; `None` with no known time.
+    pub utilization_pct: Option<f64>,
+    pub idle_wakeups: u64,
+    pub mean_idle_per_wakeup_us: Option<f64>,
+    /// Time-weighted mean frequency over the run.
+    pub frequency_mhz: Option<f64>,
+    pub inferred_switch_ins: u64,
+    pub lost_records: u64,
+    pub idle_states: Vec<IdleStateRow>,
+}
+
+/// A declared idle state against the mean idle duration per wake-up.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct IdleStateTarget {
+    pub index: u32,
+    pub name: String,
+    pub latency_us: u64,
+    pub target_residency_us: u64,
+    /// Whether the mean idle duration per wake-up reaches the state's target residency.
+    pub mean_idle_reaches_target: Option<bool>,
+}
+
+/// Energy of one domain.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DomainEnergy {
+    pub name: String,
+    pub energy_j: f64,
+}
+
+/// An event the recording could not collect.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct UnavailableEvent {
+    pub event: String,
+    pub reason: String,
+}
+
+/// System-wide figures.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SystemReport {
+    /// `"whole system"` or the target pids.
+    pub target: String,
+    pub elapsed_s: f64,
+    pub cpus: u32,
+    pub busy_s: f64,
+    pub idle_s: f64,
+    pub unknown_s: f64,
+    pub utilization_pct: Option<f64>,
+    pub idle_wakeups: u64,
+    pub idle_wakeups_per_s: f64,
+    pub mean_idle_per_wakeup_us: Option<f64>,
+    /// Share of idle-state time spent in the deepest state, in percent.
+    pub idleness_efficiency_pct: Option<f64>,
+    /// Where the residencies behind the efficiency come from: `trace` or `sysfs`.
+    pub idleness_efficiency_source: Option<String>,
+    pub deepest_state: Option<String>,
+    pub idle_states: Vec<IdleStateTarget>,
+    /// Time-weighted mean over CPUs and the run.
+    pub frequency_mhz: Option<f64>,
+    /// Mean frequency while threads ran (from `Frequency` events only).
+    pub running_frequency_mhz: Option<f64>,
+    /// `power:cpu_frequency`, `cpufreq samples`, or `None` when unavailable.
+    pub frequency_source: Option<String>,
+    pub energy_domains: Vec<DomainEnergy>,
+    pub energy_provenance: Provenance,
+    pub wakeups_received: WakeupCounts,
+    pub migrations: u64,
+    pub lost_records: u64,
+    pub inferred_switch_ins: u64,
+    pub unavailable_events: Vec<UnavailableEvent>,
+}
+
+/// The split of the energy. `total_j = idle_j + other_j + Σ thread rows' energy_j`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct EnergyReport {
+    pub provenance: Provenance,
+    pub total_j: Option<f64>,
+    /// Baseline, unattributed.
+    pub idle_j: Option<f64>,
+    /// Threads outside the target.
+    pub other_j: Option<f64>,
+    /// Σ target thread rows.
+    pub target_j: Option<f64>,
+    pub idle_power_w: Option<f64>,
+    /// `cpu_time` or `cpu_time_x_frequency`.
+    pub weighting: Option<String>,
+    /// The method in one sentence, printed with the table.
+    pub method: String,
+}
+
+/// Everything `powerlens report` shows.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RecordingReport {
+    pub system: SystemReport,
+    pub cpus: Vec<CpuReport>,
+    /// Target threads seen in the trace, by tid.
+    pub threads: Vec<ThreadRow>,
+    /// Target processes, by pid (`None` last).
+    pub processes: Vec<ProcessRow>,
+    /// Target processes with at least two threads seen.
+    pub balance: Vec<ThreadBalance>,
+    pub energy: EnergyReport,
+    /// Every figure that could not be computed, with the reason.
+    pub unavailable: Vec<UnavailableFigure>,
+}
+
+fn secs(ns: u64) -> f64 {
+    ns as f64 / 1e9
+}
+
+fn pct_diff(a: f64, b: f64) -> f64 {
+    if a == b {
+        0.0
+    } else if b == 0.0 {
+        100.0
+    } else {
+        (a - b).abs() / b * 100.0
+    }
+}
+
+fn unavailable(list: &mut Vec<UnavailableFigure>, figure: &str, reason: &str, fix: Option<&str>) {
+    list.push(UnavailableFigure {
+        figure: figure.to_string(),
+        reason: reason.to_string(),
+        fix: fix.map(str::to_string),
+    });
+}
+
+/// Builds the report.
+pub fn build(summary: &SchedSummary, ctx: &RecordingContext) -> RecordingReport {
+    let mut missing = Vec::new();
+    let elapsed_ns = summary.elapsed_ns();
+    let elapsed_s = secs(elapsed_ns);
+    let table: HashMap<Tid, &ThreadInfo> = ctx.threads.iter().map(|t| (t.tid, t)).collect();
+    let pid_of = |t: &ThreadStats| t.pid.or_else(|| table.get(&t.tid).map(|i| i.pid));
+    let is_target = |t: &ThreadStats| match &ctx.target_pids {
+        None => true,
+        Some(set) => pid_of(t).is_some_and(|p| set.contains(&p)),
+    };
+    let comm_of = |t: &ThreadStats| {
+        table
+            .get(&t.tid)
+            .map(|i| i.comm.clone())
+            .or_else(|| t.comm.clone())
+            .unwrap_or_else(|| "?".to_string())
+    };
+
+    // Energy attribution.
+    let (energy, thread_energy) = energy_split(summary, ctx, &is_target, &mut missing);
+
+    // Thread rows.
+    let threads: Vec<ThreadRow> = summary
+        .threads
+        .iter()
+        .filter(|t| is_target(t))
+        .map(|t| {
+            let causes = WakeupCounts::from(&t.wakeups_received);
+            ThreadRow {
+                tid: t.tid,
+                pid: pid_of(t),
+                comm: comm_of(t),
+                cpu_time_s: secs(t.cpu_time_ns),
+                sync_switches: t.sync_switches,
+                preempt_switches: t.preempt_switches,
+                wait_time_s: secs(t.wait_ns),
+                inactive_time_s: secs(t.inactive_ns),
+                migrations: t.migrations,
+                wakeups_received: causes,
+                wakeups_received_total: causes.total(),
+                wakeups_caused: t.wakeups_caused,
+                idle_wakeups: t.idle_wakeups,
+                mean_idle_before_wakeup_us: (t.idle_wakeups > 0)
+                    .then(|| t.idle_before_wakeups_ns as f64 / t.idle_wakeups as f64 / 1e3),
+                frequency_mhz: (t.freq_known_ns > 0)
+                    .then(|| t.khz_ns / t.freq_known_ns as f64 / 1e3),
+                energy_j: thread_energy.as_ref().map(|m| m[&t.tid]),
+            }
+        })
+        .collect();
+
+    let processes = process_rows(summary, &threads, &table);
+    let balance = balance_rows(summary, &threads, &table, &mut missing);
+
+    // CPUs.
+    let ncpus = summary
+        .cpus
+        .len()
+        .max(
+            ctx.lost_records
+                .iter()
+                .map(|(c, _)| *c as usize + 1)
+                .max()
+                .unwrap_or(0),
+        )
+        .max(match &ctx.sysfs_idle {
+            Ok(v) => v.iter().map(|s| s.cpu as usize + 1).max().unwrap_or(0),
+            Err(_) => 0,
+        });
+    let states: Vec<IdleStateInfo> = ctx.idle_states.clone().unwrap_or_default();
+    let state_name = |index: u32| {
+        states
+            .iter()
+            .find(|s| s.index == index)
+            .map(|s| s.name.clone())
+            .unwrap_or_else(|| format!("state{index}"))
+    };
+    let sysfs: BTreeMap<(u32, u32), SysfsIdle> = match &ctx.sysfs_idle {
+        Ok(v) => v.iter().map(|s| ((s.cpu, s.index), *s)).collect(),
+        Err(_) => BTreeMap::new(),
+    };
+    let freq = frequencies(summary, ctx, ncpus);
+    let lost: BTreeMap<u32, u64> =
+        ctx.lost_records
+            .iter()
+            .fold(BTreeMap::new(), |mut m, (c, n)| {
+                *m.entry(*c).or_default() += n;
+                m
+            });
+    let mut cpus = Vec::new();
+    let mut trace_missing_cpus = Vec::new();
+    for cpu in 0..ncpus as u32 {
+        let st = summary.cpus.get(cpu as usize);
+        let traced = st.is_some_and(|s| s.cpu_idle_records > 0);
+        if !traced {
+            trace_missing_cpus.push(cpu);
+        }
+        let mut indexes: BTreeSet<u32> = states.iter().map(|s| s.index).collect();
+        if let Some(s) = st {
+            indexes.extend(s.idle.keys());
+        }
+        indexes.extend(sysfs.keys().filter(|(c, _)| *c == cpu).map(|(_, i)| *i));
+        let idle_states = indexes
+            .into_iter()
+            .map(|index| {
+                let tr = st
+                    .and_then(|s| s.idle.get(&index))
+                    .copied()
+                    .unwrap_or_default();
+                let (entries, time_s) = if traced {
+                    (Some(tr.entries), Some(secs(tr.time_ns)))
+                } else {
+                    (None, None)
+                };
+                let sf = sysfs.get(&(cpu, index));
+                let (sysfs_entries, sysfs_time_s) = match (&ctx.sysfs_idle, sf) {
+                    (Ok(_), Some(s)) => (Some(s.entries), Some(secs(s.time_ns))),
+                    _ => (None, None),
+                };
+                IdleStateRow {
+                    index,
+                    name: state_name(index),
+                    entries,
+                    time_s,
+                    sysfs_entries,
+                    sysfs_time_s,
+                    entries_difference_pct: entries
+                        .zip(sysfs_entries)
+                        .map(|(a, b)| pct_diff(a as f64, b as f64)),
+                    time_difference_pct: time_s.zip(sysfs_time_s).map(|(a, b)| pct_diff(a, b)),
+                }
+            })
+            .collect();
+        let (busy, idle, unknown) = st
+            .map(|s| (s.busy_ns, s.idle_task_ns, s.unknown_ns))
+            .unwrap_or((0, 0, elapsed_ns));
+        let (wakeups, before) = st
+            .map(|s| (s.idle_wakeups, s.idle_before_wakeups_ns))
+            .unwrap_or((0, 0));
+        cpus.push(CpuReport {
+            cpu,
+            busy_s: secs(busy),
+            idle_s: secs(idle),
+            unknown_s: secs(unknown),
+            utilization_pct: (busy + idle > 0).then(|| busy as f64 / (busy + idle) as f64 * 100.0),
+            idle_wakeups: wakeups,
+            mean_idle_per_wakeup_us: (wakeups > 0).then(|| before as f64 / wakeups as f64 / 1e3),
+            frequency_mhz: freq.per_cpu.get(cpu as usize).copied().flatten(),
+            inferred_switch_ins: st.map(|s| s.inferred_switch_ins).unwrap_or(0),
+            lost_records: lost.get(&cpu).copied().unwrap_or(0),
+            idle_states,
+        });
+    }
+
+    // Idle residency availability.
+    if !trace_missing_cpus.is_empty() {
+        let list = trace_missing_cpus
+            .iter()
+            .map(|c| format!("cpu{c}"))
+            .collect::<Vec<_>>()
+            .join(", ");
+        unavailable(
+            &mut missing,
+            "idle residency from the trace",
+            &format!("no power:cpu_idle records on {list}"),
+            Some("record with power:cpu_idle available; some kernels/VMs never deliver it to perf (docs/REPORT.md); the sysfs columns still apply"),
+        );
+    }
+    if let Err(reason) = &ctx.sysfs_idle {
+        unavailable(
+            &mut missing,
+            "idle residency from cpuidle sysfs",
+            reason,
+            None,
+        );
+    }
+    if let Err(reason) = &ctx.idle_states {
+        unavailable(&mut missing, "idle states", reason, None);
+    }
+
+    // System.
+    let busy: u64 = summary.cpus.iter().map(|c| c.busy_ns).sum();
+    let idle: u64 = summary.cpus.iter().map(|c| c.idle_task_ns).sum();
+    let unknown: f64 = cpus.iter().map(|c| c.unknown_s).sum();
+    let idle_wakeups: u64 = summary.cpus.iter().map(|c| c.idle_wakeups).sum();
+    let idle_before: u64 = summary.cpus.iter().map(|c| c.idle_before_wakeups_ns).sum();
+    let mean_idle_us = (idle_wakeups > 0).then(|| idle_before as f64 / idle_wakeups as f64 / 1e3);
+    if idle_wakeups == 0 {
+        unavailable(
+            &mut missing,
+            "mean idle per wake-up",
+            "no idle wake-up in the recording",
+            None,
+        );
+    }
+    let deepest = states
+        .iter()
+        .max_by_key(|s| (s.target_residency_us, s.index))
+        .cloned();
+    let (efficiency, efficiency_source) =
+        idleness_efficiency(&cpus, deepest.as_ref(), ctx, &mut missing);
+    let idle_state_targets = states
+        .iter()
+        .map(|s| IdleStateTarget {
+            index: s.index,
+            name: s.name.clone(),
+            latency_us: s.latency_us,
+            target_residency_us: s.target_residency_us,
+            mean_idle_reaches_target: mean_idle_us.map(|m| m >= s.target_residency_us as f64),
+        })
+        .collect();
+    let mut causes = WakeupCounts::default();
+    for t in &summary.threads {
+        causes.add(&WakeupCounts::from(&t.wakeups_received));
+    }
+    if freq.source.is_none() {
+        unavailable(
+            &mut missing,
+            "frequency",
+            "no power:cpu_frequency records and no cpufreq samples",
+            Some("a kernel with a cpufreq driver (none in most VMs)"),
+        );
+    }
+    let system = SystemReport {
+        target: match &ctx.target_pids {
+            None => "whole system".to_string(),
+            Some(set) => format!(
+                "pid {}",
+                set.iter()
+                    .map(u32::to_string)
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        },
+        elapsed_s,
+        cpus: ncpus as u32,
+        busy_s: secs(busy),
+        idle_s: secs(idle),
+        unknown_s: unknown,
+        utilization_pct: (busy + idle > 0).then(|| busy as f64 / (busy + idle) as f64 * 100.0),
+        idle_wakeups,
+        idle_wakeups_per_s: if elapsed_ns > 0 {
+            idle_wakeups as f64 / elapsed_s
+        } else {
+            0.0
+        },
+        mean_idle_per_wakeup_us: mean_idle_us,
+        idleness_efficiency_pct: efficiency,
+        idleness_efficiency_source: efficiency_source,
+        deepest_state: deepest.map(|s| s.name),
+        idle_states: idle_state_targets,
+        frequency_mhz: freq.mean_mhz,
+        running_frequency_mhz: freq.running_mhz,
+        frequency_source: freq.source,
+        energy_domains: match &ctx.energy {
+            Ok(e) => e
+                .domains
+                .iter()
+                .map(|(name, j)| DomainEnergy {
+                    name: name.clone(),
+                    energy_j: *j,
+                })
+                .collect(),
+            Err(_) => Vec::new(),
+        },
+        energy_provenance: energy.provenance.clone(),
+        wakeups_received: causes,
+        migrations: summary.threads.iter().map(|t| t.migrations).sum(),
+        lost_records: lost.values().sum(),
+        inferred_switch_ins: summary.cpus.iter().map(|c| c.inferred_switch_ins).sum(),
+        unavailable_events: ctx
+            .unavailable_events
+            .iter()
+            .map(|(event, reason)| UnavailableEvent {
+                event: event.clone(),
+                reason: reason.clone(),
+            })
+            .collect(),
+    };
+    RecordingReport {
+        system,
+        cpus,
+        threads,
+        processes,
+        balance,
+        energy,
+        unavailable: missing,
+    }
+}
+
+type ThreadEnergyMap = Option<HashMap<Tid, f64>>;
+
+fn energy_split(
+    summary: &SchedSummary,
+    ctx: &RecordingContext,
+    is_target: &dyn Fn(&ThreadStats) -> bool,
+    missing: &mut Vec<UnavailableFigure>,
+) -> (EnergyReport, ThreadEnergyMap) {
+    let e = match &ctx.energy {
+        Ok(e) => e,
+        Err(p) => {
+            let (reason, fix) = match p {
+                Provenance::Unavailable { reason, fix } => (reason.clone(), fix.clone()),
+                other => (format!("no energy figure ({})", other.label()), None),
+            };
+            missing.push(UnavailableFigure {
+                figure: "energy".into(),
+                reason: reason.clone(),
+                fix,
+            });
+            return (
+                EnergyReport {
+                    provenance: p.clone(),
+                    total_j: None,
+                    idle_j: None,
+                    other_j: None,
+                    target_j: None,
+                    idle_power_w: None,
+                    weighting: None,
+                    method: format!("no energy attribution: {reason}"),
+                },
+                None,
+            );
+        }
+    };
+    let (weights, weighting, name) = match frequency_weights(summary) {
+        Some(w) => (w, "cpu_time_x_frequency", "CPU time × frequency"),
+        None => (
+            summary
+                .threads
+                .iter()
+                .map(|t| t.cpu_time_ns as f64)
+                .collect(),
+            "cpu_time",
+            "CPU time (frequency unknown)",
+        ),
+    };
+    let a = attribute_weighted(
+        summary,
+        e.total_j,
+        e.idle_power_w,
+        &weights,
+        name,
+        is_target,
+    );
+    let map: HashMap<Tid, f64> = a.threads.iter().map(|t| (t.tid, t.energy_j)).collect();
+    let target_j = a.threads.iter().map(|t| t.energy_j).sum();
+    (
+        EnergyReport {
+            provenance: e.provenance.clone(),
+            total_j: Some(a.total_j),
+            idle_j: Some(a.idle_j),
+            other_j: Some(a.other_j),
+            target_j: Some(target_j),
+            idle_power_w: Some(e.idle_power_w),
+            weighting: Some(weighting.to_string()),
+            method: a.method,
+        },
+        Some(map),
+    )
+}
+
+fn process_rows(
+    summary: &SchedSummary,
+    threads: &[ThreadRow],
+    table: &HashMap<Tid, &ThreadInfo>,
+) -> Vec<ProcessRow> {
+    let parallelism: HashMap<u32, Option<f64>> = summary
+        .processes
+        .iter()
+        .map(|p| (p.pid, effective_parallelism(&p.running_ns)))
+        .collect();
+    let mut by_pid: BTreeMap<(bool, u32), Vec<&ThreadRow>> = BTreeMap::new();
+    for t in threads {
+        by_pid
+            .entry((t.pid.is_none(), t.pid.unwrap_or(0)))
+            .or_default()
+            .push(t);
+    }
+    by_pid
+        .into_iter()
+        .map(|((_, _), rows)| {
+            let pid = rows[0].pid;
+            let comm = pid
+                .and_then(|p| table.get(&p).map(|i| i.comm.clone()))
+                .or_else(|| {
+                    rows.iter()
+                        .find(|r| Some(r.tid) == pid)
+                        .map(|r| r.comm.clone())
+                })
+                .unwrap_or_else(|| {
+                    if pid.is_none() {
+                        "(unknown process)".to_string()
+                    } else {
+                        rows[0].comm.clone()
+                    }
+                });
+            let mut causes = WakeupCounts::default();
+            for r in &rows {
+                causes.add(&r.wakeups_received);
+            }
+            let idle_wakeups: u64 = rows.iter().map(|r| r.idle_wakeups).sum();
+            let idle_before_us: f64 = rows
+                .iter()
+                .filter_map(|r| {
+                    r.mean_idle_before_wakeup_us
+                        .map(|m| m * r.idle_wakeups as f64)
+                })
+                .sum();
+            let freq_rows: Vec<(f64, f64)> = rows
+                .iter()
+                .filter_map(|r| r.frequency_mhz.map(|f| (f, r.cpu_time_s)))
+                .collect();
+            let freq_time: f64 = freq_rows.iter().map(|(_, t)| t).sum();
+            ProcessRow {
+                pid,
+                comm,
+                threads: rows.len() as u32,
+                cpu_time_s: rows.iter().map(|r| r.cpu_time_s).sum(),
+                sync_switches: rows.iter().map(|r| r.sync_switches).sum(),
+                preempt_switches: rows.iter().map(|r| r.preempt_switches).sum(),
+                wait_time_s: rows.iter().map(|r| r.wait_time_s).sum(),
+                inactive_time_s: rows.iter().map(|r| r.inactive_time_s).sum(),
+                migrations: rows.iter().map(|r| r.migrations).sum(),
+                wakeups_received: causes,
+                wakeups_received_total: causes.total(),
+                wakeups_caused: rows.iter().map(|r| r.wakeups_caused).sum(),
+                idle_wakeups,
+                mean_idle_before_wakeup_us: (idle_wakeups > 0)
+                    .then(|| idle_before_us / idle_wakeups as f64),
+                frequency_mhz: (freq_time > 0.0)
+                    .then(|| freq_rows.iter().map(|(f, t)| f * t).sum::<f64>() / freq_time),
+                effective_parallelism: pid.and_then(|p| parallelism.get(&p).copied().flatten()),
+                energy_j: rows.iter().map(|r| r.energy_j).sum::<Option<f64>>(),
+            }
+        })
+        .collect()
+}
+
+/// Σ n·time(n) / Σ time(n ≥ 1): the mean number of threads running while any runs.
+fn effective_parallelism(running_ns: &[u64]) -> Option<f64> {
+    let active: u64 = running_ns.iter().skip(1).sum();
+    (active > 0).then(|| {
+        running_ns
+            .iter()
+            .enumerate()
+            .map(|(n, t)| n as f64 * *t as f64)
+            .sum::<f64>()
+            / active as f64
+    })
+}
+
+fn balance_rows(
+    summary: &SchedSummary,
+    threads: &[ThreadRow],
+    table: &HashMap<Tid, &ThreadInfo>,
+    missing: &mut Vec<UnavailableFigure>,
+) -> Vec<ThreadBalance> {
+    let parallelism: HashMap<u32, &Vec<u64>> = summary
+        .processes
+        .iter()
+        .map(|p| (p.pid, &p.running_ns))
+        .collect();
+    let mut by_pid: BTreeMap<u32, Vec<&ThreadRow>> = BTreeMap::new();
+    for t in threads {
+        if let Some(pid) = t.pid {
+            by_pid.entry(pid).or_default().push(t);
+        }
+    }
+    let mut out = Vec::new();
+    let mut no_table = false;
+    for (pid, rows) in by_pid {
+        if rows.len() < 2 {
+            continue;
+        }
+        let busy: Vec<f64> = rows.iter().map(|r| r.cpu_time_s).collect();
+        let mean = busy.iter().sum::<f64>() / busy.len() as f64;
+        let max = busy.iter().copied().fold(0.0, f64::max);
+        let (bins, eff) = match parallelism.get(&pid) {
+            Some(running) => (
+                running
+                    .iter()
+                    .enumerate()
+                    .map(|(n, t)| ParallelismBin {
+                        threads_running: n as u32,
+                        time_s: secs(*t),
+                    })
+                    .collect(),
+                effective_parallelism(running),
+            ),
+            None => {
+                no_table = true;
+                (Vec::new(), None)
+            }
+        };
+        out.push(ThreadBalance {
+            pid,
+            comm: table
+                .get(&pid)
+                .map(|i| i.comm.clone())
+                .unwrap_or_else(|| rows[0].comm.clone()),
+            threads: rows
+                .iter()
+                .map(|r| BalanceThread {
+                    tid: r.tid,
+                    comm: r.comm.clone(),
+                    busy_s: r.cpu_time_s,
+                })
+                .collect(),
+            mean_busy_s: mean,
+            max_busy_s: max,
+            imbalance: (mean > 0.0).then(|| max / mean),
+            parallelism: bins,
+            effective_parallelism: eff,
+        });
+    }
+    if no_table {
+        unavailable(
+            missing,
+            "effective parallelism",
+            "the analysis was not given the thread table",
+            Some("feed the stream to SchedAnalysis::with_thread_groups(ctx.thread_groups())"),
+        );
+    }
+    out
+}
+
+struct Frequencies {
+    per_cpu: Vec<Option<f64>>,
+    mean_mhz: Option<f64>,
+    running_mhz: Option<f64>,
+    source: Option<String>,
+}
+
+/// Per-CPU time-weighted mean frequency: from `Frequency` events when the stream has them,
+/// else from cpufreq samples (each sample holds until the next one of its CPU, the last
+/// until the end of the recording).
+fn frequencies(summary: &SchedSummary, ctx: &RecordingContext, ncpus: usize) -> Frequencies {
+    let events_known: u64 = summary.cpus.iter().map(|c| c.freq_known_ns).sum();
+    let known_run: u64 = summary.threads.iter().map(|t| t.freq_known_ns).sum();
+    let running_mhz = (known_run > 0)
+        .then(|| summary.threads.iter().map(|t| t.khz_ns).sum::<f64>() / known_run as f64 / 1e3);
+    let mut per_cpu = vec![None; ncpus];
+    let (num, den, source) = if events_known > 0 {
+        let mut num = 0.0;
+        for (i, c) in summary.cpus.iter().enumerate() {
+            if c.freq_known_ns > 0 {
+                per_cpu[i] = Some(c.khz_ns / c.freq_known_ns as f64 / 1e3);
+                num += c.khz_ns;
+            }
+        }
+        (num, events_known as f64, Some("power:cpu_frequency"))
+    } else if !ctx.frequency_samples.is_empty() {
+        let mut by_cpu: BTreeMap<u32, Vec<(u64, u64)>> = BTreeMap::new();
+        for &(t, cpu, khz) in &ctx.frequency_samples {
+            by_cpu.entry(cpu).or_default().push((t, khz));
+        }
+        let (mut num, mut den) = (0.0, 0.0);
+        for (cpu, mut samples) in by_cpu {
+            samples.sort_unstable();
+            let (mut n, mut d) = (0.0, 0.0);
+            for (i, &(t, khz)) in samples.iter().enumerate() {
+                let from = t.max(summary.start_ns);
+                let to = samples
+                    .get(i + 1)
+                    .map(|s| s.0)
+                    .unwrap_or(summary.end_ns)
+                    .min(summary.end_ns);
+                if to > from {
+                    n += (to - from) as f64 * khz as f64;
+                    d += (to - from) as f64;
+                }
+            }
+            if d == 0.0 {
+                // Samples only at or after the end: take their plain mean.
+                n = samples.iter().map(|s| s.1 as f64).sum();
+                d = samples.len() as f64;
+            }
+            if (cpu as usize) < per_cpu.len() {
+                per_cpu[cpu as usize] = Some(n / d / 1e3);
+            }
+            num += n;
+            den += d;
+        }
+        (num, den, Some("cpufreq samples"))
+    } else {
+        (0.0, 0.0, None)
+    };
+    Frequencies {
+        per_cpu,
+        mean_mhz: (den > 0.0).then(|| num / den / 1e3),
+        running_mhz,
+        source: source.map(str::to_string),
+    }
+}
+
+/// Share of idle-state time in the deepest state, from the trace when every CPU has
+/// `power:cpu_idle` records, else from sysfs.
+fn idleness_efficiency(
+    cpus: &[CpuReport],
+    deepest: Option<&IdleStateInfo>,
+    ctx: &RecordingContext,
+    missing: &mut Vec<UnavailableFigure>,
+) -> (Option<f64>, Option<String>) {
+    let Some(deepest) = deepest else {
+        let reason = match &ctx.idle_states {
+            Err(r) => r.clone(),
+            Ok(_) => "the cpuidle driver declares no state".to_string(),
+        };
+        unavailable(missing, "idleness efficiency", &reason, None);
+        return (None, None);
+    };
+    let sum = |f: &dyn Fn(&IdleStateRow) -> Option<f64>, only_deepest: bool| {
+        let mut total = Some(0.0);
+        for c in cpus {
+            for s in &c.idle_states {
+                if only_deepest && s.index != deepest.index {
+                    continue;
+                }
+                total = total.zip(f(s)).map(|(a, b)| a + b);
+            }
+        }
+        total
+    };
+    for (source, f) in [
+        (
+            "trace",
+            &(|s: &IdleStateRow| s.time_s) as &dyn Fn(&IdleStateRow) -> Option<f64>,
+        ),
+        ("sysfs", &|s: &IdleStateRow| s.sysfs_time_s),
+    ] {
+        if let (Some(deep), Some(all)) = (sum(f, true), sum(f, false)) {
+            if all > 0.0 {
+                return (Some(deep / all * 100.0), Some(source.to_string()));
+            }
+        }
+    }
+    unavailable(
+        missing,
+        "idleness efficiency",
+        "no idle-state residency on every CPU from either the trace or sysfs",
+        None,
+    );
+    (None, None)
+}
