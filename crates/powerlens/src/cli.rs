@@ -59,6 +59,10 @@ pub enum Command {
     Run(Box<cmd::run::RunArgs>),
     /// Measure built-in workloads and explain the result: the quickest way to see powerlens work.
     Demo(cmd::demo::DemoArgs),
+    /// Record what the scheduler, idle loop, timers and interrupts did while a program ran.
+    Record(Box<cmd::record::RecordArgs>),
+    /// Why a recording cost what it cost: the per-process and per-thread power grid.
+    Report(Box<cmd::report::ReportArgs>),
     /// Compare configurations by the energy and time to retire the same work, with statistics.
     Compare(Box<cmd::compare::CompareArgs>),
     /// Run a command over every combination of parameter values: energy and time for each.

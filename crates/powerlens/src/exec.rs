@@ -30,12 +30,33 @@ pub fn run(argv: &[String], show_output: bool, cpus: Option<&[u32]>) -> anyhow::
     }
     let start = Instant::now();
     let child = cmd.spawn().map_err(|e| spawn_error(program, e))?;
-    let (exit, cpu_s) = wait4(child.id() as libc::pid_t)?;
+    let (exit, cpu_s) = wait4(child.id() as libc::pid_t, 0)?.context("wait4 returned no child")?;
     Ok(Outcome {
         wall: start.elapsed(),
         cpu_s,
         exit,
     })
+}
+
+/// Starts `argv` and returns its pid without waiting; the caller polls [`try_wait`]. Its
+/// output goes where powerlens's goes unless hidden. The command inherits Ctrl-C.
+pub fn spawn(argv: &[String], show_output: bool) -> anyhow::Result<u32> {
+    let (program, args) = argv.split_first().context("no command given")?;
+    let mut cmd = Command::new(program);
+    cmd.args(args);
+    if !show_output {
+        cmd.stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null());
+    }
+    let child = cmd.spawn().map_err(|e| spawn_error(program, e))?;
+    Ok(child.id())
+}
+
+/// How a command started with [`spawn`] ended and the CPU time it used, or `None` while
+/// it still runs.
+pub fn try_wait(pid: u32) -> anyhow::Result<Option<(ExitStatus, f64)>> {
+    wait4(pid as libc::pid_t, libc::WNOHANG)
 }
 
 /// Runs a shell command line (`--prepare`), output hidden unless `show_output`.
@@ -57,15 +78,19 @@ fn spawn_error(program: &str, e: std::io::Error) -> anyhow::Error {
 
 /// Waits for `pid` and returns how it ended and the CPU time it (and the descendants it
 /// waited for) used, from the kernel's rusage for exactly this child.
-fn wait4(pid: libc::pid_t) -> anyhow::Result<(ExitStatus, f64)> {
+fn wait4(pid: libc::pid_t, flags: libc::c_int) -> anyhow::Result<Option<(ExitStatus, f64)>> {
     let mut status: libc::c_int = 0;
     // SAFETY: rusage is plain data; wait4 writes it and the status.
     let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
     loop {
         // SAFETY: valid pointers to local storage.
-        let r = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
+        let r = unsafe { libc::wait4(pid, &mut status, flags, &mut usage) };
         if r == pid {
             break;
+        }
+        if r == 0 {
+            // WNOHANG and the child still runs.
+            return Ok(None);
         }
         let err = std::io::Error::last_os_error();
         if err.kind() != std::io::ErrorKind::Interrupted {
@@ -89,7 +114,7 @@ fn wait4(pid: libc::pid_t) -> anyhow::Result<(ExitStatus, f64)> {
         }
     };
     let secs = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
-    Ok((exit, secs(usage.ru_utime) + secs(usage.ru_stime)))
+    Ok(Some((exit, secs(usage.ru_utime) + secs(usage.ru_stime))))
 }
 
 #[cfg(test)]

@@ -7,6 +7,7 @@ mod exec;
 mod interrupt;
 mod meter;
 mod progress;
+mod record;
 mod results;
 mod runner;
 mod units;

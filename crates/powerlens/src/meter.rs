@@ -128,6 +128,14 @@ impl Meter {
         joules / seconds
     }
 
+    /// The power model, when no meter can be read and figures are estimates.
+    pub fn model(&self) -> Option<&PowerModel> {
+        match &self.kind {
+            Kind::Model { model, .. } => Some(model),
+            Kind::Source(_) => None,
+        }
+    }
+
     pub fn provenance(&self) -> Provenance {
         match &self.kind {
             Kind::Source(s) => Provenance::Measured {

@@ -67,6 +67,20 @@ pub fn read_thread(roots: &Roots, pid: u32, tid: u32) -> Result<ThreadStat, SysE
     })
 }
 
+/// The process (thread group) of any thread id: `Tgid` of `/proc/TID/status`, which
+/// procfs resolves for threads as well as processes.
+pub fn thread_group(roots: &Roots, tid: u32) -> Result<u32, SysError> {
+    let path = roots.proc(format!("{tid}/status"));
+    let status = sysfs::read_string(&path)?;
+    status_field(&status, "Tgid")
+        .map(|v| v as u32)
+        .ok_or_else(|| SysError::Parse {
+            path,
+            expected: "a status file with a Tgid line",
+            found: status.lines().next().unwrap_or_default().to_string(),
+        })
+}
+
 /// Reads every thread of a process. Threads that exit between the listing and the read
 /// are skipped (they are gone, not an error).
 pub fn read_threads(roots: &Roots, pid: u32) -> Result<Vec<ThreadStat>, SysError> {
@@ -219,6 +233,23 @@ mod tests {
             tree.write_proc(format!("{pid}/status"), status("p", ppid, 0, 0));
         }
         assert_eq!(process_tree(&tree.roots(), 10).unwrap(), vec![10, 11, 12]);
+    }
+
+    #[test]
+    fn thread_group_reads_tgid_for_any_thread() {
+        let tree = FixtureTree::new();
+        tree.write_proc("11/status", status("worker", 1, 0, 0));
+        assert_eq!(thread_group(&tree.roots(), 11).unwrap(), 10);
+        tree.write_proc("12/status", "Name:\tx\n");
+        let e = thread_group(&tree.roots(), 12).unwrap_err().to_string();
+        assert!(e.contains("Tgid"), "{e}");
+        // Live: this test's thread (not the main thread) resolves to this process.
+        // SAFETY: gettid has no preconditions.
+        let me = unsafe { libc::gettid() } as u32;
+        assert_eq!(
+            thread_group(&Roots::default(), me).unwrap(),
+            std::process::id()
+        );
     }
 
     #[test]

@@ -6,6 +6,8 @@ pub mod completions;
 pub mod demo;
 pub mod dvfs;
 pub mod info;
+pub mod record;
+pub mod report;
 pub mod restore;
 pub mod run;
 pub mod runs;
@@ -21,6 +23,8 @@ pub fn execute(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Info(args) => info::execute(&cli.global, args),
         Command::Dvfs(args) => dvfs::execute(&cli.global, args),
         Command::Run(args) => run::execute(&cli.global, *args),
+        Command::Record(args) => record::execute(&cli.global, *args),
+        Command::Report(args) => report::execute(&cli.global, *args),
         Command::Compare(args) => compare::execute(&cli.global, *args),
         Command::Runs(args) => runs::execute(args),
         Command::Sweep(args) => sweep::execute(&cli.global, *args),

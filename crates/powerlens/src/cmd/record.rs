@@ -1,0 +1,145 @@
+//! `powerlens record`: a trace of what the scheduler, the idle loop, the timers and the
+//! interrupts did while a program ran, plus energy/cpuidle/cpufreq samples, into one file
+//! for `powerlens report`.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use clap::Args;
+
+use crate::cli::GlobalArgs;
+use crate::cmd::run::MeterArgs;
+use crate::record::{self, RecordOptions, Target};
+use crate::units::parse_seconds;
+
+#[derive(Debug, Args)]
+#[command(after_long_help = "\
+Examples:
+  powerlens record -- ./server --bench           # record a command and its children
+  powerlens record -o build.rec -- make -j4
+  powerlens record -p 1234 --duration 10         # an existing process for 10 s
+  powerlens record -a --duration 5               # the whole system for 5 s
+  powerlens report powerlens.rec                 # then: why did it cost what it cost
+
+Collection is system-wide (every CPU: sched_switch, wake-ups, migrations, fork/exec/exit,
+cpu_idle, cpu_frequency, IRQ, softirq, timer and IPI entries and exits); the report focuses
+on the target's process tree and shows everything else as other processes.
+
+Needs root (or CAP_PERFMON with perf_event_paranoid ≤ 0) and tracefs; powerlens mounts
+tracefs privately when it is missing. Without those privileges it records a REDUCED profile
+from procfs (per-thread CPU time and context-switch counts) and says so.
+
+The file is committed every second: after a crash or SIGKILL it holds everything up to the
+last second. An existing output file is moved aside to FILE.old.")]
+pub struct RecordArgs {
+    /// The recording file to write.
+    #[arg(short, long, value_name = "FILE", default_value = "powerlens.rec")]
+    pub output: PathBuf,
+
+    /// Record an existing process (and the processes it starts) instead of a command.
+    #[arg(short, long, value_name = "PID", conflicts_with_all = ["all", "command"])]
+    pub pid: Option<u32>,
+
+    /// Record the whole system (every process is a target); use with --duration or Ctrl-C.
+    #[arg(short, long, conflicts_with = "command")]
+    pub all: bool,
+
+    /// Stop recording after this many seconds (the command keeps running).
+    #[arg(short, long, value_name = "SECS", value_parser = parse_seconds)]
+    pub duration: Option<Duration>,
+
+    /// How often to sample energy, cpuidle counters and frequency.
+    #[arg(long, value_name = "SECS", default_value = "0.1", value_parser = parse_seconds)]
+    pub sample_every: Duration,
+
+    /// With an energy meter: measure idle power this long before recording, for the
+    /// report's idle (baseline) row. 0 skips it.
+    #[arg(long, value_name = "SECS", default_value = "1", value_parser = parse_seconds)]
+    pub baseline: Duration,
+
+    /// Ring buffer pages per CPU (4 KiB each). Raise it when the summary reports lost records.
+    #[arg(long, value_name = "PAGES", default_value_t = 1024)]
+    pub buffer_pages: usize,
+
+    /// Record only the reduced procfs profile, even when tracing is possible.
+    #[arg(long)]
+    pub reduced: bool,
+
+    /// Hide the command's output (it is shown by default).
+    #[arg(long)]
+    pub quiet_command: bool,
+
+    #[command(flatten)]
+    pub meter: MeterArgs,
+
+    /// The command to record, and its arguments.
+    #[arg(last = true, value_name = "CMD")]
+    pub command: Vec<String>,
+}
+
+pub fn execute(global: &GlobalArgs, args: RecordArgs) -> anyhow::Result<ExitCode> {
+    let roots = global.roots()?;
+    let target = match (args.pid, args.all, args.command.is_empty()) {
+        (Some(pid), _, _) => Target::Pid(pid),
+        (None, true, _) => Target::All,
+        (None, false, false) => Target::Command(args.command.clone()),
+        (None, false, true) => anyhow::bail!(
+            "nothing to record: give a command after `--` (powerlens record -- CMD), a process with -p PID, or the whole system with -a --duration SECS"
+        ),
+    };
+    let options = RecordOptions {
+        output: args.output.clone(),
+        target,
+        duration: args.duration,
+        sample_interval: args.sample_every,
+        baseline: args.baseline,
+        buffer_pages: args.buffer_pages,
+        reduced: args.reduced,
+        show_output: !args.quiet_command,
+        meter: args.meter.options(),
+    };
+    let summary = record::record(&roots, &options)?;
+    for note in &summary.notes {
+        eprintln!("note: {note}");
+    }
+    eprintln!(
+        "recorded {} events{} and {} samples of {} threads over {:.2} s ({}) to {}",
+        summary.events,
+        if summary.mode == record::MODE_REDUCED {
+            " (REDUCED: procfs samples only)"
+        } else {
+            ""
+        },
+        summary.samples,
+        summary.threads,
+        summary.seconds,
+        if summary.lost == 0 {
+            "no records lost".to_string()
+        } else {
+            format!("{} records LOST", summary.lost)
+        },
+        summary.path.display()
+    );
+    if let Some(exit) = &summary.exit {
+        match (exit.code, exit.signal) {
+            (Some(0), _) => {}
+            (Some(code), _) => eprintln!("the command exited with code {code}"),
+            (_, Some(sig)) => eprintln!("the command was killed by signal {sig}"),
+            _ => {}
+        }
+    }
+    if let Some(why) = &summary.stopped_early {
+        eprintln!(
+            "powerlens: recording stopped early: {why}; {} keeps everything written until then",
+            summary.path.display()
+        );
+        return Ok(if crate::interrupt::interrupted() {
+            ExitCode::from(130)
+        } else {
+            ExitCode::FAILURE
+        });
+    }
+    eprintln!("next: powerlens report {}", summary.path.display());
+    Ok(ExitCode::SUCCESS)
+}

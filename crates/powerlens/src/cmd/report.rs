@@ -1,0 +1,120 @@
+//! `powerlens report REC`: the application-centric power grid of a recording — per process
+//! or thread, why the CPUs burned or saved energy — with the system figures above it and
+//! the energy split below it.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::Context;
+use clap::{Args, ValueEnum};
+
+use powerlens_core::sched::analysis::{SchedAnalysis, SchedSummary};
+use powerlens_core::sched::report as model;
+use powerlens_store::recording::RecordingReader;
+
+use crate::cli::GlobalArgs;
+use crate::progress;
+use crate::record::{context, meta, reduced, replay, MODE_REDUCED};
+
+#[derive(Debug, Args)]
+#[command(after_long_help = "\
+Examples:
+  powerlens report                               # powerlens.rec, per thread
+  powerlens report build.rec --by process --top 10
+  powerlens report run.rec --sort wait_time_s --show tid,comm,cpu_time_s,wait_time_s
+  powerlens report run.rec --list                # every column, with what it means
+  powerlens report run.rec --json | jq '.energy'
+  powerlens report run.rec --csv > threads.csv
+
+Columns (see --list and docs/REPORT.md): CPU time; synchronization context switches
+(switched out blocked); preemption context switches (switched out runnable); wait time
+(blocked); inactive time (runnable, not running); migrations; wake-ups received by cause and
+caused; idle wake-ups (first to run after its CPU left idle) with the mean idle before them;
+energy attributed. The energy split sums exactly to the total: idle (baseline) + other
+processes + the target's rows, with the method printed below the grid.")]
+pub struct ReportArgs {
+    /// The recording, as written by `powerlens record`.
+    #[arg(value_name = "REC", default_value = "powerlens.rec")]
+    pub recording: PathBuf,
+
+    /// Rows per process or per thread.
+    #[arg(long, value_enum, default_value_t = ByArg::Thread)]
+    pub by: ByArg,
+
+    /// Sort rows by this column, largest first [default: cpu_time_s].
+    #[arg(long, value_name = "COLUMN")]
+    pub sort: Option<String>,
+
+    /// Show only the first N rows (the totals row still counts every row).
+    #[arg(long, value_name = "N")]
+    pub top: Option<usize>,
+
+    /// Show only these columns (comma-separated keys, see --list).
+    #[arg(long, value_name = "COLUMNS", value_delimiter = ',')]
+    pub show: Vec<String>,
+
+    /// Hide these columns.
+    #[arg(long, value_name = "COLUMNS", value_delimiter = ',')]
+    pub hide: Vec<String>,
+
+    /// List the columns with what each means, and exit.
+    #[arg(long)]
+    pub list: bool,
+
+    /// Rows of every process, not only the target's.
+    #[arg(long)]
+    pub all_processes: bool,
+
+    /// Print the whole report as JSON.
+    #[arg(long, conflicts_with = "csv")]
+    pub json: bool,
+
+    /// Print the grid as CSV (one row per grid row).
+    #[arg(long)]
+    pub csv: bool,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum ByArg {
+    Process,
+    Thread,
+}
+
+pub fn execute(_global: &GlobalArgs, args: ReportArgs) -> anyhow::Result<ExitCode> {
+    let report = analyse(&args.recording)?;
+    println!("{}", serde_json::to_string_pretty(&report)?);
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Reads and analyses a recording: one pass over its events, memory bounded by threads
+/// and CPUs.
+pub fn analyse(path: &std::path::Path) -> anyhow::Result<model::RecordingReport> {
+    let reader = RecordingReader::open(path)
+        .with_context(|| format!("opening the recording {}", path.display()))?;
+    let mut ctx = context::read(&reader)?;
+    let mode = reader.meta(meta::MODE)?;
+    let summary: SchedSummary = if mode.as_ref().and_then(|m| m.as_str()) == Some(MODE_REDUCED) {
+        reduced::summary(&reader)?
+    } else {
+        let mut analysis = SchedAnalysis::with_thread_groups(ctx.thread_groups());
+        let total = reader.event_count()?;
+        let bar = progress::bar(total, "analysing");
+        let stats = replay::replay(&reader, |e| analysis.feed(e), |n| bar.set_position(n))?;
+        bar.finish_and_clear();
+        let stop = reader.meta(meta::STOP)?;
+        let end_ns = stop
+            .as_ref()
+            .and_then(|s| s["monotonic_ns"].as_u64())
+            .unwrap_or(0);
+        if stats.reordered > 0 {
+            eprintln!(
+                "note: {} events arrived out of order by microseconds and were moved to the previous event's time",
+                stats.reordered
+            );
+        }
+        analysis.finish(end_ns)
+    };
+    let busy_s = summary.threads.iter().map(|t| t.cpu_time_ns).sum::<u64>() as f64 / 1e9;
+    ctx.energy = context::energy(&reader, summary.elapsed_ns() as f64 / 1e9, busy_s)?;
+    Ok(model::build(&summary, &ctx))
+}

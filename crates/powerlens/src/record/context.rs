@@ -1,0 +1,241 @@
+//! What a recording says beyond its events, gathered for the report: the thread table, the
+//! target's processes, the machine's idle states, the cpuidle and cpufreq samples, and the
+//! energy over the recording — measured from the meter's samples, or estimated with the
+//! power model the recording names from the trace's busy CPU time.
+
+use std::collections::{BTreeSet, HashMap};
+
+use serde_json::Value;
+
+use powerlens_core::model::PowerModel;
+use powerlens_core::provenance::Provenance;
+use powerlens_core::sched::report::{
+    EnergyInput, IdleStateInfo, RecordingContext, SysfsIdle, ThreadInfo,
+};
+use powerlens_store::recording::{RecordingReader, ThreadRow};
+
+use super::{meta, sampler};
+
+/// Everything but the energy, which needs the analysis' busy time when it is estimated.
+pub fn read(reader: &RecordingReader) -> anyhow::Result<RecordingContext> {
+    let rows = reader.threads()?;
+    let target_pids = target_pids(reader, &rows)?;
+    let threads = rows
+        .iter()
+        .map(|r| ThreadInfo {
+            tid: r.tid,
+            pid: r.pid.unwrap_or(r.tid),
+            comm: r.comm.clone(),
+        })
+        .collect();
+    let machine = reader.meta(meta::MACHINE)?.unwrap_or(Value::Null);
+    let unavailable_events = reader
+        .meta(meta::UNAVAILABLE)?
+        .and_then(|v| v.as_array().cloned())
+        .unwrap_or_default()
+        .iter()
+        .map(|u| {
+            (
+                u["event"].as_str().unwrap_or_default().to_string(),
+                u["reason"].as_str().unwrap_or_default().to_string(),
+            )
+        })
+        .collect();
+    let lost_records = reader
+        .meta(meta::LOST)?
+        .and_then(|v| v.as_array().cloned())
+        .unwrap_or_default()
+        .iter()
+        .filter_map(|l| Some((l["cpu"].as_u64()? as u32, l["lost"].as_u64()?)))
+        .collect();
+    Ok(RecordingContext {
+        threads,
+        target_pids,
+        idle_states: idle_states(&machine),
+        sysfs_idle: sysfs_idle(reader)?,
+        // Filled in by `energy` once the busy time is known.
+        energy: Err(Provenance::Unavailable {
+            reason: "not computed yet".into(),
+            fix: None,
+        }),
+        frequency_samples: frequency_samples(reader)?,
+        lost_records,
+        unavailable_events,
+    })
+}
+
+/// The target's processes: the recorded root and every process descended from it; `None`
+/// (the whole system) for `record -a`.
+fn target_pids(
+    reader: &RecordingReader,
+    rows: &[ThreadRow],
+) -> anyhow::Result<Option<BTreeSet<u32>>> {
+    let target = reader.meta(meta::TARGET)?.unwrap_or(Value::Null);
+    let Some(root) = target["root_pid"].as_u64().map(|p| p as u32) else {
+        return Ok(None);
+    };
+    let by_tid: HashMap<u32, &ThreadRow> = rows.iter().map(|r| (r.tid, r)).collect();
+    // A process's parent: procfs's PPid for processes that existed at the start, else the
+    // process of the thread that forked its main thread.
+    let parent_of = |pid: u32| -> Option<u32> {
+        let leader = by_tid.get(&pid)?;
+        leader.ppid.or_else(|| {
+            let forker = by_tid.get(&leader.parent_tid?)?;
+            forker.pid.or(Some(forker.tid))
+        })
+    };
+    let processes: BTreeSet<u32> = rows.iter().map(|r| r.pid.unwrap_or(r.tid)).collect();
+    let mut target = BTreeSet::from([root]);
+    for &pid in &processes {
+        let mut p = pid;
+        // Walk up at most the table's size (a cycle in damaged data ends the walk).
+        for _ in 0..processes.len() {
+            if target.contains(&p) {
+                target.insert(pid);
+                break;
+            }
+            match parent_of(p) {
+                Some(parent) if parent != p => p = parent,
+                _ => break,
+            }
+        }
+    }
+    Ok(Some(target))
+}
+
+/// The idle states `info` saw at the start of the recording (those of the first CPU).
+fn idle_states(machine: &Value) -> Result<Vec<IdleStateInfo>, String> {
+    let cpuidle = &machine["cpuidle"];
+    if cpuidle["available"] != Value::Bool(true) {
+        return Err(cpuidle["reason"]
+            .as_str()
+            .unwrap_or("the recording has no cpuidle information")
+            .to_string());
+    }
+    let states: Vec<IdleStateInfo> = cpuidle["states"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .enumerate()
+        .map(|(i, s)| IdleStateInfo {
+            index: i as u32,
+            name: s["name"].as_str().unwrap_or_default().to_string(),
+            latency_us: s["latency_us"].as_u64().unwrap_or(0),
+            target_residency_us: s["target_residency_us"].as_u64().unwrap_or(0),
+        })
+        .collect();
+    if states.is_empty() {
+        return Err(format!(
+            "cpuidle driver {:?} registered no idle states (the CPUs idle in the kernel's default idle routine; typical of virtual machines without cpuidle-haltpoll)",
+            cpuidle["driver"].as_str().unwrap_or("none")
+        ));
+    }
+    Ok(states)
+}
+
+/// cpuidle usage/time deltas between the first and last sample of each CPU and state.
+fn sysfs_idle(reader: &RecordingReader) -> anyhow::Result<Result<Vec<SysfsIdle>, String>> {
+    let mut first: HashMap<(u32, u32), (u64, u64)> = HashMap::new();
+    let mut last: HashMap<(u32, u32), (u64, u64)> = HashMap::new();
+    reader.samples(sampler::CPUIDLE, |_, data| {
+        for cpu in data.as_array().into_iter().flatten() {
+            let Some(n) = cpu["cpu"].as_u64() else {
+                continue;
+            };
+            for (i, s) in cpu["states"].as_array().into_iter().flatten().enumerate() {
+                let (Some(usage), Some(time_us)) = (s[0].as_u64(), s[1].as_u64()) else {
+                    continue;
+                };
+                let key = (n as u32, i as u32);
+                first.entry(key).or_insert((usage, time_us));
+                last.insert(key, (usage, time_us));
+            }
+        }
+    })?;
+    if last.is_empty() {
+        return Ok(Err(
+            "no cpuidle counters were sampled (no cpuidle driver with states, or a reduced recording)"
+                .to_string(),
+        ));
+    }
+    let mut out: Vec<SysfsIdle> = last
+        .iter()
+        .map(|(&(cpu, index), &(usage, time_us))| {
+            let (u0, t0) = first[&(cpu, index)];
+            SysfsIdle {
+                cpu,
+                index,
+                entries: usage.saturating_sub(u0),
+                time_ns: time_us.saturating_sub(t0) * 1000,
+            }
+        })
+        .collect();
+    out.sort_by_key(|s| (s.cpu, s.index));
+    Ok(Ok(out))
+}
+
+fn frequency_samples(reader: &RecordingReader) -> anyhow::Result<Vec<(u64, u32, u64)>> {
+    let mut out = Vec::new();
+    reader.samples(sampler::CPUFREQ, |t, data| {
+        for pair in data.as_array().into_iter().flatten() {
+            if let (Some(cpu), Some(khz)) = (pair[0].as_u64(), pair[1].as_u64()) {
+                out.push((t, cpu as u32, khz));
+            }
+        }
+    })?;
+    Ok(out)
+}
+
+/// The energy over the recording: the meter's samples when it had one, else the recorded
+/// power model applied to `elapsed_s` and the trace's busy CPU-seconds of every thread.
+pub fn energy(
+    reader: &RecordingReader,
+    elapsed_s: f64,
+    busy_cpu_s: f64,
+) -> anyhow::Result<Result<EnergyInput, Provenance>> {
+    let energy = reader.meta(meta::ENERGY)?.unwrap_or(Value::Null);
+    let provenance: Provenance =
+        serde_json::from_value(energy["provenance"].clone()).unwrap_or(Provenance::Unavailable {
+            reason: "the recording names no energy source".into(),
+            fix: Some("record again with this powerlens".into()),
+        });
+    if let Ok(model) = serde_json::from_value::<PowerModel>(energy["model"].clone()) {
+        return Ok(Ok(EnergyInput {
+            total_j: model.energy_j(elapsed_s, busy_cpu_s),
+            domains: vec![("system".to_string(), model.energy_j(elapsed_s, busy_cpu_s))],
+            provenance: model.provenance(),
+            idle_power_w: model.idle_w,
+        }));
+    }
+    let mut first: Option<Value> = None;
+    let mut last: Option<Value> = None;
+    reader.samples(sampler::ENERGY, |_, data| {
+        if first.is_none() {
+            first = Some(data.clone());
+        }
+        last = Some(data);
+    })?;
+    let (Some(first), Some(last)) = (first, last) else {
+        return Ok(Err(Provenance::Unavailable {
+            reason: format!("no energy samples were recorded ({})", provenance.label()),
+            fix: Some("record for longer than the sample interval (--sample-every)".into()),
+        }));
+    };
+    let delta = |key: &str, v: &Value| v[key].as_f64().unwrap_or(0.0);
+    let total_j = (delta("total_j", &last) - delta("total_j", &first)).max(0.0);
+    let domains = last["domains_j"]
+        .as_object()
+        .into_iter()
+        .flatten()
+        .map(|(name, j)| {
+            let before = first["domains_j"][name].as_f64().unwrap_or(0.0);
+            (name.clone(), (j.as_f64().unwrap_or(0.0) - before).max(0.0))
+        })
+        .collect();
+    Ok(Ok(EnergyInput {
+        total_j,
+        domains,
+        provenance,
+        idle_power_w: energy["baseline_w"].as_f64().unwrap_or(0.0),
+    }))
+}

@@ -1,0 +1,548 @@
+//! Recording: the scheduler, idle, frequency, IRQ and timer tracepoints of every CPU, plus
+//! periodic energy/cpuidle/cpufreq samples, into one recording file. Orchestration only:
+//! the collector (powerlens-sys) reads, [`convert`] maps records to core events, the codec
+//! (powerlens-core) packs them and the recording file (powerlens-store) keeps them.
+//!
+//! Without tracing privileges it falls back to a *reduced* recording: per-thread CPU time
+//! and context-switch counts sampled from procfs.
+
+pub mod context;
+pub mod convert;
+pub mod reduced;
+pub mod replay;
+pub mod sampler;
+pub mod threads;
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context};
+use serde_json::{json, Value};
+
+use powerlens_core::codec::ChunkEncoder;
+use powerlens_core::run::ExitStatus;
+use powerlens_core::sched::event::Event;
+use powerlens_store::recording::RecordingWriter;
+use powerlens_sys::machine::MachineInfo;
+use powerlens_sys::trace::{monotonic_now_ns, Collector, CollectorOptions};
+use powerlens_sys::{topology, Roots, SysError};
+
+use crate::meter::{Meter, MeterOptions};
+use crate::{exec, interrupt};
+use convert::{recorded_event_names, Converter};
+use sampler::{Sampler, SamplerConfig, ThreadScope};
+use threads::ThreadTable;
+
+/// Metadata keys of a recording (docs/FORMAT.md).
+pub mod meta {
+    pub const MODE: &str = "mode";
+    pub const TARGET: &str = "target";
+    pub const MACHINE: &str = "machine";
+    pub const START: &str = "start";
+    pub const STOP: &str = "stop";
+    pub const EVENTS: &str = "events";
+    pub const UNAVAILABLE: &str = "unavailable";
+    pub const ENERGY: &str = "energy";
+    pub const LOST: &str = "lost_records";
+    pub const NOTES: &str = "notes";
+    pub const CODEC: &str = "codec_version";
+    pub const SAMPLE_INTERVAL: &str = "sample_interval_s";
+}
+
+/// A full recording (trace) or the procfs fallback.
+pub const MODE_TRACE: &str = "trace";
+pub const MODE_REDUCED: &str = "reduced";
+
+/// What to record.
+#[derive(Debug, Clone)]
+pub enum Target {
+    /// Start this command and follow its process tree.
+    Command(Vec<String>),
+    /// An existing process and its descendants.
+    Pid(u32),
+    /// The whole system.
+    All,
+}
+
+#[derive(Debug, Clone)]
+pub struct RecordOptions {
+    pub output: PathBuf,
+    pub target: Target,
+    /// Stop after this long (required for `-a` and `-p` unless Ctrl-C is meant).
+    pub duration: Option<Duration>,
+    pub sample_interval: Duration,
+    /// Measure idle power this long before recording (with a meter), for the idle row.
+    pub baseline: Duration,
+    pub buffer_pages: usize,
+    /// Record the reduced procfs form even when tracing is possible.
+    pub reduced: bool,
+    pub show_output: bool,
+    pub meter: MeterOptions,
+}
+
+/// What the user is told at the end.
+#[derive(Debug)]
+pub struct RecordSummary {
+    pub path: PathBuf,
+    pub mode: &'static str,
+    pub events: u64,
+    pub samples: u64,
+    pub threads: usize,
+    pub lost: u64,
+    pub seconds: f64,
+    pub exit: Option<ExitStatus>,
+    /// Why recording stopped before the target ended (Ctrl-C, a write error).
+    pub stopped_early: Option<String>,
+    pub notes: Vec<String>,
+}
+
+/// Events buffered per ring CPU until the next flush.
+const CHUNK_EVENTS: usize = 16_384;
+/// The recording is committed at least this often: a SIGKILL loses at most this much.
+const FLUSH_EVERY: Duration = Duration::from_secs(1);
+
+pub fn record(roots: &Roots, opts: &RecordOptions) -> anyhow::Result<RecordSummary> {
+    let mut notes = Vec::new();
+    // Tracing first: mounting tracefs privately must happen before any thread starts.
+    let collector = if opts.reduced {
+        notes.push("reduced recording requested (--reduced): procfs samples only".to_string());
+        None
+    } else {
+        open_collector(roots, opts, &mut notes)?
+    };
+    let mode = if collector.is_some() {
+        MODE_TRACE
+    } else {
+        MODE_REDUCED
+    };
+    if let Target::Pid(pid) = opts.target {
+        if !roots.proc(pid.to_string()).is_dir() {
+            bail!("no process with pid {pid} (is it still running? `ps -p {pid}`)");
+        }
+    }
+    let cpus = topology::read_online(roots)?;
+    let meter = Meter::open(roots, &opts.meter)?;
+    let baseline_w = measure_baseline(&meter, opts.baseline)?;
+
+    let mut writer = create_file(&opts.output)?;
+    write_start_meta(
+        &mut writer,
+        roots,
+        opts,
+        mode,
+        &collector,
+        &meter,
+        baseline_w,
+    )?;
+    let mut threads = ThreadTable::default();
+    threads.scan_procfs(roots);
+
+    let scope = match (mode, &opts.target) {
+        (MODE_TRACE, _) => ThreadScope::Off,
+        (_, Target::Pid(pid)) => ThreadScope::Tree(*pid),
+        (_, Target::All) => ThreadScope::All,
+        // Filled in once the command's pid is known (below).
+        (_, Target::Command(_)) => ThreadScope::Off,
+    };
+    let mut recorder = Recorder {
+        writer,
+        collector,
+        converter: None,
+        pending: Vec::new(),
+        encoder: ChunkEncoder::new(),
+        threads,
+        events: 0,
+        samples: 0,
+    };
+    if let Some(c) = &recorder.collector {
+        let converter = Converter::new(c.events());
+        // An event whose format lacks a field the converter reads is recorded but unused:
+        // list it with the events the kernel lacks.
+        let mut unavailable = unavailable_events(c);
+        for (event, field) in &converter.malformed {
+            unavailable.push(json!({
+                "event": event,
+                "reason": format!("its tracepoint format has no field {field:?}"),
+                "fix": null,
+            }));
+        }
+        recorder
+            .writer
+            .set_meta(meta::UNAVAILABLE, &json!(unavailable))?;
+        recorder.converter = Some(converter);
+        c.enable()?;
+    }
+    let start_ns = monotonic_now_ns();
+    let started = Instant::now();
+    interrupt::install();
+
+    let (child, scope) = match &opts.target {
+        Target::Command(argv) => match exec::spawn(argv, opts.show_output) {
+            Ok(pid) => {
+                let scope = if mode == MODE_REDUCED {
+                    ThreadScope::Tree(pid)
+                } else {
+                    scope
+                };
+                (Some(pid), scope)
+            }
+            Err(e) => {
+                // Nothing was recorded of a command that never ran: leave no file behind.
+                let path = recorder.writer.path().to_path_buf();
+                drop(recorder);
+                let _ = std::fs::remove_file(&path);
+                return Err(e);
+            }
+        },
+        _ => (None, scope),
+    };
+    let root_pid = child.or(match opts.target {
+        Target::Pid(pid) => Some(pid),
+        _ => None,
+    });
+    recorder.writer.set_meta(
+        meta::TARGET,
+        &json!({
+            "kind": match opts.target { Target::Command(_) => "command", Target::Pid(_) => "pid", Target::All => "all" },
+            "command": match &opts.target { Target::Command(argv) => json!(argv), _ => Value::Null },
+            "root_pid": root_pid,
+        }),
+    )?;
+    let sampler = Sampler::start(SamplerConfig {
+        roots: roots.clone(),
+        cpus,
+        interval: opts.sample_interval,
+        meter: meter.model().is_none().then_some(meter),
+        threads: scope,
+    });
+
+    // The loop: drain the rings when they fill or every 100 ms, commit every second.
+    let mut exit = None;
+    let mut stopped_early = None;
+    let mut last_flush = Instant::now();
+    loop {
+        if let Some(c) = &recorder.collector {
+            c.wait(Duration::from_millis(100))?;
+        } else {
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        recorder.drain();
+        if let Some(pid) = child {
+            if let Some((status, _cpu)) = exec::try_wait(pid)? {
+                exit = Some(status);
+                break;
+            }
+        }
+        if let Target::Pid(pid) = opts.target {
+            if !roots.proc(pid.to_string()).is_dir() {
+                break;
+            }
+        }
+        if opts.duration.is_some_and(|d| started.elapsed() >= d) {
+            break;
+        }
+        if interrupt::interrupted() {
+            stopped_early = Some("interrupted (Ctrl-C)".to_string());
+            break;
+        }
+        if last_flush.elapsed() >= FLUSH_EVERY {
+            recorder.take_samples(sampler.samples.try_iter());
+            if let Err(e) = recorder.flush() {
+                stopped_early = Some(format!("{e:#}"));
+                break;
+            }
+            last_flush = Instant::now();
+        }
+    }
+    let stop_ns = monotonic_now_ns();
+    if let Some(c) = &recorder.collector {
+        c.disable()?;
+    }
+    let last_samples = sampler.stop();
+    recorder.drain();
+    recorder.take_samples(last_samples.into_iter());
+    if let (Some(pid), None) = (child, exit.as_ref()) {
+        // Ctrl-C reached the command too: give it a moment to end and report how.
+        let deadline = Instant::now() + Duration::from_secs(2);
+        while Instant::now() < deadline {
+            if let Some((status, _)) = exec::try_wait(pid)? {
+                exit = Some(status);
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        if exit.is_none() {
+            notes.push(format!(
+                "the command (pid {pid}) was still running when recording stopped"
+            ));
+        }
+    }
+    recorder.threads.resolve_missing_pids(roots);
+    let lost = recorder
+        .collector
+        .as_ref()
+        .map(|c| c.lost())
+        .unwrap_or_default();
+    let total_lost: u64 = lost.iter().map(|(_, n)| n).sum();
+    if total_lost > 0 {
+        notes.push(format!(
+            "{total_lost} trace records were lost (the rings filled faster than they were read): use a larger --buffer-pages"
+        ));
+    }
+    let finish = recorder.finish(
+        &json!({
+            "monotonic_ns": stop_ns,
+            "elapsed_s": (stop_ns - start_ns) as f64 / 1e9,
+            "exit": exit,
+            "stopped_early": stopped_early,
+        }),
+        &lost,
+        &notes,
+    );
+    if let Err(e) = finish {
+        stopped_early.get_or_insert(format!("{e:#}"));
+    }
+    Ok(RecordSummary {
+        path: opts.output.clone(),
+        mode,
+        events: recorder.events,
+        samples: recorder.samples,
+        threads: recorder.threads.len(),
+        lost: total_lost,
+        seconds: (stop_ns - start_ns) as f64 / 1e9,
+        exit,
+        stopped_early,
+        notes,
+    })
+}
+
+/// Opens the tracepoints, or explains why the recording will be reduced. Errors other than
+/// missing privileges stop the recording.
+fn open_collector(
+    roots: &Roots,
+    opts: &RecordOptions,
+    notes: &mut Vec<String>,
+) -> anyhow::Result<Option<Collector>> {
+    let reduced = |notes: &mut Vec<String>, why: String| {
+        eprintln!("powerlens: warning: {why}; recording a REDUCED profile from procfs instead (per-thread CPU time and context-switch counts only)");
+        notes.push(why);
+    };
+    match powerlens_sys::trace::ensure_tracefs(roots) {
+        Ok(Some(note)) => notes.push(note),
+        Ok(None) => {}
+        Err(e) => {
+            reduced(notes, e.to_string());
+            return Ok(None);
+        }
+    }
+    let options = CollectorOptions {
+        buffer_pages: opts.buffer_pages,
+        callchains: false,
+    };
+    match Collector::open(roots, &recorded_event_names(), options) {
+        Ok(c) => Ok(Some(c)),
+        Err(e @ SysError::PermissionDenied { .. }) => {
+            reduced(notes, e.to_string());
+            Ok(None)
+        }
+        Err(e) => Err(e).context("opening the tracepoints"),
+    }
+}
+
+/// Idle power before recording, for the idle row of the attribution. `None` without a meter
+/// (the power model's idle term is used) or with a zero baseline.
+fn measure_baseline(meter: &Meter, length: Duration) -> anyhow::Result<Option<f64>> {
+    if meter.model().is_some() || length.is_zero() {
+        return Ok(None);
+    }
+    let bar = crate::progress::spinner(&format!(
+        "measuring idle power for {:.1} s before recording",
+        length.as_secs_f64()
+    ));
+    let from = meter.read()?;
+    std::thread::sleep(length);
+    let to = meter.read()?;
+    bar.finish_and_clear();
+    Ok(Some(meter.average_power_w(&from, &to)))
+}
+
+/// Creates the recording, moving an existing file aside to `FILE.old` as perf does.
+fn create_file(path: &Path) -> anyhow::Result<RecordingWriter> {
+    if path.exists() {
+        let mut old = path.as_os_str().to_owned();
+        old.push(".old");
+        std::fs::rename(path, &old).with_context(|| {
+            format!(
+                "{} exists and cannot be moved aside to {}",
+                path.display(),
+                PathBuf::from(&old).display()
+            )
+        })?;
+        eprintln!(
+            "powerlens: moved the existing {} to {}",
+            path.display(),
+            PathBuf::from(&old).display()
+        );
+    }
+    Ok(RecordingWriter::create(path)?)
+}
+
+fn write_start_meta(
+    w: &mut RecordingWriter,
+    roots: &Roots,
+    opts: &RecordOptions,
+    mode: &str,
+    collector: &Option<Collector>,
+    meter: &Meter,
+    baseline_w: Option<f64>,
+) -> anyhow::Result<()> {
+    w.set_meta(meta::MODE, &json!(mode))?;
+    w.set_meta(meta::CODEC, &json!(powerlens_core::codec::CODEC_VERSION))?;
+    w.set_meta(
+        meta::MACHINE,
+        &serde_json::to_value(MachineInfo::collect(roots))?,
+    )?;
+    w.set_meta(
+        meta::START,
+        &json!({
+            "monotonic_ns": monotonic_now_ns(),
+            "unix_s": std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map(|d| d.as_secs_f64())
+                .unwrap_or(0.0),
+            "powerlens_version": env!("CARGO_PKG_VERSION"),
+        }),
+    )?;
+    w.set_meta(
+        meta::SAMPLE_INTERVAL,
+        &json!(opts.sample_interval.as_secs_f64()),
+    )?;
+    let events: Vec<String> = collector
+        .iter()
+        .flat_map(|c| c.events().iter().map(|e| e.full_name()))
+        .collect();
+    w.set_meta(meta::EVENTS, &json!(events))?;
+    w.set_meta(
+        meta::UNAVAILABLE,
+        &json!(collector
+            .as_ref()
+            .map(unavailable_events)
+            .unwrap_or_default()),
+    )?;
+    let energy = match meter.model() {
+        Some(model) => json!({
+            "provenance": meter.provenance(),
+            "model": model,
+            "describe": meter.describe(),
+        }),
+        None => json!({
+            "provenance": meter.provenance(),
+            "baseline_w": baseline_w,
+            "describe": meter.describe(),
+        }),
+    };
+    w.set_meta(meta::ENERGY, &energy)?;
+    w.flush()?;
+    Ok(())
+}
+
+/// The requested events the kernel could not give, with the reason and the fix.
+fn unavailable_events(c: &Collector) -> Vec<Value> {
+    c.unavailable()
+        .iter()
+        .map(|u| json!({ "event": u.event, "reason": u.reason, "fix": u.fix }))
+        .collect()
+}
+
+/// The writing side of a recording in progress.
+struct Recorder {
+    writer: RecordingWriter,
+    collector: Option<Collector>,
+    converter: Option<Converter>,
+    /// Converted events per ring CPU (index = position in `collector.cpus()`), not yet written.
+    pending: Vec<(u32, Vec<Event>)>,
+    encoder: ChunkEncoder,
+    threads: ThreadTable,
+    events: u64,
+    samples: u64,
+}
+
+impl Recorder {
+    /// Converts everything in the rings into pending events.
+    fn drain(&mut self) {
+        let (Some(collector), Some(converter)) = (&mut self.collector, &self.converter) else {
+            return;
+        };
+        let (pending, threads) = (&mut self.pending, &mut self.threads);
+        collector.drain(|r| {
+            if let Some(e) = converter.convert(r, threads) {
+                let slot = match pending.iter().position(|(cpu, _)| *cpu == r.cpu) {
+                    Some(i) => i,
+                    None => {
+                        pending.push((r.cpu, Vec::new()));
+                        pending.len() - 1
+                    }
+                };
+                pending[slot].1.push(e);
+            }
+        });
+    }
+
+    fn take_samples(&mut self, samples: impl Iterator<Item = sampler::Sample>) {
+        for s in samples {
+            if self
+                .writer
+                .append_sample(s.time_ns, s.kind, &s.data)
+                .is_ok()
+            {
+                self.samples += 1;
+            }
+        }
+    }
+
+    /// Writes pending events as chunks (each CPU's in time order), changed threads, and
+    /// commits.
+    fn flush(&mut self) -> anyhow::Result<()> {
+        for (cpu, events) in &mut self.pending {
+            // A ring is in write order, which is time order except for records written
+            // after an interrupt that nested inside them: sort (stable) to restore it.
+            events.sort_by_key(|e| e.time_ns);
+            for chunk in events.chunks(CHUNK_EVENTS) {
+                for e in chunk {
+                    self.encoder.push(e);
+                }
+                let (first, last) = (chunk[0].time_ns, chunk[chunk.len() - 1].time_ns);
+                let data = self.encoder.finish();
+                self.writer
+                    .append_chunk(*cpu, first, last, chunk.len() as u32, &data)?;
+                self.events += chunk.len() as u64;
+            }
+            events.clear();
+        }
+        for row in self.threads.take_changed() {
+            self.writer.upsert_thread(&row)?;
+        }
+        self.writer.flush()?;
+        Ok(())
+    }
+
+    fn finish(
+        &mut self,
+        stop: &Value,
+        lost: &[(u32, u64)],
+        notes: &[String],
+    ) -> anyhow::Result<()> {
+        self.flush()?;
+        self.writer.set_meta(meta::STOP, stop)?;
+        self.writer.set_meta(
+            meta::LOST,
+            &json!(lost
+                .iter()
+                .map(|(cpu, n)| json!({"cpu": cpu, "lost": n}))
+                .collect::<Vec<_>>()),
+        )?;
+        self.writer.set_meta(meta::NOTES, &json!(notes))?;
+        self.writer.flush()?;
+        Ok(())
+    }
+}

@@ -1,0 +1,209 @@
+//! The sampler thread of a recording: at a fixed interval it reads the energy meter, the
+//! cpuidle usage/time counters and the current frequency of every CPU — and, in a reduced
+//! recording, the CPU time and context-switch counts of the target's threads from procfs —
+//! and sends them to the recorder, which writes them with the trace. Every sample carries
+//! CLOCK_MONOTONIC nanoseconds, the clock of the trace records.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{self, Receiver, Sender};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+
+use powerlens_sys::trace::monotonic_now_ns;
+use powerlens_sys::{cpufreq, cpuidle, procfs, Roots};
+
+use crate::meter::{Meter, Reading};
+
+/// Sample kinds, as stored (`samples.kind`); docs/FORMAT.md describes their data.
+pub const ENERGY: &str = "energy";
+pub const CPUIDLE: &str = "cpuidle";
+pub const CPUFREQ: &str = "cpufreq";
+pub const THREADS: &str = "threads";
+
+/// One reading, ready to store.
+#[derive(Debug)]
+pub struct Sample {
+    pub time_ns: u64,
+    pub kind: &'static str,
+    pub data: Value,
+}
+
+/// Which threads a reduced recording samples.
+#[derive(Debug, Clone)]
+pub enum ThreadScope {
+    /// None: a full (traced) recording gets these from the trace.
+    Off,
+    /// The process tree under this pid.
+    Tree(u32),
+    /// Every process.
+    All,
+}
+
+pub struct SamplerConfig {
+    pub roots: Roots,
+    pub cpus: Vec<u32>,
+    pub interval: Duration,
+    /// The meter when one can be read; `None` when energy is estimated from the trace.
+    pub meter: Option<Meter>,
+    pub threads: ThreadScope,
+}
+
+/// The running sampler. Dropping it without [`Sampler::stop`] stops it too.
+pub struct Sampler {
+    stop: Arc<AtomicBool>,
+    handle: Option<JoinHandle<()>>,
+    pub samples: Receiver<Sample>,
+}
+
+impl Sampler {
+    /// Starts sampling now (the first sample is taken at once).
+    pub fn start(config: SamplerConfig) -> Sampler {
+        let (tx, rx) = mpsc::channel();
+        let stop = Arc::new(AtomicBool::new(false));
+        let flag = stop.clone();
+        let handle = std::thread::Builder::new()
+            .name("powerlens-sampler".into())
+            .spawn(move || run(config, &flag, &tx))
+            .expect("spawning the sampler thread");
+        Sampler {
+            stop,
+            handle: Some(handle),
+            samples: rx,
+        }
+    }
+
+    /// Takes a last sample, stops the thread and returns the samples not yet received.
+    pub fn stop(mut self) -> Vec<Sample> {
+        self.stop.store(true, Ordering::SeqCst);
+        if let Some(h) = self.handle.take() {
+            let _ = h.join();
+        }
+        self.samples.try_iter().collect()
+    }
+}
+
+impl Drop for Sampler {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::SeqCst);
+        if let Some(h) = self.handle.take() {
+            let _ = h.join();
+        }
+    }
+}
+
+fn run(config: SamplerConfig, stop: &AtomicBool, tx: &Sender<Sample>) {
+    let first: Option<Reading> = config.meter.as_ref().and_then(|m| m.read().ok());
+    let mut next = Instant::now();
+    loop {
+        let last = stop.load(Ordering::SeqCst);
+        for sample in take(&config, first.as_ref()) {
+            if tx.send(sample).is_err() {
+                return;
+            }
+        }
+        if last {
+            return;
+        }
+        next += config.interval;
+        // Sleep in short steps so that a stop is answered within a few milliseconds.
+        while Instant::now() < next && !stop.load(Ordering::SeqCst) {
+            std::thread::sleep((next - Instant::now()).min(Duration::from_millis(5)));
+        }
+    }
+}
+
+/// Everything one tick reads; sources that fail are skipped (the recording's metadata says
+/// which are unavailable and why, from the checks made before recording).
+fn take(config: &SamplerConfig, first: Option<&Reading>) -> Vec<Sample> {
+    let time_ns = monotonic_now_ns();
+    let mut out = Vec::new();
+    if let (Some(meter), Some(first)) = (&config.meter, first) {
+        if let Ok(now) = meter.read() {
+            let domains = meter.energy_between(first, &now, None);
+            let total: f64 = domains
+                .iter()
+                .filter(|d| d.counts_in_total)
+                .map(|d| d.joules)
+                .sum();
+            let per_domain: serde_json::Map<String, Value> = domains
+                .iter()
+                .map(|d| (d.name.clone(), json!(d.joules)))
+                .collect();
+            out.push(Sample {
+                time_ns,
+                kind: ENERGY,
+                data: json!({ "total_j": total, "domains_j": per_domain }),
+            });
+        }
+    }
+    let idle: Vec<Value> = config
+        .cpus
+        .iter()
+        .filter_map(|&cpu| {
+            let counters = cpuidle::read_counters(&config.roots, cpu).ok()?;
+            (!counters.is_empty()).then(|| {
+                json!({
+                    "cpu": cpu,
+                    "states": counters.iter().map(|c| json!([c.usage, c.time_us])).collect::<Vec<_>>(),
+                })
+            })
+        })
+        .collect();
+    if !idle.is_empty() {
+        out.push(Sample {
+            time_ns,
+            kind: CPUIDLE,
+            data: Value::Array(idle),
+        });
+    }
+    if let Ok(policies) = cpufreq::read_policies(&config.roots) {
+        let freq: Vec<Value> = policies
+            .iter()
+            .filter_map(|p| Some((p, p.current_khz?)))
+            .flat_map(|(p, khz)| p.cpus.iter().map(move |&cpu| json!([cpu, khz])))
+            .collect();
+        if !freq.is_empty() {
+            out.push(Sample {
+                time_ns,
+                kind: CPUFREQ,
+                data: Value::Array(freq),
+            });
+        }
+    }
+    if let Some(threads) = thread_sample(&config.roots, &config.threads) {
+        out.push(Sample {
+            time_ns,
+            kind: THREADS,
+            data: threads,
+        });
+    }
+    out
+}
+
+/// `[[tid, pid, comm, cpu_time_ns, voluntary, nonvoluntary], …]` for the scope's threads.
+fn thread_sample(roots: &Roots, scope: &ThreadScope) -> Option<Value> {
+    let pids = match scope {
+        ThreadScope::Off => return None,
+        ThreadScope::Tree(root) => procfs::tasks::process_tree(roots, *root).ok()?,
+        ThreadScope::All => procfs::tasks::process_ids(roots).ok()?,
+    };
+    let rows: Vec<Value> = pids
+        .into_iter()
+        .filter_map(|pid| procfs::tasks::read_threads(roots, pid).ok())
+        .flatten()
+        .map(|t| {
+            json!([
+                t.tid,
+                t.pid,
+                t.comm,
+                t.cpu_time_ns,
+                t.voluntary_switches,
+                t.nonvoluntary_switches
+            ])
+        })
+        .collect();
+    Some(Value::Array(rows))
+}

@@ -1,0 +1,141 @@
+//! Which process each thread belongs to, and its name, as a recording learns them.
+//!
+//! sched tracepoints name threads only: the process (thread group) of a thread comes from
+//! the pid/tid header perf writes with every record, which describes the task current on
+//! the CPU. Threads that exist before the recording are read from procfs at the start;
+//! forks give each new thread its parent thread. Only changes since the last
+//! [`ThreadTable::take_changed`] are handed out, so the recorder writes each once per flush.
+
+use std::collections::{BTreeSet, HashMap};
+
+use powerlens_store::recording::ThreadRow;
+use powerlens_sys::trace::EXITED;
+use powerlens_sys::{procfs, Roots};
+
+#[derive(Debug, Default)]
+pub struct ThreadTable {
+    rows: HashMap<u32, ThreadRow>,
+    changed: BTreeSet<u32>,
+}
+
+impl ThreadTable {
+    fn row(&mut self, tid: u32) -> &mut ThreadRow {
+        self.rows.entry(tid).or_insert_with(|| ThreadRow {
+            tid,
+            pid: None,
+            ppid: None,
+            parent_tid: None,
+            comm: String::new(),
+        })
+    }
+
+    /// The task current on a CPU, from a record's header. The idle task (0) and exited
+    /// tasks (perf writes −1) say nothing.
+    pub fn observe_current(&mut self, pid: u32, tid: u32) {
+        if tid == 0 || tid == EXITED || pid == EXITED {
+            return;
+        }
+        let row = self.row(tid);
+        if row.pid != Some(pid) {
+            row.pid = Some(pid);
+            self.changed.insert(tid);
+        }
+    }
+
+    pub fn observe_comm(&mut self, tid: u32, comm: &str) {
+        if tid == 0 || comm.is_empty() {
+            return;
+        }
+        let row = self.row(tid);
+        if row.comm != comm {
+            row.comm = comm.to_string();
+            self.changed.insert(tid);
+        }
+    }
+
+    pub fn observe_fork(&mut self, parent: u32, child: u32) {
+        let row = self.row(child);
+        row.parent_tid = Some(parent);
+        // A fork reuses nothing of an earlier thread with the same id.
+        row.pid = None;
+        row.ppid = None;
+        self.changed.insert(child);
+    }
+
+    /// Every thread procfs lists now, with its process and the process's parent.
+    /// Processes that exit during the scan are skipped.
+    pub fn scan_procfs(&mut self, roots: &Roots) {
+        let Ok(pids) = procfs::tasks::process_ids(roots) else {
+            return;
+        };
+        for pid in pids {
+            let Ok(threads) = procfs::tasks::read_threads(roots, pid) else {
+                continue;
+            };
+            for t in threads {
+                let row = self.row(t.tid);
+                row.pid = Some(t.pid);
+                row.ppid = Some(t.ppid);
+                row.comm = t.comm;
+                self.changed.insert(t.tid);
+            }
+        }
+    }
+
+    /// Fills in the process of threads no record's header named (they never ran while
+    /// recorded) from procfs, for those that still exist.
+    pub fn resolve_missing_pids(&mut self, roots: &Roots) {
+        let missing: Vec<u32> = self
+            .rows
+            .values()
+            .filter(|r| r.pid.is_none())
+            .map(|r| r.tid)
+            .collect();
+        for tid in missing {
+            if let Ok(pid) = procfs::tasks::thread_group(roots, tid) {
+                self.row(tid).pid = Some(pid);
+                self.changed.insert(tid);
+            }
+        }
+    }
+
+    /// The rows changed since the last call.
+    pub fn take_changed(&mut self) -> Vec<ThreadRow> {
+        let changed = std::mem::take(&mut self.changed);
+        changed
+            .into_iter()
+            .filter_map(|tid| self.rows.get(&tid).cloned())
+            .collect()
+    }
+
+    pub fn len(&self) -> usize {
+        self.rows.len()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn learns_processes_names_and_forks_and_hands_out_changes_once() {
+        let mut t = ThreadTable::default();
+        t.observe_current(100, 101);
+        t.observe_comm(101, "worker");
+        t.observe_current(0, 0);
+        t.observe_current(EXITED, EXITED);
+        t.observe_fork(101, 102);
+        let rows = t.take_changed();
+        assert_eq!(rows.len(), 2);
+        assert_eq!(
+            (rows[0].tid, rows[0].pid, rows[0].comm.as_str()),
+            (101, Some(100), "worker")
+        );
+        assert_eq!((rows[1].tid, rows[1].parent_tid), (102, Some(101)));
+        assert!(t.take_changed().is_empty(), "nothing changed since");
+        t.observe_current(100, 101);
+        assert!(t.take_changed().is_empty(), "the same fact is not a change");
+        t.observe_current(102, 102);
+        assert_eq!(t.take_changed()[0].pid, Some(102));
+    }
+}

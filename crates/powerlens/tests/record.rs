@@ -1,0 +1,379 @@
+//! `powerlens record` and `report` against outside oracles: the kernel's own per-thread
+//! context-switch counts (getrusage, as the workloads print them), `perf sched timehist`
+//! recorded on the same run, and a fake meter of known power. Live tests need root (the
+//! tracepoints); they print why when they skip.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::Mutex;
+
+use powerlens_sys::fixture::{FakeMeter, FixtureTree};
+use serde_json::Value;
+
+mod common;
+use common::{json, stderr};
+
+/// Live recordings trace every CPU: one at a time, so one test's load is not another's.
+static SERIAL: Mutex<()> = Mutex::new(());
+
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    SERIAL.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+fn is_root() -> bool {
+    // SAFETY: geteuid has no preconditions.
+    unsafe { libc::geteuid() == 0 }
+}
+
+fn bin() -> &'static str {
+    env!("CARGO_BIN_EXE_powerlens")
+}
+
+/// The binary on the real machine (no fixture roots).
+fn live() -> Command {
+    let mut c = Command::new(bin());
+    c.env_remove("POWERLENS_SYSFS_ROOT")
+        .env_remove("POWERLENS_PROCFS_ROOT");
+    c
+}
+
+fn ok(o: &Output) -> &Output {
+    assert!(
+        o.status.success(),
+        "exit {:?}\nstdout: {}\nstderr: {}",
+        o.status,
+        String::from_utf8_lossy(&o.stdout),
+        stderr(o)
+    );
+    o
+}
+
+/// `report --json` of a recording, by thread.
+fn report_json(rec: &Path, extra: &[&str]) -> Value {
+    let mut args = vec!["report", rec.to_str().unwrap(), "--json"];
+    args.extend_from_slice(extra);
+    json(ok(&live().args(&args).output().unwrap()))
+}
+
+/// The report's row of thread `tid`.
+fn thread_row(report: &Value, tid: u64) -> &Value {
+    report["threads"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["tid"] == tid)
+        .unwrap_or_else(|| panic!("no row for tid {tid} in {report:#}"))
+}
+
+/// A workload's own account of its threads (getrusage RUSAGE_THREAD at each thread's end):
+/// (tid, voluntary, involuntary, cpu_s).
+fn workload_threads(stdout: &[u8]) -> Vec<(u64, u64, u64, f64)> {
+    let v: Value = serde_json::from_slice(stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(stdout)));
+    v["threads"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| {
+            (
+                t["tid"].as_u64().unwrap(),
+                t["voluntary_switches"].as_u64().unwrap(),
+                t["involuntary_switches"].as_u64().unwrap(),
+                t["cpu_s"].as_f64().unwrap(),
+            )
+        })
+        .collect()
+}
+
+fn scratch() -> (tempfile::TempDir, PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let rec = dir.path().join("r.rec");
+    (dir, rec)
+}
+
+/// Per-thread synchronization and preemption switch counts from the trace equal the
+/// kernel's own voluntary and nonvoluntary counts for every worker thread.
+#[test]
+fn live_switch_counts_equal_the_kernels() {
+    if !is_root() {
+        eprintln!("skipped: recording tracepoints needs root");
+        return;
+    }
+    let _serial = serial();
+    for workload in [
+        &[
+            "barrier",
+            "--threads",
+            "2",
+            "--iterations",
+            "400",
+            "--work",
+            "40",
+        ][..],
+        &["pingpong", "--iterations", "2000"][..],
+    ] {
+        let (_dir, rec) = scratch();
+        let mut args = vec![
+            "record",
+            "-o",
+            rec.to_str().unwrap(),
+            "--",
+            bin(),
+            "workload",
+        ];
+        args.extend_from_slice(workload);
+        args.push("--json");
+        let out = live().args(&args).output().unwrap();
+        ok(&out);
+        assert!(
+            !stderr(&out).contains("REDUCED"),
+            "tracing was not possible: {}",
+            stderr(&out)
+        );
+        let report = report_json(&rec, &[]);
+        for (tid, voluntary, involuntary, _) in workload_threads(&out.stdout) {
+            let row = thread_row(&report, tid);
+            eprintln!(
+                "{workload:?} tid {tid}: sync {} (kernel {voluntary}), preempt {} (kernel {involuntary})",
+                row["sync_switches"], row["preempt_switches"]
+            );
+            assert_eq!(row["sync_switches"], voluntary, "{workload:?} tid {tid}");
+            assert_eq!(
+                row["preempt_switches"], involuntary,
+                "{workload:?} tid {tid}"
+            );
+        }
+    }
+}
+
+/// Runs `args` (a powerlens command line) where tracefs is mounted: directly when the host
+/// has it, else inside a private mount namespace that mounts it (the host is untouched).
+fn with_tracefs(args: &[&str], env: &[(&str, &Path)]) -> Output {
+    let mut c = if Path::new("/sys/kernel/tracing/events").is_dir() {
+        let mut c = Command::new(args[0]);
+        c.args(&args[1..]);
+        c
+    } else {
+        let mut c = Command::new("unshare");
+        c.args(["-m", "--propagation", "private", "sh", "-c"])
+            .arg("mount -t tracefs nodev /sys/kernel/tracing && exec \"$@\"")
+            .arg("sh")
+            .args(args);
+        c
+    };
+    c.env_remove("POWERLENS_SYSFS_ROOT")
+        .env_remove("POWERLENS_PROCFS_ROOT");
+    for (k, v) in env {
+        c.env(k, v);
+    }
+    c.output().unwrap()
+}
+
+/// One row of `perf sched timehist -s --state`'s wait-time summary, in seconds.
+#[derive(Debug, Clone, Copy)]
+struct PerfTask {
+    run: f64,
+    sleep: f64,
+    iowait: f64,
+    preempt: f64,
+    delay: f64,
+}
+
+/// Rows of the wait-time summary by tid: `comm[tid/pid] parent count run sleep iowait
+/// preempt delay` (milliseconds).
+fn perf_timehist(data: &Path) -> std::collections::HashMap<u64, PerfTask> {
+    let out = Command::new("perf")
+        .args(["sched", "timehist", "-s", "--state", "-i"])
+        .arg(data)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    let mut rows = std::collections::HashMap::new();
+    for line in text.lines() {
+        let Some(open) = line.rfind('[') else {
+            continue;
+        };
+        let Some(close) = line[open..].find(']') else {
+            continue;
+        };
+        let ids = &line[open + 1..open + close];
+        let Ok(tid) = ids.split('/').next().unwrap().parse::<u64>() else {
+            continue;
+        };
+        let numbers: Vec<f64> = line[open + close + 1..]
+            .split_whitespace()
+            .filter_map(|w| w.parse().ok())
+            .collect();
+        if numbers.len() == 7 {
+            let ms = |i: usize| numbers[i] / 1e3;
+            rows.insert(
+                tid,
+                PerfTask {
+                    run: ms(2),
+                    sleep: ms(3),
+                    iowait: ms(4),
+                    preempt: ms(5),
+                    delay: ms(6),
+                },
+            );
+        }
+    }
+    rows
+}
+
+fn within(ours: f64, theirs: f64, relative: f64, absolute: f64) -> bool {
+    (ours - theirs).abs() <= (relative * theirs.abs()).max(absolute)
+}
+
+/// Per-task run, wait and runnable times agree within 2% with `perf sched timehist`
+/// recorded on the same run. The workload is pinned to cpu0: this project's VMs drop trace
+/// events in the idle task's context on cpu1 (docs/COLLECTOR.md), which perf and powerlens
+/// would account differently (powerlens infers the lost switch-ins; perf charges the gap).
+#[test]
+fn live_times_agree_with_perf_sched_timehist() {
+    if !is_root() {
+        eprintln!("skipped: recording tracepoints needs root");
+        return;
+    }
+    if Command::new("perf").arg("--version").output().is_err() {
+        eprintln!(
+            "skipped: perf is not installed (Debian: linux-perf; scripts/test.sh installs it)"
+        );
+        return;
+    }
+    let _serial = serial();
+    let (dir, rec) = scratch();
+    let data = dir.path().join("perf.data");
+    let out = with_tracefs(
+        &[
+            "perf",
+            "sched",
+            "record",
+            "-q",
+            "-o",
+            data.to_str().unwrap(),
+            "--",
+            bin(),
+            "record",
+            "-o",
+            rec.to_str().unwrap(),
+            "--",
+            "taskset",
+            "-c",
+            "0",
+            bin(),
+            "workload",
+            "barrier",
+            "--threads",
+            "2",
+            "--iterations",
+            "300",
+            "--work",
+            "200",
+            "--json",
+        ],
+        &[],
+    );
+    ok(&out);
+    let report = report_json(&rec, &[]);
+    let perf = perf_timehist(&data);
+    for (tid, _, _, _) in workload_threads(&out.stdout) {
+        let row = thread_row(&report, tid);
+        let p = perf
+            .get(&tid)
+            .unwrap_or_else(|| panic!("perf has no row for {tid}: {perf:?}"));
+        let (run, wait, inactive) = (
+            row["cpu_time_s"].as_f64().unwrap(),
+            row["wait_time_s"].as_f64().unwrap(),
+            row["inactive_time_s"].as_f64().unwrap(),
+        );
+        // perf's sleep/iowait/preempt are whole off-CPU intervals by the state the task left
+        // in; its delay is the runnable part (after a wake-up or a preemption). Blocked time
+        // alone is therefore off-CPU time minus delay.
+        let perf_wait = p.sleep + p.iowait + p.preempt - p.delay;
+        eprintln!(
+            "tid {tid}: run {run:.6} s (perf {:.6}), wait {wait:.6} s (perf {perf_wait:.6}), inactive {inactive:.6} s (perf {:.6})",
+            p.run, p.delay
+        );
+        assert!(within(run, p.run, 0.02, 0.000_2), "run time, tid {tid}");
+        assert!(
+            within(wait, perf_wait, 0.02, 0.000_5),
+            "wait time, tid {tid}"
+        );
+        assert!(
+            within(inactive, p.delay, 0.02, 0.000_5),
+            "inactive time, tid {tid}"
+        );
+    }
+}
+
+/// With a fake meter of known power, the report's energy is that power × the recording's
+/// time, and the attribution sums to it exactly: total = idle + other + Σ thread rows.
+#[test]
+fn live_attribution_sums_to_a_fake_meter() {
+    if !is_root() {
+        eprintln!("skipped: recording tracepoints needs root");
+        return;
+    }
+    let _serial = serial();
+    let tree = FixtureTree::new();
+    let online = std::fs::read_to_string("/sys/devices/system/cpu/online").unwrap();
+    tree.online_cpus(online.trim());
+    // The fixture sysfs reaches the real tracefs through a link.
+    std::os::unix::fs::symlink("/sys/kernel/tracing", tree.sys_path("kernel/tracing")).unwrap();
+    let zone = tree.rapl_zone(0, "package-0", 0, 50_000_000);
+    let _meter = FakeMeter::start(zone.join("energy_uj"), 20.0, 50_000_000);
+    let (_dir, rec) = scratch();
+    for baseline in ["0", "0.5"] {
+        let _ = std::fs::remove_file(&rec);
+        let out = with_tracefs(
+            &[
+                bin(),
+                "record",
+                "-o",
+                rec.to_str().unwrap(),
+                "--baseline",
+                baseline,
+                "--quiet-command",
+                "--",
+                bin(),
+                "workload",
+                "spin",
+                "--threads",
+                "1",
+                "--duration",
+                "600ms",
+            ],
+            &[("POWERLENS_SYSFS_ROOT", &tree.roots().sysfs)],
+        );
+        ok(&out);
+        assert!(!stderr(&out).contains("REDUCED"), "{}", stderr(&out));
+        let report = report_json(&rec, &[]);
+        let energy = &report["energy"];
+        let total = energy["total_j"].as_f64().unwrap();
+        let elapsed = report["system"]["elapsed_s"].as_f64().unwrap();
+        assert_eq!(energy["provenance"]["kind"], "measured", "{energy}");
+        assert!(
+            within(total, 20.0 * elapsed, 0.05, 0.0),
+            "{total} J over {elapsed} s at 20 W"
+        );
+        let rows: f64 = report["threads"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| r["energy_j"].as_f64().unwrap())
+            .sum();
+        let parts = energy["idle_j"].as_f64().unwrap() + energy["other_j"].as_f64().unwrap() + rows;
+        eprintln!(
+            "baseline {baseline}: total {total} J = idle {} + other {} + rows {rows}",
+            energy["idle_j"], energy["other_j"]
+        );
+        assert!((parts - total).abs() <= 0.001 * total, "{parts} vs {total}");
+        if baseline == "0" {
+            assert!(rows > 0.0, "the spinning thread gets a share");
+        } else {
+            // Idle power was measured at the same 20 W: the baseline takes (nearly) all.
+            assert!(energy["idle_j"].as_f64().unwrap() > 0.9 * total, "{energy}");
+        }
+    }
+}
