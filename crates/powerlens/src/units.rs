@@ -75,9 +75,27 @@ pub fn parse_seconds(text: &str) -> Result<Duration, String> {
     }
 }
 
+/// As [`parse_seconds`], but 0 is allowed: for lengths where zero means "skip it".
+pub fn parse_seconds_or_zero(text: &str) -> Result<Duration, String> {
+    match text.trim().parse::<f64>() {
+        Ok(secs) if secs == 0.0 => Ok(Duration::ZERO),
+        _ => parse_seconds(text),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn zero_is_allowed_only_where_it_means_skip() {
+        assert_eq!(parse_seconds_or_zero("0").unwrap(), Duration::ZERO);
+        assert_eq!(
+            parse_seconds_or_zero("1.5").unwrap(),
+            Duration::from_millis(1500)
+        );
+        assert!(parse_seconds_or_zero("-1").is_err() && parse_seconds("0").is_err());
+    }
 
     #[test]
     fn positive_numbers() {

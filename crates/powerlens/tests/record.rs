@@ -221,6 +221,39 @@ fn perf_timehist(data: &Path) -> std::collections::HashMap<u64, PerfTask> {
     rows
 }
 
+/// The scheduling delay before each task's first run (its creation delay, seconds), from
+/// `perf sched timehist`'s per-switch lines: `time [cpu] comm[tid/pid] wait sch-delay run`.
+fn perf_first_delays(data: &Path) -> std::collections::HashMap<u64, f64> {
+    let out = Command::new("perf")
+        .args(["sched", "timehist", "-i"])
+        .arg(data)
+        .output()
+        .unwrap();
+    let mut first = std::collections::HashMap::new();
+    for line in String::from_utf8_lossy(&out.stdout).lines() {
+        let Some(open) = line.rfind('[') else {
+            continue;
+        };
+        let Some(close) = line[open..].find(']') else {
+            continue;
+        };
+        let Some(Ok(tid)) = line[open + 1..open + close]
+            .split_once('/')
+            .map(|(t, _)| t.parse::<u64>())
+        else {
+            continue;
+        };
+        let numbers: Vec<f64> = line[open + close + 1..]
+            .split_whitespace()
+            .filter_map(|w| w.parse().ok())
+            .collect();
+        if numbers.len() == 3 {
+            first.entry(tid).or_insert(numbers[1] / 1e3);
+        }
+    }
+    first
+}
+
 fn within(ours: f64, theirs: f64, relative: f64, absolute: f64) -> bool {
     (ours - theirs).abs() <= (relative * theirs.abs()).max(absolute)
 }
@@ -277,6 +310,7 @@ fn live_times_agree_with_perf_sched_timehist() {
     ok(&out);
     let report = report_json(&rec, &[]);
     let perf = perf_timehist(&data);
+    let first_delays = perf_first_delays(&data);
     for (tid, _, _, _) in workload_threads(&out.stdout) {
         let row = thread_row(&report, tid);
         let p = perf
@@ -287,13 +321,17 @@ fn live_times_agree_with_perf_sched_timehist() {
             row["wait_time_s"].as_f64().unwrap(),
             row["inactive_time_s"].as_f64().unwrap(),
         );
-        // perf's sleep/iowait/preempt are whole off-CPU intervals by the state the task left
-        // in; its delay is the runnable part (after a wake-up or a preemption). Blocked time
-        // alone is therefore off-CPU time minus delay.
-        let perf_wait = p.sleep + p.iowait + p.preempt - p.delay;
+        // perf's sleep/iowait/preempt are whole off-CPU intervals between a switch-out and
+        // the next switch-in, by the state the task left in; its delay is the runnable tail
+        // after each wake-up, the first one (creation to first run) included. So blocked
+        // time is sleep + iowait − (delay − creation delay), and runnable-not-running time
+        // is delay + preempt.
+        let creation = first_delays.get(&tid).copied().unwrap_or(0.0);
+        let perf_wait = p.sleep + p.iowait - (p.delay - creation);
+        let perf_inactive = p.delay + p.preempt;
         eprintln!(
-            "tid {tid}: run {run:.6} s (perf {:.6}), wait {wait:.6} s (perf {perf_wait:.6}), inactive {inactive:.6} s (perf {:.6})",
-            p.run, p.delay
+            "tid {tid}: run {run:.6} s (perf {:.6}), wait {wait:.6} s (perf {perf_wait:.6}), inactive {inactive:.6} s (perf {perf_inactive:.6}); perf {p:?}",
+            p.run
         );
         assert!(within(run, p.run, 0.02, 0.000_2), "run time, tid {tid}");
         assert!(
@@ -301,7 +339,7 @@ fn live_times_agree_with_perf_sched_timehist() {
             "wait time, tid {tid}"
         );
         assert!(
-            within(inactive, p.delay, 0.02, 0.000_5),
+            within(inactive, perf_inactive, 0.02, 0.000_5),
             "inactive time, tid {tid}"
         );
     }
@@ -320,6 +358,7 @@ fn live_attribution_sums_to_a_fake_meter() {
     let online = std::fs::read_to_string("/sys/devices/system/cpu/online").unwrap();
     tree.online_cpus(online.trim());
     // The fixture sysfs reaches the real tracefs through a link.
+    std::fs::create_dir_all(tree.sys_path("kernel")).unwrap();
     std::os::unix::fs::symlink("/sys/kernel/tracing", tree.sys_path("kernel/tracing")).unwrap();
     let zone = tree.rapl_zone(0, "package-0", 0, 50_000_000);
     let _meter = FakeMeter::start(zone.join("energy_uj"), 20.0, 50_000_000);

@@ -11,7 +11,7 @@ use clap::Args;
 use crate::cli::GlobalArgs;
 use crate::cmd::run::MeterArgs;
 use crate::record::{self, RecordOptions, Target};
-use crate::units::parse_seconds;
+use crate::units::{parse_seconds, parse_seconds_or_zero};
 
 #[derive(Debug, Args)]
 #[command(after_long_help = "\
@@ -55,7 +55,7 @@ pub struct RecordArgs {
 
     /// With an energy meter: measure idle power this long before recording, for the
     /// report's idle (baseline) row. 0 skips it.
-    #[arg(long, value_name = "SECS", default_value = "1", value_parser = parse_seconds)]
+    #[arg(long, value_name = "SECS", default_value = "1", value_parser = parse_seconds_or_zero)]
     pub baseline: Duration,
 
     /// Ring buffer pages per CPU (4 KiB each). Raise it when the summary reports lost records.
