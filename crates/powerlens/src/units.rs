@@ -78,7 +78,7 @@ pub fn parse_seconds(text: &str) -> Result<Duration, String> {
 /// As [`parse_seconds`], but 0 is allowed: for lengths where zero means "skip it".
 pub fn parse_seconds_or_zero(text: &str) -> Result<Duration, String> {
     match text.trim().parse::<f64>() {
-        Ok(secs) if secs == 0.0 => Ok(Duration::ZERO),
+        Ok(0.0) => Ok(Duration::ZERO),
         _ => parse_seconds(text),
     }
 }
