@@ -8,6 +8,7 @@
 
 pub mod context;
 pub mod convert;
+pub mod drain;
 pub mod reduced;
 pub mod replay;
 pub mod sampler;
@@ -30,6 +31,7 @@ use powerlens_sys::{topology, Roots, SysError};
 use crate::meter::{Meter, MeterOptions};
 use crate::{exec, interrupt};
 use convert::{recorded_event_names, Converter};
+use drain::Drainer;
 use sampler::{Sampler, SamplerConfig, ThreadScope};
 use threads::ThreadTable;
 
@@ -136,6 +138,7 @@ pub fn record(roots: &Roots, opts: &RecordOptions) -> anyhow::Result<RecordSumma
     )?;
     let mut threads = ThreadTable::default();
     threads.scan_procfs(roots);
+    let recorder_threads = threads.len();
 
     let scope = match (mode, &opts.target) {
         (MODE_TRACE, _) => ThreadScope::Off,
@@ -146,32 +149,38 @@ pub fn record(roots: &Roots, opts: &RecordOptions) -> anyhow::Result<RecordSumma
     };
     let mut recorder = Recorder {
         writer,
-        collector,
-        converter: None,
         pending: Vec::new(),
         encoder: ChunkEncoder::new(),
-        threads,
         events: 0,
         samples: 0,
     };
-    if let Some(c) = &recorder.collector {
-        let converter = Converter::new(c.events());
-        // An event whose format lacks a field the converter reads is recorded but unused:
-        // list it with the events the kernel lacks.
-        let mut unavailable = unavailable_events(c);
-        for (event, field) in &converter.malformed {
-            unavailable.push(json!({
-                "event": event,
-                "reason": format!("its tracepoint format has no field {field:?}"),
-                "fix": null,
-            }));
+    let drainer = match collector {
+        Some(c) => {
+            let converter = Converter::new(c.events());
+            // An event whose format lacks a field the converter reads is recorded but
+            // unused: list it with the events the kernel lacks.
+            let mut unavailable = unavailable_events(&c);
+            for (event, field) in &converter.malformed {
+                unavailable.push(json!({
+                    "event": event,
+                    "reason": format!("its tracepoint format has no field {field:?}"),
+                    "fix": null,
+                }));
+            }
+            recorder
+                .writer
+                .set_meta(meta::UNAVAILABLE, &json!(unavailable))?;
+            c.enable()?;
+            Some(Drainer::start(c, converter, threads, roots.clone()))
         }
-        recorder
-            .writer
-            .set_meta(meta::UNAVAILABLE, &json!(unavailable))?;
-        recorder.converter = Some(converter);
-        c.enable()?;
-    }
+        None => {
+            // A reduced recording: the threads that exist now, then procfs samples.
+            for row in threads.take_changed() {
+                recorder.writer.upsert_thread(&row)?;
+            }
+            None
+        }
+    };
     let start_ns = monotonic_now_ns();
     let started = Instant::now();
     interrupt::install();
@@ -216,17 +225,20 @@ pub fn record(roots: &Roots, opts: &RecordOptions) -> anyhow::Result<RecordSumma
         threads: scope,
     });
 
-    // The loop: drain the rings when they fill or every 100 ms, commit every second.
+    // The loop: take the drained events as they come, commit every second.
     let mut exit = None;
     let mut stopped_early = None;
+    let mut write_failed = false;
     let mut last_flush = Instant::now();
     loop {
-        if let Some(c) = &recorder.collector {
-            c.wait(Duration::from_millis(100))?;
-        } else {
-            std::thread::sleep(Duration::from_millis(50));
+        match &drainer {
+            Some(d) => {
+                if let Ok(batch) = d.batches.recv_timeout(Duration::from_millis(50)) {
+                    recorder.take(batch);
+                }
+            }
+            None => std::thread::sleep(Duration::from_millis(50)),
         }
-        recorder.drain();
         if let Some(pid) = child {
             if let Some((status, _cpu)) = exec::try_wait(pid)? {
                 exit = Some(status);
@@ -249,18 +261,24 @@ pub fn record(roots: &Roots, opts: &RecordOptions) -> anyhow::Result<RecordSumma
             recorder.take_samples(sampler.samples.try_iter());
             if let Err(e) = recorder.flush() {
                 stopped_early = Some(format!("{e:#}"));
+                write_failed = true;
                 break;
             }
             last_flush = Instant::now();
         }
     }
     let stop_ns = monotonic_now_ns();
-    if let Some(c) = &recorder.collector {
-        c.disable()?;
+    let mut lost = Vec::new();
+    let mut thread_count = recorder_threads;
+    if let Some(d) = drainer {
+        let (batches, end) = d.stop()?;
+        for b in batches {
+            recorder.take(b);
+        }
+        lost = end.lost;
+        thread_count = end.threads;
     }
-    let last_samples = sampler.stop();
-    recorder.drain();
-    recorder.take_samples(last_samples.into_iter());
+    recorder.take_samples(sampler.stop().into_iter());
     if let (Some(pid), None) = (child, exit.as_ref()) {
         // Ctrl-C reached the command too: give it a moment to end and report how.
         let deadline = Instant::now() + Duration::from_secs(2);
@@ -277,37 +295,31 @@ pub fn record(roots: &Roots, opts: &RecordOptions) -> anyhow::Result<RecordSumma
             ));
         }
     }
-    recorder.threads.resolve_missing_pids(roots);
-    let lost = recorder
-        .collector
-        .as_ref()
-        .map(|c| c.lost())
-        .unwrap_or_default();
     let total_lost: u64 = lost.iter().map(|(_, n)| n).sum();
     if total_lost > 0 {
         notes.push(format!(
             "{total_lost} trace records were lost (the rings filled faster than they were read): use a larger --buffer-pages"
         ));
     }
-    let finish = recorder.finish(
-        &json!({
-            "monotonic_ns": stop_ns,
-            "elapsed_s": (stop_ns - start_ns) as f64 / 1e9,
-            "exit": exit,
-            "stopped_early": stopped_early,
-        }),
-        &lost,
-        &notes,
-    );
-    if let Err(e) = finish {
-        stopped_early.get_or_insert(format!("{e:#}"));
+    let stop = json!({
+        "monotonic_ns": stop_ns,
+        "elapsed_s": (stop_ns - start_ns) as f64 / 1e9,
+        "exit": exit,
+        "stopped_early": stopped_early,
+    });
+    // After a write error the file keeps what the last flush committed; writing more
+    // would only fail again.
+    if !write_failed {
+        if let Err(e) = recorder.finish(&stop, &lost, &notes) {
+            stopped_early = Some(format!("{e:#}"));
+        }
     }
     Ok(RecordSummary {
         path: opts.output.clone(),
         mode,
         events: recorder.events,
         samples: recorder.samples,
-        threads: recorder.threads.len(),
+        threads: thread_count,
         lost: total_lost,
         seconds: (stop_ns - start_ns) as f64 / 1e9,
         exit,
@@ -457,35 +469,26 @@ fn unavailable_events(c: &Collector) -> Vec<Value> {
 /// The writing side of a recording in progress.
 struct Recorder {
     writer: RecordingWriter,
-    collector: Option<Collector>,
-    converter: Option<Converter>,
-    /// Converted events per ring CPU (index = position in `collector.cpus()`), not yet written.
+    /// Converted events per ring CPU, not yet written.
     pending: Vec<(u32, Vec<Event>)>,
     encoder: ChunkEncoder,
-    threads: ThreadTable,
     events: u64,
     samples: u64,
 }
 
 impl Recorder {
-    /// Converts everything in the rings into pending events.
-    fn drain(&mut self) {
-        let (Some(collector), Some(converter)) = (&mut self.collector, &self.converter) else {
-            return;
-        };
-        let (pending, threads) = (&mut self.pending, &mut self.threads);
-        collector.drain(|r| {
-            if let Some(e) = converter.convert(r, threads) {
-                let slot = match pending.iter().position(|(cpu, _)| *cpu == r.cpu) {
-                    Some(i) => i,
-                    None => {
-                        pending.push((r.cpu, Vec::new()));
-                        pending.len() - 1
-                    }
-                };
-                pending[slot].1.push(e);
+    /// Adds a drained batch: events to the pending ones, thread rows straight to the file.
+    fn take(&mut self, batch: drain::Batch) {
+        for (cpu, mut events) in batch.events {
+            match self.pending.iter_mut().find(|(c, _)| *c == cpu) {
+                Some((_, pending)) => pending.append(&mut events),
+                None => self.pending.push((cpu, events)),
             }
-        });
+        }
+        for row in batch.threads {
+            // A failure here is a failing disk: the next flush reports it.
+            let _ = self.writer.upsert_thread(&row);
+        }
     }
 
     fn take_samples(&mut self, samples: impl Iterator<Item = sampler::Sample>) {
@@ -500,8 +503,7 @@ impl Recorder {
         }
     }
 
-    /// Writes pending events as chunks (each CPU's in time order), changed threads, and
-    /// commits.
+    /// Writes pending events as chunks (each CPU's in time order) and commits.
     fn flush(&mut self) -> anyhow::Result<()> {
         for (cpu, events) in &mut self.pending {
             // A ring is in write order, which is time order except for records written
@@ -518,9 +520,6 @@ impl Recorder {
                 self.events += chunk.len() as u64;
             }
             events.clear();
-        }
-        for row in self.threads.take_changed() {
-            self.writer.upsert_thread(&row)?;
         }
         self.writer.flush()?;
         Ok(())
