@@ -680,6 +680,40 @@ mod tests {
             .collect()
     }
 
+    /// The example of docs/FORMAT.md, byte by byte.
+    #[test]
+    fn documented_example_bytes() {
+        let events = [
+            ev(
+                1_000,
+                2,
+                EventKind::Wakeup {
+                    tid: 500,
+                    target_cpu: 2,
+                    new_thread: false,
+                },
+            ),
+            ev(
+                2_500,
+                2,
+                EventKind::Switch {
+                    prev: IDLE_TID,
+                    how: SwitchedOut::Blocked,
+                    next: 500,
+                },
+            ),
+        ];
+        let bytes = round_trip(&events);
+        let body = [
+            0x01, 0x02, 0xe8, 0x07, 0x02, 0xf4, 0x03, 0x00, 0x00, // header, tids, strings
+            0x63, 0x00, 0x02, 0x00, // wake-up
+            0x01, 0xdc, 0x0b, 0x01, 0x00, // switch
+        ];
+        assert_eq!(&bytes[..body.len()], &body);
+        assert_eq!(&bytes[body.len()..], &crc32(&body).to_le_bytes());
+        assert_eq!(bytes.len(), body.len() + 4);
+    }
+
     #[test]
     fn crc32_is_the_standard_one() {
         assert_eq!(crc32(b"123456789"), 0xCBF4_3926);
