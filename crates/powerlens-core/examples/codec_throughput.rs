@@ -59,6 +59,7 @@ fn main() {
     let mut out = Vec::new();
     for run in 1..=3 {
         let start = Instant::now();
+        let cpu_start = thread_cpu_ns();
         let mut decoded = 0usize;
         for c in &chunks {
             out.clear();
@@ -66,12 +67,18 @@ fn main() {
             decoded += out.len();
         }
         let secs = start.elapsed().as_secs_f64();
+        let cpu_secs = thread_cpu_ns()
+            .zip(cpu_start)
+            .map(|(b, a)| (b - a) as f64 / 1e9);
         assert_eq!(decoded, total);
         println!(
-            "decode run {run}: {:.3} s, {:.1} M events/s, {:.0} MB/s",
+            "decode run {run}: {:.3} s, {:.1} M events/s, {:.0} MB/s{}",
             secs,
             total as f64 / secs / 1e6,
-            bytes as f64 / secs / 1e6
+            bytes as f64 / secs / 1e6,
+            cpu_secs
+                .map(|c| format!(" ({:.1} M events per CPU-second)", total as f64 / c / 1e6))
+                .unwrap_or_default()
         );
     }
 
@@ -93,6 +100,16 @@ fn main() {
         "sched_switch/sched_wakeup only: {:.2} bytes/event",
         sw_bytes as f64 / sw_events as f64
     );
+}
+
+/// CPU time of this thread (ns), from /proc: robust when other builds share the CPUs.
+fn thread_cpu_ns() -> Option<u64> {
+    std::fs::read_to_string("/proc/thread-self/schedstat")
+        .ok()?
+        .split_whitespace()
+        .next()?
+        .parse()
+        .ok()
 }
 
 /// Per-CPU event streams in the proportions of a ping-pong heavy workload.
