@@ -350,7 +350,7 @@ impl RecordingReader {
         if meta.len() == 0 {
             return Err(StoreError::NotARecording {
                 path,
-                detail: "an empty file".into(),
+                detail: "an empty file: was the recorder stopped before it wrote anything?".into(),
             });
         }
         let conn = Connection::open_with_flags(&path, OpenFlags::SQLITE_OPEN_READ_ONLY).map_err(
@@ -1052,6 +1052,7 @@ exec "$0" --exact "$1" --nocapture --test-threads=1"#;
         let before = std::fs::read(&rec).unwrap();
         let err = crate::ResultsDb::open(&rec).err().unwrap();
         assert!(matches!(err, StoreError::NotOurs { .. }), "{err}");
+        assert!(err.to_string().contains("powerlens report"), "{err}");
         assert_eq!(std::fs::read(&rec).unwrap(), before);
     }
 
