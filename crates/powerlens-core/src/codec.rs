@@ -53,7 +53,7 @@ pub enum CodecError {
     Truncated { at: usize, needed: usize },
     #[error("chunk checksum mismatch (stored {stored:#010x}, computed {computed:#010x}): the chunk is damaged")]
     Checksum { stored: u32, computed: u32 },
-    #[error("chunk encoding version {found} is newer than this powerlens understands ({supported}); upgrade powerlens")]
+    #[error("chunk encoding version {found}, but this powerlens reads version {supported} (if the recording is newer: upgrade powerlens)")]
     Version { found: u32, supported: u32 },
     #[error("malformed varint at byte {at}")]
     Varint { at: usize },
