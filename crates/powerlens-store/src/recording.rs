@@ -350,7 +350,7 @@ impl RecordingReader {
         if meta.len() == 0 {
             return Err(StoreError::NotARecording {
                 path,
-                detail: "an empty file".into(),
+                detail: "an empty file: was the recorder stopped before it wrote anything?".into(),
             });
         }
         let conn = Connection::open_with_flags(&path, OpenFlags::SQLITE_OPEN_READ_ONLY).map_err(
@@ -765,5 +765,421 @@ mod tests {
             .err()
             .unwrap();
         assert!(matches!(err, StoreError::RecordingCreate { .. }), "{err}");
+    }
+
+    fn side_file(path: &Path, suffix: &str) -> PathBuf {
+        let mut p = path.to_path_buf().into_os_string();
+        p.push(suffix);
+        PathBuf::from(p)
+    }
+
+    fn write_flushed_part(w: &mut RecordingWriter) {
+        w.set_meta("command", &json!(["pingpong"])).unwrap();
+        w.upsert_thread(&ThreadRow {
+            tid: 9,
+            comm: "flushed".into(),
+            ..Default::default()
+        })
+        .unwrap();
+        for i in 0..50 {
+            w.append_chunk(i % 2, i as u64, i as u64, 100, &chunk_bytes(i, 10_000))
+                .unwrap();
+            w.append_sample(i as u64, "energy", &json!(i)).unwrap();
+        }
+        w.flush().unwrap();
+    }
+
+    fn write_unflushed_part(w: &mut RecordingWriter) {
+        w.set_meta("stop", &json!("never flushed")).unwrap();
+        w.upsert_thread(&ThreadRow {
+            tid: 9,
+            comm: "unflushed".into(),
+            ..Default::default()
+        })
+        .unwrap();
+        // 20 MB: more than SQLite's page cache, so part of it reaches the -wal.
+        for i in 50..2_050 {
+            w.append_chunk(i % 2, i as u64, i as u64, 100, &chunk_bytes(i, 10_000))
+                .unwrap();
+            w.append_sample(i as u64, "energy", &json!(i)).unwrap();
+        }
+    }
+
+    /// What a reader must find after the writer died right after `write_flushed_part`.
+    fn assert_exactly_flushed_part(path: &Path) {
+        let r = RecordingReader::open(path).unwrap();
+        assert_eq!(r.meta("command").unwrap(), Some(json!(["pingpong"])));
+        assert_eq!(r.meta("stop").unwrap(), None);
+        assert_eq!(r.threads().unwrap()[0].comm, "flushed");
+        assert_eq!(r.cpus().unwrap(), vec![0, 1]);
+        assert_eq!(r.event_count().unwrap(), 50 * 100);
+        for cpu in 0..2 {
+            let chunks = all_chunks(&r, cpu);
+            assert_eq!(chunks.len(), 25);
+            for (k, c) in chunks.iter().enumerate() {
+                let i = (2 * k) as u32 + cpu;
+                assert_eq!(c.first_ns, i as u64);
+                assert_eq!(c.data, chunk_bytes(i, 10_000), "chunk {i}");
+            }
+        }
+        let mut n = 0;
+        r.samples("energy", |t, v| {
+            assert_eq!(json!(t), v);
+            n += 1;
+        })
+        .unwrap();
+        assert_eq!(n, 50);
+    }
+
+    const CHILD_ENV: &str = "POWERLENS_TEST_RECORDING_CHILD";
+
+    /// Run by `sigkill_keeps_exactly_what_was_flushed` in a child process: writes, flushes,
+    /// writes more without flushing, says READY and waits to be killed.
+    #[test]
+    #[ignore = "helper process of sigkill_keeps_exactly_what_was_flushed"]
+    fn sigkill_child() {
+        let path = PathBuf::from(std::env::var_os(CHILD_ENV).expect("run by the parent test"));
+        let mut w = RecordingWriter::create(&path).unwrap();
+        write_flushed_part(&mut w);
+        write_unflushed_part(&mut w);
+        println!("READY");
+        std::thread::sleep(std::time::Duration::from_secs(120));
+        panic!("not killed");
+    }
+
+    #[test]
+    fn sigkill_keeps_exactly_what_was_flushed() {
+        use std::io::BufRead;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("killed.rec");
+        let mut child = std::process::Command::new(std::env::current_exe().unwrap())
+            .args([
+                "recording::tests::sigkill_child",
+                "--exact",
+                "--ignored",
+                "--nocapture",
+                "--test-threads=1",
+            ])
+            .env(CHILD_ENV, &path)
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut stdout = std::io::BufReader::new(child.stdout.take().unwrap());
+        let mut line = String::new();
+        loop {
+            line.clear();
+            assert!(
+                stdout.read_line(&mut line).unwrap() > 0,
+                "child ended before READY"
+            );
+            if line.contains("READY") {
+                break;
+            }
+        }
+        child.kill().unwrap(); // SIGKILL
+        let status = child.wait().unwrap();
+        assert!(!status.success());
+        // The writer died mid-transaction, with uncommitted frames in the -wal.
+        let wal = side_file(&path, "-wal");
+        assert!(
+            std::fs::metadata(&wal).map(|m| m.len()).unwrap_or(0) > 0,
+            "the unflushed part should have reached the -wal for this test to mean anything"
+        );
+        let main_before = std::fs::read(&path).unwrap();
+        assert_exactly_flushed_part(&path);
+        assert_eq!(
+            std::fs::read(&path).unwrap(),
+            main_before,
+            "the reader modified the recording"
+        );
+        // A user who copies only the main file has everything flushed too.
+        let copy_dir = tempfile::tempdir().unwrap();
+        let copy = copy_dir.path().join("copy.rec");
+        std::fs::copy(&path, &copy).unwrap();
+        assert_exactly_flushed_part(&copy);
+    }
+
+    #[test]
+    fn full_database_keeps_what_was_flushed() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("full.rec");
+        let mut w = RecordingWriter::create(&path).unwrap();
+        write_flushed_part(&mut w);
+        let pages: i64 = w
+            .conn
+            .query_row("PRAGMA page_count", [], |r| r.get(0))
+            .unwrap();
+        // SQLite's own size limit: the same SQLITE_FULL path as a full file system.
+        w.conn
+            .execute_batch(&format!("PRAGMA max_page_count = {}", pages + 100))
+            .unwrap();
+        let mut err = None;
+        for i in 50..1_000 {
+            if let Err(e) = w.append_chunk(0, i, i, 100, &chunk_bytes(i as u32, 10_000)) {
+                err = Some(e);
+                break;
+            }
+        }
+        let err = err.expect("the database never filled up");
+        assert!(matches!(err, StoreError::DiskFull { .. }), "{err}");
+        let msg = err.to_string();
+        assert!(msg.contains(path.to_str().unwrap()), "{msg}");
+        assert!(msg.contains("keeps everything flushed"), "{msg}");
+        // The writer is still usable: small writes after the failure fit again.
+        w.set_meta("stop", &json!("after disk full")).unwrap();
+        drop(w);
+        let r = RecordingReader::open(&path).unwrap();
+        assert_eq!(r.event_count().unwrap(), 50 * 100);
+        assert_eq!(r.meta("stop").unwrap(), Some(json!("after disk full")));
+    }
+
+    const TMPFS_ENV: &str = "POWERLENS_TEST_RECORDING_TMPFS";
+
+    /// A real ENOSPC on a 2 MiB tmpfs, mounted in a private mount namespace.
+    #[test]
+    fn full_file_system_keeps_what_was_flushed() {
+        let Some(dir) = std::env::var_os(TMPFS_ENV) else {
+            let dir = tempfile::tempdir().unwrap();
+            let script = r#"mount -t tmpfs -o size=2m powerlens-test "$2" || exit 77
+exec "$0" --exact "$1" --nocapture --test-threads=1"#;
+            let out = std::process::Command::new("unshare")
+                .args(["-m", "--propagation", "private", "sh", "-c", script])
+                .arg(std::env::current_exe().unwrap())
+                .arg("recording::tests::full_file_system_keeps_what_was_flushed")
+                .arg(dir.path())
+                .env(TMPFS_ENV, dir.path())
+                .output();
+            match out {
+                Ok(o)
+                    if o.status.code() == Some(77)
+                        || String::from_utf8_lossy(&o.stderr).starts_with("unshare:") =>
+                {
+                    eprintln!(
+                        "skipped: cannot mount a small tmpfs in a private namespace: {}",
+                        String::from_utf8_lossy(&o.stderr)
+                    );
+                }
+                Ok(o) => {
+                    let stdout = String::from_utf8_lossy(&o.stdout);
+                    eprintln!("{stdout}{}", String::from_utf8_lossy(&o.stderr));
+                    assert!(o.status.success(), "failed on the small tmpfs");
+                    assert!(stdout.contains("1 passed"), "did not run on the tmpfs");
+                }
+                Err(e) => eprintln!("skipped: cannot run unshare: {e}"),
+            }
+            return;
+        };
+        let path = PathBuf::from(dir).join("full.rec");
+        let mut w = RecordingWriter::create(&path).unwrap();
+        write_flushed_part(&mut w); // about 500 kB
+        let mut err = None;
+        for i in 50..1_000u32 {
+            if let Err(e) = w.append_chunk(0, i as u64, i as u64, 100, &chunk_bytes(i, 10_000)) {
+                err = Some(e);
+                break;
+            }
+            if i % 20 == 0 {
+                if let Err(e) = w.flush() {
+                    err = Some(e);
+                    break;
+                }
+            }
+        }
+        let err = err.expect("2 MiB never filled up");
+        assert!(matches!(err, StoreError::DiskFull { .. }), "{err}");
+        println!("error: {err}");
+        drop(w);
+        let r = RecordingReader::open(&path).unwrap();
+        // Everything flushed before the failure is there, intact.
+        let chunks = all_chunks(&r, 0);
+        assert!(chunks.len() >= 25, "{}", chunks.len());
+        for c in &chunks {
+            assert_eq!(c.data, chunk_bytes(c.first_ns as u32, 10_000));
+        }
+        assert_eq!(r.meta("command").unwrap(), Some(json!(["pingpong"])));
+    }
+
+    fn refused(path: &Path) -> StoreError {
+        let before = std::fs::read(path).unwrap();
+        let err = RecordingReader::open(path).err().expect("must refuse");
+        assert_eq!(
+            std::fs::read(path).unwrap(),
+            before,
+            "the file was modified"
+        );
+        for side in SIDE_FILES {
+            assert!(!side_file(path, side).exists(), "{side} created");
+        }
+        err
+    }
+
+    #[test]
+    fn foreign_files_are_refused_and_left_untouched() {
+        let dir = tempfile::tempdir().unwrap();
+
+        let garbage = dir.path().join("garbage.rec");
+        std::fs::write(&garbage, b"not a database at all\n".repeat(500)).unwrap();
+        let err = refused(&garbage);
+        assert!(matches!(err, StoreError::NotARecording { .. }), "{err}");
+        assert!(err.to_string().contains("not an SQLite file"), "{err}");
+
+        let empty = dir.path().join("empty.rec");
+        std::fs::write(&empty, b"").unwrap();
+        let err = refused(&empty);
+        assert!(err.to_string().contains("an empty file"), "{err}");
+
+        let results = dir.path().join("results.db");
+        drop(crate::ResultsDb::open(&results).unwrap());
+        let err = refused(&results);
+        assert!(err.to_string().contains("results database"), "{err}");
+
+        let foreign = dir.path().join("foreign.db");
+        Connection::open(&foreign)
+            .unwrap()
+            .execute_batch("CREATE TABLE chunks(x); PRAGMA application_id = 7;")
+            .unwrap();
+        let err = refused(&foreign);
+        assert!(matches!(err, StoreError::NotARecording { .. }), "{err}");
+
+        let missing = dir.path().join("missing.rec");
+        let err = RecordingReader::open(&missing).err().unwrap();
+        assert!(matches!(err, StoreError::NoRecording { .. }), "{err}");
+        assert!(!missing.exists());
+
+        // And the results database refuses a recording.
+        let rec = dir.path().join("a.rec");
+        RecordingWriter::create(&rec).unwrap().finish().unwrap();
+        let before = std::fs::read(&rec).unwrap();
+        let err = crate::ResultsDb::open(&rec).err().unwrap();
+        assert!(matches!(err, StoreError::NotOurs { .. }), "{err}");
+        assert!(err.to_string().contains("powerlens report"), "{err}");
+        assert_eq!(std::fs::read(&rec).unwrap(), before);
+    }
+
+    #[test]
+    fn newer_schema_says_upgrade() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("new.rec");
+        RecordingWriter::create(&path).unwrap().finish().unwrap();
+        Connection::open(&path)
+            .unwrap()
+            .execute_batch(&format!(
+                "PRAGMA user_version = {}",
+                RECORDING_SCHEMA_VERSION + 1
+            ))
+            .unwrap();
+        let err = refused(&path);
+        assert!(
+            matches!(err, StoreError::RecordingTooNew { found: 2, .. }),
+            "{err}"
+        );
+        assert!(err.to_string().contains("upgrade powerlens"), "{err}");
+    }
+
+    fn big_recording(path: &Path) {
+        let mut w = RecordingWriter::create(path).unwrap();
+        w.set_meta("command", &json!(["x"])).unwrap();
+        for i in 0..400u32 {
+            w.append_chunk(i % 4, i as u64, i as u64, 10, &chunk_bytes(i, 5_000))
+                .unwrap();
+            if i % 100 == 0 {
+                w.flush().unwrap();
+            }
+        }
+        w.finish().unwrap();
+    }
+
+    /// Reads everything; returns the first error.
+    fn read_all(path: &Path) -> Result<(), StoreError> {
+        let r = RecordingReader::open(path)?;
+        r.all_meta()?;
+        r.threads()?;
+        r.event_count()?;
+        for cpu in r.cpus()? {
+            let mut c = r.chunks(cpu);
+            while c.next_chunk()?.is_some() {}
+        }
+        r.samples("energy", |_, _| {})?;
+        Ok(())
+    }
+
+    #[test]
+    fn truncated_recordings_are_errors() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("whole.rec");
+        big_recording(&path);
+        read_all(&path).unwrap();
+        let bytes = std::fs::read(&path).unwrap();
+        assert!(bytes.len() > 1_000_000);
+        for cut in [
+            100,
+            4096,
+            5000,
+            bytes.len() / 3,
+            bytes.len() / 2,
+            bytes.len() - 4096,
+        ] {
+            let t = dir.path().join(format!("cut{cut}.rec"));
+            std::fs::write(&t, &bytes[..cut]).unwrap();
+            let err = read_all(&t)
+                .err()
+                .unwrap_or_else(|| panic!("cut at {cut} read fine"));
+            assert!(
+                matches!(
+                    err,
+                    StoreError::RecordingCorrupt { .. } | StoreError::NotARecording { .. }
+                ),
+                "cut at {cut}: {err:?}"
+            );
+            assert_eq!(std::fs::read(&t).unwrap(), &bytes[..cut]);
+        }
+    }
+
+    #[test]
+    fn damaged_recordings_never_panic() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("whole.rec");
+        big_recording(&path);
+        let bytes = std::fs::read(&path).unwrap();
+        let mut seed = 0x1234_5678_9ABC_DEF1u64;
+        let mut rnd = |m: usize| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            (seed % m as u64) as usize
+        };
+        let mut errors = 0;
+        for i in 0..60 {
+            let mut m = bytes.clone();
+            // Damage the first pages (header, schema, b-tree roots) more often.
+            let span = if i % 2 == 0 { 16_384 } else { m.len() };
+            for _ in 0..20 {
+                let at = rnd(span);
+                m[at] = rnd(256) as u8;
+            }
+            let t = dir.path().join("damaged.rec");
+            std::fs::write(&t, &m).unwrap();
+            if read_all(&t).is_err() {
+                errors += 1;
+            }
+            std::fs::remove_file(&t).unwrap();
+        }
+        assert!(errors > 0, "no damage was ever noticed");
+    }
+
+    #[test]
+    fn reading_leaves_a_finished_recording_byte_for_byte() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("r.rec");
+        big_recording(&path);
+        let before = std::fs::read(&path).unwrap();
+        read_all(&path).unwrap();
+        assert_eq!(std::fs::read(&path).unwrap(), before);
+        for side in SIDE_FILES {
+            assert!(
+                !side_file(&path, side).exists(),
+                "{side} created by the reader"
+            );
+        }
     }
 }

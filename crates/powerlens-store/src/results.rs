@@ -170,6 +170,11 @@ impl ResultsDb {
             }
             return self.create_schema();
         }
+        if app_id == crate::RECORDING_APPLICATION_ID {
+            return Err(
+                self.not_ours("it is a powerlens recording; read it with `powerlens report FILE`")
+            );
+        }
         if app_id != APPLICATION_ID {
             return Err(self.not_ours(format!("SQLite application_id {app_id:#x}, not powerlens")));
         }
