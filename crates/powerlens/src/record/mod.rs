@@ -378,22 +378,33 @@ fn measure_baseline(meter: &Meter, length: Duration) -> anyhow::Result<Option<f6
     Ok(Some(meter.average_power_w(&from, &to)))
 }
 
-/// Creates the recording, moving an existing file aside to `FILE.old` as perf does.
+/// Creates the recording, moving an existing one aside to `FILE.old` as perf does — with
+/// the `-wal`/`-shm` files a killed recorder may have left beside it.
 fn create_file(path: &Path) -> anyhow::Result<RecordingWriter> {
+    let with_suffix = |p: &Path, suffix: &str| {
+        let mut s = p.as_os_str().to_owned();
+        s.push(suffix);
+        PathBuf::from(s)
+    };
     if path.exists() {
-        let mut old = path.as_os_str().to_owned();
-        old.push(".old");
-        std::fs::rename(path, &old).with_context(|| {
-            format!(
-                "{} exists and cannot be moved aside to {}",
-                path.display(),
-                PathBuf::from(&old).display()
-            )
-        })?;
+        let old = with_suffix(path, ".old");
+        for side in ["", "-wal", "-shm", "-journal"] {
+            let (from, to) = (with_suffix(path, side), with_suffix(&old, side));
+            let _ = std::fs::remove_file(&to);
+            if from.exists() {
+                std::fs::rename(&from, &to).with_context(|| {
+                    format!(
+                        "{} exists and cannot be moved aside to {}",
+                        from.display(),
+                        to.display()
+                    )
+                })?;
+            }
+        }
         eprintln!(
             "powerlens: moved the existing {} to {}",
             path.display(),
-            PathBuf::from(&old).display()
+            old.display()
         );
     }
     Ok(RecordingWriter::create(path)?)
