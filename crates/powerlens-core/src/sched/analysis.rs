@@ -37,6 +37,27 @@ const UNKNOWN_TID: Tid = Tid::MAX;
 /// No process group.
 const NO_GROUP: u32 = u32::MAX;
 
+/// A multiplicative hasher for thread ids: the thread table is looked up several times per
+/// event, and SipHash's DoS resistance buys nothing for kernel-assigned ids.
+#[derive(Default, Clone, Copy)]
+struct TidHasher(u64);
+
+impl std::hash::Hasher for TidHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for b in bytes {
+            self.0 = (self.0.rotate_left(5) ^ *b as u64).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
+        }
+    }
+    fn write_u32(&mut self, n: u32) {
+        self.0 = (n as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    }
+}
+
+type TidMap<V> = HashMap<Tid, V, std::hash::BuildHasherDefault<TidHasher>>;
+
 /// Who or what made a thread runnable.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct WakeupCauses {
@@ -211,12 +232,12 @@ struct Group {
 /// The streaming analysis. Feed events in time order, then [`SchedAnalysis::finish`].
 #[derive(Default)]
 pub struct SchedAnalysis {
-    threads: HashMap<Tid, Thread>,
+    threads: TidMap<Thread>,
     cpus: Vec<Cpu>,
     start_ns: Option<u64>,
     last_ns: u64,
     /// tid → index in `groups`.
-    group_of: HashMap<Tid, u32>,
+    group_of: TidMap<u32>,
     groups: Vec<Group>,
 }
 
