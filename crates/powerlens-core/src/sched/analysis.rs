@@ -199,12 +199,16 @@ struct Thread {
     stats: ThreadStats,
 }
 
-#[derive(Default)]
 struct Cpu {
     /// The current task and since when; `None` until the first switch on this CPU.
     current: Option<(Tid, u64)>,
     /// Time of the last event recorded on this CPU.
     last_ns: u64,
+    /// The task in whose context the latest events of this CPU were recorded (from
+    /// [`SchedAnalysis::feed_in_context`]), and the time of the last event before that run
+    /// of events (recorded in another task's context).
+    ctx_tid: Tid,
+    before_ctx_ns: u64,
     /// Requested state and start of the `cpu_idle` state in progress.
     idle_since: Option<(u32, u64)>,
     /// Time in `cpu_idle` states during the current idle-task period, and whether any
@@ -221,6 +225,26 @@ struct Cpu {
     /// Start of the current task's running segment at the current frequency.
     seg_since: u64,
     stats: CpuStats,
+}
+
+impl Default for Cpu {
+    fn default() -> Self {
+        Cpu {
+            current: None,
+            last_ns: 0,
+            ctx_tid: UNKNOWN_TID,
+            before_ctx_ns: 0,
+            idle_since: None,
+            period_idle_ns: 0,
+            period_saw_cpu_idle: false,
+            pending_idle: None,
+            interrupts: Vec::new(),
+            khz: None,
+            khz_since: 0,
+            seg_since: 0,
+            stats: CpuStats::default(),
+        }
+    }
 }
 
 struct Group {
@@ -305,16 +329,32 @@ impl SchedAnalysis {
     /// Consumes one event. Events must come in non-decreasing time order (an event older
     /// than the last one is taken as happening at the last one's time).
     pub fn feed(&mut self, e: &Event) {
+        self.feed_in_context(e, None)
+    }
+
+    /// Consumes one event recorded in the context of task `context` (the tid in the perf
+    /// sample's header: the task current on the CPU when the event fired, 0 for the idle
+    /// task). With it, a lost switch-in of X is inferred before the run of events recorded
+    /// in X's context, not after them, and a wake-up issued by a thread whose switch-in was
+    /// lost is still credited to it. `None` is [`SchedAnalysis::feed`].
+    pub fn feed_in_context(&mut self, e: &Event, context: Option<Tid>) {
         let t = e.time_ns.max(self.last_ns);
         let start = *self.start_ns.get_or_insert(t);
         self.last_ns = t;
+        if let (Some(ctx), false) = (context, matches!(e.kind, EventKind::Frequency { .. })) {
+            let c = self.cpu(e.cpu);
+            if c.ctx_tid != ctx {
+                c.before_ctx_ns = c.last_ns;
+                c.ctx_tid = ctx;
+            }
+        }
         match &e.kind {
             EventKind::Switch { prev, how, next } => {
                 self.switch(e.cpu, t, start, *prev, *how, *next)
             }
             EventKind::Wakeup {
                 tid, new_thread, ..
-            } => self.wakeup(e.cpu, t, *tid, *new_thread),
+            } => self.wakeup(e.cpu, t, *tid, *new_thread, context),
             EventKind::Migrate { tid, .. } => self.thread(*tid).stats.migrations += 1,
             EventKind::Fork { child, parent } => {
                 let parent_comm = self.threads.get(parent).and_then(|p| p.stats.comm.clone());
@@ -519,7 +559,14 @@ impl SchedAnalysis {
         let c = self.cpu(cpu);
         // Interrupt contexts never span a context switch: anything left open lost its exit.
         c.interrupts.clear();
-        let (last, current) = (c.last_ns, c.current);
+        // The latest event known to precede `prev`'s switch-in: the last one recorded
+        // outside `prev`'s context when contexts are known, else the CPU's last event.
+        let last = if c.ctx_tid == prev {
+            c.before_ctx_ns
+        } else {
+            c.last_ns
+        };
+        let current = c.current;
         match current {
             Some((cur, _)) if cur == prev => {}
             None if prev == IDLE_TID
@@ -592,10 +639,15 @@ impl SchedAnalysis {
         self.open(cpu, next, t);
     }
 
-    fn wakeup(&mut self, cpu: u32, t: u64, tid: Tid, new_thread: bool) {
+    fn wakeup(&mut self, cpu: u32, t: u64, tid: Tid, new_thread: bool, context: Option<Tid>) {
         let c = self.cpu(cpu);
-        // The wake-up runs in the context of whatever is on the issuing CPU.
-        let cause = match (c.interrupts.last(), c.current) {
+        // The wake-up runs in the context of whatever is on the issuing CPU: the recorded
+        // context when known (right even after a lost switch), else the current task.
+        let current = match context {
+            Some(ctx) => Some((ctx, t)),
+            None => c.current,
+        };
+        let cause = match (c.interrupts.last(), current) {
             (Some(InterruptKind::Timer), _) => Cause::Timer,
             (Some(InterruptKind::Irq(_)), _) => Cause::Irq,
             (Some(InterruptKind::SoftIrq(_)), _) => Cause::SoftIrq,

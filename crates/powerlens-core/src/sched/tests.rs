@@ -754,3 +754,41 @@ fn trace_residency_against_sysfs_and_sampled_frequency() {
     );
     assert_eq!(r.cpus[0].frequency_mhz, Some(2_500.0));
 }
+
+/// Seen on this VM: the switch tokio(69) → lto(3033) on cpu1 was lost; the events that
+/// followed were recorded in 3033's context (perf's sample tid). With the context, 3033's
+/// switch-in is inferred before those events (at the later of its preemption and the last
+/// event outside its context), not after them, and its wake-up of 3036 is credited to it.
+#[test]
+fn lost_switch_in_with_sample_context() {
+    use super::analysis::SchedAnalysis;
+    use SwitchedOut::*;
+    let (lto, tokio, sl) = (3033, 69, 3036);
+    let run = |with_context: bool| {
+        let events = [
+            (switch(0, 1, IDLE_TID, Preempted, lto), IDLE_TID),
+            (switch(10, 1, lto, Preempted, tokio), lto),
+            // (lost: tokio → lto at 12)
+            (wakeup(15, 1, sl), lto),
+            (switch(17, 1, lto, Preempted, sl), lto),
+        ];
+        let mut a = SchedAnalysis::new();
+        for (e, ctx) in &events {
+            a.feed_in_context(e, with_context.then_some(*ctx));
+        }
+        a.finish(20)
+    };
+    let s = run(true);
+    assert_eq!(thread(&s, lto).cpu_time_ns, 10 + 7);
+    assert_eq!(thread(&s, tokio).cpu_time_ns, 0);
+    assert_eq!(thread(&s, lto).wakeups_caused, 1);
+    assert_eq!(thread(&s, sl).wakeups_received.thread, 1);
+    assert_eq!(s.cpus[1].inferred_switch_ins, 1);
+    cpu_conserved(&s);
+    // Without the context: after the last event (15), and the waker looks like tokio.
+    let s = run(false);
+    assert_eq!(thread(&s, lto).cpu_time_ns, 10 + 2);
+    assert_eq!(thread(&s, tokio).cpu_time_ns, 5);
+    assert_eq!(thread(&s, tokio).wakeups_caused, 1);
+    cpu_conserved(&s);
+}
