@@ -698,16 +698,25 @@ pub fn system(report: &RecordingReport) -> String {
             .idle_states
             .iter()
             .map(|t| {
-                format!(
-                    "{} {} µs{}",
-                    t.name,
-                    t.target_residency_us,
-                    match t.mean_idle_reaches_target {
-                        Some(true) => " (reached)",
-                        Some(false) => " (NOT reached)",
-                        None => "",
-                    }
-                )
+                let mut notes = Vec::new();
+                match t.mean_idle_reaches_target {
+                    Some(true) => notes.push("mean reaches it".to_string()),
+                    Some(false) => notes.push("mean does NOT reach it".to_string()),
+                    None => {}
+                }
+                if let Some(p) = t.wakeups_reaching_target_pct {
+                    notes.push(format!("{} of idle periods do", pct(p)));
+                }
+                if notes.is_empty() {
+                    format!("{} {} µs", t.name, t.target_residency_us)
+                } else {
+                    format!(
+                        "{} {} µs ({})",
+                        t.name,
+                        t.target_residency_us,
+                        notes.join(", ")
+                    )
+                }
             })
             .collect();
         line(&mut out, "target residency", states.join(", "));
@@ -956,7 +965,6 @@ pub fn text(report: &RecordingReport, opts: &GridOptions) -> Result<String, Unkn
 mod tests {
     use super::*;
     use powerlens_core::provenance::Provenance;
-    use powerlens_core::sched::analysis::SchedAnalysis;
     use powerlens_core::sched::event::{Event, EventKind, InterruptKind, SwitchedOut, IDLE_TID};
     use powerlens_core::sched::report::{
         build, EnergyInput, IdleStateInfo, RecordingContext, SysfsIdle, ThreadInfo,
@@ -1077,7 +1085,7 @@ mod tests {
 
     fn report(energy: bool) -> RecordingReport {
         let ctx = context(energy);
-        let mut a = SchedAnalysis::with_thread_groups(ctx.thread_groups());
+        let mut a = ctx.analysis();
         for e in stream() {
             a.feed(&e);
         }
@@ -1330,7 +1338,7 @@ tid,pid,comm,cpu_time_s,wakeups_thread,mean_idle_before_wakeup_us,frequency_mhz,
         for needle in [
             "target                 pid 100\n",
             "idle wake-ups          3 (30.00 per s), mean idle before a wake-up 16667 µs\n",
-            "target residency       POLL 0 µs (reached), C1 20000 µs (NOT reached)\n",
+            "target residency       POLL 0 µs (mean reaches it, 100.0% of idle periods do), C1 20000 µs (mean does NOT reach it, 33.3% of idle periods do)\n",
             "idleness efficiency    81.2% of idle-state time in C1 (deepest; from sysfs)\n",
             "inferred switch-ins    1 switch-ins inferred (kernel did not record them): cpu1 1\n",
             "  1  C1     -        -                   2       0.05000  -\n",

@@ -146,6 +146,9 @@ pub struct CpuStats {
     pub idle_wakeups: u64,
     /// Total idle duration before those idle wake-ups.
     pub idle_before_wakeups_ns: u64,
+    /// For each threshold given to [`SchedAnalysis::with_idle_thresholds`]: the threshold
+    /// and how many idle wake-ups came after at least that long idle.
+    pub idle_wakeups_at_least: Vec<(u64, u64)>,
     /// Switch-ins the kernel did not record, inferred from a later switch-out.
     pub inferred_switch_ins: u64,
     /// Time during which the CPU's frequency was known.
@@ -263,6 +266,8 @@ pub struct SchedAnalysis {
     /// tid → index in `groups`.
     group_of: TidMap<u32>,
     groups: Vec<Group>,
+    /// Idle-duration thresholds (ns), ascending.
+    idle_thresholds: Vec<u64>,
 }
 
 impl SchedAnalysis {
@@ -299,6 +304,19 @@ impl SchedAnalysis {
         a
     }
 
+    /// Also counts, per CPU, the idle wake-ups after an idle period of at least each
+    /// threshold (nanoseconds; typically each cpuidle state's target residency), so the
+    /// report can say what share of idle periods were long enough for each state.
+    pub fn with_idle_thresholds(mut self, mut thresholds_ns: Vec<u64>) -> Self {
+        thresholds_ns.sort_unstable();
+        thresholds_ns.dedup();
+        self.idle_thresholds = thresholds_ns;
+        for c in &mut self.cpus {
+            c.stats.idle_wakeups_at_least = self.idle_thresholds.iter().map(|&t| (t, 0)).collect();
+        }
+        self
+    }
+
     fn thread(&mut self, tid: Tid) -> &mut Thread {
         let (groups, group_of) = (&self.groups, &self.group_of);
         self.threads.entry(tid).or_insert_with(|| {
@@ -321,6 +339,10 @@ impl SchedAnalysis {
             self.cpus.resize_with(i + 1, Cpu::default);
             for (n, c) in self.cpus.iter_mut().enumerate() {
                 c.stats.cpu = n as u32;
+                if c.stats.idle_wakeups_at_least.len() != self.idle_thresholds.len() {
+                    c.stats.idle_wakeups_at_least =
+                        self.idle_thresholds.iter().map(|&t| (t, 0)).collect();
+                }
             }
         }
         &mut self.cpus[i]
@@ -535,6 +557,13 @@ impl SchedAnalysis {
         if let Some(idle) = idle {
             c.stats.idle_wakeups += 1;
             c.stats.idle_before_wakeups_ns += idle;
+            for (threshold, n) in &mut c.stats.idle_wakeups_at_least {
+                if idle >= *threshold {
+                    *n += 1;
+                } else {
+                    break;
+                }
+            }
         }
         self.detach(tid, cpu, t);
         let n = self.thread(tid);

@@ -588,7 +588,7 @@ pub(super) fn three_thread_context() -> super::report::RecordingContext {
 
 pub(super) fn three_thread_report() -> super::report::RecordingReport {
     let ctx = three_thread_context();
-    let mut a = super::analysis::SchedAnalysis::with_thread_groups(ctx.thread_groups());
+    let mut a = ctx.analysis();
     for e in three_thread_stream() {
         a.feed(&e);
     }
@@ -653,6 +653,12 @@ fn report_of_a_three_thread_process_by_hand() {
             .collect::<Vec<_>>(),
         vec![Some(true), Some(true)]
     );
+    // Idle periods of 0, 10 and 20 ms: all reach POLL's 0 µs, two reach C1's 8 ms.
+    assert_eq!(s.idle_states[0].wakeups_reaching_target_pct, Some(100.0));
+    assert!(close(
+        s.idle_states[1].wakeups_reaching_target_pct.unwrap(),
+        200.0 / 3.0
+    ));
     // Idleness efficiency from sysfs (the trace has no cpu_idle): 100 of 140 ms in C1.
     assert_eq!(s.deepest_state.as_deref(), Some("C1"));
     assert_eq!(s.idleness_efficiency_source.as_deref(), Some("sysfs"));
