@@ -34,6 +34,9 @@ use super::event::{Event, EventKind, InterruptKind, SwitchedOut, Tid, IDLE_TID};
 /// Internal marker: the CPU's current task is not known (after a lost switch).
 const UNKNOWN_TID: Tid = Tid::MAX;
 
+/// An interrupt context open for longer than this lost its exit record.
+pub const STALE_INTERRUPT_NS: u64 = 10_000_000;
+
 /// No process group.
 const NO_GROUP: u32 = u32::MAX;
 
@@ -221,7 +224,7 @@ struct Cpu {
     /// Idle duration of the idle-task period that just ended, until a thread runs.
     pending_idle: Option<u64>,
     /// Interrupt contexts active on this CPU, innermost last.
-    interrupts: Vec<InterruptKind>,
+    interrupts: Vec<(InterruptKind, u64)>,
     /// Current frequency and since when (for the per-CPU average).
     khz: Option<u64>,
     khz_since: u64,
@@ -415,7 +418,7 @@ impl SchedAnalysis {
                 }
                 c.period_saw_cpu_idle = true;
             }
-            EventKind::InterruptEnter(kind) => self.cpu(e.cpu).interrupts.push(kind.clone()),
+            EventKind::InterruptEnter(kind) => self.cpu(e.cpu).interrupts.push((kind.clone(), t)),
             EventKind::InterruptExit => {
                 self.cpu(e.cpu).interrupts.pop();
             }
@@ -676,7 +679,16 @@ impl SchedAnalysis {
             Some(ctx) => Some((ctx, t)),
             None => c.current,
         };
-        let cause = match (c.interrupts.last(), current) {
+        // An interrupt context older than STALE_INTERRUPT_NS lost its exit record (handlers
+        // run for microseconds): it no longer explains anything.
+        while c
+            .interrupts
+            .last()
+            .is_some_and(|(_, since)| t - since > STALE_INTERRUPT_NS)
+        {
+            c.interrupts.pop();
+        }
+        let cause = match (c.interrupts.last().map(|(k, _)| k), current) {
             (Some(InterruptKind::Timer), _) => Cause::Timer,
             (Some(InterruptKind::Irq(_)), _) => Cause::Irq,
             (Some(InterruptKind::SoftIrq(_)), _) => Cause::SoftIrq,

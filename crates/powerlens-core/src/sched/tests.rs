@@ -798,3 +798,27 @@ fn lost_switch_in_with_sample_context() {
     assert_eq!(thread(&s, tokio).wakeups_caused, 1);
     cpu_conserved(&s);
 }
+
+/// A timer callback whose exit record was lost (idle context on this VM's cpu1) must not
+/// make every later wake-up issued on that CPU look like a timer wake-up.
+#[test]
+fn stale_interrupt_context_is_dropped() {
+    use SwitchedOut::*;
+    let events = [
+        switch(0, 1, A, Blocked, IDLE_TID),
+        switch(0, 0, B, Blocked, IDLE_TID),
+        ev(1_000, 1, EventKind::InterruptEnter(InterruptKind::Timer)),
+        wakeup(2_000, 1, A), // in the timer callback
+        // (lost: the timer's exit)
+        switch(3_000, 1, IDLE_TID, Preempted, A),
+        switch(4_000, 1, A, Blocked, IDLE_TID),
+        ev(5_000, 1, EventKind::InterruptEnter(InterruptKind::Timer)),
+        // (lost: the exit)
+        wakeup(6_000, 1, A), // the timer's
+        wakeup(5_000 + super::analysis::STALE_INTERRUPT_NS + 1, 1, B), // not the timer's
+    ];
+    let s = analyse(&events, 20_000_000);
+    assert_eq!(thread(&s, A).wakeups_received.timer, 2);
+    let b = thread(&s, B).wakeups_received;
+    assert_eq!((b.timer, b.ipi_or_idle), (0, 1));
+}
