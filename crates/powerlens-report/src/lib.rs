@@ -4,6 +4,7 @@
 pub mod compare;
 pub mod dvfs;
 pub mod info;
+pub mod recording;
 pub mod run;
 pub mod svg;
 pub mod sweep;

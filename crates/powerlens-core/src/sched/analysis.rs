@@ -34,8 +34,32 @@ use super::event::{Event, EventKind, InterruptKind, SwitchedOut, Tid, IDLE_TID};
 /// Internal marker: the CPU's current task is not known (after a lost switch).
 const UNKNOWN_TID: Tid = Tid::MAX;
 
+/// An interrupt context open for longer than this lost its exit record.
+pub const STALE_INTERRUPT_NS: u64 = 10_000_000;
+
 /// No process group.
 const NO_GROUP: u32 = u32::MAX;
+
+/// A multiplicative hasher for thread ids: the thread table is looked up several times per
+/// event, and SipHash's DoS resistance buys nothing for kernel-assigned ids.
+#[derive(Default, Clone, Copy)]
+struct TidHasher(u64);
+
+impl std::hash::Hasher for TidHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for b in bytes {
+            self.0 = (self.0.rotate_left(5) ^ *b as u64).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
+        }
+    }
+    fn write_u32(&mut self, n: u32) {
+        self.0 = (n as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    }
+}
+
+type TidMap<V> = HashMap<Tid, V, std::hash::BuildHasherDefault<TidHasher>>;
 
 /// Who or what made a thread runnable.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -125,6 +149,9 @@ pub struct CpuStats {
     pub idle_wakeups: u64,
     /// Total idle duration before those idle wake-ups.
     pub idle_before_wakeups_ns: u64,
+    /// For each threshold given to [`SchedAnalysis::with_idle_thresholds`]: the threshold
+    /// and how many idle wake-ups came after at least that long idle.
+    pub idle_wakeups_at_least: Vec<(u64, u64)>,
     /// Switch-ins the kernel did not record, inferred from a later switch-out.
     pub inferred_switch_ins: u64,
     /// Time during which the CPU's frequency was known.
@@ -178,12 +205,16 @@ struct Thread {
     stats: ThreadStats,
 }
 
-#[derive(Default)]
 struct Cpu {
     /// The current task and since when; `None` until the first switch on this CPU.
     current: Option<(Tid, u64)>,
     /// Time of the last event recorded on this CPU.
     last_ns: u64,
+    /// The task in whose context the latest events of this CPU were recorded (from
+    /// [`SchedAnalysis::feed_in_context`]), and the time of the last event before that run
+    /// of events (recorded in another task's context).
+    ctx_tid: Tid,
+    before_ctx_ns: u64,
     /// Requested state and start of the `cpu_idle` state in progress.
     idle_since: Option<(u32, u64)>,
     /// Time in `cpu_idle` states during the current idle-task period, and whether any
@@ -193,13 +224,33 @@ struct Cpu {
     /// Idle duration of the idle-task period that just ended, until a thread runs.
     pending_idle: Option<u64>,
     /// Interrupt contexts active on this CPU, innermost last.
-    interrupts: Vec<InterruptKind>,
+    interrupts: Vec<(InterruptKind, u64)>,
     /// Current frequency and since when (for the per-CPU average).
     khz: Option<u64>,
     khz_since: u64,
     /// Start of the current task's running segment at the current frequency.
     seg_since: u64,
     stats: CpuStats,
+}
+
+impl Default for Cpu {
+    fn default() -> Self {
+        Cpu {
+            current: None,
+            last_ns: 0,
+            ctx_tid: UNKNOWN_TID,
+            before_ctx_ns: 0,
+            idle_since: None,
+            period_idle_ns: 0,
+            period_saw_cpu_idle: false,
+            pending_idle: None,
+            interrupts: Vec::new(),
+            khz: None,
+            khz_since: 0,
+            seg_since: 0,
+            stats: CpuStats::default(),
+        }
+    }
 }
 
 struct Group {
@@ -211,13 +262,15 @@ struct Group {
 /// The streaming analysis. Feed events in time order, then [`SchedAnalysis::finish`].
 #[derive(Default)]
 pub struct SchedAnalysis {
-    threads: HashMap<Tid, Thread>,
+    threads: TidMap<Thread>,
     cpus: Vec<Cpu>,
     start_ns: Option<u64>,
     last_ns: u64,
     /// tid → index in `groups`.
-    group_of: HashMap<Tid, u32>,
+    group_of: TidMap<u32>,
     groups: Vec<Group>,
+    /// Idle-duration thresholds (ns), ascending.
+    idle_thresholds: Vec<u64>,
 }
 
 impl SchedAnalysis {
@@ -254,6 +307,19 @@ impl SchedAnalysis {
         a
     }
 
+    /// Also counts, per CPU, the idle wake-ups after an idle period of at least each
+    /// threshold (nanoseconds; typically each cpuidle state's target residency), so the
+    /// report can say what share of idle periods were long enough for each state.
+    pub fn with_idle_thresholds(mut self, mut thresholds_ns: Vec<u64>) -> Self {
+        thresholds_ns.sort_unstable();
+        thresholds_ns.dedup();
+        self.idle_thresholds = thresholds_ns;
+        for c in &mut self.cpus {
+            c.stats.idle_wakeups_at_least = self.idle_thresholds.iter().map(|&t| (t, 0)).collect();
+        }
+        self
+    }
+
     fn thread(&mut self, tid: Tid) -> &mut Thread {
         let (groups, group_of) = (&self.groups, &self.group_of);
         self.threads.entry(tid).or_insert_with(|| {
@@ -276,6 +342,10 @@ impl SchedAnalysis {
             self.cpus.resize_with(i + 1, Cpu::default);
             for (n, c) in self.cpus.iter_mut().enumerate() {
                 c.stats.cpu = n as u32;
+                if c.stats.idle_wakeups_at_least.len() != self.idle_thresholds.len() {
+                    c.stats.idle_wakeups_at_least =
+                        self.idle_thresholds.iter().map(|&t| (t, 0)).collect();
+                }
             }
         }
         &mut self.cpus[i]
@@ -284,16 +354,32 @@ impl SchedAnalysis {
     /// Consumes one event. Events must come in non-decreasing time order (an event older
     /// than the last one is taken as happening at the last one's time).
     pub fn feed(&mut self, e: &Event) {
+        self.feed_in_context(e, None)
+    }
+
+    /// Consumes one event recorded in the context of task `context` (the tid in the perf
+    /// sample's header: the task current on the CPU when the event fired, 0 for the idle
+    /// task). With it, a lost switch-in of X is inferred before the run of events recorded
+    /// in X's context, not after them, and a wake-up issued by a thread whose switch-in was
+    /// lost is still credited to it. `None` is [`SchedAnalysis::feed`].
+    pub fn feed_in_context(&mut self, e: &Event, context: Option<Tid>) {
         let t = e.time_ns.max(self.last_ns);
         let start = *self.start_ns.get_or_insert(t);
         self.last_ns = t;
+        if let (Some(ctx), false) = (context, matches!(e.kind, EventKind::Frequency { .. })) {
+            let c = self.cpu(e.cpu);
+            if c.ctx_tid != ctx {
+                c.before_ctx_ns = c.last_ns;
+                c.ctx_tid = ctx;
+            }
+        }
         match &e.kind {
             EventKind::Switch { prev, how, next } => {
                 self.switch(e.cpu, t, start, *prev, *how, *next)
             }
             EventKind::Wakeup {
                 tid, new_thread, ..
-            } => self.wakeup(e.cpu, t, *tid, *new_thread),
+            } => self.wakeup(e.cpu, t, *tid, *new_thread, context),
             EventKind::Migrate { tid, .. } => self.thread(*tid).stats.migrations += 1,
             EventKind::Fork { child, parent } => {
                 let parent_comm = self.threads.get(parent).and_then(|p| p.stats.comm.clone());
@@ -332,7 +418,7 @@ impl SchedAnalysis {
                 }
                 c.period_saw_cpu_idle = true;
             }
-            EventKind::InterruptEnter(kind) => self.cpu(e.cpu).interrupts.push(kind.clone()),
+            EventKind::InterruptEnter(kind) => self.cpu(e.cpu).interrupts.push((kind.clone(), t)),
             EventKind::InterruptExit => {
                 self.cpu(e.cpu).interrupts.pop();
             }
@@ -474,6 +560,13 @@ impl SchedAnalysis {
         if let Some(idle) = idle {
             c.stats.idle_wakeups += 1;
             c.stats.idle_before_wakeups_ns += idle;
+            for (threshold, n) in &mut c.stats.idle_wakeups_at_least {
+                if idle >= *threshold {
+                    *n += 1;
+                } else {
+                    break;
+                }
+            }
         }
         self.detach(tid, cpu, t);
         let n = self.thread(tid);
@@ -498,7 +591,14 @@ impl SchedAnalysis {
         let c = self.cpu(cpu);
         // Interrupt contexts never span a context switch: anything left open lost its exit.
         c.interrupts.clear();
-        let (last, current) = (c.last_ns, c.current);
+        // The latest event known to precede `prev`'s switch-in: the last one recorded
+        // outside `prev`'s context when contexts are known, else the CPU's last event.
+        let last = if c.ctx_tid == prev {
+            c.before_ctx_ns
+        } else {
+            c.last_ns
+        };
+        let current = c.current;
         match current {
             Some((cur, _)) if cur == prev => {}
             None if prev == IDLE_TID
@@ -571,10 +671,24 @@ impl SchedAnalysis {
         self.open(cpu, next, t);
     }
 
-    fn wakeup(&mut self, cpu: u32, t: u64, tid: Tid, new_thread: bool) {
+    fn wakeup(&mut self, cpu: u32, t: u64, tid: Tid, new_thread: bool, context: Option<Tid>) {
         let c = self.cpu(cpu);
-        // The wake-up runs in the context of whatever is on the issuing CPU.
-        let cause = match (c.interrupts.last(), c.current) {
+        // The wake-up runs in the context of whatever is on the issuing CPU: the recorded
+        // context when known (right even after a lost switch), else the current task.
+        let current = match context {
+            Some(ctx) => Some((ctx, t)),
+            None => c.current,
+        };
+        // An interrupt context older than STALE_INTERRUPT_NS lost its exit record (handlers
+        // run for microseconds): it no longer explains anything.
+        while c
+            .interrupts
+            .last()
+            .is_some_and(|(_, since)| t - since > STALE_INTERRUPT_NS)
+        {
+            c.interrupts.pop();
+        }
+        let cause = match (c.interrupts.last().map(|(k, _)| k), current) {
             (Some(InterruptKind::Timer), _) => Cause::Timer,
             (Some(InterruptKind::Irq(_)), _) => Cause::Irq,
             (Some(InterruptKind::SoftIrq(_)), _) => Cause::SoftIrq,

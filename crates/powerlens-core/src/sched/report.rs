@@ -9,7 +9,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use serde::{Deserialize, Serialize};
 
-use super::analysis::{SchedSummary, ThreadStats, WakeupCauses};
+use super::analysis::{SchedAnalysis, SchedSummary, ThreadStats, WakeupCauses};
 use super::attribution::{attribute_weighted, frequency_weights};
 use super::event::Tid;
 use crate::provenance::Provenance;
@@ -73,9 +73,22 @@ pub struct RecordingContext {
 }
 
 impl RecordingContext {
-    /// The `tid → pid` map to give [`super::analysis::SchedAnalysis::with_thread_groups`].
+    /// The `tid → pid` map to give [`SchedAnalysis::with_thread_groups`].
     pub fn thread_groups(&self) -> HashMap<Tid, u32> {
         self.threads.iter().map(|t| (t.tid, t.pid)).collect()
+    }
+
+    /// The analysis to feed this recording's events to: with the thread table (per-process
+    /// parallelism) and each idle state's target residency as an idle threshold.
+    pub fn analysis(&self) -> SchedAnalysis {
+        let thresholds = match &self.idle_states {
+            Ok(states) => states
+                .iter()
+                .map(|s| s.target_residency_us.saturating_mul(1000))
+                .collect(),
+            Err(_) => Vec::new(),
+        };
+        SchedAnalysis::with_thread_groups(self.thread_groups()).with_idle_thresholds(thresholds)
     }
 }
 
@@ -248,6 +261,10 @@ pub struct IdleStateTarget {
     pub target_residency_us: u64,
     /// Whether the mean idle duration per wake-up reaches the state's target residency.
     pub mean_idle_reaches_target: Option<bool>,
+    /// Share of idle wake-ups that came after an idle period at least as long as the
+    /// target residency (needs [`RecordingContext::analysis`] or
+    /// [`SchedAnalysis::with_idle_thresholds`]).
+    pub wakeups_reaching_target_pct: Option<f64>,
 }
 
 /// Energy of one domain.
@@ -565,6 +582,7 @@ pub fn build(summary: &SchedSummary, ctx: &RecordingContext) -> RecordingReport 
             latency_us: s.latency_us,
             target_residency_us: s.target_residency_us,
             mean_idle_reaches_target: mean_idle_us.map(|m| m >= s.target_residency_us as f64),
+            wakeups_reaching_target_pct: reaching(summary, s.target_residency_us * 1000),
         })
         .collect();
     let mut causes = WakeupCounts::default();
@@ -644,6 +662,23 @@ pub fn build(summary: &SchedSummary, ctx: &RecordingContext) -> RecordingReport 
         energy,
         unavailable: missing,
     }
+}
+
+/// Percent of idle wake-ups after at least `threshold_ns` of idle, when the analysis counted
+/// that threshold on every CPU.
+fn reaching(summary: &SchedSummary, threshold_ns: u64) -> Option<f64> {
+    let mut total = 0;
+    let mut reached = 0;
+    for c in &summary.cpus {
+        let n = c
+            .idle_wakeups_at_least
+            .iter()
+            .find(|(t, _)| *t == threshold_ns)?
+            .1;
+        reached += n;
+        total += c.idle_wakeups;
+    }
+    (total > 0).then(|| reached as f64 / total as f64 * 100.0)
 }
 
 type ThreadEnergyMap = Option<HashMap<Tid, f64>>;

@@ -262,3 +262,563 @@ fn time_is_conserved_on_a_long_random_stream() {
         .iter()
         .all(|th| th.sync_switches > 100 && th.preempt_switches > 100));
 }
+
+fn irq(t: u64, cpu: u32) -> [Event; 2] {
+    [
+        ev(
+            t,
+            cpu,
+            EventKind::InterruptEnter(InterruptKind::Irq("virtio0".into())),
+        ),
+        ev(t, cpu, EventKind::InterruptExit),
+    ]
+}
+
+fn cpu_conserved(s: &SchedSummary) {
+    for c in &s.cpus {
+        assert_eq!(
+            c.busy_ns + c.idle_task_ns + c.unknown_ns,
+            s.elapsed_ns(),
+            "cpu{}: {c:?}",
+            c.cpu
+        );
+    }
+    let busy: u64 = s.cpus.iter().map(|c| c.busy_ns).sum();
+    let threads: u64 = s.threads.iter().map(|t| t.cpu_time_ns).sum();
+    assert_eq!(busy, threads, "every busy nanosecond belongs to one thread");
+}
+
+/// Regression (issue 4, this VM): the switch idle→A on cpu1 is lost; A's switch-out must
+/// not charge A CPU time since the recording started.
+#[test]
+fn lost_switch_in_is_inferred_not_charged_from_the_start() {
+    use SwitchedOut::*;
+    let mut events = vec![
+        switch(0, 1, B, Blocked, IDLE_TID), // cpu1 idle from 0
+        wakeup(10, 0, A),                   // A runnable from 10 (woken from cpu0's idle task)
+    ];
+    events.extend(irq(12, 1)); // cpu1's last recorded event before the loss
+                               // (lost: switch at 15 on cpu1 from the idle task to A)
+    events.push(switch(40, 1, A, Blocked, IDLE_TID));
+    let s = analyse(&events, 50);
+    let a = thread(&s, A);
+    // Inferred switch-in at max(wake-up 10, cpu1's last event 12, idle since 0) = 12.
+    assert_eq!(a.cpu_time_ns, 28);
+    assert_eq!(a.inactive_ns, 2);
+    assert_eq!(a.sync_switches, 1);
+    assert_eq!(a.wait_ns, 10, "blocked 40..50");
+    let c = &s.cpus[1];
+    assert_eq!(c.inferred_switch_ins, 1);
+    assert_eq!(c.idle_task_ns, 12 + 10);
+    assert_eq!(
+        (c.idle_wakeups, c.idle_before_wakeups_ns),
+        (1, 12),
+        "A still ran first after idle"
+    );
+    assert_eq!((a.idle_wakeups, a.idle_before_wakeups_ns), (1, 12));
+    assert_eq!(s.cpus[0].inferred_switch_ins, 0);
+    cpu_conserved(&s);
+}
+
+/// A thread seen switching in on a second CPU while still current on the first (its
+/// switch-out there was lost): taken off the first at that CPU's last event, never
+/// running on two CPUs at once.
+#[test]
+fn thread_on_two_cpus_is_taken_off_the_first() {
+    use SwitchedOut::*;
+    let mut events = vec![switch(0, 0, IDLE_TID, Preempted, A)];
+    events.extend(irq(5, 0));
+    events.push(switch(10, 1, IDLE_TID, Preempted, A)); // A's switch-out on cpu0 was lost
+    events.push(switch(20, 0, B, Blocked, IDLE_TID)); // and B's switch-in on cpu0
+    let s = analyse(&events, 30);
+    assert_eq!(thread(&s, A).cpu_time_ns, 5 + 20);
+    assert_eq!(
+        thread(&s, B).cpu_time_ns,
+        15,
+        "inferred in at cpu0's last event, 5"
+    );
+    assert_eq!(s.cpus[0].inferred_switch_ins, 1);
+    assert_eq!(s.cpus[0].idle_task_ns, 10);
+    cpu_conserved(&s);
+}
+
+/// A switch to the idle task whose previous switch-out was lost (current is A, the
+/// switch-out names the idle task): the idle task's switch-in is inferred too.
+#[test]
+fn lost_switch_to_idle() {
+    use SwitchedOut::*;
+    let mut events = vec![switch(0, 0, IDLE_TID, Preempted, A)];
+    events.extend(irq(8, 0));
+    // (lost: A → idle at 9)
+    events.push(switch(20, 0, IDLE_TID, Preempted, B));
+    let s = analyse(&events, 30);
+    assert_eq!(thread(&s, A).cpu_time_ns, 8);
+    assert_eq!(thread(&s, B).cpu_time_ns, 10);
+    let c = &s.cpus[0];
+    assert_eq!((c.inferred_switch_ins, c.idle_task_ns), (1, 12));
+    // A's switch-in at 0 ends an idle period that began before the recording (0 ns seen).
+    assert_eq!((c.idle_wakeups, c.idle_before_wakeups_ns), (2, 12));
+    assert_eq!(
+        (thread(&s, A).sync_switches, thread(&s, A).preempt_switches),
+        (0, 0),
+        "how A left is unknown: no switch counted"
+    );
+    cpu_conserved(&s);
+}
+
+/// perf on this VM delivers no power:cpu_idle: idle wake-ups and their idle durations come
+/// from the idle task's periods, and the CPU says it saw no cpu_idle record.
+#[test]
+fn idle_wakeups_without_cpu_idle_records() {
+    use SwitchedOut::*;
+    let events = [
+        switch(10, 0, A, Blocked, IDLE_TID), // A ran 10..10 (first event), idle from 10
+        wakeup(30, 0, A),
+        switch(35, 0, IDLE_TID, Preempted, A), // idle 10..35 = 25
+        switch(40, 0, A, Blocked, IDLE_TID),
+        switch(100, 0, IDLE_TID, Preempted, B), // idle 40..100 = 60
+    ];
+    let s = analyse(&events, 110);
+    let c = &s.cpus[0];
+    assert_eq!(c.cpu_idle_records, 0);
+    assert!(c.idle.is_empty());
+    assert_eq!((c.idle_wakeups, c.idle_before_wakeups_ns), (2, 85));
+    assert_eq!(c.idle_task_ns, 85);
+    let a = thread(&s, A);
+    assert_eq!((a.idle_wakeups, a.idle_before_wakeups_ns), (1, 25));
+    assert_eq!(a.inactive_ns, 5);
+    let b = thread(&s, B);
+    assert_eq!((b.idle_wakeups, b.idle_before_wakeups_ns), (1, 60));
+    cpu_conserved(&s);
+}
+
+pub(super) const MS: u64 = 1_000_000;
+
+/// Process 100 has three threads (100, 101, 102) on three CPUs; process 200 one.
+/// In milliseconds: 100 runs 0..60 on cpu0, 101 runs 10..50 on cpu1, 102 runs 20..30 on
+/// cpu2, 200 runs 50..100 on cpu1.
+pub(super) fn three_thread_stream() -> Vec<Event> {
+    use SwitchedOut::*;
+    vec![
+        switch(0, 0, IDLE_TID, Preempted, 100),
+        switch(10 * MS, 1, IDLE_TID, Preempted, 101),
+        switch(20 * MS, 2, IDLE_TID, Preempted, 102),
+        switch(30 * MS, 2, 102, Blocked, IDLE_TID),
+        switch(50 * MS, 1, 101, Blocked, 200),
+        switch(60 * MS, 0, 100, Blocked, IDLE_TID),
+    ]
+}
+
+pub(super) fn three_thread_groups() -> std::collections::HashMap<u32, u32> {
+    [(100, 100), (101, 100), (102, 100), (200, 200), (300, 200)]
+        .into_iter()
+        .collect()
+}
+
+#[test]
+fn parallelism_of_a_three_thread_process() {
+    let mut a = super::analysis::SchedAnalysis::with_thread_groups(three_thread_groups());
+    for e in three_thread_stream() {
+        a.feed(&e);
+    }
+    let s = a.finish(100 * MS);
+    let p = s.processes.iter().find(|p| p.pid == 100).unwrap();
+    assert_eq!(p.threads, 3);
+    // 0 running: 60..100; 1: 0..10 and 50..60; 2: 10..20 and 30..50; 3: 20..30.
+    assert_eq!(p.running_ns, vec![40 * MS, 20 * MS, 30 * MS, 10 * MS]);
+    let q = s.processes.iter().find(|p| p.pid == 200).unwrap();
+    assert_eq!(
+        (q.threads, q.running_ns.clone()),
+        (2, vec![50 * MS, 50 * MS, 0])
+    );
+    assert_eq!(thread(&s, 101).pid, Some(100));
+    assert_eq!(
+        [100, 101, 102].map(|t| thread(&s, t).cpu_time_ns),
+        [60 * MS, 40 * MS, 10 * MS]
+    );
+    cpu_conserved(&s);
+}
+
+#[test]
+fn frequency_weighted_running_time() {
+    use SwitchedOut::*;
+    let events = [
+        ev(0, 0, EventKind::Frequency { khz: 1_000_000 }),
+        switch(0, 0, IDLE_TID, Preempted, A),
+        ev(10, 0, EventKind::Frequency { khz: 2_000_000 }),
+        switch(20, 0, A, Preempted, B),
+        switch(30, 0, B, Blocked, IDLE_TID),
+    ];
+    let s = analyse(&events, 40);
+    let (a, b) = (thread(&s, A), thread(&s, B));
+    assert_eq!((a.freq_known_ns, a.khz_ns), (20, 10.0 * 1e6 + 10.0 * 2e6));
+    assert_eq!((b.freq_known_ns, b.khz_ns), (10, 10.0 * 2e6));
+    let c = &s.cpus[0];
+    assert_eq!(c.freq_known_ns, 40);
+    assert_eq!(c.khz_ns / 40.0, 1_750_000.0);
+    let w = super::attribution::frequency_weights(&s).unwrap();
+    assert_eq!(w, vec![3e7, 2e7]);
+}
+
+/// The random schedule again, with a twentieth of cpu1's switches out of the idle task
+/// dropped as this VM drops them: time is still conserved per CPU, never charged twice,
+/// and every drop is inferred once.
+#[test]
+fn dropped_switch_ins_on_a_long_random_stream() {
+    let mut seed = 0x1234_5678_9ABC_DEF1u64;
+    let mut next = |n: u64| {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        seed % n
+    };
+    let mut on_cpu = [IDLE_TID, IDLE_TID];
+    let mut blocked: Vec<u32> = Vec::new();
+    let mut runnable: Vec<u32> = (1..=6).collect();
+    let mut events = Vec::new();
+    let mut dropped = 0;
+    let mut t = 0;
+    for _ in 0..20_000 {
+        t += 1 + next(50);
+        let cpu = next(2) as usize;
+        if next(3) == 0 && !blocked.is_empty() {
+            let tid = blocked.swap_remove(next(blocked.len() as u64) as usize);
+            events.push(wakeup(t, cpu as u32, tid));
+            runnable.push(tid);
+            continue;
+        }
+        let prev = on_cpu[cpu];
+        let how = if prev != IDLE_TID && next(2) == 0 {
+            SwitchedOut::Blocked
+        } else {
+            SwitchedOut::Preempted
+        };
+        let nxt = if runnable.is_empty() {
+            IDLE_TID
+        } else {
+            runnable.swap_remove(next(runnable.len() as u64) as usize)
+        };
+        if prev == nxt {
+            continue;
+        }
+        match (prev, how) {
+            (IDLE_TID, _) => {}
+            (p, SwitchedOut::Blocked) => blocked.push(p),
+            (p, _) => runnable.push(p),
+        }
+        on_cpu[cpu] = nxt;
+        if cpu == 1 && prev == IDLE_TID && next(20) == 0 {
+            dropped += 1;
+            continue;
+        }
+        events.push(switch(t, cpu as u32, prev, how, nxt));
+    }
+    let s = analyse(&events, t + 100);
+    cpu_conserved(&s);
+    assert!(dropped > 20, "{dropped}");
+    let inferred = s.cpus[1].inferred_switch_ins;
+    assert!(
+        inferred == dropped || inferred + 1 == dropped,
+        "{inferred} of {dropped}"
+    );
+    for th in &s.threads {
+        assert!(th.cpu_time_ns + th.wait_ns + th.inactive_ns <= s.elapsed_ns());
+    }
+}
+
+pub(super) fn three_thread_context() -> super::report::RecordingContext {
+    use super::report::*;
+    use crate::provenance::Provenance;
+    let info = |tid, pid, comm: &str| ThreadInfo {
+        tid,
+        pid,
+        comm: comm.into(),
+    };
+    let sysfs = |cpu, index, entries, ms: u64| SysfsIdle {
+        cpu,
+        index,
+        entries,
+        time_ns: ms * MS,
+    };
+    RecordingContext {
+        threads: vec![
+            info(100, 100, "solver"),
+            info(101, 100, "worker-1"),
+            info(102, 100, "worker-2"),
+            info(200, 200, "logger"),
+            info(300, 200, "logger-io"),
+        ],
+        target_pids: Some([100].into_iter().collect()),
+        idle_states: Ok(vec![
+            IdleStateInfo {
+                index: 0,
+                name: "POLL".into(),
+                latency_us: 0,
+                target_residency_us: 0,
+            },
+            IdleStateInfo {
+                index: 1,
+                name: "C1".into(),
+                latency_us: 2,
+                target_residency_us: 8_000,
+            },
+        ]),
+        // cpu0 idle 40 ms, cpu1 10 ms, cpu2 90 ms; 100 ms of C1 out of 140.
+        sysfs_idle: Ok(vec![
+            sysfs(0, 0, 4, 10),
+            sysfs(0, 1, 3, 30),
+            sysfs(1, 0, 2, 10),
+            sysfs(1, 1, 0, 0),
+            sysfs(2, 0, 6, 20),
+            sysfs(2, 1, 5, 70),
+        ]),
+        energy: Ok(EnergyInput {
+            total_j: 1.0,
+            domains: vec![("package-0".into(), 1.0)],
+            provenance: Provenance::Measured {
+                source: "fake-meter".into(),
+            },
+            idle_power_w: 2.0,
+        }),
+        frequency_samples: Vec::new(),
+        lost_records: vec![(0, 0), (1, 3)],
+        unavailable_events: vec![("ipi/ipi_send_cpu".into(), "not in this kernel".into())],
+    }
+}
+
+pub(super) fn three_thread_report() -> super::report::RecordingReport {
+    let ctx = three_thread_context();
+    let mut a = ctx.analysis();
+    for e in three_thread_stream() {
+        a.feed(&e);
+    }
+    super::report::build(&a.finish(100 * MS), &ctx)
+}
+
+#[test]
+fn report_of_a_three_thread_process_by_hand() {
+    let r = three_thread_report();
+    let close = |a: f64, b: f64| (a - b).abs() <= 1e-9 * b.abs().max(1e-9);
+    // Target rows only: process 100's threads.
+    assert_eq!(
+        r.threads.iter().map(|t| t.tid).collect::<Vec<_>>(),
+        vec![100, 101, 102]
+    );
+    assert_eq!(r.threads[1].comm, "worker-1");
+    assert_eq!(r.threads[1].pid, Some(100));
+    // Energy: 2 W × 0.1 s = 0.2 J idle; 0.8 J over 160 ms of CPU time = 5 J/s.
+    let e = &r.energy;
+    assert_eq!(e.idle_j, Some(0.2));
+    let energies: Vec<f64> = r.threads.iter().map(|t| t.energy_j.unwrap()).collect();
+    for (got, want) in energies.iter().zip([0.3, 0.2, 0.05]) {
+        assert!(close(*got, want), "{got} vs {want}");
+    }
+    assert!(close(e.other_j.unwrap(), 0.25));
+    let sum = e.idle_j.unwrap() + e.other_j.unwrap() + energies.iter().sum::<f64>();
+    assert!(
+        (sum - e.total_j.unwrap()).abs() <= 1e-9 * e.total_j.unwrap(),
+        "{sum}"
+    );
+    assert_eq!(e.weighting.as_deref(), Some("cpu_time"));
+    assert!(e.method.contains("CPU time"), "{}", e.method);
+    // Process row and balance.
+    let p = &r.processes[0];
+    assert_eq!(
+        (p.pid, p.comm.as_str(), p.threads),
+        (Some(100), "solver", 3)
+    );
+    assert!(close(p.cpu_time_s, 0.11));
+    assert!(close(p.effective_parallelism.unwrap(), 110.0 / 60.0));
+    assert!(close(p.energy_j.unwrap(), 0.55));
+    let b = &r.balance[0];
+    assert_eq!(b.pid, 100);
+    assert!(close(b.max_busy_s, 0.06));
+    assert!(close(b.imbalance.unwrap(), 0.06 / (0.11 / 3.0)));
+    assert_eq!(
+        b.parallelism.iter().map(|p| p.time_s).collect::<Vec<_>>(),
+        vec![0.04, 0.02, 0.03, 0.01]
+    );
+    // System: 160 ms busy out of 300 CPU-ms; idle wake-ups at 0, 10 and 20 ms after 0, 10
+    // and 20 ms of idle.
+    let s = &r.system;
+    assert_eq!((s.elapsed_s, s.cpus), (0.1, 3));
+    assert!(close(s.utilization_pct.unwrap(), 160.0 / 300.0 * 100.0));
+    assert_eq!(s.idle_wakeups, 3);
+    assert!(close(s.idle_wakeups_per_s, 30.0));
+    assert!(close(s.mean_idle_per_wakeup_us.unwrap(), 10_000.0));
+    assert_eq!(
+        s.idle_states
+            .iter()
+            .map(|t| t.mean_idle_reaches_target)
+            .collect::<Vec<_>>(),
+        vec![Some(true), Some(true)]
+    );
+    // Idle periods of 0, 10 and 20 ms: all reach POLL's 0 µs, two reach C1's 8 ms.
+    assert_eq!(s.idle_states[0].wakeups_reaching_target_pct, Some(100.0));
+    assert!(close(
+        s.idle_states[1].wakeups_reaching_target_pct.unwrap(),
+        200.0 / 3.0
+    ));
+    // Idleness efficiency from sysfs (the trace has no cpu_idle): 100 of 140 ms in C1.
+    assert_eq!(s.deepest_state.as_deref(), Some("C1"));
+    assert_eq!(s.idleness_efficiency_source.as_deref(), Some("sysfs"));
+    assert!(close(
+        s.idleness_efficiency_pct.unwrap(),
+        100.0 / 140.0 * 100.0
+    ));
+    assert_eq!((s.lost_records, s.inferred_switch_ins), (3, 0));
+    assert_eq!(r.cpus[1].lost_records, 3);
+    // Residency: sysfs side by side with an unavailable trace side.
+    let c2 = &r.cpus[2].idle_states[1];
+    assert_eq!(
+        (c2.name.as_str(), c2.entries, c2.time_s),
+        ("C1", None, None)
+    );
+    assert_eq!((c2.sysfs_entries, c2.sysfs_time_s), (Some(5), Some(0.07)));
+    assert!(r
+        .unavailable
+        .iter()
+        .any(|u| u.figure == "idle residency from the trace"
+            && u.reason == "no power:cpu_idle records on cpu0, cpu1, cpu2"));
+    assert!(r.unavailable.iter().any(|u| u.figure == "frequency"));
+    assert_eq!(s.frequency_mhz, None);
+}
+
+#[test]
+fn report_without_energy_or_cpuidle_says_why() {
+    use crate::provenance::Provenance;
+    let mut ctx = three_thread_context();
+    ctx.energy = Err(Provenance::Unavailable {
+        reason: "no RAPL on this machine".into(),
+        fix: Some("use --meter".into()),
+    });
+    ctx.idle_states = Err("no cpuidle driver (current_driver is none)".into());
+    ctx.sysfs_idle = Err("no cpuidle driver (current_driver is none)".into());
+    ctx.target_pids = None;
+    let s = analyse(&three_thread_stream(), 100 * MS);
+    let r = super::report::build(&s, &ctx);
+    assert_eq!(r.threads.len(), 4, "whole system: every thread");
+    assert!(r.threads.iter().all(|t| t.energy_j.is_none()));
+    assert_eq!(r.energy.total_j, None);
+    assert!(r.energy.method.contains("no RAPL"));
+    let figures: Vec<&str> = r.unavailable.iter().map(|u| u.figure.as_str()).collect();
+    for f in [
+        "energy",
+        "idle states",
+        "idle residency from cpuidle sysfs",
+        "idleness efficiency",
+    ] {
+        assert!(figures.contains(&f), "{f} missing from {figures:?}");
+    }
+    assert!(r.cpus.iter().all(|c| c.idle_states.is_empty()));
+    assert_eq!(r.system.idleness_efficiency_pct, None);
+    // The analysis had no thread table: pids come from the context, parallelism cannot.
+    assert_eq!(r.processes.len(), 2);
+    assert_eq!(r.processes[0].effective_parallelism, None);
+    assert!(figures.contains(&"effective parallelism"));
+    assert_eq!(r.balance[0].imbalance.map(|i| i > 1.6), Some(true));
+}
+
+#[test]
+fn trace_residency_against_sysfs_and_sampled_frequency() {
+    use SwitchedOut::*;
+    let events = [
+        switch(0, 0, A, Blocked, IDLE_TID),
+        ev(MS, 0, EventKind::IdleEnter { state: 1 }),
+        ev(9 * MS, 0, EventKind::IdleExit),
+        switch(10 * MS, 0, IDLE_TID, Preempted, A),
+    ];
+    let s = analyse(&events, 20 * MS);
+    let mut ctx = three_thread_context();
+    ctx.target_pids = None;
+    ctx.sysfs_idle = Ok(vec![super::report::SysfsIdle {
+        cpu: 0,
+        index: 1,
+        entries: 1,
+        time_ns: 8_100_000,
+    }]);
+    ctx.frequency_samples = vec![(0, 0, 1_000_000), (5 * MS, 0, 3_000_000)];
+    ctx.lost_records = vec![(0, 0)];
+    let r = super::report::build(&s, &ctx);
+    let c1 = &r.cpus[0].idle_states[1];
+    assert_eq!((c1.entries, c1.time_s), (Some(1), Some(0.008)));
+    assert_eq!((c1.sysfs_entries, c1.sysfs_time_s), (Some(1), Some(0.0081)));
+    assert_eq!(c1.entries_difference_pct, Some(0.0));
+    assert!((c1.time_difference_pct.unwrap() - 100.0 / 81.0).abs() < 1e-9);
+    // The trace covers every CPU it saw: efficiency from the trace, 8 of 8 ms in C1.
+    assert_eq!(
+        r.system.idleness_efficiency_source.as_deref(),
+        Some("trace")
+    );
+    assert_eq!(r.system.idleness_efficiency_pct, Some(100.0));
+    // Idle wake-up after 8 ms inside cpu_idle (not the 10 ms idle-task period).
+    assert_eq!(r.system.mean_idle_per_wakeup_us, Some(8_000.0));
+    // 1 GHz for 5 ms then 3 GHz for 15 ms.
+    assert_eq!(
+        r.system.frequency_source.as_deref(),
+        Some("cpufreq samples")
+    );
+    assert_eq!(r.cpus[0].frequency_mhz, Some(2_500.0));
+}
+
+/// Seen on this VM: the switch tokio(69) → lto(3033) on cpu1 was lost; the events that
+/// followed were recorded in 3033's context (perf's sample tid). With the context, 3033's
+/// switch-in is inferred before those events (at the later of its preemption and the last
+/// event outside its context), not after them, and its wake-up of 3036 is credited to it.
+#[test]
+fn lost_switch_in_with_sample_context() {
+    use super::analysis::SchedAnalysis;
+    use SwitchedOut::*;
+    let (lto, tokio, sl) = (3033, 69, 3036);
+    let run = |with_context: bool| {
+        let events = [
+            (switch(0, 1, IDLE_TID, Preempted, lto), IDLE_TID),
+            (switch(10, 1, lto, Preempted, tokio), lto),
+            // (lost: tokio → lto at 12)
+            (wakeup(15, 1, sl), lto),
+            (switch(17, 1, lto, Preempted, sl), lto),
+        ];
+        let mut a = SchedAnalysis::new();
+        for (e, ctx) in &events {
+            a.feed_in_context(e, with_context.then_some(*ctx));
+        }
+        a.finish(20)
+    };
+    let s = run(true);
+    assert_eq!(thread(&s, lto).cpu_time_ns, 10 + 7);
+    assert_eq!(thread(&s, tokio).cpu_time_ns, 0);
+    assert_eq!(thread(&s, lto).wakeups_caused, 1);
+    assert_eq!(thread(&s, sl).wakeups_received.thread, 1);
+    assert_eq!(s.cpus[1].inferred_switch_ins, 1);
+    cpu_conserved(&s);
+    // Without the context: after the last event (15), and the waker looks like tokio.
+    let s = run(false);
+    assert_eq!(thread(&s, lto).cpu_time_ns, 10 + 2);
+    assert_eq!(thread(&s, tokio).cpu_time_ns, 5);
+    assert_eq!(thread(&s, tokio).wakeups_caused, 1);
+    cpu_conserved(&s);
+}
+
+/// A timer callback whose exit record was lost (idle context on this VM's cpu1) must not
+/// make every later wake-up issued on that CPU look like a timer wake-up.
+#[test]
+fn stale_interrupt_context_is_dropped() {
+    use SwitchedOut::*;
+    let events = [
+        switch(0, 1, A, Blocked, IDLE_TID),
+        switch(0, 0, B, Blocked, IDLE_TID),
+        ev(1_000, 1, EventKind::InterruptEnter(InterruptKind::Timer)),
+        wakeup(2_000, 1, A), // in the timer callback
+        // (lost: the timer's exit)
+        switch(3_000, 1, IDLE_TID, Preempted, A),
+        switch(4_000, 1, A, Blocked, IDLE_TID),
+        ev(5_000, 1, EventKind::InterruptEnter(InterruptKind::Timer)),
+        // (lost: the exit)
+        wakeup(6_000, 1, A), // the timer's
+        wakeup(5_000 + super::analysis::STALE_INTERRUPT_NS + 1, 1, B), // not the timer's
+    ];
+    let s = analyse(&events, 20_000_000);
+    assert_eq!(thread(&s, A).wakeups_received.timer, 2);
+    let b = thread(&s, B).wakeups_received;
+    assert_eq!((b.timer, b.ipi_or_idle), (0, 1));
+}

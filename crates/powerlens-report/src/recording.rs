@@ -1,0 +1,1365 @@
+//! Views of a recording's report (`powerlens report`): the terminal grid by thread or by
+//! process with the system section above it and the energy split below it, JSON (the
+//! report model serialized: the contract of docs/REPORT.md) and CSV (one line per grid
+//! row).
+//!
+//! Grid columns are named by the same keys as the JSON fields; `--sort`, `--show`,
+//! `--hide` take those keys and [`list_columns`] describes them.
+
+use std::cmp::Ordering;
+use std::fmt::{self, Write};
+
+use powerlens_core::sched::report::{ProcessRow, RecordingReport, ThreadRow, WakeupCounts};
+
+use crate::table::{csv_field, sig, Table};
+
+/// Grid rows: one per thread or one per process.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum By {
+    #[default]
+    Thread,
+    Process,
+}
+
+impl By {
+    pub fn name(self) -> &'static str {
+        match self {
+            By::Thread => "thread",
+            By::Process => "process",
+        }
+    }
+}
+
+/// What the grid shows: the CLI turns `--by/--sort/--top/--show/--hide` into this.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct GridOptions {
+    pub by: By,
+    /// Column key to sort by, descending (text columns ascending). Default `cpu_time_s`.
+    pub sort: Option<String>,
+    /// Keep the first N rows after sorting; the totals row still covers every row.
+    pub top: Option<usize>,
+    /// Only these columns, in this order (`all` = every column). Empty = the defaults.
+    pub show: Vec<String>,
+    /// Remove these columns.
+    pub hide: Vec<String>,
+}
+
+/// A column name the grid does not have.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UnknownColumn {
+    /// The option that named it (`--sort`, `--show`, `--hide`).
+    pub option: &'static str,
+    pub name: String,
+    pub by: By,
+    pub valid: Vec<&'static str>,
+}
+
+impl fmt::Display for UnknownColumn {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{}: unknown column '{}' for the {} grid; valid columns: {} (see --list)",
+            self.option,
+            self.name,
+            self.by.name(),
+            self.valid.join(", ")
+        )
+    }
+}
+
+impl std::error::Error for UnknownColumn {}
+
+/// Which grids a column belongs to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum In {
+    Both,
+    Thread,
+    Process,
+}
+
+/// One grid column.
+#[derive(Debug, Clone, Copy)]
+pub struct Column {
+    /// The key for `--sort/--show/--hide`, the JSON field and the CSV header.
+    pub key: &'static str,
+    /// The terminal header.
+    pub header: &'static str,
+    /// One line for `--list`.
+    pub description: &'static str,
+    /// Shown without `--show`.
+    pub default: bool,
+    /// Summed in the totals row.
+    total: Total,
+    grids: In,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Total {
+    None,
+    Sum,
+    /// A mean weighted by another column's value.
+    WeightedBy(&'static str),
+}
+
+const fn col(
+    key: &'static str,
+    header: &'static str,
+    description: &'static str,
+    default: bool,
+    total: Total,
+    grids: In,
+) -> Column {
+    Column {
+        key,
+        header,
+        description,
+        default,
+        total,
+        grids,
+    }
+}
+
+/// Every column, in grid order.
+const COLUMNS: &[Column] = &[
+    col("tid", "tid", "thread id", true, Total::None, In::Thread),
+    col(
+        "pid",
+        "pid",
+        "process id (from the recording's thread table; '-' when unknown)",
+        true,
+        Total::None,
+        In::Both,
+    ),
+    col(
+        "comm",
+        "command",
+        "thread or process name",
+        true,
+        Total::None,
+        In::Both,
+    ),
+    col(
+        "threads",
+        "threads",
+        "threads of the process seen in the trace",
+        true,
+        Total::Sum,
+        In::Process,
+    ),
+    col(
+        "cpu_time_s",
+        "CPU s",
+        "time running on a CPU",
+        true,
+        Total::Sum,
+        In::Both,
+    ),
+    col(
+        "sync_switches",
+        "sync sw",
+        "synchronization context switches: switched out blocked (sleep, lock, I/O)",
+        true,
+        Total::Sum,
+        In::Both,
+    ),
+    col(
+        "preempt_switches",
+        "preempt sw",
+        "preemption context switches: switched out while still runnable",
+        true,
+        Total::Sum,
+        In::Both,
+    ),
+    col(
+        "wait_time_s",
+        "wait s",
+        "wait time: blocked, from a synchronization switch-out to the wake-up",
+        true,
+        Total::Sum,
+        In::Both,
+    ),
+    col(
+        "inactive_time_s",
+        "inactive s",
+        "inactive time: runnable but not running (after a wake-up or a preemption)",
+        true,
+        Total::Sum,
+        In::Both,
+    ),
+    col(
+        "migrations",
+        "migr",
+        "moves from one CPU to another",
+        true,
+        Total::Sum,
+        In::Both,
+    ),
+    col(
+        "wakeups_received_total",
+        "woken",
+        "wake-ups received, all causes",
+        true,
+        Total::Sum,
+        In::Both,
+    ),
+    col(
+        "wakeups_thread",
+        "by thread",
+        "wake-ups received from another thread",
+        false,
+        Total::Sum,
+        In::Both,
+    ),
+    col(
+        "wakeups_timer",
+        "by timer",
+        "wake-ups received from a timer callback",
+        false,
+        Total::Sum,
+        In::Both,
+    ),
+    col(
+        "wakeups_irq",
+        "by irq",
+        "wake-ups received from a hardware interrupt handler",
+        false,
+        Total::Sum,
+        In::Both,
+    ),
+    col(
+        "wakeups_softirq",
+        "by softirq",
+        "wake-ups received from a softirq",
+        false,
+        Total::Sum,
+        In::Both,
+    ),
+    col(
+        "wakeups_ipi",
+        "by ipi",
+        "wake-ups received from an IPI or a CPU's idle task (remote, no thread behind it)",
+        false,
+        Total::Sum,
+        In::Both,
+    ),
+    col(
+        "wakeups_caused",
+        "woke others",
+        "wake-ups this thread issued to other threads",
+        true,
+        Total::Sum,
+        In::Both,
+    ),
+    col(
+        "idle_wakeups",
+        "idle wake-ups",
+        "times it ran first on a CPU that had just left idle",
+        true,
+        Total::Sum,
+        In::Both,
+    ),
+    col(
+        "mean_idle_before_wakeup_us",
+        "idle before µs",
+        "mean idle duration of the CPU before those idle wake-ups",
+        true,
+        Total::WeightedBy("idle_wakeups"),
+        In::Both,
+    ),
+    col(
+        "frequency_mhz",
+        "MHz",
+        "mean CPU frequency while it ran (power:cpu_frequency records only)",
+        false,
+        Total::WeightedBy("cpu_time_s"),
+        In::Both,
+    ),
+    col(
+        "effective_parallelism",
+        "parallelism",
+        "mean number of its threads running while at least one runs",
+        true,
+        Total::None,
+        In::Process,
+    ),
+    col(
+        "energy_j",
+        "energy J",
+        "energy attributed (see the method below the grid)",
+        true,
+        Total::Sum,
+        In::Both,
+    ),
+];
+
+/// The columns of a grid, in grid order.
+pub fn columns(by: By) -> Vec<&'static Column> {
+    COLUMNS
+        .iter()
+        .filter(|c| match c.grids {
+            In::Both => true,
+            In::Thread => by == By::Thread,
+            In::Process => by == By::Process,
+        })
+        .collect()
+}
+
+/// The `--list` text: every column of the grid with its description, defaults marked.
+pub fn list_columns(by: By) -> String {
+    let mut t = Table::new(["column", "default", "description"]);
+    for c in columns(by) {
+        t.row([
+            c.key,
+            if c.default { "shown" } else { "hidden" },
+            c.description,
+        ]);
+    }
+    format!("columns of the {} grid:\n{}", by.name(), t.render())
+}
+
+/// A cell.
+#[derive(Debug, Clone, PartialEq)]
+enum Value {
+    Int(u64),
+    Float(f64),
+    Text(String),
+    Missing,
+}
+
+impl Value {
+    fn number(&self) -> Option<f64> {
+        match self {
+            Value::Int(n) => Some(*n as f64),
+            Value::Float(f) => Some(*f),
+            _ => None,
+        }
+    }
+
+    fn text(&self) -> String {
+        match self {
+            Value::Int(n) => n.to_string(),
+            Value::Float(f) => sig(*f, 4),
+            Value::Text(s) => s.clone(),
+            // Blank, not "-", so number columns stay right-aligned; the sections below the
+            // grid say why a figure is unavailable.
+            Value::Missing => String::new(),
+        }
+    }
+
+    fn csv(&self) -> String {
+        match self {
+            Value::Int(n) => n.to_string(),
+            Value::Float(f) => f.to_string(),
+            Value::Text(s) => csv_field(s),
+            Value::Missing => String::new(),
+        }
+    }
+}
+
+/// A grid row, as values by column key.
+struct Row {
+    key: (bool, u32),
+    values: Vec<(&'static str, Value)>,
+}
+
+impl Row {
+    fn get(&self, key: &str) -> &Value {
+        self.values
+            .iter()
+            .find(|(k, _)| *k == key)
+            .map(|(_, v)| v)
+            .unwrap_or(&Value::Missing)
+    }
+}
+
+fn opt_f(v: Option<f64>) -> Value {
+    v.map(Value::Float).unwrap_or(Value::Missing)
+}
+
+/// The metric columns shared by thread and process rows.
+struct Metrics<'a> {
+    cpu_time_s: f64,
+    sync: u64,
+    preempt: u64,
+    wait: f64,
+    inactive: f64,
+    migrations: u64,
+    wakeups: &'a WakeupCounts,
+    caused: u64,
+    idle_wakeups: u64,
+    idle_before: Option<f64>,
+    freq: Option<f64>,
+    energy: Option<f64>,
+}
+
+fn common(m: Metrics) -> Vec<(&'static str, Value)> {
+    let w = m.wakeups;
+    vec![
+        ("cpu_time_s", Value::Float(m.cpu_time_s)),
+        ("sync_switches", Value::Int(m.sync)),
+        ("preempt_switches", Value::Int(m.preempt)),
+        ("wait_time_s", Value::Float(m.wait)),
+        ("inactive_time_s", Value::Float(m.inactive)),
+        ("migrations", Value::Int(m.migrations)),
+        ("wakeups_received_total", Value::Int(w.total())),
+        ("wakeups_thread", Value::Int(w.thread)),
+        ("wakeups_timer", Value::Int(w.timer)),
+        ("wakeups_irq", Value::Int(w.irq)),
+        ("wakeups_softirq", Value::Int(w.softirq)),
+        ("wakeups_ipi", Value::Int(w.ipi)),
+        ("wakeups_caused", Value::Int(m.caused)),
+        ("idle_wakeups", Value::Int(m.idle_wakeups)),
+        ("mean_idle_before_wakeup_us", opt_f(m.idle_before)),
+        ("frequency_mhz", opt_f(m.freq)),
+        ("energy_j", opt_f(m.energy)),
+    ]
+}
+
+fn thread_row(t: &ThreadRow) -> Row {
+    let mut values = vec![
+        ("tid", Value::Int(t.tid as u64)),
+        (
+            "pid",
+            t.pid
+                .map(|p| Value::Int(p as u64))
+                .unwrap_or(Value::Missing),
+        ),
+        ("comm", Value::Text(t.comm.clone())),
+    ];
+    values.extend(common(Metrics {
+        cpu_time_s: t.cpu_time_s,
+        sync: t.sync_switches,
+        preempt: t.preempt_switches,
+        wait: t.wait_time_s,
+        inactive: t.inactive_time_s,
+        migrations: t.migrations,
+        wakeups: &t.wakeups_received,
+        caused: t.wakeups_caused,
+        idle_wakeups: t.idle_wakeups,
+        idle_before: t.mean_idle_before_wakeup_us,
+        freq: t.frequency_mhz,
+        energy: t.energy_j,
+    }));
+    Row {
+        key: (false, t.tid),
+        values,
+    }
+}
+
+fn process_row(p: &ProcessRow) -> Row {
+    let mut values = vec![
+        (
+            "pid",
+            p.pid
+                .map(|p| Value::Int(p as u64))
+                .unwrap_or(Value::Missing),
+        ),
+        ("comm", Value::Text(p.comm.clone())),
+        ("threads", Value::Int(p.threads as u64)),
+        ("effective_parallelism", opt_f(p.effective_parallelism)),
+    ];
+    values.extend(common(Metrics {
+        cpu_time_s: p.cpu_time_s,
+        sync: p.sync_switches,
+        preempt: p.preempt_switches,
+        wait: p.wait_time_s,
+        inactive: p.inactive_time_s,
+        migrations: p.migrations,
+        wakeups: &p.wakeups_received,
+        caused: p.wakeups_caused,
+        idle_wakeups: p.idle_wakeups,
+        idle_before: p.mean_idle_before_wakeup_us,
+        freq: p.frequency_mhz,
+        energy: p.energy_j,
+    }));
+    Row {
+        key: (p.pid.is_none(), p.pid.unwrap_or(0)),
+        values,
+    }
+}
+
+fn find(by: By, option: &'static str, name: &str) -> Result<&'static Column, UnknownColumn> {
+    let cols = columns(by);
+    cols.iter()
+        .find(|c| c.key == name)
+        .copied()
+        .ok_or_else(|| UnknownColumn {
+            option,
+            name: name.to_string(),
+            by,
+            valid: cols.iter().map(|c| c.key).collect(),
+        })
+}
+
+/// The columns the options select; `all_by_default` for CSV.
+fn selected(
+    opts: &GridOptions,
+    all_by_default: bool,
+) -> Result<Vec<&'static Column>, UnknownColumn> {
+    let mut cols: Vec<&'static Column> = if opts.show.is_empty() {
+        columns(opts.by)
+            .into_iter()
+            .filter(|c| all_by_default || c.default)
+            .collect()
+    } else if opts.show.iter().any(|s| s == "all") {
+        columns(opts.by)
+    } else {
+        opts.show
+            .iter()
+            .map(|s| find(opts.by, "--show", s))
+            .collect::<Result<_, _>>()?
+    };
+    for h in &opts.hide {
+        let c = find(opts.by, "--hide", h)?;
+        cols.retain(|k| k.key != c.key);
+    }
+    Ok(cols)
+}
+
+/// All rows of the grid, sorted; and the sort key used.
+fn rows(report: &RecordingReport, opts: &GridOptions) -> Result<Vec<Row>, UnknownColumn> {
+    let sort = opts.sort.as_deref().unwrap_or("cpu_time_s");
+    find(opts.by, "--sort", sort)?;
+    let mut rows: Vec<Row> = match opts.by {
+        By::Thread => report.threads.iter().map(thread_row).collect(),
+        By::Process => report.processes.iter().map(process_row).collect(),
+    };
+    rows.sort_by(|a, b| {
+        let (x, y) = (a.get(sort), b.get(sort));
+        let primary = match (x, y) {
+            (Value::Text(p), Value::Text(q)) => p.cmp(q),
+            (Value::Missing, Value::Missing) => Ordering::Equal,
+            (Value::Missing, _) => Ordering::Greater,
+            (_, Value::Missing) => Ordering::Less,
+            _ => {
+                let (p, q) = (x.number().unwrap_or(0.0), y.number().unwrap_or(0.0));
+                q.partial_cmp(&p).unwrap_or(Ordering::Equal)
+            }
+        };
+        primary.then(a.key.cmp(&b.key))
+    });
+    Ok(rows)
+}
+
+fn total(col: &Column, rows: &[Row]) -> Value {
+    match col.total {
+        Total::None => Value::Missing,
+        Total::Sum => {
+            let vals: Vec<&Value> = rows.iter().map(|r| r.get(col.key)).collect();
+            if vals.iter().any(|v| matches!(v, Value::Float(_))) {
+                if vals.iter().any(|v| matches!(v, Value::Missing)) {
+                    return Value::Missing;
+                }
+                Value::Float(vals.iter().filter_map(|v| v.number()).sum())
+            } else if vals.iter().all(|v| matches!(v, Value::Int(_))) {
+                Value::Int(
+                    vals.iter()
+                        .map(|v| match v {
+                            Value::Int(n) => *n,
+                            _ => 0,
+                        })
+                        .sum(),
+                )
+            } else {
+                Value::Missing
+            }
+        }
+        Total::WeightedBy(weight) => {
+            let (mut num, mut den) = (0.0, 0.0);
+            for r in rows {
+                if let (Some(v), Some(w)) = (r.get(col.key).number(), r.get(weight).number()) {
+                    num += v * w;
+                    den += w;
+                }
+            }
+            if den > 0.0 {
+                Value::Float(num / den)
+            } else {
+                Value::Missing
+            }
+        }
+    }
+}
+
+/// The grid alone: header, rows (sorted, cut to `top`) and a totals row over every row.
+pub fn grid(report: &RecordingReport, opts: &GridOptions) -> Result<String, UnknownColumn> {
+    let cols = selected(opts, false)?;
+    let all = rows(report, opts)?;
+    let shown = opts.top.unwrap_or(all.len()).min(all.len());
+    let mut t = Table::new(cols.iter().map(|c| c.header));
+    for r in &all[..shown] {
+        t.row(cols.iter().map(|c| r.get(c.key).text()));
+    }
+    let label = if shown < all.len() {
+        format!("total, all {}", all.len())
+    } else {
+        "total".to_string()
+    };
+    let mut totals: Vec<String> = cols
+        .iter()
+        .map(|c| match total(c, &all) {
+            Value::Missing => String::new(),
+            v => v.text(),
+        })
+        .collect();
+    // The label goes in the name column, else the first column without a total.
+    match cols
+        .iter()
+        .position(|c| c.key == "comm")
+        .or_else(|| cols.iter().position(|c| c.total == Total::None))
+    {
+        Some(i) => totals[i] = label,
+        None => totals.insert(0, label),
+    }
+    t.row(totals);
+    Ok(t.render())
+}
+
+/// CSV: a header of column keys and one line per grid row (sorted, cut to `top`), every
+/// column unless `show`/`hide` say otherwise; no totals line. Missing values are empty.
+pub fn csv(report: &RecordingReport, opts: &GridOptions) -> Result<String, UnknownColumn> {
+    let cols = selected(opts, true)?;
+    let all = rows(report, opts)?;
+    let shown = opts.top.unwrap_or(all.len()).min(all.len());
+    let mut out = cols.iter().map(|c| c.key).collect::<Vec<_>>().join(",");
+    out.push('\n');
+    for r in &all[..shown] {
+        out.push_str(
+            &cols
+                .iter()
+                .map(|c| r.get(c.key).csv())
+                .collect::<Vec<_>>()
+                .join(","),
+        );
+        out.push('\n');
+    }
+    Ok(out)
+}
+
+/// JSON: the whole report model, pretty-printed (docs/REPORT.md lists the fields).
+pub fn json(report: &RecordingReport) -> String {
+    serde_json::to_string_pretty(report).expect("the report model serializes")
+}
+
+fn opt(v: Option<f64>, digits: usize, unit: &str) -> String {
+    match v {
+        Some(v) => format!("{}{unit}", sig(v, digits)),
+        None => "unavailable".into(),
+    }
+}
+
+fn pct(v: f64) -> String {
+    format!("{v:.1}%")
+}
+
+/// The system section above the grid.
+pub fn system(report: &RecordingReport) -> String {
+    let s = &report.system;
+    let mut out = String::new();
+    let line = |out: &mut String, label: &str, value: String| {
+        let _ = writeln!(out, "{label:<22} {value}");
+    };
+    line(&mut out, "target", s.target.clone());
+    line(
+        &mut out,
+        "elapsed",
+        format!("{} s on {} CPUs", sig(s.elapsed_s, 4), s.cpus),
+    );
+    line(
+        &mut out,
+        "utilization",
+        match s.utilization_pct {
+            Some(u) => format!(
+                "{} (busy {} s, idle {} s of CPU time{})",
+                pct(u),
+                sig(s.busy_s, 4),
+                sig(s.idle_s, 4),
+                if s.unknown_s > 0.0 {
+                    format!(", unknown {} s", sig(s.unknown_s, 4))
+                } else {
+                    String::new()
+                }
+            ),
+            None => "unavailable (no scheduler events)".into(),
+        },
+    );
+    line(
+        &mut out,
+        "idle wake-ups",
+        format!(
+            "{} ({} per s), mean idle before a wake-up {}",
+            s.idle_wakeups,
+            sig(s.idle_wakeups_per_s, 4),
+            opt(s.mean_idle_per_wakeup_us, 4, " µs")
+        ),
+    );
+    if !s.idle_states.is_empty() {
+        let states: Vec<String> = s
+            .idle_states
+            .iter()
+            .map(|t| {
+                let mut notes = Vec::new();
+                match t.mean_idle_reaches_target {
+                    Some(true) => notes.push("mean reaches it".to_string()),
+                    Some(false) => notes.push("mean does NOT reach it".to_string()),
+                    None => {}
+                }
+                if let Some(p) = t.wakeups_reaching_target_pct {
+                    notes.push(format!("{} of idle periods do", pct(p)));
+                }
+                if notes.is_empty() {
+                    format!("{} {} µs", t.name, t.target_residency_us)
+                } else {
+                    format!(
+                        "{} {} µs ({})",
+                        t.name,
+                        t.target_residency_us,
+                        notes.join(", ")
+                    )
+                }
+            })
+            .collect();
+        line(&mut out, "target residency", states.join(", "));
+    }
+    line(
+        &mut out,
+        "idleness efficiency",
+        match (
+            s.idleness_efficiency_pct,
+            &s.deepest_state,
+            &s.idleness_efficiency_source,
+        ) {
+            (Some(e), Some(d), Some(src)) => {
+                format!("{} of idle-state time in {d} (deepest; from {src})", pct(e))
+            }
+            _ => "unavailable".into(),
+        },
+    );
+    line(
+        &mut out,
+        "frequency",
+        match (s.frequency_mhz, &s.frequency_source) {
+            (Some(f), Some(src)) => format!(
+                "{} MHz mean ({src}){}",
+                sig(f, 4),
+                s.running_frequency_mhz
+                    .map(|r| format!(", {} MHz while threads ran", sig(r, 4)))
+                    .unwrap_or_default()
+            ),
+            _ => "unavailable".into(),
+        },
+    );
+    let mut energy = match &report.energy.total_j {
+        Some(j) => format!("{} J {}", sig(*j, 4), s.energy_provenance.label()),
+        None => s.energy_provenance.label(),
+    };
+    if s.energy_domains.len() > 1 {
+        let d: Vec<String> = s
+            .energy_domains
+            .iter()
+            .map(|d| format!("{} {} J", d.name, sig(d.energy_j, 4)))
+            .collect();
+        let _ = write!(energy, "; {}", d.join(", "));
+    }
+    line(&mut out, "energy", energy);
+    let w = &s.wakeups_received;
+    line(
+        &mut out,
+        "wake-ups by cause",
+        format!(
+            "thread {}, timer {}, irq {}, softirq {}, ipi/idle {}; migrations {}",
+            w.thread, w.timer, w.irq, w.softirq, w.ipi, s.migrations
+        ),
+    );
+    if s.lost_records > 0 {
+        let per: Vec<String> = report
+            .cpus
+            .iter()
+            .filter(|c| c.lost_records > 0)
+            .map(|c| format!("cpu{} {}", c.cpu, c.lost_records))
+            .collect();
+        line(
+            &mut out,
+            "lost records",
+            format!("{} ({})", s.lost_records, per.join(", ")),
+        );
+    }
+    if s.inferred_switch_ins > 0 {
+        let per: Vec<String> = report
+            .cpus
+            .iter()
+            .filter(|c| c.inferred_switch_ins > 0)
+            .map(|c| format!("cpu{} {}", c.cpu, c.inferred_switch_ins))
+            .collect();
+        line(
+            &mut out,
+            "inferred switch-ins",
+            format!(
+                "{} switch-ins inferred (kernel did not record them): {}",
+                s.inferred_switch_ins,
+                per.join(", ")
+            ),
+        );
+    }
+    for e in &s.unavailable_events {
+        line(
+            &mut out,
+            "event not recorded",
+            format!("{}: {}", e.event, e.reason),
+        );
+    }
+    out
+}
+
+/// Per-CPU utilization and idle residency, trace and sysfs side by side.
+pub fn cpus(report: &RecordingReport) -> String {
+    let mut t = Table::new([
+        "cpu",
+        "util",
+        "busy s",
+        "idle s",
+        "idle wake-ups",
+        "idle before µs",
+        "MHz",
+        "inferred",
+        "lost",
+    ]);
+    for c in &report.cpus {
+        t.row([
+            c.cpu.to_string(),
+            c.utilization_pct.map(pct).unwrap_or_else(|| "-".into()),
+            sig(c.busy_s, 4),
+            sig(c.idle_s, 4),
+            c.idle_wakeups.to_string(),
+            c.mean_idle_per_wakeup_us
+                .map(|v| sig(v, 4))
+                .unwrap_or_else(|| "-".into()),
+            c.frequency_mhz
+                .map(|v| sig(v, 4))
+                .unwrap_or_else(|| "-".into()),
+            c.inferred_switch_ins.to_string(),
+            c.lost_records.to_string(),
+        ]);
+    }
+    let mut out = t.render();
+    let mut r = Table::new([
+        "cpu",
+        "state",
+        "entries",
+        "time s",
+        "sysfs entries",
+        "sysfs time s",
+        "time diff",
+    ]);
+    let dash = || "-".to_string();
+    for c in &report.cpus {
+        for s in &c.idle_states {
+            r.row([
+                c.cpu.to_string(),
+                s.name.clone(),
+                s.entries.map(|v| v.to_string()).unwrap_or_else(dash),
+                s.time_s.map(|v| sig(v, 4)).unwrap_or_else(dash),
+                s.sysfs_entries.map(|v| v.to_string()).unwrap_or_else(dash),
+                s.sysfs_time_s.map(|v| sig(v, 4)).unwrap_or_else(dash),
+                s.time_difference_pct.map(pct).unwrap_or_else(dash),
+            ]);
+        }
+    }
+    if !r.is_empty() {
+        out.push_str(
+            "\nidle residency (trace: power:cpu_idle; sysfs: cpuidle usage/time deltas)\n",
+        );
+        out.push_str(&r.render());
+    }
+    out
+}
+
+/// Thread balance of multi-threaded processes.
+pub fn balance(report: &RecordingReport) -> String {
+    let mut out = String::new();
+    for b in &report.balance {
+        let _ = writeln!(
+            out,
+            "{} (pid {}): {} threads, busy max {} s / mean {} s = imbalance {}, effective parallelism {}",
+            b.comm,
+            b.pid,
+            b.threads.len(),
+            sig(b.max_busy_s, 4),
+            sig(b.mean_busy_s, 4),
+            b.imbalance.map(|i| sig(i, 3)).unwrap_or_else(|| "-".into()),
+            b.effective_parallelism
+                .map(|p| sig(p, 3))
+                .unwrap_or_else(|| "unavailable".into()),
+        );
+        let total: f64 = b.parallelism.iter().map(|p| p.time_s).sum();
+        if total > 0.0 {
+            let bins: Vec<String> = b
+                .parallelism
+                .iter()
+                .map(|p| format!("{}: {}", p.threads_running, pct(p.time_s / total * 100.0)))
+                .collect();
+            let _ = writeln!(out, "  time with N threads running  {}", bins.join("  "));
+        }
+    }
+    out
+}
+
+/// The energy split and its method, below the grid.
+pub fn energy(report: &RecordingReport) -> String {
+    let e = &report.energy;
+    let mut out = String::new();
+    if let (Some(total), Some(idle), Some(other), Some(target)) =
+        (e.total_j, e.idle_j, e.other_j, e.target_j)
+    {
+        let _ = writeln!(
+            out,
+            "energy: total {} J = idle/baseline {} J + other processes {} J + rows above {} J  [{}]",
+            sig(total, 4),
+            sig(idle, 4),
+            sig(other, 4),
+            sig(target, 4),
+            e.provenance.label()
+        );
+    }
+    let _ = writeln!(out, "method: {}", e.method);
+    out
+}
+
+/// Everything that could not be computed, with the reason and the fix.
+pub fn unavailable(report: &RecordingReport) -> String {
+    let mut out = String::new();
+    for u in &report.unavailable {
+        let _ = writeln!(out, "unavailable: {}: {}", u.figure, u.reason);
+        if let Some(fix) = &u.fix {
+            let _ = writeln!(out, "  fix: {fix}");
+        }
+    }
+    out
+}
+
+/// The terminal view: system, CPUs, the grid with its totals row, thread balance, the
+/// energy split with its method, and what is unavailable.
+pub fn text(report: &RecordingReport, opts: &GridOptions) -> Result<String, UnknownColumn> {
+    let grid = grid(report, opts)?;
+    let mut out = system(report);
+    out.push('\n');
+    out.push_str(&cpus(report));
+    out.push_str(&format!("\nby {}\n", opts.by.name()));
+    out.push_str(&grid);
+    let b = balance(report);
+    if !b.is_empty() {
+        out.push_str("\nthread balance\n");
+        out.push_str(&b);
+    }
+    out.push('\n');
+    out.push_str(&energy(report));
+    let u = unavailable(report);
+    if !u.is_empty() {
+        out.push('\n');
+        out.push_str(&u);
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use powerlens_core::provenance::Provenance;
+    use powerlens_core::sched::event::{Event, EventKind, InterruptKind, SwitchedOut, IDLE_TID};
+    use powerlens_core::sched::report::{
+        build, EnergyInput, IdleStateInfo, RecordingContext, SysfsIdle, ThreadInfo,
+    };
+
+    const MS: u64 = 1_000_000;
+
+    fn switch(t: u64, cpu: u32, prev: u32, how: SwitchedOut, next: u32) -> Event {
+        Event {
+            time_ns: t * MS,
+            cpu,
+            kind: EventKind::Switch { prev, how, next },
+        }
+    }
+
+    fn ev(t: u64, cpu: u32, kind: EventKind) -> Event {
+        Event {
+            time_ns: t * MS,
+            cpu,
+            kind,
+        }
+    }
+
+    fn wakeup(t: u64, cpu: u32, tid: u32) -> Event {
+        ev(
+            t,
+            cpu,
+            EventKind::Wakeup {
+                tid,
+                target_cpu: cpu,
+                new_thread: false,
+            },
+        )
+    }
+
+    /// Process 100 (solver: 100, 101) and process 200 (logger: 200) on 2 CPUs, 100 ms.
+    /// cpu0: 100 runs 0..60, preempted by 200 (60..70), 100 again 70..80, then idle.
+    /// cpu1: idle until 101 is woken by 100 at 10 (switch at 12), 101 runs 12..50, blocks;
+    /// a timer wakes 200 at 90 on cpu1, which runs 90..100. The switch-in of 101 is lost.
+    fn stream() -> Vec<Event> {
+        use SwitchedOut::*;
+        vec![
+            switch(0, 0, IDLE_TID, Preempted, 100),
+            switch(0, 1, 200, Blocked, IDLE_TID),
+            wakeup(10, 0, 101),
+            // (lost: switch idle → 101 on cpu1 at 12)
+            switch(50, 1, 101, Blocked, IDLE_TID),
+            wakeup(59, 0, 200),
+            switch(60, 0, 100, Preempted, 200),
+            switch(70, 0, 200, Blocked, 100),
+            switch(80, 0, 100, Blocked, IDLE_TID),
+            ev(89, 1, EventKind::InterruptEnter(InterruptKind::Timer)),
+            wakeup(89, 1, 200),
+            ev(89, 1, EventKind::InterruptExit),
+            switch(90, 1, IDLE_TID, Preempted, 200),
+        ]
+    }
+
+    fn context(energy: bool) -> RecordingContext {
+        let info = |tid, pid, comm: &str| ThreadInfo {
+            tid,
+            pid,
+            comm: comm.into(),
+        };
+        let sysfs = |cpu, index, entries, ms: u64| SysfsIdle {
+            cpu,
+            index,
+            entries,
+            time_ns: ms * MS,
+        };
+        RecordingContext {
+            threads: vec![
+                info(100, 100, "solver"),
+                info(101, 100, "solver-w1"),
+                info(200, 200, "logger"),
+            ],
+            target_pids: Some([100].into_iter().collect()),
+            idle_states: Ok(vec![
+                IdleStateInfo {
+                    index: 0,
+                    name: "POLL".into(),
+                    latency_us: 0,
+                    target_residency_us: 0,
+                },
+                IdleStateInfo {
+                    index: 1,
+                    name: "C1".into(),
+                    latency_us: 2,
+                    target_residency_us: 20_000,
+                },
+            ]),
+            sysfs_idle: Ok(vec![
+                sysfs(0, 0, 2, 5),
+                sysfs(0, 1, 1, 15),
+                sysfs(1, 0, 3, 10),
+                sysfs(1, 1, 2, 50),
+            ]),
+            energy: if energy {
+                Ok(EnergyInput {
+                    total_j: 3.0,
+                    domains: vec![("package-0".into(), 3.0), ("package-0/core".into(), 2.0)],
+                    provenance: Provenance::Measured {
+                        source: "fake-meter".into(),
+                    },
+                    idle_power_w: 10.0,
+                })
+            } else {
+                Err(Provenance::Unavailable {
+                    reason: "no energy source on this machine".into(),
+                    fix: Some("powerlens record --meter CMD".into()),
+                })
+            },
+            frequency_samples: Vec::new(),
+            lost_records: vec![(0, 0), (1, 2)],
+            unavailable_events: Vec::new(),
+        }
+    }
+
+    fn report(energy: bool) -> RecordingReport {
+        let ctx = context(energy);
+        let mut a = ctx.analysis();
+        for e in stream() {
+            a.feed(&e);
+        }
+        build(&a.finish(100 * MS), &ctx)
+    }
+
+    fn opts(
+        by: By,
+        sort: Option<&str>,
+        top: Option<usize>,
+        show: &[&str],
+        hide: &[&str],
+    ) -> GridOptions {
+        GridOptions {
+            by,
+            sort: sort.map(str::to_string),
+            top,
+            show: show.iter().map(|s| s.to_string()).collect(),
+            hide: hide.iter().map(|s| s.to_string()).collect(),
+        }
+    }
+
+    #[test]
+    fn default_thread_grid_snapshot() {
+        let g = grid(&report(true), &GridOptions::default()).unwrap();
+        assert_eq!(
+            g,
+            "\
+tid  pid  command      CPU s  sync sw  preempt sw   wait s  inactive s  migr  woken  woke others  idle wake-ups  idle before µs  energy J
+100  100  solver     0.07000        1           1  0.02000     0.01000     0      0            2              1               0     1.077
+101  100  solver-w1  0.04000        1           0  0.05000           0     0      1            0              1           10000    0.6154
+          total       0.1100        2           1  0.07000     0.01000     0      1            2              2            5000     1.692
+"
+        );
+    }
+
+    #[test]
+    fn sort_top_and_show() {
+        let r = report(true);
+        let g = grid(
+            &r,
+            &opts(
+                By::Thread,
+                Some("wait_time_s"),
+                Some(1),
+                &["tid", "comm", "cpu_time_s", "wait_time_s", "energy_j"],
+                &[],
+            ),
+        )
+        .unwrap();
+        assert_eq!(
+            g,
+            "\
+tid  command         CPU s   wait s  energy J
+101  solver-w1     0.04000  0.05000    0.6154
+     total, all 2   0.1100  0.07000     1.692
+"
+        );
+        // Text columns sort ascending, numbers descending.
+        let by_comm = grid(&r, &opts(By::Thread, Some("comm"), None, &["comm"], &[])).unwrap();
+        assert_eq!(by_comm, "command\nsolver\nsolver-w1\ntotal\n");
+        let by_cpu = grid(&r, &opts(By::Thread, None, None, &["tid"], &[])).unwrap();
+        assert_eq!(by_cpu, "tid\n100\n101\ntotal\n");
+        let all = grid(&r, &opts(By::Thread, None, None, &["all"], &["pid"])).unwrap();
+        assert!(all.starts_with("tid  command"), "{all}");
+        assert!(all.contains("by timer") && all.contains("MHz"), "{all}");
+    }
+
+    #[test]
+    fn process_grid_with_hidden_columns() {
+        let g = grid(
+            &report(true),
+            &opts(
+                By::Process,
+                None,
+                None,
+                &[],
+                &[
+                    "sync_switches",
+                    "preempt_switches",
+                    "wait_time_s",
+                    "inactive_time_s",
+                    "migrations",
+                    "wakeups_received_total",
+                    "wakeups_caused",
+                ],
+            ),
+        )
+        .unwrap();
+        assert_eq!(
+            g,
+            "\
+pid  command  threads   CPU s  idle wake-ups  idle before µs  parallelism  energy J
+100  solver         2  0.1100              2            5000        1.571     1.692
+     total          2  0.1100              2            5000                  1.692
+"
+        );
+    }
+
+    #[test]
+    fn unknown_columns_list_the_valid_ones() {
+        let r = report(true);
+        let e = grid(&r, &opts(By::Thread, Some("energy"), None, &[], &[])).unwrap_err();
+        assert_eq!((e.option, e.name.as_str()), ("--sort", "energy"));
+        let msg = e.to_string();
+        assert!(
+            msg.starts_with("--sort: unknown column 'energy' for the thread grid; valid columns: tid, pid, comm, cpu_time_s,"),
+            "{msg}"
+        );
+        assert!(msg.contains("energy_j (see --list)"), "{msg}");
+        // A process-only column in the thread grid, and the reverse.
+        let e = grid(&r, &opts(By::Thread, None, None, &["threads"], &[])).unwrap_err();
+        assert_eq!(e.option, "--show");
+        let e = csv(&r, &opts(By::Process, None, None, &[], &["tid"])).unwrap_err();
+        assert_eq!(e.option, "--hide");
+        assert!(!e.valid.contains(&"tid") && e.valid.contains(&"effective_parallelism"));
+    }
+
+    #[test]
+    fn list_describes_every_column() {
+        let l = list_columns(By::Thread);
+        for c in columns(By::Thread) {
+            assert!(
+                l.lines()
+                    .any(|line| line.starts_with(c.key) && line.contains(c.description)),
+                "{}",
+                c.key
+            );
+        }
+        assert!(l.contains("wakeups_timer               hidden"), "{l}");
+        assert!(!l.contains("effective_parallelism"));
+        assert!(list_columns(By::Process).contains("effective_parallelism"));
+    }
+
+    #[test]
+    fn csv_one_line_per_row() {
+        let r = report(true);
+        let c = csv(
+            &r,
+            &opts(
+                By::Thread,
+                None,
+                None,
+                &[
+                    "tid",
+                    "pid",
+                    "comm",
+                    "cpu_time_s",
+                    "wakeups_thread",
+                    "mean_idle_before_wakeup_us",
+                    "frequency_mhz",
+                    "energy_j",
+                ],
+                &[],
+            ),
+        )
+        .unwrap();
+        assert_eq!(
+            c,
+            "\
+tid,pid,comm,cpu_time_s,wakeups_thread,mean_idle_before_wakeup_us,frequency_mhz,energy_j
+100,100,solver,0.07,0,0,,1.0769230769230769
+101,100,solver-w1,0.04,1,10000,,0.6153846153846154
+"
+        );
+        // Default CSV: every column of the grid.
+        let all = csv(&r, &GridOptions::default()).unwrap();
+        let header: Vec<&str> = all.lines().next().unwrap().split(',').collect();
+        assert_eq!(
+            header,
+            columns(By::Thread)
+                .iter()
+                .map(|c| c.key)
+                .collect::<Vec<_>>()
+        );
+        assert_eq!(all.lines().count(), 3);
+        let p = csv(&r, &opts(By::Process, None, None, &[], &[])).unwrap();
+        assert!(
+            p.lines().nth(1).unwrap().starts_with("100,solver,2,0.11"),
+            "{p}"
+        );
+    }
+
+    #[test]
+    fn json_contract() {
+        let r = report(true);
+        let v: serde_json::Value = serde_json::from_str(&json(&r)).unwrap();
+        assert_eq!(v["system"]["elapsed_s"], 0.1);
+        let t = &v["threads"][1];
+        for key in [
+            "tid",
+            "pid",
+            "comm",
+            "cpu_time_s",
+            "sync_switches",
+            "preempt_switches",
+            "wait_time_s",
+            "inactive_time_s",
+            "migrations",
+            "idle_wakeups",
+            "energy_j",
+            "wakeups_caused",
+            "mean_idle_before_wakeup_us",
+        ] {
+            assert!(!t[key].is_null(), "{key} in {t}");
+        }
+        assert_eq!(t["wakeups_received"]["thread"], 1);
+        assert_eq!(
+            (t["tid"].as_u64(), t["comm"].as_str()),
+            (Some(101), Some("solver-w1"))
+        );
+        let c1 = &v["cpus"][1];
+        assert_eq!(c1["cpu"], 1);
+        let state = &c1["idle_states"][1];
+        assert_eq!(state["name"], "C1");
+        assert!(state["entries"].is_null() && state["time_s"].is_null());
+        assert_eq!(
+            (
+                state["sysfs_entries"].as_u64(),
+                state["sysfs_time_s"].as_f64()
+            ),
+            (Some(2), Some(0.05))
+        );
+        let e = &v["energy"];
+        assert_eq!(e["provenance"]["kind"], "measured");
+        let rows: f64 = v["threads"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t["energy_j"].as_f64().unwrap())
+            .sum();
+        let total = e["total_j"].as_f64().unwrap();
+        let sum = e["idle_j"].as_f64().unwrap() + e["other_j"].as_f64().unwrap() + rows;
+        assert!((sum - total).abs() <= 1e-9 * total, "{sum} vs {total}");
+        assert_eq!(v["system"]["inferred_switch_ins"], 1);
+        // Unavailable energy: nulls and the reason, never zeros.
+        let v: serde_json::Value = serde_json::from_str(&json(&report(false))).unwrap();
+        assert!(v["energy"]["total_j"].is_null() && v["threads"][0]["energy_j"].is_null());
+        assert_eq!(v["energy"]["provenance"]["kind"], "unavailable");
+        assert!(v["unavailable"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|u| u["figure"] == "energy" && u["fix"] == "powerlens record --meter CMD"));
+    }
+
+    #[test]
+    fn text_view_sections() {
+        let t = text(&report(true), &GridOptions::default()).unwrap();
+        for needle in [
+            "target                 pid 100\n",
+            "idle wake-ups          3 (30.00 per s), mean idle before a wake-up 16667 µs\n",
+            "target residency       POLL 0 µs (mean reaches it, 100.0% of idle periods do), C1 20000 µs (mean does NOT reach it, 33.3% of idle periods do)\n",
+            "idleness efficiency    81.2% of idle-state time in C1 (deepest; from sysfs)\n",
+            "inferred switch-ins    1 switch-ins inferred (kernel did not record them): cpu1 1\n",
+            "  1  C1     -        -                   2       0.05000  -\n",
+            "\nby thread\ntid  pid  command",
+            "solver (pid 100): 2 threads, busy max 0.07000 s / mean 0.05500 s = imbalance 1.27, effective parallelism 1.57\n",
+            "  time with N threads running  0: 30.0%  1: 30.0%  2: 40.0%\n",
+            "energy: total 3.000 J = idle/baseline 1.000 J + other processes 0.3077 J + rows above 1.692 J  [measured (fake-meter)]\n",
+            "method: idle share = 10.00 W baseline × 0.100 s (capped at the total); the remaining 2.000 J split over threads by CPU time (frequency unknown)\n",
+            "unavailable: idle residency from the trace: no power:cpu_idle records on cpu0, cpu1\n",
+        ] {
+            assert!(t.contains(needle), "missing {needle:?} in\n{t}");
+        }
+        let t = text(&report(false), &GridOptions::default()).unwrap();
+        assert!(
+            t.contains("energy                 unavailable (no energy source on this machine)\n"),
+            "{t}"
+        );
+        assert!(
+            t.contains("method: no energy attribution: no energy source on this machine\n"),
+            "{t}"
+        );
+        assert!(!t.contains("energy: total"), "{t}");
+    }
+}
