@@ -13,3 +13,4 @@ pub mod stats;
 pub mod sweep;
 pub mod verdict;
 pub mod wake;
+pub mod window;

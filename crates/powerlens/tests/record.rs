@@ -137,10 +137,24 @@ fn live_switch_counts_equal_the_kernels() {
                 "{workload:?} tid {tid}: sync {} (kernel {voluntary}), preempt {} (kernel {involuntary})",
                 row["sync_switches"], row["preempt_switches"]
             );
-            assert_eq!(row["sync_switches"], voluntary, "{workload:?} tid {tid}");
-            assert_eq!(
-                row["preempt_switches"], involuntary,
-                "{workload:?} tid {tid}"
+            // The workload reads getrusage as each thread's last act; the thread's way out
+            // (unmapping its stack, releasing its mm) may still block or be preempted once
+            // after that, which the trace sees and the snapshot cannot. Never fewer.
+            let (sync, preempt) = (
+                row["sync_switches"].as_u64().unwrap(),
+                row["preempt_switches"].as_u64().unwrap(),
+            );
+            assert!(
+                (voluntary..=voluntary + 1).contains(&sync),
+                "{workload:?} tid {tid}: sync {sync} vs {voluntary}"
+            );
+            assert!(
+                (involuntary..=involuntary + 1).contains(&preempt),
+                "{workload:?} tid {tid}: preempt {preempt} vs {involuntary}"
+            );
+            assert!(
+                sync + preempt <= voluntary + involuntary + 1,
+                "at most one switch after the snapshot"
             );
         }
     }

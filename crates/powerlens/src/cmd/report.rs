@@ -8,8 +8,9 @@ use std::process::ExitCode;
 use anyhow::Context;
 use clap::{Args, ValueEnum};
 
-use powerlens_core::sched::analysis::{SchedAnalysis, SchedSummary};
+use powerlens_core::sched::analysis::SchedSummary;
 use powerlens_core::sched::report as model;
+use powerlens_report::recording::{self as view, By, GridOptions};
 use powerlens_store::recording::RecordingReader;
 
 use crate::cli::GlobalArgs;
@@ -61,7 +62,7 @@ pub struct ReportArgs {
     #[arg(long)]
     pub list: bool,
 
-    /// Rows of every process, not only the target's.
+    /// Treat every process as the target: rows for all of them (other_j becomes 0).
     #[arg(long)]
     pub all_processes: bool,
 
@@ -81,22 +82,53 @@ pub enum ByArg {
 }
 
 pub fn execute(_global: &GlobalArgs, args: ReportArgs) -> anyhow::Result<ExitCode> {
-    let report = analyse(&args.recording)?;
-    println!("{}", serde_json::to_string_pretty(&report)?);
+    let by = match args.by {
+        ByArg::Process => By::Process,
+        ByArg::Thread => By::Thread,
+    };
+    if args.list {
+        print!("{}", view::list_columns(by));
+        return Ok(ExitCode::SUCCESS);
+    }
+    let grid = GridOptions {
+        by,
+        sort: args.sort.clone(),
+        top: args.top,
+        show: args.show.clone(),
+        hide: args.hide.clone(),
+    };
+    let report = analyse(&args.recording, args.all_processes)?;
+    let out = if args.json {
+        view::json(&report) + "\n"
+    } else if args.csv {
+        view::csv(&report, &grid).map_err(|e| anyhow::anyhow!("{e}"))?
+    } else {
+        view::text(&report, &grid).map_err(|e| anyhow::anyhow!("{e}"))?
+    };
+    print!("{out}");
+    if !out.ends_with('\n') {
+        println!();
+    }
     Ok(ExitCode::SUCCESS)
 }
 
 /// Reads and analyses a recording: one pass over its events, memory bounded by threads
 /// and CPUs.
-pub fn analyse(path: &std::path::Path) -> anyhow::Result<model::RecordingReport> {
+pub fn analyse(
+    path: &std::path::Path,
+    all_processes: bool,
+) -> anyhow::Result<model::RecordingReport> {
     let reader = RecordingReader::open(path)
         .with_context(|| format!("opening the recording {}", path.display()))?;
     let mut ctx = context::read(&reader)?;
+    if all_processes {
+        ctx.target_pids = None;
+    }
     let mode = reader.meta(meta::MODE)?;
     let summary: SchedSummary = if mode.as_ref().and_then(|m| m.as_str()) == Some(MODE_REDUCED) {
         reduced::summary(&reader)?
     } else {
-        let mut analysis = SchedAnalysis::with_thread_groups(ctx.thread_groups());
+        let mut analysis = ctx.analysis();
         let total = reader.event_count()?;
         let bar = progress::bar(total, "analysing");
         let stats = replay::replay(&reader, |e| analysis.feed(e), |n| bar.set_position(n))?;
@@ -115,6 +147,6 @@ pub fn analyse(path: &std::path::Path) -> anyhow::Result<model::RecordingReport>
         analysis.finish(end_ns)
     };
     let busy_s = summary.threads.iter().map(|t| t.cpu_time_ns).sum::<u64>() as f64 / 1e9;
-    ctx.energy = context::energy(&reader, summary.elapsed_ns() as f64 / 1e9, busy_s)?;
+    ctx.energy = context::energy(&reader, (summary.start_ns, summary.end_ns), busy_s)?;
     Ok(model::build(&summary, &ctx))
 }

@@ -12,6 +12,7 @@ use powerlens_core::provenance::Provenance;
 use powerlens_core::sched::report::{
     EnergyInput, IdleStateInfo, RecordingContext, SysfsIdle, ThreadInfo,
 };
+use powerlens_core::window::CounterWindow;
 use powerlens_store::recording::{RecordingReader, ThreadRow};
 
 use super::{meta, sampler};
@@ -186,55 +187,60 @@ fn frequency_samples(reader: &RecordingReader) -> anyhow::Result<Vec<(u64, u32, 
     Ok(out)
 }
 
-/// The energy over the recording: the meter's samples when it had one, else the recorded
-/// power model applied to `elapsed_s` and the trace's busy CPU-seconds of every thread.
+/// The energy over the recording's interval `[start_ns, end_ns]`: the meter's cumulative
+/// samples interpolated at both ends when it had one, else the recorded power model applied
+/// to the elapsed time and the trace's busy CPU-seconds of every thread.
 pub fn energy(
     reader: &RecordingReader,
-    elapsed_s: f64,
+    (start_ns, end_ns): (u64, u64),
     busy_cpu_s: f64,
 ) -> anyhow::Result<Result<EnergyInput, Provenance>> {
     let energy = reader.meta(meta::ENERGY)?.unwrap_or(Value::Null);
+    let elapsed_s = end_ns.saturating_sub(start_ns) as f64 / 1e9;
+    if let Ok(model) = serde_json::from_value::<PowerModel>(energy["model"].clone()) {
+        let joules = model.energy_j(elapsed_s, busy_cpu_s);
+        return Ok(Ok(EnergyInput {
+            total_j: joules,
+            domains: vec![("system".to_string(), joules)],
+            provenance: model.provenance(),
+            idle_power_w: model.idle_w,
+        }));
+    }
     let provenance: Provenance =
         serde_json::from_value(energy["provenance"].clone()).unwrap_or(Provenance::Unavailable {
             reason: "the recording names no energy source".into(),
             fix: Some("record again with this powerlens".into()),
         });
-    if let Ok(model) = serde_json::from_value::<PowerModel>(energy["model"].clone()) {
-        return Ok(Ok(EnergyInput {
-            total_j: model.energy_j(elapsed_s, busy_cpu_s),
-            domains: vec![("system".to_string(), model.energy_j(elapsed_s, busy_cpu_s))],
-            provenance: model.provenance(),
-            idle_power_w: model.idle_w,
-        }));
-    }
-    let mut first: Option<Value> = None;
-    let mut last: Option<Value> = None;
-    reader.samples(sampler::ENERGY, |_, data| {
-        if first.is_none() {
-            first = Some(data.clone());
+    let mut total = CounterWindow::new(start_ns, end_ns);
+    let mut domains: Vec<(String, CounterWindow)> = Vec::new();
+    reader.samples(sampler::ENERGY, |t, data| {
+        if let Some(j) = data["total_j"].as_f64() {
+            total.push(t, j);
         }
-        last = Some(data);
+        for (name, j) in data["domains_j"].as_object().into_iter().flatten() {
+            let Some(j) = j.as_f64() else { continue };
+            match domains.iter_mut().find(|(n, _)| n == name) {
+                Some((_, w)) => w.push(t, j),
+                None => {
+                    let mut w = CounterWindow::new(start_ns, end_ns);
+                    w.push(t, j);
+                    domains.push((name.clone(), w));
+                }
+            }
+        }
     })?;
-    let (Some(first), Some(last)) = (first, last) else {
+    let Some(total_j) = total.increase() else {
         return Ok(Err(Provenance::Unavailable {
             reason: format!("no energy samples were recorded ({})", provenance.label()),
             fix: Some("record for longer than the sample interval (--sample-every)".into()),
         }));
     };
-    let delta = |key: &str, v: &Value| v[key].as_f64().unwrap_or(0.0);
-    let total_j = (delta("total_j", &last) - delta("total_j", &first)).max(0.0);
-    let domains = last["domains_j"]
-        .as_object()
-        .into_iter()
-        .flatten()
-        .map(|(name, j)| {
-            let before = first["domains_j"][name].as_f64().unwrap_or(0.0);
-            (name.clone(), (j.as_f64().unwrap_or(0.0) - before).max(0.0))
-        })
-        .collect();
     Ok(Ok(EnergyInput {
         total_j,
-        domains,
+        domains: domains
+            .iter()
+            .filter_map(|(n, w)| Some((n.clone(), w.increase()?)))
+            .collect(),
         provenance,
         idle_power_w: energy["baseline_w"].as_f64().unwrap_or(0.0),
     }))

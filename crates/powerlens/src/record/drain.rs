@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use powerlens_core::sched::event::Event;
 use powerlens_store::recording::ThreadRow;
-use powerlens_sys::trace::Collector;
+use powerlens_sys::trace::{monotonic_now_ns, Collector};
 use powerlens_sys::Roots;
 
 use super::convert::Converter;
@@ -32,6 +32,8 @@ pub struct DrainEnd {
     pub lost: Vec<(u32, u64)>,
     /// Threads known at the end.
     pub threads: usize,
+    /// When the tracepoints were disabled (CLOCK_MONOTONIC ns): no event is later.
+    pub disabled_ns: u64,
 }
 
 pub struct Drainer {
@@ -95,10 +97,12 @@ fn run(
     stop: &AtomicBool,
     tx: &Sender<Batch>,
 ) -> anyhow::Result<DrainEnd> {
+    let mut disabled_ns = 0;
     loop {
         let last = stop.load(Ordering::SeqCst);
         if last {
             collector.disable()?;
+            disabled_ns = monotonic_now_ns();
         } else {
             collector.wait(WAIT)?;
         }
@@ -126,6 +130,7 @@ fn run(
             return Ok(DrainEnd {
                 lost: collector.lost(),
                 threads: threads.len(),
+                disabled_ns,
             });
         }
     }

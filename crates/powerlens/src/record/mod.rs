@@ -15,6 +15,8 @@ pub mod sampler;
 pub mod threads;
 
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context};
@@ -140,12 +142,16 @@ pub fn record(roots: &Roots, opts: &RecordOptions) -> anyhow::Result<RecordSumma
     threads.scan_procfs(roots);
     let recorder_threads = threads.len();
 
+    // The process tree a reduced recording samples: known now for -p, set once the
+    // command has started.
+    let root = Arc::new(AtomicU32::new(match opts.target {
+        Target::Pid(pid) => pid,
+        _ => 0,
+    }));
     let scope = match (mode, &opts.target) {
         (MODE_TRACE, _) => ThreadScope::Off,
-        (_, Target::Pid(pid)) => ThreadScope::Tree(*pid),
         (_, Target::All) => ThreadScope::All,
-        // Filled in once the command's pid is known (below).
-        (_, Target::Command(_)) => ThreadScope::Off,
+        _ => ThreadScope::Tree(root.clone()),
     };
     let mut recorder = Recorder {
         writer,
@@ -154,6 +160,15 @@ pub fn record(roots: &Roots, opts: &RecordOptions) -> anyhow::Result<RecordSumma
         events: 0,
         samples: 0,
     };
+    // Sampling starts before tracing, so the energy at the first event is interpolated
+    // between two samples rather than guessed.
+    let sampler = Sampler::start(SamplerConfig {
+        roots: roots.clone(),
+        cpus,
+        interval: opts.sample_interval,
+        meter: meter.model().is_none().then_some(meter),
+        threads: scope,
+    });
     let drainer = match collector {
         Some(c) => {
             let converter = Converter::new(c.events());
@@ -185,25 +200,21 @@ pub fn record(roots: &Roots, opts: &RecordOptions) -> anyhow::Result<RecordSumma
     let started = Instant::now();
     interrupt::install();
 
-    let (child, scope) = match &opts.target {
+    let child = match &opts.target {
         Target::Command(argv) => match exec::spawn(argv, opts.show_output) {
             Ok(pid) => {
-                let scope = if mode == MODE_REDUCED {
-                    ThreadScope::Tree(pid)
-                } else {
-                    scope
-                };
-                (Some(pid), scope)
+                root.store(pid, Ordering::SeqCst);
+                Some(pid)
             }
             Err(e) => {
                 // Nothing was recorded of a command that never ran: leave no file behind.
                 let path = recorder.writer.path().to_path_buf();
-                drop(recorder);
+                drop((recorder, drainer, sampler));
                 let _ = std::fs::remove_file(&path);
                 return Err(e);
             }
         },
-        _ => (None, scope),
+        _ => None,
     };
     let root_pid = child.or(match opts.target {
         Target::Pid(pid) => Some(pid),
@@ -217,14 +228,6 @@ pub fn record(roots: &Roots, opts: &RecordOptions) -> anyhow::Result<RecordSumma
             "root_pid": root_pid,
         }),
     )?;
-    let sampler = Sampler::start(SamplerConfig {
-        roots: roots.clone(),
-        cpus,
-        interval: opts.sample_interval,
-        meter: meter.model().is_none().then_some(meter),
-        threads: scope,
-    });
-
     // The loop: take the drained events as they come, commit every second.
     let mut exit = None;
     let mut stopped_early = None;
@@ -267,7 +270,9 @@ pub fn record(roots: &Roots, opts: &RecordOptions) -> anyhow::Result<RecordSumma
             last_flush = Instant::now();
         }
     }
-    let stop_ns = monotonic_now_ns();
+    // The recording ends when tracing is disabled; the last sample follows right after, so
+    // that the energy at the end is interpolated between two samples.
+    let mut stop_ns = monotonic_now_ns();
     let mut lost = Vec::new();
     let mut thread_count = recorder_threads;
     if let Some(d) = drainer {
@@ -277,6 +282,7 @@ pub fn record(roots: &Roots, opts: &RecordOptions) -> anyhow::Result<RecordSumma
         }
         lost = end.lost;
         thread_count = end.threads;
+        stop_ns = end.disabled_ns;
     }
     recorder.take_samples(sampler.stop().into_iter());
     if let (Some(pid), None) = (child, exit.as_ref()) {

@@ -4,7 +4,7 @@
 //! and sends them to the recorder, which writes them with the trace. Every sample carries
 //! CLOCK_MONOTONIC nanoseconds, the clock of the trace records.
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::mpsc::{self, Receiver, Sender};
 use std::sync::Arc;
 use std::thread::JoinHandle;
@@ -36,8 +36,8 @@ pub struct Sample {
 pub enum ThreadScope {
     /// None: a full (traced) recording gets these from the trace.
     Off,
-    /// The process tree under this pid.
-    Tree(u32),
+    /// The process tree under this pid; 0 until it is known (a command not yet started).
+    Tree(Arc<AtomicU32>),
     /// Every process.
     All,
 }
@@ -187,7 +187,10 @@ fn take(config: &SamplerConfig, first: Option<&Reading>) -> Vec<Sample> {
 fn thread_sample(roots: &Roots, scope: &ThreadScope) -> Option<Value> {
     let pids = match scope {
         ThreadScope::Off => return None,
-        ThreadScope::Tree(root) => procfs::tasks::process_tree(roots, *root).ok()?,
+        ThreadScope::Tree(root) => match root.load(Ordering::SeqCst) {
+            0 => return None,
+            pid => procfs::tasks::process_tree(roots, pid).ok()?,
+        },
         ThreadScope::All => procfs::tasks::process_ids(roots).ok()?,
     };
     let rows: Vec<Value> = pids
