@@ -287,6 +287,8 @@ pub struct StateReport {
     /// Measurements dropped, and why.
     pub dropped: usize,
     pub dropped_by_reason: std::collections::BTreeMap<String, usize>,
+    /// Which trace timestamps the kernel delivered while this state was measured.
+    pub delivered: Delivered,
     pub wake_latency_ns: Metric,
     pub intr_latency_ns: Metric,
     pub user_latency_ns: Metric,
@@ -294,6 +296,38 @@ pub struct StateReport {
     /// Whether the measured wake latency's p99.9 or maximum exceeds the declared latency
     /// (`None` when either is unavailable).
     pub exceeds_declared: Option<bool>,
+}
+
+/// The tool's own timing cost, characterized at start on the measured CPU (as the waltr
+/// thesis characterized its latch times).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SelfOverhead {
+    /// Back-to-back `clock_gettime(CLOCK_MONOTONIC)` pairs: the cost of one timestamp.
+    /// UserLatency includes up to one such read after the wake-up.
+    pub timestamp_ns: Distribution,
+    /// `clock_nanosleep(TIMER_ABSTIME)` to a time already past, timed like a datapoint:
+    /// the floor of UserLatency without any idle state (syscall entry and exit).
+    pub expired_sleep_ns: Distribution,
+}
+
+/// One `powerlens wake` run: what `--json` prints and `-o` saves as `info.json`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct WakeResult {
+    pub cpu: u32,
+    /// `current_driver`, or `none`.
+    pub cpuidle_driver: String,
+    pub ldist_min_ns: u64,
+    pub ldist_max_ns: u64,
+    pub self_overhead: Option<SelfOverhead>,
+    /// Requested tracepoints the kernel lacks, as `system/name: reason`.
+    pub trace_unavailable: Vec<String>,
+    /// Trace records the kernel dropped (ring full) during the run.
+    pub lost_records: u64,
+    /// What the reader should know: a virtual machine, no cpuidle driver, …
+    pub notes: Vec<String>,
+    /// Why the run ended before the requested datapoints or duration (Ctrl-C, an error).
+    pub stopped_early: Option<String>,
+    pub states: Vec<StateReport>,
 }
 
 /// Splits measurements into kept datapoints and drop counts.
@@ -363,6 +397,7 @@ pub fn state_report(
         count: points.len(),
         dropped: dropped.len(),
         dropped_by_reason: by_reason,
+        delivered: *delivered,
         wake_latency_ns: wake,
         intr_latency_ns: metric(1, timer, &|p| p.intr_latency_ns),
         user_latency_ns: metric(2, None, &|p| Some(p.user_latency_ns)),

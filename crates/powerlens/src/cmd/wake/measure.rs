@@ -1,0 +1,232 @@
+//! The measuring thread of `powerlens wake`: pinned to the measured CPU, SCHED_FIFO, timer
+//! slack 1 ns; it sleeps until absolute CLOCK_MONOTONIC launch times and notes when it
+//! woke. The trace records of the same interval come from the collector, drained by the
+//! calling thread; matching both is `powerlens_core::wake::match_measurements`.
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::Duration;
+
+use powerlens_core::dvfs::gen::SplitMix64;
+use powerlens_core::wake::{Distribution, Measurement, SelfOverhead, WakeEvent, WakeEventKind};
+use powerlens_sys::trace::{monotonic_now_ns, TraceRecord};
+
+use crate::interrupt;
+
+/// The real-time priority of the measuring thread (cyclictest's usual `-p 95`).
+pub const FIFO_PRIORITY: i32 = 95;
+
+/// The tracepoints a wake measurement reads.
+pub const EVENTS: [&str; 5] = [
+    "power/cpu_idle",
+    "timer/hrtimer_start",
+    "timer/hrtimer_expire_entry",
+    "irq/irq_handler_entry",
+    "irq/softirq_entry",
+];
+
+/// When to stop.
+#[derive(Debug, Clone, Copy)]
+pub enum Limit {
+    Datapoints(u64),
+    Duration(Duration),
+}
+
+#[derive(Debug, Clone, Copy)]
+pub struct Options {
+    pub cpu: u32,
+    pub ldist_min_ns: u64,
+    pub ldist_max_ns: u64,
+    pub limit: Limit,
+    pub seed: u64,
+}
+
+/// What the thread hands back.
+pub struct Measured {
+    pub measurements: Vec<Measurement>,
+    pub overhead: SelfOverhead,
+    /// Set when Ctrl-C ended the series.
+    pub interrupted: bool,
+}
+
+fn last_os_error(what: &str) -> String {
+    format!("{what} failed: {}", std::io::Error::last_os_error())
+}
+
+/// Pins the calling thread to `cpu`.
+pub fn pin_to(cpu: u32) -> Result<(), String> {
+    // SAFETY: a zeroed cpu_set_t is the empty set; CPU_SET stays within its 1024 bits for
+    // the CPU numbers sysfs lists (checked against the online list before).
+    let rc = unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        libc::CPU_SET(cpu as usize, &mut set);
+        libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set)
+    };
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(last_os_error(&format!("sched_setaffinity(cpu{cpu})")))
+    }
+}
+
+/// Pinned, SCHED_FIFO at [`FIFO_PRIORITY`], timer slack 1 ns: the thread wakes as soon as
+/// the kernel can make it, and is not delayed by other runnable tasks.
+fn prepare_thread(cpu: u32) -> Result<(), String> {
+    pin_to(cpu)?;
+    let param = libc::sched_param {
+        sched_priority: FIFO_PRIORITY,
+    };
+    // SAFETY: plain syscalls on the calling thread with a valid sched_param.
+    unsafe {
+        if libc::sched_setscheduler(0, libc::SCHED_FIFO, &param) != 0 {
+            return Err(last_os_error("sched_setscheduler(SCHED_FIFO)"));
+        }
+        if libc::prctl(libc::PR_SET_TIMERSLACK, 1 as libc::c_ulong, 0, 0, 0) != 0 {
+            return Err(last_os_error("prctl(PR_SET_TIMERSLACK, 1)"));
+        }
+    }
+    Ok(())
+}
+
+/// Sleeps until `ltime_ns` on CLOCK_MONOTONIC. `false` when a signal cut the sleep short.
+fn sleep_until(ltime_ns: u64) -> bool {
+    let ts = libc::timespec {
+        tv_sec: (ltime_ns / 1_000_000_000) as libc::time_t,
+        tv_nsec: (ltime_ns % 1_000_000_000) as libc::c_long,
+    };
+    // SAFETY: a valid timespec; no remaining-time output with TIMER_ABSTIME.
+    let rc = unsafe {
+        libc::clock_nanosleep(
+            libc::CLOCK_MONOTONIC,
+            libc::TIMER_ABSTIME,
+            &ts,
+            std::ptr::null_mut(),
+        )
+    };
+    rc == 0
+}
+
+/// Characterizes the tool's own timing cost on this CPU (see [`SelfOverhead`]).
+fn characterize() -> SelfOverhead {
+    const PAIRS: usize = 20_000;
+    const SLEEPS: usize = 2_000;
+    let pairs = (0..PAIRS).map(|_| {
+        let a = monotonic_now_ns();
+        let b = monotonic_now_ns();
+        (b - a) as f64
+    });
+    let timestamp_ns = Distribution::of(pairs.collect::<Vec<_>>()).expect("pairs measured");
+    let sleeps: Vec<f64> = (0..SLEEPS)
+        .filter_map(|_| {
+            let ltime = monotonic_now_ns();
+            sleep_until(ltime).then(|| (monotonic_now_ns() - ltime) as f64)
+        })
+        .collect();
+    let expired_sleep_ns = Distribution::of(sleeps).unwrap_or(Distribution {
+        count: 0,
+        min: 0.0,
+        median: 0.0,
+        mean: 0.0,
+        std: 0.0,
+        p99: 0.0,
+        p99_9: 0.0,
+        p99_99: 0.0,
+        max: 0.0,
+    });
+    SelfOverhead {
+        timestamp_ns,
+        expired_sleep_ns,
+    }
+}
+
+/// Runs one series on a new thread; `done` counts datapoints for the progress bar and
+/// `finished` tells the caller (which drains the trace meanwhile) when it is over.
+pub fn spawn(
+    options: Options,
+    done: &'static AtomicU64,
+    finished: &'static AtomicBool,
+) -> std::thread::JoinHandle<Result<Measured, String>> {
+    std::thread::Builder::new()
+        .name("pl-wake".into())
+        .spawn(move || {
+            let result = run(options, done);
+            finished.store(true, Ordering::SeqCst);
+            result
+        })
+        .expect("spawn the measuring thread")
+}
+
+fn run(options: Options, done: &AtomicU64) -> Result<Measured, String> {
+    prepare_thread(options.cpu)?;
+    // SAFETY: gettid has no preconditions.
+    let tid = unsafe { libc::gettid() } as u32;
+    let overhead = characterize();
+    let mut rng = SplitMix64::new(options.seed);
+    let span = options.ldist_max_ns - options.ldist_min_ns;
+    let start = monotonic_now_ns();
+    let deadline = match options.limit {
+        Limit::Duration(d) => Some(start + d.as_nanos() as u64),
+        Limit::Datapoints(_) => None,
+    };
+    let mut measurements = Vec::new();
+    loop {
+        if interrupt::interrupted() {
+            break;
+        }
+        match (options.limit, deadline) {
+            (Limit::Datapoints(n), _) if measurements.len() as u64 >= n => break,
+            (_, Some(end)) if monotonic_now_ns() >= end => break,
+            _ => {}
+        }
+        let ldist = options.ldist_min_ns + (rng.next_f64() * span as f64) as u64;
+        let armed = monotonic_now_ns();
+        let ltime = armed + ldist;
+        if !sleep_until(ltime) {
+            continue;
+        }
+        let user_wake = monotonic_now_ns();
+        measurements.push(Measurement {
+            armed_ns: armed,
+            ltime_ns: ltime,
+            ldist_ns: ldist,
+            user_wake_ns: user_wake,
+            tid,
+        });
+        done.fetch_add(1, Ordering::Relaxed);
+    }
+    Ok(Measured {
+        measurements,
+        overhead,
+        interrupted: interrupt::interrupted(),
+    })
+}
+
+/// A trace record of the measured CPU as matching needs it; `None` for other records.
+pub fn convert(record: &TraceRecord<'_>) -> Option<WakeEvent> {
+    let d = record.decoded();
+    let kind = match record.format.name.as_str() {
+        "cpu_idle" => match d.u64("state")? as u32 {
+            u32::MAX => WakeEventKind::IdleExit,
+            state => WakeEventKind::IdleEnter { state },
+        },
+        "hrtimer_start" => WakeEventKind::HrtimerStart {
+            hrtimer: d.u64("hrtimer")?,
+            softexpires_ns: d.i64("softexpires")? as u64,
+            tid: record.tid,
+        },
+        "hrtimer_expire_entry" => WakeEventKind::HrtimerExpire {
+            hrtimer: d.u64("hrtimer")?,
+            now_ns: d.i64("now")? as u64,
+        },
+        "irq_handler_entry" => WakeEventKind::Irq {
+            irq: d.i64("irq")? as i32,
+        },
+        "softirq_entry" => WakeEventKind::SoftIrq {
+            vec: d.u64("vec")? as u32,
+        },
+        _ => return None,
+    };
+    Some(WakeEvent {
+        time_ns: record.time_ns,
+        kind,
+    })
+}
