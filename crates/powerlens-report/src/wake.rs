@@ -142,6 +142,18 @@ pub fn text(result: &WakeResult) -> String {
             }
         }
         out.push_str(&table.render());
+        for (index, (name, _)) in METRICS.iter().enumerate() {
+            if let Some(d) = metric_of(state, index).distribution() {
+                if d.count < state.count {
+                    let _ = writeln!(
+                        out,
+                        "  {name} from {} of {} datapoints: the kernel did not deliver the timestamp for \
+                         the others (chosen by the kernel, not at random: may be biased)",
+                        d.count, state.count
+                    );
+                }
+            }
+        }
         for (name, reason, fix) in unavailable {
             let _ = writeln!(out, "  {name} unavailable: {reason}");
             if let Some(fix) = fix {

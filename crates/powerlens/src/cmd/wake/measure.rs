@@ -4,6 +4,7 @@
 //! calling thread; matching both is `powerlens_core::wake::match_measurements`.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 
 use powerlens_core::dvfs::gen::SplitMix64;
@@ -142,13 +143,13 @@ fn characterize() -> SelfOverhead {
 /// `finished` tells the caller (which drains the trace meanwhile) when it is over.
 pub fn spawn(
     options: Options,
-    done: &'static AtomicU64,
-    finished: &'static AtomicBool,
+    done: Arc<AtomicU64>,
+    finished: Arc<AtomicBool>,
 ) -> std::thread::JoinHandle<Result<Measured, String>> {
     std::thread::Builder::new()
         .name("pl-wake".into())
         .spawn(move || {
-            let result = run(options, done);
+            let result = run(options, &done);
             finished.store(true, Ordering::SeqCst);
             result
         })
