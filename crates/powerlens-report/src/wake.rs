@@ -77,8 +77,18 @@ pub fn text(result: &WakeResult) -> String {
             o.timestamp_ns.median,
             o.timestamp_ns.min,
             us(o.expired_sleep_ns.median),
-            us(o.expired_sleep_ns.min)
+            us(o.expired_sleep_ns.min),
         );
+        if let (Some(traced), Some(cost)) = (&o.expired_sleep_traced_ns, o.trace_cost_ns) {
+            let _ = writeln!(
+                out,
+                "  with the tracepoints on: {} µs median, so a traced event costs about {} µs; \
+                 every latency here includes the events traced on its path \
+                 (--no-trace: UserLatency without them)",
+                us(traced.median),
+                us(cost)
+            );
+        }
     }
     for note in &result.notes {
         let _ = writeln!(out, "note: {note}");
@@ -563,6 +573,7 @@ mod tests {
         let d = Delivered {
             idle: true,
             timer: true,
+            untraced: false,
         };
         let csv = datapoints_csv(&[(r.clone(), r.datapoint(&d))]);
         assert!(csv.trim_end().ends_with(",not_our_timer"), "{csv}");

@@ -240,7 +240,8 @@ mod tests {
             delivered,
             Delivered {
                 idle: true,
-                timer: true
+                timer: true,
+                untraced: false,
             }
         );
         let p = r.datapoint(&delivered).unwrap();
@@ -294,6 +295,7 @@ mod tests {
         let all = Delivered {
             idle: true,
             timer: true,
+            untraced: false,
         };
         let nic = base(vec![ev(999_000, WakeEventKind::Irq { irq: 24 })]);
         // The NIC came before LTime and the CPU did not go idle again: outside idle too,

@@ -103,6 +103,9 @@ pub struct Delivered {
     pub idle: bool,
     /// Expiries of our own timer (`timer:hrtimer_expire_entry`, TIntr).
     pub timer: bool,
+    /// Nothing was traced (`--no-trace`): only UserLatency, by choice.
+    #[serde(default)]
+    pub untraced: bool,
 }
 
 /// The fix for a kernel that delivers no `power:cpu_idle` records to perf.
@@ -113,11 +116,15 @@ pub const IDLE_FIX: &str = "measure on a kernel whose idle path emits power:cpu_
 pub const TIMER_FIX: &str = "measure on bare metal or a kernel that delivers \
      timer:hrtimer_expire_entry from the idle task's context to perf";
 
+const UNTRACED_REASON: &str =
+    "not traced: --no-trace measures UserLatency only (no tracepoints, no tracing cost)";
+
 impl Delivered {
     /// Detects what a run delivered: idle records if any idle entry or exit was traced on
     /// the CPU, timer records if the expiry of our timer was found for any datapoint.
     pub fn detect(events: &[WakeEvent], raws: &[Raw]) -> Delivered {
         Delivered {
+            untraced: false,
             idle: events.iter().any(|e| {
                 matches!(
                     e.kind,
@@ -128,8 +135,20 @@ impl Delivered {
         }
     }
 
+    /// What a run without tracing delivers: nothing but the thread's own clock.
+    pub fn untraced() -> Delivered {
+        Delivered {
+            idle: false,
+            timer: false,
+            untraced: true,
+        }
+    }
+
     /// Why wake latency and silent time are unavailable, if they are.
     pub fn idle_reason(&self, cpu: u32) -> Option<String> {
+        if self.untraced {
+            return Some(UNTRACED_REASON.to_string());
+        }
         (!self.idle).then(|| {
             format!(
                 "the kernel delivered no power:cpu_idle records for cpu{cpu} to perf during the run, \
@@ -140,6 +159,9 @@ impl Delivered {
 
     /// Why interrupt latency is unavailable, if it is.
     pub fn timer_reason(&self, cpu: u32) -> Option<String> {
+        if self.untraced {
+            return Some(UNTRACED_REASON.to_string());
+        }
         (!self.timer).then(|| {
             format!(
                 "the kernel delivered no timer:hrtimer_expire_entry record of our timer on cpu{cpu} to \
@@ -306,8 +328,15 @@ pub struct SelfOverhead {
     /// UserLatency includes up to one such read after the wake-up.
     pub timestamp_ns: Distribution,
     /// `clock_nanosleep(TIMER_ABSTIME)` to a time already past, timed like a datapoint:
-    /// the floor of UserLatency without any idle state (syscall entry and exit).
+    /// the floor of UserLatency without any idle state (syscall entry and exit), with the
+    /// tracepoints off.
     pub expired_sleep_ns: Distribution,
+    /// The same with the tracepoints of the measurement on (`hrtimer_start` fires in it);
+    /// `None` with `--no-trace`.
+    pub expired_sleep_traced_ns: Option<Distribution>,
+    /// Median traced minus median untraced: what one traced timer event adds to a
+    /// wake-up path (UserLatency passes one or two: the expiry, softirqs).
+    pub trace_cost_ns: Option<f64>,
 }
 
 /// One `powerlens wake` run: what `--json` prints and `-o` saves as `info.json`.
@@ -381,8 +410,13 @@ pub fn state_report(
             },
         }
     };
-    let idle = delivered.idle_reason(cpu).map(|r| (r, IDLE_FIX));
-    let timer = delivered.timer_reason(cpu).map(|r| (r, TIMER_FIX));
+    let (idle_fix, timer_fix) = if delivered.untraced {
+        ("run without --no-trace", "run without --no-trace")
+    } else {
+        (IDLE_FIX, TIMER_FIX)
+    };
+    let idle = delivered.idle_reason(cpu).map(|r| (r, idle_fix));
+    let timer = delivered.timer_reason(cpu).map(|r| (r, timer_fix));
     let wake = metric(0, idle.clone(), &|p| p.wake_latency_ns);
     let exceeds_declared = match (wake.distribution(), declared_latency_us) {
         (Some(w), Some(declared)) => {
@@ -413,10 +447,12 @@ mod tests {
     const ALL: Delivered = Delivered {
         idle: true,
         timer: true,
+        untraced: false,
     };
     const NONE: Delivered = Delivered {
         idle: false,
         timer: false,
+        untraced: false,
     };
 
     fn raw(ltime: u64, tbi: u64, tai: u64, tintr: u64, user: u64) -> Raw {

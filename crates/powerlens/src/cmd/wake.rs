@@ -98,6 +98,12 @@ pub struct MeasureArgs {
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
 
+    /// Trace nothing: UserLatency only, without the cost of tracepoints on the wake-up
+    /// path (exactly what cyclictest measures). Wake/interrupt latency and silent time are
+    /// then unavailable.
+    #[arg(long)]
+    pub no_trace: bool,
+
     /// Print JSON instead of text (keys in docs/WAKE.md).
     #[arg(long)]
     pub json: bool,
@@ -147,14 +153,22 @@ pub fn execute(global: &GlobalArgs, args: WakeArgs) -> anyhow::Result<ExitCode> 
     }
     // Before any thread exists (unshare needs a single-threaded process).
     let mut notes = plan.notes.clone();
-    if let Some(note) = ensure_tracefs(&roots)? {
-        notes.push(note);
-    }
+    let mut collector = if args.no_trace {
+        None
+    } else {
+        if let Some(note) = ensure_tracefs(&roots)? {
+            notes.push(note);
+        }
+        Some(Collector::open(
+            &roots,
+            &measure::EVENTS,
+            CollectorOptions::default(),
+        )?)
+    };
     interrupt::install();
-    let mut collector = Collector::open(&roots, &measure::EVENTS, CollectorOptions::default())?;
     let trace_unavailable: Vec<String> = collector
-        .unavailable()
         .iter()
+        .flat_map(|c| c.unavailable())
         .map(|u| format!("{}: {}", u.event, u.reason))
         .collect();
     // Locked memory: no page fault on the measuring thread's path (as cyclictest -m).
@@ -191,7 +205,7 @@ pub fn execute(global: &GlobalArgs, args: WakeArgs) -> anyhow::Result<ExitCode> 
         cpuidle_driver: plan.driver.clone(),
         ldist_min_ns: options.ldist_min_ns,
         ldist_max_ns: options.ldist_max_ns,
-        self_overhead: None,
+        self_overhead: Some(measure::self_overhead(cpu, collector.as_ref())?),
         trace_unavailable,
         lost_records: 0,
         notes,
@@ -207,7 +221,7 @@ pub fn execute(global: &GlobalArgs, args: WakeArgs) -> anyhow::Result<ExitCode> 
             ),
             None => None,
         };
-        let series = run_series(&mut collector, options, &target.label);
+        let series = run_series(collector.as_mut(), options, &target.label);
         // Restore before anything else can fail; the guard would also do it on drop.
         if let Some(applied) = applied {
             if let Err(failures) = applied.restore() {
@@ -220,11 +234,12 @@ pub fn execute(global: &GlobalArgs, args: WakeArgs) -> anyhow::Result<ExitCode> 
             }
         }
         let (measured, events) = series?;
-        if result.self_overhead.is_none() {
-            result.self_overhead = Some(measured.overhead.clone());
-        }
         let raws = match_measurements(&measured.measurements, &events, &state_names, &target.label);
-        let delivered = Delivered::detect(&events, &raws);
+        let delivered = if collector.is_some() {
+            Delivered::detect(&events, &raws)
+        } else {
+            Delivered::untraced()
+        };
         for name in group_names(&raws) {
             let group: Vec<Raw> = raws.iter().filter(|r| r.cstate == name).cloned().collect();
             result.states.push(state_report(
@@ -247,7 +262,7 @@ pub fn execute(global: &GlobalArgs, args: WakeArgs) -> anyhow::Result<ExitCode> 
             break;
         }
     }
-    result.lost_records = collector.total_lost();
+    result.lost_records = collector.as_ref().map_or(0, Collector::total_lost);
     if let Some(dir) = &args.output {
         save(dir, &result, &rows)?;
     }
@@ -275,7 +290,7 @@ fn group_names(raws: &[Raw]) -> Vec<String> {
 
 /// One series: trace on, the measuring thread, draining meanwhile, trace off.
 fn run_series(
-    collector: &mut Collector,
+    mut collector: Option<&mut Collector>,
     options: measure::Options,
     label: &str,
 ) -> anyhow::Result<(measure::Measured, Vec<WakeEvent>)> {
@@ -290,9 +305,11 @@ fn run_series(
             }
         });
     };
-    // Whatever is left from before belongs to no datapoint.
-    collector.drain(|_| {});
-    collector.enable()?;
+    if let Some(collector) = collector.as_deref_mut() {
+        // Whatever is left from before belongs to no datapoint.
+        collector.drain(|_| {});
+        collector.enable()?;
+    }
     let done = Arc::new(AtomicU64::new(0));
     let finished = Arc::new(AtomicBool::new(false));
     let bar = match options.limit {
@@ -304,8 +321,13 @@ fn run_series(
     let started = std::time::Instant::now();
     let handle = measure::spawn(options, done.clone(), finished.clone());
     while !finished.load(Ordering::SeqCst) {
-        let _ = collector.wait(Duration::from_millis(100));
-        keep(collector);
+        match collector.as_deref_mut() {
+            Some(collector) => {
+                let _ = collector.wait(Duration::from_millis(100));
+                keep(collector);
+            }
+            None => std::thread::sleep(Duration::from_millis(100)),
+        }
         match options.limit {
             measure::Limit::Datapoints(_) => bar.set_position(done.load(Ordering::Relaxed)),
             measure::Limit::Duration(_) => bar.set_position(started.elapsed().as_secs()),
@@ -315,8 +337,10 @@ fn run_series(
     let measured = handle
         .join()
         .map_err(|_| anyhow::anyhow!("the measuring thread panicked"));
-    collector.disable()?;
-    keep(collector);
+    if let Some(collector) = collector {
+        collector.disable()?;
+        keep(collector);
+    }
     bar.finish_and_clear();
     let measured = measured?.map_err(|e| anyhow::anyhow!("measuring thread on cpu{cpu}: {e}"))?;
     Ok((measured, events))

@@ -44,7 +44,6 @@ pub struct Options {
 /// What the thread hands back.
 pub struct Measured {
     pub measurements: Vec<Measurement>,
-    pub overhead: SelfOverhead,
     /// Set when Ctrl-C ended the series.
     pub interrupted: bool,
 }
@@ -106,8 +105,8 @@ fn sleep_until(ltime_ns: u64) -> bool {
     rc == 0
 }
 
-/// Characterizes the tool's own timing cost on this CPU (see [`SelfOverhead`]).
-fn characterize() -> SelfOverhead {
+/// The clock read cost and the expired-sleep floor on the calling thread.
+fn characterize() -> (Distribution, Distribution) {
     const PAIRS: usize = 20_000;
     const SLEEPS: usize = 2_000;
     let pairs = (0..PAIRS).map(|_| {
@@ -133,10 +132,46 @@ fn characterize() -> SelfOverhead {
         p99_99: 0.0,
         max: 0.0,
     });
-    SelfOverhead {
+    (timestamp_ns, expired_sleep_ns)
+}
+
+/// Characterizes the self overhead on a pinned SCHED_FIFO thread on `cpu`, as the
+/// measuring thread would see it (with whatever tracing is enabled now): the clock read
+/// cost and the expired-sleep floor.
+fn characterize_on(cpu: u32) -> Result<(Distribution, Distribution), String> {
+    std::thread::Builder::new()
+        .name("pl-wake-cal".into())
+        .spawn(move || {
+            prepare_thread(cpu)?;
+            Ok(characterize())
+        })
+        .expect("spawn the characterizing thread")
+        .join()
+        .map_err(|_| "the characterizing thread panicked".to_string())?
+}
+
+/// The self overhead (see [`SelfOverhead`]): characterized with the collector's
+/// tracepoints off, then on (without a collector: off only).
+pub fn self_overhead(
+    cpu: u32,
+    collector: Option<&powerlens_sys::trace::Collector>,
+) -> anyhow::Result<SelfOverhead> {
+    let (timestamp_ns, expired_sleep_ns) = characterize_on(cpu).map_err(anyhow::Error::msg)?;
+    let traced = match collector {
+        Some(collector) => {
+            collector.enable()?;
+            let traced = characterize_on(cpu);
+            collector.disable()?;
+            Some(traced.map_err(anyhow::Error::msg)?.1)
+        }
+        None => None,
+    };
+    Ok(SelfOverhead {
+        trace_cost_ns: traced.as_ref().map(|t| t.median - expired_sleep_ns.median),
         timestamp_ns,
         expired_sleep_ns,
-    }
+        expired_sleep_traced_ns: traced,
+    })
 }
 
 /// Runs one series on a new thread; `done` counts datapoints for the progress bar and
@@ -160,7 +195,6 @@ fn run(options: Options, done: &AtomicU64) -> Result<Measured, String> {
     prepare_thread(options.cpu)?;
     // SAFETY: gettid has no preconditions.
     let tid = unsafe { libc::gettid() } as u32;
-    let overhead = characterize();
     let mut rng = SplitMix64::new(options.seed);
     let span = options.ldist_max_ns - options.ldist_min_ns;
     let start = monotonic_now_ns();
@@ -196,7 +230,6 @@ fn run(options: Options, done: &AtomicU64) -> Result<Measured, String> {
     }
     Ok(Measured {
         measurements,
-        overhead,
         interrupted: interrupt::interrupted(),
     })
 }
