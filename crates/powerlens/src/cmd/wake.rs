@@ -51,6 +51,7 @@ Examples:
   sudo powerlens wake --cpu 1 --duration 10s
   sudo powerlens wake --cpu 1 --cstates all --datapoints 5000 -o wake-c-states
   sudo powerlens wake --ldist 50us,500us --json
+  sudo powerlens wake --cpu 1 --ldist 1ms,1ms --no-trace    # as cyclictest -i 1000
   powerlens wake report wake-before wake-after --out plots";
 
 #[derive(Debug, Args)]
