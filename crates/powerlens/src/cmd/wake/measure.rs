@@ -264,3 +264,128 @@ pub fn convert(record: &TraceRecord<'_>) -> Option<WakeEvent> {
         kind,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use powerlens_sys::trace::{Callchain, EventFormat};
+
+    const COMMON: &str = "\tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;
+\tfield:unsigned char common_flags;\toffset:2;\tsize:1;\tsigned:0;
+\tfield:unsigned char common_preempt_count;\toffset:3;\tsize:1;\tsigned:0;
+\tfield:int common_pid;\toffset:4;\tsize:4;\tsigned:1;
+";
+
+    /// A format file as 6.18's tracefs writes it.
+    fn format(system: &str, name: &str, fields: &str) -> EventFormat {
+        let text = format!("name: {name}\nID: 1\nformat:\n{COMMON}\n{fields}\nprint fmt: \"\"\n");
+        EventFormat::parse(system, &text).unwrap()
+    }
+
+    fn record<'a>(format: &'a EventFormat, raw: &'a [u8]) -> TraceRecord<'a> {
+        TraceRecord {
+            cpu: 1,
+            time_ns: 5_000,
+            pid: 77,
+            tid: 78,
+            event: 0,
+            format,
+            raw,
+            callchain: Callchain::default(),
+        }
+    }
+
+    fn payload(fields: &[&[u8]]) -> Vec<u8> {
+        let mut raw = vec![0u8; 8];
+        for f in fields {
+            raw.extend_from_slice(f);
+        }
+        raw
+    }
+
+    /// The field names and types the kernel's format files give, decoded by name.
+    #[test]
+    fn converts_the_kernels_records() {
+        let idle = format(
+            "power",
+            "cpu_idle",
+            "\tfield:u32 state;\toffset:8;\tsize:4;\tsigned:0;\n\tfield:u32 cpu_id;\toffset:12;\tsize:4;\tsigned:0;",
+        );
+        let enter = payload(&[&2u32.to_ne_bytes(), &1u32.to_ne_bytes()]);
+        let exit = payload(&[&u32::MAX.to_ne_bytes(), &1u32.to_ne_bytes()]);
+        assert_eq!(
+            convert(&record(&idle, &enter)).unwrap().kind,
+            WakeEventKind::IdleEnter { state: 2 }
+        );
+        assert_eq!(
+            convert(&record(&idle, &exit)).unwrap().kind,
+            WakeEventKind::IdleExit
+        );
+
+        let start = format(
+            "timer",
+            "hrtimer_start",
+            "\tfield:void * hrtimer;\toffset:8;\tsize:8;\tsigned:0;
+\tfield:void * function;\toffset:16;\tsize:8;\tsigned:0;
+\tfield:s64 expires;\toffset:24;\tsize:8;\tsigned:1;
+\tfield:s64 softexpires;\toffset:32;\tsize:8;\tsigned:1;
+\tfield:enum hrtimer_mode mode;\toffset:40;\tsize:4;\tsigned:0;
+\tfield:bool was_armed;\toffset:44;\tsize:1;\tsigned:0;",
+        );
+        let raw = payload(&[
+            &0xffff_c900_050e_bc70u64.to_ne_bytes(),
+            &0xffff_ffff_8100_0000u64.to_ne_bytes(),
+            &412_734_895_210i64.to_ne_bytes(),
+            &412_734_895_209i64.to_ne_bytes(),
+            &1u32.to_ne_bytes(),
+            &[0, 0, 0, 0],
+        ]);
+        let e = convert(&record(&start, &raw)).unwrap();
+        assert_eq!(e.time_ns, 5_000);
+        assert_eq!(
+            e.kind,
+            WakeEventKind::HrtimerStart {
+                hrtimer: 0xffff_c900_050e_bc70,
+                softexpires_ns: 412_734_895_209,
+                tid: 78,
+            }
+        );
+
+        let expire = format(
+            "timer",
+            "hrtimer_expire_entry",
+            "\tfield:void * hrtimer;\toffset:8;\tsize:8;\tsigned:0;
+\tfield:s64 now;\toffset:16;\tsize:8;\tsigned:1;
+\tfield:void * function;\toffset:24;\tsize:8;\tsigned:0;",
+        );
+        let raw = payload(&[
+            &0xffff_c900_050e_bc70u64.to_ne_bytes(),
+            &412_734_896_000i64.to_ne_bytes(),
+            &0u64.to_ne_bytes(),
+        ]);
+        assert_eq!(
+            convert(&record(&expire, &raw)).unwrap().kind,
+            WakeEventKind::HrtimerExpire {
+                hrtimer: 0xffff_c900_050e_bc70,
+                now_ns: 412_734_896_000,
+            }
+        );
+
+        let softirq = format(
+            "irq",
+            "softirq_entry",
+            "\tfield:unsigned int vec;\toffset:8;\tsize:4;\tsigned:0;",
+        );
+        let raw = payload(&[&7u32.to_ne_bytes()]);
+        assert_eq!(
+            convert(&record(&softirq, &raw)).unwrap().kind,
+            WakeEventKind::SoftIrq { vec: 7 }
+        );
+        let other = format(
+            "sched",
+            "sched_switch",
+            "\tfield:int x;\toffset:8;\tsize:4;\tsigned:1;",
+        );
+        assert!(convert(&record(&other, &raw)).is_none());
+    }
+}
