@@ -592,3 +592,21 @@ fn live_user_latency_median_agrees_with_cyclictest() {
         "{wake}"
     );
 }
+
+#[test]
+fn report_of_something_else_names_the_fix() {
+    let s = Setup::new(haltpoll_tree());
+    let empty = s.scratch.path().join("empty");
+    std::fs::create_dir_all(&empty).unwrap();
+    let o = s.run(&["report", empty.to_str().unwrap(), "--out", "/nonexistent/x"]);
+    let err = common::stderr(&o);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("info.json: not a wake result") && err.contains("powerlens wake -o"),
+        "{err}"
+    );
+    // A damaged info.json says so.
+    std::fs::write(empty.join("info.json"), "{}").unwrap();
+    let err = common::stderr(&s.run(&["report", empty.to_str().unwrap()]));
+    assert!(err.contains("not a powerlens wake info.json"), "{err}");
+}
