@@ -5,8 +5,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-# Debian packages the tests need: sqlite3 reads the results database as an outside reader.
-debs=(sqlite3)
+# Debian packages the tests need: sqlite3 reads the results database as an outside reader;
+# rt-tests gives cyclictest, the oracle of `powerlens wake`'s UserLatency.
+debs=(sqlite3 rt-tests)
 
 missing=()
 if command -v dpkg >/dev/null 2>&1; then

@@ -9,3 +9,4 @@ pub mod run;
 pub mod svg;
 pub mod sweep;
 pub mod table;
+pub mod wake;

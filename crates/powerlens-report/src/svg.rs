@@ -80,6 +80,22 @@ fn tick_label(v: f64) -> String {
 
 /// Renders panels stacked vertically, sharing the x axis.
 pub fn render(x: &XAxis, panels: &[Panel]) -> String {
+    render_with(x, panels, Style::Lines)
+}
+
+/// Like [`render`], but points only (no connecting lines): for scatter plots of many
+/// datapoints, such as latency against silent time.
+pub fn render_scatter(x: &XAxis, panels: &[Panel]) -> String {
+    render_with(x, panels, Style::Points)
+}
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Style {
+    Lines,
+    Points,
+}
+
+fn render_with(x: &XAxis, panels: &[Panel], style: Style) -> String {
     let height = PANEL_HEIGHT * panels.len() as f64;
     let mut out = String::new();
     let _ = writeln!(
@@ -88,13 +104,13 @@ pub fn render(x: &XAxis, panels: &[Panel]) -> String {
     );
     let _ = writeln!(out, r#"<rect width="100%" height="100%" fill="white"/>"#);
     for (i, panel) in panels.iter().enumerate() {
-        panel_svg(&mut out, x, panel, i as f64 * PANEL_HEIGHT);
+        panel_svg(&mut out, x, panel, i as f64 * PANEL_HEIGHT, style);
     }
     out.push_str("</svg>\n");
     out
 }
 
-fn panel_svg(out: &mut String, x: &XAxis, panel: &Panel, y0: f64) {
+fn panel_svg(out: &mut String, x: &XAxis, panel: &Panel, y0: f64, style: Style) {
     let points: Vec<(f64, f64)> = panel
         .series
         .iter()
@@ -197,15 +213,21 @@ fn panel_svg(out: &mut String, x: &XAxis, panel: &Panel, y0: f64) {
             .iter()
             .map(|(a, b)| format!("{:.1},{:.1}", px(*a), py(*b)))
             .collect();
-        let _ = writeln!(
-            out,
-            r#"<polyline fill="none" stroke="{color}" stroke-width="2" points="{}"/>"#,
-            pts.join(" ")
-        );
+        let radius = match style {
+            Style::Lines => {
+                let _ = writeln!(
+                    out,
+                    r#"<polyline fill="none" stroke="{color}" stroke-width="2" points="{}"/>"#,
+                    pts.join(" ")
+                );
+                "3.5"
+            }
+            Style::Points => "1.5",
+        };
         for p in &s.points {
             let _ = writeln!(
                 out,
-                r#"<circle cx="{:.1}" cy="{:.1}" r="3.5" fill="{color}"/>"#,
+                r#"<circle cx="{:.1}" cy="{:.1}" r="{radius}" fill="{color}"/>"#,
                 px(p.0),
                 py(p.1)
             );

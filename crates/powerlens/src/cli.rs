@@ -76,6 +76,9 @@ pub enum Command {
     /// Wide-vector (AVX2/AVX-512) frequency licenses: break-even, policy simulation, power score.
     #[command(long_about = cmd::dvfs::LONG_ABOUT)]
     Dvfs(cmd::dvfs::DvfsArgs),
+    /// C-state wake latency per idle state against the declared exit latency (wult-style).
+    #[command(long_about = cmd::wake::LONG_ABOUT)]
+    Wake(cmd::wake::WakeArgs),
     /// Put back system settings a killed powerlens left applied (compare/sweep --config).
     Restore(cmd::restore::RestoreArgs),
     /// Write shell completions to stdout.

@@ -12,6 +12,7 @@ pub mod restore;
 pub mod run;
 pub mod runs;
 pub mod sweep;
+pub mod wake;
 pub mod workload;
 
 use std::process::ExitCode;
@@ -34,5 +35,6 @@ pub fn execute(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Completions(args) => completions::completions(args),
         Command::Man(args) => completions::man(args),
         Command::Workload(args) => workload::execute(args),
+        Command::Wake(args) => wake::execute(&cli.global, args),
     }
 }
