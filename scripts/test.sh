@@ -5,9 +5,10 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-# Debian packages the tests need: sqlite3 reads the results database as an outside reader;
+# Debian packages the tests need as outside oracles: sqlite3 reads the results and recording
+# files, rt-tests (cyclictest) checks `wake`, linux-perf (`perf sched timehist`) checks `report`.
 # rt-tests gives cyclictest, the oracle of `powerlens wake`'s UserLatency.
-debs=(sqlite3 rt-tests)
+debs=(sqlite3 rt-tests linux-perf)
 
 missing=()
 if command -v dpkg >/dev/null 2>&1; then

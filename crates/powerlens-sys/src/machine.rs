@@ -160,8 +160,22 @@ fn cpuidle_section(roots: &Roots) -> CpuidleSection {
     if let Some(first) = section.per_cpu.first() {
         section.states = first.states.clone();
     }
+    if section.per_cpu.iter().all(|c| c.states.is_empty()) {
+        // cpuidle exists but no driver registered states (`current_driver` is `none`): the
+        // CPUs idle in the kernel's default routine and nothing can be selected or counted.
+        section.availability = Availability::no(
+            format!(
+                "cpuidle driver {} registered no idle states: the CPUs idle in the kernel's default idle routine, with no per-state counters",
+                section.driver.as_deref().unwrap_or("none")
+            ),
+            Some(NO_IDLE_STATES_FIX.to_string()),
+        );
+    }
     section
 }
+
+/// How to get idle states where the driver is `none`.
+const NO_IDLE_STATES_FIX: &str = "in a KVM guest, boot with cpuidle_haltpoll.force=1 (or run on a host that advertises KVM_HINTS_REALTIME); on bare metal, use intel_idle or acpi_idle (not idle=poll/halt)";
 
 fn cpufreq_section(roots: &Roots) -> CpufreqSection {
     match cpufreq::read_policies(roots) {

@@ -114,8 +114,27 @@ fn live_json_matches_sysfs() {
     let json = json_of(&run(&["info", "--json"], None, None));
     // cpuidle: the states of cpu0 are what sysfs holds.
     let states = json["cpuidle"]["states"].as_array().unwrap();
-    if Path::new("/sys/devices/system/cpu/cpuidle").is_dir() {
-        assert!(!states.is_empty());
+    let state_dirs = std::fs::read_dir("/sys/devices/system/cpu/cpu0/cpuidle")
+        .map(|d| {
+            d.filter_map(|e| e.ok())
+                .filter(|e| e.file_name().to_string_lossy().starts_with("state"))
+                .count()
+        })
+        .unwrap_or(0);
+    assert_eq!(
+        states.len(),
+        state_dirs,
+        "one state per cpu0/cpuidle/stateK"
+    );
+    if state_dirs == 0 {
+        // A driver that registered no states (`none`): unavailable, with the reason.
+        eprintln!(
+            "no cpuidle states on this machine: {}",
+            json["cpuidle"]["reason"]
+        );
+        assert_eq!(json["cpuidle"]["available"], false);
+        assert!(json["cpuidle"]["fix"].is_string());
+    } else if Path::new("/sys/devices/system/cpu/cpuidle").is_dir() {
         for (k, s) in states.iter().enumerate() {
             let dir = format!("/sys/devices/system/cpu/cpu0/cpuidle/state{k}");
             assert_eq!(s["name"], read(&format!("{dir}/name")));
