@@ -315,16 +315,19 @@ pub fn record(roots: &Roots, opts: &RecordOptions) -> anyhow::Result<RecordSumma
     });
     // After a write error the file keeps what the last flush committed; writing more
     // would only fail again.
+    let mut counts = (recorder.events, recorder.samples);
     if !write_failed {
-        if let Err(e) = recorder.finish(&stop, &lost, &notes) {
-            stopped_early = Some(format!("{e:#}"));
+        match recorder.finish(&stop, &lost, &notes) {
+            Ok(c) => counts = c,
+            Err(e) => stopped_early = Some(format!("{e:#}")),
         }
     }
+    let (events, samples) = counts;
     Ok(RecordSummary {
         path: opts.output.clone(),
         mode,
-        events: recorder.events,
-        samples: recorder.samples,
+        events,
+        samples,
         threads: thread_count,
         lost: total_lost,
         seconds: (stop_ns - start_ns) as f64 / 1e9,
@@ -542,12 +545,14 @@ impl Recorder {
         Ok(())
     }
 
+    /// The last events and the end's metadata, then the file is closed as one
+    /// self-contained file (no -wal/-shm beside it). Returns the events and samples written.
     fn finish(
-        &mut self,
+        mut self,
         stop: &Value,
         lost: &[(u32, u64)],
         notes: &[String],
-    ) -> anyhow::Result<()> {
+    ) -> anyhow::Result<(u64, u64)> {
         self.flush()?;
         self.writer.set_meta(meta::STOP, stop)?;
         self.writer.set_meta(
@@ -558,7 +563,8 @@ impl Recorder {
                 .collect::<Vec<_>>()),
         )?;
         self.writer.set_meta(meta::NOTES, &json!(notes))?;
-        self.writer.flush()?;
-        Ok(())
+        let counts = (self.events, self.samples);
+        self.writer.finish()?;
+        Ok(counts)
     }
 }
