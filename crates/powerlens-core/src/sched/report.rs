@@ -538,7 +538,11 @@ pub fn build(summary: &SchedSummary, ctx: &RecordingContext) -> RecordingReport 
             &mut missing,
             "idle residency from the trace",
             &format!("no power:cpu_idle records on {list}"),
-            Some("record with power:cpu_idle available; some kernels/VMs never deliver it to perf (docs/REPORT.md); the sysfs columns still apply"),
+            Some(if ctx.sysfs_idle.is_ok() {
+                "none needed where cpuidle sysfs counters exist (the sysfs columns); some kernels and VMs never deliver power:cpu_idle to perf (docs/REPORT.md)"
+            } else {
+                "some kernels and VMs never deliver power:cpu_idle to perf (docs/REPORT.md); idle wake-ups still come from the scheduler events"
+            }),
         );
     }
     if let Err(reason) = &ctx.sysfs_idle {
