@@ -822,3 +822,49 @@ fn stale_interrupt_context_is_dropped() {
     let b = thread(&s, B).wakeups_received;
     assert_eq!((b.timer, b.ipi_or_idle), (0, 1));
 }
+
+/// With frequency records, the active energy is split by CPU time × frequency: A ran 10 ns
+/// at 1 GHz and 10 ns at 2 GHz, B 10 ns at 2 GHz, so A:B = 3:2 although both ran ≥ 10 ns.
+#[test]
+fn attribution_weighs_by_frequency_when_known() {
+    use crate::provenance::Provenance;
+    use SwitchedOut::*;
+    let events = [
+        ev(0, 0, EventKind::Frequency { khz: 1_000_000 }),
+        switch(0, 0, IDLE_TID, Preempted, A),
+        ev(10, 0, EventKind::Frequency { khz: 2_000_000 }),
+        switch(20, 0, A, Preempted, B),
+        switch(30, 0, B, Blocked, IDLE_TID),
+    ];
+    let s = analyse(&events, 40);
+    let mut ctx = three_thread_context();
+    ctx.target_pids = None;
+    ctx.threads.clear();
+    ctx.lost_records.clear();
+    ctx.energy = Ok(super::report::EnergyInput {
+        total_j: 5.0,
+        domains: vec![],
+        provenance: Provenance::Estimated {
+            model: "default".into(),
+            parameters: "idle 0 W".into(),
+        },
+        idle_power_w: 0.0,
+    });
+    let r = super::report::build(&s, &ctx);
+    assert_eq!(r.energy.weighting.as_deref(), Some("cpu_time_x_frequency"));
+    assert!(
+        r.energy.method.ends_with("by CPU time × frequency"),
+        "{}",
+        r.energy.method
+    );
+    let e: Vec<f64> = r.threads.iter().map(|t| t.energy_j.unwrap()).collect();
+    assert_eq!(e, vec![3.0, 2.0]);
+    assert_eq!(r.threads[0].frequency_mhz, Some(1_500.0));
+    assert_eq!(
+        r.system.frequency_source.as_deref(),
+        Some("power:cpu_frequency")
+    );
+    assert_eq!(r.system.frequency_mhz, Some(1_750.0));
+    assert_eq!(r.system.running_frequency_mhz, Some(5e7 / 30.0 / 1e3));
+    assert_eq!((r.energy.idle_j, r.energy.other_j), (Some(0.0), Some(0.0)));
+}
