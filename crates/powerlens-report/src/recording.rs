@@ -259,6 +259,14 @@ const COLUMNS: &[Column] = &[
         In::Both,
     ),
     col(
+        "idle_time_s",
+        "idle s",
+        "idle time of the CPUs before those idle wake-ups (VTune's Idle Time)",
+        false,
+        Total::Sum,
+        In::Both,
+    ),
+    col(
         "mean_idle_before_wakeup_us",
         "idle before µs",
         "mean idle duration of the CPU before those idle wake-ups",
@@ -387,6 +395,7 @@ struct Metrics<'a> {
     wakeups: &'a WakeupCounts,
     caused: u64,
     idle_wakeups: u64,
+    idle_time: f64,
     idle_before: Option<f64>,
     freq: Option<f64>,
     energy: Option<f64>,
@@ -409,6 +418,7 @@ fn common(m: Metrics) -> Vec<(&'static str, Value)> {
         ("wakeups_ipi", Value::Int(w.ipi)),
         ("wakeups_caused", Value::Int(m.caused)),
         ("idle_wakeups", Value::Int(m.idle_wakeups)),
+        ("idle_time_s", Value::Float(m.idle_time)),
         ("mean_idle_before_wakeup_us", opt_f(m.idle_before)),
         ("frequency_mhz", opt_f(m.freq)),
         ("energy_j", opt_f(m.energy)),
@@ -436,6 +446,7 @@ fn thread_row(t: &ThreadRow) -> Row {
         wakeups: &t.wakeups_received,
         caused: t.wakeups_caused,
         idle_wakeups: t.idle_wakeups,
+        idle_time: t.idle_time_s,
         idle_before: t.mean_idle_before_wakeup_us,
         freq: t.frequency_mhz,
         energy: t.energy_j,
@@ -468,6 +479,7 @@ fn process_row(p: &ProcessRow) -> Row {
         wakeups: &p.wakeups_received,
         caused: p.wakeups_caused,
         idle_wakeups: p.idle_wakeups,
+        idle_time: p.idle_time_s,
         idle_before: p.mean_idle_before_wakeup_us,
         freq: p.frequency_mhz,
         energy: p.energy_j,
@@ -1293,6 +1305,7 @@ tid,pid,comm,cpu_time_s,wakeups_thread,mean_idle_before_wakeup_us,frequency_mhz,
             assert!(!t[key].is_null(), "{key} in {t}");
         }
         assert_eq!(t["wakeups_received"]["thread"], 1);
+        assert_eq!(t["idle_time_s"], 0.01);
         assert_eq!(
             (t["tid"].as_u64(), t["comm"].as_str()),
             (Some(101), Some("solver-w1"))

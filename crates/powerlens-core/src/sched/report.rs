@@ -153,6 +153,9 @@ pub struct ThreadRow {
     pub wakeups_received_total: u64,
     pub wakeups_caused: u64,
     pub idle_wakeups: u64,
+    /// Total idle duration of the CPUs before this thread's idle wake-ups (VTune's "Idle
+    /// Time" of the row).
+    pub idle_time_s: f64,
     /// Mean idle duration of the CPU before this thread's idle wake-ups.
     pub mean_idle_before_wakeup_us: Option<f64>,
     /// Mean CPU frequency while this thread ran (known-frequency time only).
@@ -179,6 +182,7 @@ pub struct ProcessRow {
     pub wakeups_received_total: u64,
     pub wakeups_caused: u64,
     pub idle_wakeups: u64,
+    pub idle_time_s: f64,
     pub mean_idle_before_wakeup_us: Option<f64>,
     pub frequency_mhz: Option<f64>,
     /// Mean number of its threads running while at least one runs.
@@ -415,6 +419,7 @@ pub fn build(summary: &SchedSummary, ctx: &RecordingContext) -> RecordingReport 
                 wakeups_received_total: causes.total(),
                 wakeups_caused: t.wakeups_caused,
                 idle_wakeups: t.idle_wakeups,
+                idle_time_s: secs(t.idle_before_wakeups_ns),
                 mean_idle_before_wakeup_us: (t.idle_wakeups > 0)
                     .then(|| t.idle_before_wakeups_ns as f64 / t.idle_wakeups as f64 / 1e3),
                 frequency_mhz: (t.freq_known_ns > 0)
@@ -797,13 +802,7 @@ fn process_rows(
                 causes.add(&r.wakeups_received);
             }
             let idle_wakeups: u64 = rows.iter().map(|r| r.idle_wakeups).sum();
-            let idle_before_us: f64 = rows
-                .iter()
-                .filter_map(|r| {
-                    r.mean_idle_before_wakeup_us
-                        .map(|m| m * r.idle_wakeups as f64)
-                })
-                .sum();
+            let idle_time_s: f64 = rows.iter().map(|r| r.idle_time_s).sum();
             let freq_rows: Vec<(f64, f64)> = rows
                 .iter()
                 .filter_map(|r| r.frequency_mhz.map(|f| (f, r.cpu_time_s)))
@@ -823,8 +822,9 @@ fn process_rows(
                 wakeups_received_total: causes.total(),
                 wakeups_caused: rows.iter().map(|r| r.wakeups_caused).sum(),
                 idle_wakeups,
+                idle_time_s,
                 mean_idle_before_wakeup_us: (idle_wakeups > 0)
-                    .then(|| idle_before_us / idle_wakeups as f64),
+                    .then(|| idle_time_s * 1e6 / idle_wakeups as f64),
                 frequency_mhz: (freq_time > 0.0)
                     .then(|| freq_rows.iter().map(|(f, t)| f * t).sum::<f64>() / freq_time),
                 effective_parallelism: pid.and_then(|p| parallelism.get(&p).copied().flatten()),
