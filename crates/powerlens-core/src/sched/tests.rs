@@ -868,3 +868,34 @@ fn attribution_weighs_by_frequency_when_known() {
     assert_eq!(r.system.running_frequency_mhz, Some(5e7 / 30.0 / 1e3));
     assert_eq!((r.energy.idle_j, r.energy.other_j), (Some(0.0), Some(0.0)));
 }
+
+/// Seen on this VM with a sleeping workload: on idle cpu1 both the timer wake-up and the
+/// switch-in are lost, so the thread's last known state is *blocked*. The lower bound (its
+/// block time) would charge the whole sleep as CPU time (perf sched timehist does: 381 ms
+/// for a thread whose sum_exec_runtime was 171 ms); the thread is instead taken to have
+/// run its mean recorded run length.
+#[test]
+fn lost_wakeup_and_switch_in_use_the_mean_run() {
+    use SwitchedOut::*;
+    let events = [
+        switch(0, 0, IDLE_TID, Preempted, A),
+        switch(0, 1, B, Blocked, IDLE_TID),
+        switch(10, 0, A, Blocked, IDLE_TID), // a recorded run of 10
+        wakeup(20, 0, A),
+        switch(22, 0, IDLE_TID, Preempted, A),
+        switch(32, 0, A, Blocked, IDLE_TID), // another of 10
+        // (lost on cpu1: A's wake-up at 90 and its switch-in at 95)
+        switch(105, 1, A, Blocked, IDLE_TID),
+    ];
+    let s = analyse(&events, 120);
+    let a = thread(&s, A);
+    assert_eq!(
+        a.cpu_time_ns, 30,
+        "10 + 10 + the inferred 10, not 10 + 10 + 73"
+    );
+    assert_eq!(a.wait_ns, 10 + (95 - 32) + (120 - 105));
+    let c = &s.cpus[1];
+    assert_eq!((c.inferred_switch_ins, c.idle_task_ns), (1, 95 + 15));
+    assert_eq!((c.idle_wakeups, c.idle_before_wakeups_ns), (1, 95));
+    cpu_conserved(&s);
+}
