@@ -389,36 +389,41 @@ struct Metrics<'a> {
     cpu_time_s: f64,
     sync: u64,
     preempt: u64,
-    wait: f64,
-    inactive: f64,
-    migrations: u64,
-    wakeups: &'a WakeupCounts,
-    caused: u64,
-    idle_wakeups: u64,
-    idle_time: f64,
+    wait: Option<f64>,
+    inactive: Option<f64>,
+    migrations: Option<u64>,
+    wakeups: Option<&'a WakeupCounts>,
+    caused: Option<u64>,
+    idle_wakeups: Option<u64>,
+    idle_time: Option<f64>,
     idle_before: Option<f64>,
     freq: Option<f64>,
     energy: Option<f64>,
 }
 
+fn opt_i(v: Option<u64>) -> Value {
+    v.map(Value::Int).unwrap_or(Value::Missing)
+}
+
 fn common(m: Metrics) -> Vec<(&'static str, Value)> {
     let w = m.wakeups;
+    let wi = |f: fn(&WakeupCounts) -> u64| opt_i(w.map(f));
     vec![
         ("cpu_time_s", Value::Float(m.cpu_time_s)),
         ("sync_switches", Value::Int(m.sync)),
         ("preempt_switches", Value::Int(m.preempt)),
-        ("wait_time_s", Value::Float(m.wait)),
-        ("inactive_time_s", Value::Float(m.inactive)),
-        ("migrations", Value::Int(m.migrations)),
-        ("wakeups_received_total", Value::Int(w.total())),
-        ("wakeups_thread", Value::Int(w.thread)),
-        ("wakeups_timer", Value::Int(w.timer)),
-        ("wakeups_irq", Value::Int(w.irq)),
-        ("wakeups_softirq", Value::Int(w.softirq)),
-        ("wakeups_ipi", Value::Int(w.ipi)),
-        ("wakeups_caused", Value::Int(m.caused)),
-        ("idle_wakeups", Value::Int(m.idle_wakeups)),
-        ("idle_time_s", Value::Float(m.idle_time)),
+        ("wait_time_s", opt_f(m.wait)),
+        ("inactive_time_s", opt_f(m.inactive)),
+        ("migrations", opt_i(m.migrations)),
+        ("wakeups_received_total", wi(WakeupCounts::total)),
+        ("wakeups_thread", wi(|w| w.thread)),
+        ("wakeups_timer", wi(|w| w.timer)),
+        ("wakeups_irq", wi(|w| w.irq)),
+        ("wakeups_softirq", wi(|w| w.softirq)),
+        ("wakeups_ipi", wi(|w| w.ipi)),
+        ("wakeups_caused", opt_i(m.caused)),
+        ("idle_wakeups", opt_i(m.idle_wakeups)),
+        ("idle_time_s", opt_f(m.idle_time)),
         ("mean_idle_before_wakeup_us", opt_f(m.idle_before)),
         ("frequency_mhz", opt_f(m.freq)),
         ("energy_j", opt_f(m.energy)),
@@ -443,7 +448,7 @@ fn thread_row(t: &ThreadRow) -> Row {
         wait: t.wait_time_s,
         inactive: t.inactive_time_s,
         migrations: t.migrations,
-        wakeups: &t.wakeups_received,
+        wakeups: t.wakeups_received.as_ref(),
         caused: t.wakeups_caused,
         idle_wakeups: t.idle_wakeups,
         idle_time: t.idle_time_s,
@@ -476,7 +481,7 @@ fn process_row(p: &ProcessRow) -> Row {
         wait: p.wait_time_s,
         inactive: p.inactive_time_s,
         migrations: p.migrations,
-        wakeups: &p.wakeups_received,
+        wakeups: p.wakeups_received.as_ref(),
         caused: p.wakeups_caused,
         idle_wakeups: p.idle_wakeups,
         idle_time: p.idle_time_s,
@@ -698,12 +703,14 @@ pub fn system(report: &RecordingReport) -> String {
     line(
         &mut out,
         "idle wake-ups",
-        format!(
-            "{} ({} per s), mean idle before a wake-up {}",
-            s.idle_wakeups,
-            sig(s.idle_wakeups_per_s, 4),
-            opt(s.mean_idle_per_wakeup_us, 4, " µs")
-        ),
+        match (s.idle_wakeups, s.idle_wakeups_per_s) {
+            (Some(n), Some(rate)) => format!(
+                "{n} ({} per s), mean idle before a wake-up {}",
+                sig(rate, 4),
+                opt(s.mean_idle_per_wakeup_us, 4, " µs")
+            ),
+            _ => "unavailable (no scheduler trace)".into(),
+        },
     );
     if !s.idle_states.is_empty() {
         let states: Vec<String> = s
@@ -774,14 +781,16 @@ pub fn system(report: &RecordingReport) -> String {
         let _ = write!(energy, "; {}", d.join(", "));
     }
     line(&mut out, "energy", energy);
-    let w = &s.wakeups_received;
     line(
         &mut out,
         "wake-ups by cause",
-        format!(
-            "thread {}, timer {}, irq {}, softirq {}, ipi/idle {}; migrations {}",
-            w.thread, w.timer, w.irq, w.softirq, w.ipi, s.migrations
-        ),
+        match (&s.wakeups_received, s.migrations) {
+            (Some(w), Some(m)) => format!(
+                "thread {}, timer {}, irq {}, softirq {}, ipi/idle {}; migrations {m}",
+                w.thread, w.timer, w.irq, w.softirq, w.ipi
+            ),
+            _ => "unavailable (no scheduler trace)".into(),
+        },
     );
     if s.lost_records > 0 {
         let per: Vec<String> = report
@@ -1374,5 +1383,71 @@ tid,pid,comm,cpu_time_s,wakeups_thread,mean_idle_before_wakeup_us,frequency_mhz,
             "{t}"
         );
         assert!(!t.contains("energy: total"), "{t}");
+    }
+
+    #[test]
+    fn reduced_recording_shows_blanks_not_zeros() {
+        use powerlens_core::sched::analysis::{SchedSummary, ThreadStats};
+        let summary = SchedSummary {
+            start_ns: 0,
+            end_ns: 100 * MS,
+            threads: vec![ThreadStats {
+                tid: 100,
+                pid: Some(100),
+                cpu_time_ns: 40 * MS,
+                sync_switches: 7,
+                preempt_switches: 2,
+                ..ThreadStats::default()
+            }],
+            ..SchedSummary::default()
+        };
+        let r = build(&summary, &context(true));
+        let g = grid(
+            &r,
+            &opts(
+                By::Thread,
+                None,
+                None,
+                &[
+                    "tid",
+                    "cpu_time_s",
+                    "sync_switches",
+                    "wait_time_s",
+                    "migrations",
+                    "idle_wakeups",
+                ],
+                &[],
+            ),
+        )
+        .unwrap();
+        assert_eq!(
+            g,
+            "\
+tid      CPU s  sync sw  wait s  migr  idle wake-ups
+100    0.04000        7
+total  0.04000        7
+"
+        );
+        let c = csv(
+            &r,
+            &opts(
+                By::Thread,
+                None,
+                None,
+                &["tid", "wait_time_s", "wakeups_timer"],
+                &[],
+            ),
+        )
+        .unwrap();
+        assert_eq!(c, "tid,wait_time_s,wakeups_timer\n100,,\n");
+        let t = text(&r, &GridOptions::default()).unwrap();
+        assert!(
+            t.contains("idle wake-ups          unavailable (no scheduler trace)\n"),
+            "{t}"
+        );
+        assert!(t.contains("unavailable: wait time, inactive time, migrations, wake-ups, idle wake-ups, idle residency: reduced recording"), "{t}");
+        let v: serde_json::Value = serde_json::from_str(&json(&r)).unwrap();
+        assert!(v["threads"][0]["wait_time_s"].is_null());
+        assert_eq!(v["threads"][0]["sync_switches"], 7);
     }
 }

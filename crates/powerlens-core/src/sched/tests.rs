@@ -643,8 +643,8 @@ fn report_of_a_three_thread_process_by_hand() {
     let s = &r.system;
     assert_eq!((s.elapsed_s, s.cpus), (0.1, 3));
     assert!(close(s.utilization_pct.unwrap(), 160.0 / 300.0 * 100.0));
-    assert_eq!(s.idle_wakeups, 3);
-    assert!(close(s.idle_wakeups_per_s, 30.0));
+    assert_eq!(s.idle_wakeups, Some(3));
+    assert!(close(s.idle_wakeups_per_s.unwrap(), 30.0));
     assert!(close(s.mean_idle_per_wakeup_us.unwrap(), 10_000.0));
     assert_eq!(
         s.idle_states
@@ -898,4 +898,54 @@ fn lost_wakeup_and_switch_in_use_the_mean_run() {
     assert_eq!((c.inferred_switch_ins, c.idle_task_ns), (1, 95 + 15));
     assert_eq!((c.idle_wakeups, c.idle_before_wakeups_ns), (1, 95));
     cpu_conserved(&s);
+}
+
+/// A reduced recording (procfs samples: threads, no CPUs) has CPU time and switch counts;
+/// every trace-only figure is unavailable (null), not zero.
+#[test]
+fn reduced_recording_leaves_trace_figures_unavailable() {
+    let mut ctx = three_thread_context();
+    ctx.target_pids = None;
+    let summary = SchedSummary {
+        start_ns: 0,
+        end_ns: 100 * MS,
+        threads: vec![ThreadStats {
+            tid: 100,
+            pid: Some(100),
+            cpu_time_ns: 40 * MS,
+            sync_switches: 7,
+            preempt_switches: 2,
+            ..ThreadStats::default()
+        }],
+        cpus: Vec::new(),
+        processes: Vec::new(),
+    };
+    let r = super::report::build(&summary, &ctx);
+    let t = &r.threads[0];
+    assert_eq!(
+        (t.cpu_time_s, t.sync_switches, t.preempt_switches),
+        (0.04, 7, 2)
+    );
+    assert_eq!(
+        (t.wait_time_s, t.inactive_time_s, t.migrations),
+        (None, None, None)
+    );
+    assert_eq!(
+        (t.wakeups_received, t.idle_wakeups, t.idle_time_s),
+        (None, None, None)
+    );
+    let p = &r.processes[0];
+    assert_eq!((p.wait_time_s, p.wakeups_received_total), (None, None));
+    assert_eq!(p.sync_switches, 7);
+    assert_eq!((r.system.idle_wakeups, r.system.migrations), (None, None));
+    assert!(r
+        .unavailable
+        .iter()
+        .any(|u| u.reason.starts_with("reduced recording")));
+    assert!(!r
+        .unavailable
+        .iter()
+        .any(|u| u.figure == "mean idle per wake-up"));
+    // Energy is still attributed, by CPU time.
+    assert!(t.energy_j.unwrap() > 0.0);
 }
