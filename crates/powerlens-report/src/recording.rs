@@ -848,16 +848,14 @@ pub fn cpus(report: &RecordingReport) -> String {
     for c in &report.cpus {
         t.row([
             c.cpu.to_string(),
-            c.utilization_pct.map(pct).unwrap_or_else(|| "-".into()),
+            c.utilization_pct.map(pct).unwrap_or_default(),
             sig(c.busy_s, 4),
             sig(c.idle_s, 4),
-            c.idle_wakeups.to_string(),
+            c.idle_wakeups.map(|n| n.to_string()).unwrap_or_default(),
             c.mean_idle_per_wakeup_us
                 .map(|v| sig(v, 4))
-                .unwrap_or_else(|| "-".into()),
-            c.frequency_mhz
-                .map(|v| sig(v, 4))
-                .unwrap_or_else(|| "-".into()),
+                .unwrap_or_default(),
+            c.frequency_mhz.map(|v| sig(v, 4)).unwrap_or_default(),
             c.inferred_switch_ins.to_string(),
             c.lost_records.to_string(),
         ]);
@@ -872,7 +870,8 @@ pub fn cpus(report: &RecordingReport) -> String {
         "sysfs time s",
         "time diff",
     ]);
-    let dash = || "-".to_string();
+    // Blank, not "-": number columns stay right-aligned; the unavailable section says why.
+    let dash = String::new;
     for c in &report.cpus {
         for s in &c.idle_states {
             r.row([
@@ -1363,7 +1362,8 @@ tid,pid,comm,cpu_time_s,wakeups_thread,mean_idle_before_wakeup_us,frequency_mhz,
             "target residency       POLL 0 µs (mean reaches it, 100.0% of idle periods do), C1 20000 µs (mean does NOT reach it, 33.3% of idle periods do)\n",
             "idleness efficiency    81.2% of idle-state time in C1 (deepest; from sysfs)\n",
             "inferred switch-ins    1 switch-ins inferred (kernel did not record them): cpu1 1\n",
-            "  1  C1     -        -                   2       0.05000  -\n",
+            "  1  C1                                  2       0.05000\n",
+            "  1  50.0%  0.05000  0.05000              2           25000              1     2\n",
             "\nby thread\ntid  pid  command",
             "solver (pid 100): 2 threads, busy max 0.07000 s / mean 0.05500 s = imbalance 1.27, effective parallelism 1.57\n",
             "  time with N threads running  0: 30.0%  1: 30.0%  2: 40.0%\n",

@@ -251,7 +251,8 @@ pub struct CpuReport {
     pub unknown_s: f64,
     /// busy / (busy + idle), in percent; `None` with no known time.
     pub utilization_pct: Option<f64>,
-    pub idle_wakeups: u64,
+    /// `None` for a CPU the trace has no scheduler event of.
+    pub idle_wakeups: Option<u64>,
     pub mean_idle_per_wakeup_us: Option<f64>,
     /// Time-weighted mean frequency over the run.
     pub frequency_mhz: Option<f64>,
@@ -533,8 +534,8 @@ pub fn build(summary: &SchedSummary, ctx: &RecordingContext) -> RecordingReport 
             .map(|s| (s.busy_ns, s.idle_task_ns, s.unknown_ns))
             .unwrap_or((0, 0, elapsed_ns));
         let (wakeups, before) = st
-            .map(|s| (s.idle_wakeups, s.idle_before_wakeups_ns))
-            .unwrap_or((0, 0));
+            .map(|s| (Some(s.idle_wakeups), s.idle_before_wakeups_ns))
+            .unwrap_or((None, 0));
         cpus.push(CpuReport {
             cpu,
             busy_s: secs(busy),
@@ -542,7 +543,9 @@ pub fn build(summary: &SchedSummary, ctx: &RecordingContext) -> RecordingReport 
             unknown_s: secs(unknown),
             utilization_pct: (busy + idle > 0).then(|| busy as f64 / (busy + idle) as f64 * 100.0),
             idle_wakeups: wakeups,
-            mean_idle_per_wakeup_us: (wakeups > 0).then(|| before as f64 / wakeups as f64 / 1e3),
+            mean_idle_per_wakeup_us: wakeups
+                .filter(|n| *n > 0)
+                .map(|n| before as f64 / n as f64 / 1e3),
             frequency_mhz: freq.per_cpu.get(cpu as usize).copied().flatten(),
             inferred_switch_ins: st.map(|s| s.inferred_switch_ins).unwrap_or(0),
             lost_records: lost.get(&cpu).copied().unwrap_or(0),
