@@ -259,6 +259,14 @@ const COLUMNS: &[Column] = &[
         In::Both,
     ),
     col(
+        "idle_time_s",
+        "idle s",
+        "idle time of the CPUs before those idle wake-ups (VTune's Idle Time)",
+        false,
+        Total::Sum,
+        In::Both,
+    ),
+    col(
         "mean_idle_before_wakeup_us",
         "idle before µs",
         "mean idle duration of the CPU before those idle wake-ups",
@@ -381,34 +389,41 @@ struct Metrics<'a> {
     cpu_time_s: f64,
     sync: u64,
     preempt: u64,
-    wait: f64,
-    inactive: f64,
-    migrations: u64,
-    wakeups: &'a WakeupCounts,
-    caused: u64,
-    idle_wakeups: u64,
+    wait: Option<f64>,
+    inactive: Option<f64>,
+    migrations: Option<u64>,
+    wakeups: Option<&'a WakeupCounts>,
+    caused: Option<u64>,
+    idle_wakeups: Option<u64>,
+    idle_time: Option<f64>,
     idle_before: Option<f64>,
     freq: Option<f64>,
     energy: Option<f64>,
 }
 
+fn opt_i(v: Option<u64>) -> Value {
+    v.map(Value::Int).unwrap_or(Value::Missing)
+}
+
 fn common(m: Metrics) -> Vec<(&'static str, Value)> {
     let w = m.wakeups;
+    let wi = |f: fn(&WakeupCounts) -> u64| opt_i(w.map(f));
     vec![
         ("cpu_time_s", Value::Float(m.cpu_time_s)),
         ("sync_switches", Value::Int(m.sync)),
         ("preempt_switches", Value::Int(m.preempt)),
-        ("wait_time_s", Value::Float(m.wait)),
-        ("inactive_time_s", Value::Float(m.inactive)),
-        ("migrations", Value::Int(m.migrations)),
-        ("wakeups_received_total", Value::Int(w.total())),
-        ("wakeups_thread", Value::Int(w.thread)),
-        ("wakeups_timer", Value::Int(w.timer)),
-        ("wakeups_irq", Value::Int(w.irq)),
-        ("wakeups_softirq", Value::Int(w.softirq)),
-        ("wakeups_ipi", Value::Int(w.ipi)),
-        ("wakeups_caused", Value::Int(m.caused)),
-        ("idle_wakeups", Value::Int(m.idle_wakeups)),
+        ("wait_time_s", opt_f(m.wait)),
+        ("inactive_time_s", opt_f(m.inactive)),
+        ("migrations", opt_i(m.migrations)),
+        ("wakeups_received_total", wi(WakeupCounts::total)),
+        ("wakeups_thread", wi(|w| w.thread)),
+        ("wakeups_timer", wi(|w| w.timer)),
+        ("wakeups_irq", wi(|w| w.irq)),
+        ("wakeups_softirq", wi(|w| w.softirq)),
+        ("wakeups_ipi", wi(|w| w.ipi)),
+        ("wakeups_caused", opt_i(m.caused)),
+        ("idle_wakeups", opt_i(m.idle_wakeups)),
+        ("idle_time_s", opt_f(m.idle_time)),
         ("mean_idle_before_wakeup_us", opt_f(m.idle_before)),
         ("frequency_mhz", opt_f(m.freq)),
         ("energy_j", opt_f(m.energy)),
@@ -433,9 +448,10 @@ fn thread_row(t: &ThreadRow) -> Row {
         wait: t.wait_time_s,
         inactive: t.inactive_time_s,
         migrations: t.migrations,
-        wakeups: &t.wakeups_received,
+        wakeups: t.wakeups_received.as_ref(),
         caused: t.wakeups_caused,
         idle_wakeups: t.idle_wakeups,
+        idle_time: t.idle_time_s,
         idle_before: t.mean_idle_before_wakeup_us,
         freq: t.frequency_mhz,
         energy: t.energy_j,
@@ -465,9 +481,10 @@ fn process_row(p: &ProcessRow) -> Row {
         wait: p.wait_time_s,
         inactive: p.inactive_time_s,
         migrations: p.migrations,
-        wakeups: &p.wakeups_received,
+        wakeups: p.wakeups_received.as_ref(),
         caused: p.wakeups_caused,
         idle_wakeups: p.idle_wakeups,
+        idle_time: p.idle_time_s,
         idle_before: p.mean_idle_before_wakeup_us,
         freq: p.frequency_mhz,
         energy: p.energy_j,
@@ -686,12 +703,14 @@ pub fn system(report: &RecordingReport) -> String {
     line(
         &mut out,
         "idle wake-ups",
-        format!(
-            "{} ({} per s), mean idle before a wake-up {}",
-            s.idle_wakeups,
-            sig(s.idle_wakeups_per_s, 4),
-            opt(s.mean_idle_per_wakeup_us, 4, " µs")
-        ),
+        match (s.idle_wakeups, s.idle_wakeups_per_s) {
+            (Some(n), Some(rate)) => format!(
+                "{n} ({} per s), mean idle before a wake-up {}",
+                sig(rate, 4),
+                opt(s.mean_idle_per_wakeup_us, 4, " µs")
+            ),
+            _ => "unavailable (no scheduler trace)".into(),
+        },
     );
     if !s.idle_states.is_empty() {
         let states: Vec<String> = s
@@ -762,14 +781,16 @@ pub fn system(report: &RecordingReport) -> String {
         let _ = write!(energy, "; {}", d.join(", "));
     }
     line(&mut out, "energy", energy);
-    let w = &s.wakeups_received;
     line(
         &mut out,
         "wake-ups by cause",
-        format!(
-            "thread {}, timer {}, irq {}, softirq {}, ipi/idle {}; migrations {}",
-            w.thread, w.timer, w.irq, w.softirq, w.ipi, s.migrations
-        ),
+        match (&s.wakeups_received, s.migrations) {
+            (Some(w), Some(m)) => format!(
+                "thread {}, timer {}, irq {}, softirq {}, ipi/idle {}; migrations {m}",
+                w.thread, w.timer, w.irq, w.softirq, w.ipi
+            ),
+            _ => "unavailable (no scheduler trace)".into(),
+        },
     );
     if s.lost_records > 0 {
         let per: Vec<String> = report
@@ -827,16 +848,14 @@ pub fn cpus(report: &RecordingReport) -> String {
     for c in &report.cpus {
         t.row([
             c.cpu.to_string(),
-            c.utilization_pct.map(pct).unwrap_or_else(|| "-".into()),
+            c.utilization_pct.map(pct).unwrap_or_default(),
             sig(c.busy_s, 4),
             sig(c.idle_s, 4),
-            c.idle_wakeups.to_string(),
+            c.idle_wakeups.map(|n| n.to_string()).unwrap_or_default(),
             c.mean_idle_per_wakeup_us
                 .map(|v| sig(v, 4))
-                .unwrap_or_else(|| "-".into()),
-            c.frequency_mhz
-                .map(|v| sig(v, 4))
-                .unwrap_or_else(|| "-".into()),
+                .unwrap_or_default(),
+            c.frequency_mhz.map(|v| sig(v, 4)).unwrap_or_default(),
             c.inferred_switch_ins.to_string(),
             c.lost_records.to_string(),
         ]);
@@ -851,7 +870,8 @@ pub fn cpus(report: &RecordingReport) -> String {
         "sysfs time s",
         "time diff",
     ]);
-    let dash = || "-".to_string();
+    // Blank, not "-": number columns stay right-aligned; the unavailable section says why.
+    let dash = String::new;
     for c in &report.cpus {
         for s in &c.idle_states {
             r.row([
@@ -1293,6 +1313,7 @@ tid,pid,comm,cpu_time_s,wakeups_thread,mean_idle_before_wakeup_us,frequency_mhz,
             assert!(!t[key].is_null(), "{key} in {t}");
         }
         assert_eq!(t["wakeups_received"]["thread"], 1);
+        assert_eq!(t["idle_time_s"], 0.01);
         assert_eq!(
             (t["tid"].as_u64(), t["comm"].as_str()),
             (Some(101), Some("solver-w1"))
@@ -1341,7 +1362,8 @@ tid,pid,comm,cpu_time_s,wakeups_thread,mean_idle_before_wakeup_us,frequency_mhz,
             "target residency       POLL 0 µs (mean reaches it, 100.0% of idle periods do), C1 20000 µs (mean does NOT reach it, 33.3% of idle periods do)\n",
             "idleness efficiency    81.2% of idle-state time in C1 (deepest; from sysfs)\n",
             "inferred switch-ins    1 switch-ins inferred (kernel did not record them): cpu1 1\n",
-            "  1  C1     -        -                   2       0.05000  -\n",
+            "  1  C1                                  2       0.05000\n",
+            "  1  50.0%  0.05000  0.05000              2           25000              1     2\n",
             "\nby thread\ntid  pid  command",
             "solver (pid 100): 2 threads, busy max 0.07000 s / mean 0.05500 s = imbalance 1.27, effective parallelism 1.57\n",
             "  time with N threads running  0: 30.0%  1: 30.0%  2: 40.0%\n",
@@ -1361,5 +1383,71 @@ tid,pid,comm,cpu_time_s,wakeups_thread,mean_idle_before_wakeup_us,frequency_mhz,
             "{t}"
         );
         assert!(!t.contains("energy: total"), "{t}");
+    }
+
+    #[test]
+    fn reduced_recording_shows_blanks_not_zeros() {
+        use powerlens_core::sched::analysis::{SchedSummary, ThreadStats};
+        let summary = SchedSummary {
+            start_ns: 0,
+            end_ns: 100 * MS,
+            threads: vec![ThreadStats {
+                tid: 100,
+                pid: Some(100),
+                cpu_time_ns: 40 * MS,
+                sync_switches: 7,
+                preempt_switches: 2,
+                ..ThreadStats::default()
+            }],
+            ..SchedSummary::default()
+        };
+        let r = build(&summary, &context(true));
+        let g = grid(
+            &r,
+            &opts(
+                By::Thread,
+                None,
+                None,
+                &[
+                    "tid",
+                    "cpu_time_s",
+                    "sync_switches",
+                    "wait_time_s",
+                    "migrations",
+                    "idle_wakeups",
+                ],
+                &[],
+            ),
+        )
+        .unwrap();
+        assert_eq!(
+            g,
+            "\
+tid      CPU s  sync sw  wait s  migr  idle wake-ups
+100    0.04000        7
+total  0.04000        7
+"
+        );
+        let c = csv(
+            &r,
+            &opts(
+                By::Thread,
+                None,
+                None,
+                &["tid", "wait_time_s", "wakeups_timer"],
+                &[],
+            ),
+        )
+        .unwrap();
+        assert_eq!(c, "tid,wait_time_s,wakeups_timer\n100,,\n");
+        let t = text(&r, &GridOptions::default()).unwrap();
+        assert!(
+            t.contains("idle wake-ups          unavailable (no scheduler trace)\n"),
+            "{t}"
+        );
+        assert!(t.contains("unavailable: wait time, inactive time, migrations, wake-ups, idle wake-ups, idle residency: reduced recording"), "{t}");
+        let v: serde_json::Value = serde_json::from_str(&json(&r)).unwrap();
+        assert!(v["threads"][0]["wait_time_s"].is_null());
+        assert_eq!(v["threads"][0]["sync_switches"], 7);
     }
 }

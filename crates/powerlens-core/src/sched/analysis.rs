@@ -202,12 +202,17 @@ enum ThreadState {
 struct Thread {
     state: ThreadState,
     group: u32,
+    /// Runs whose switch-in and switch-out were both recorded: their total and count.
+    observed_run_ns: u64,
+    observed_runs: u64,
     stats: ThreadStats,
 }
 
 struct Cpu {
     /// The current task and since when; `None` until the first switch on this CPU.
     current: Option<(Tid, u64)>,
+    /// The current task's switch-in was inferred or its start truncated.
+    current_inferred: bool,
     /// Time of the last event recorded on this CPU.
     last_ns: u64,
     /// The task in whose context the latest events of this CPU were recorded (from
@@ -237,6 +242,7 @@ impl Default for Cpu {
     fn default() -> Self {
         Cpu {
             current: None,
+            current_inferred: false,
             last_ns: 0,
             ctx_tid: UNKNOWN_TID,
             before_ctx_ns: 0,
@@ -271,6 +277,9 @@ pub struct SchedAnalysis {
     groups: Vec<Group>,
     /// Idle-duration thresholds (ns), ascending.
     idle_thresholds: Vec<u64>,
+    /// Runs of any thread whose switch-in and switch-out were both recorded.
+    observed_run_ns: u64,
+    observed_runs: u64,
 }
 
 impl SchedAnalysis {
@@ -327,6 +336,8 @@ impl SchedAnalysis {
             Thread {
                 state: ThreadState::Unknown,
                 group,
+                observed_run_ns: 0,
+                observed_runs: 0,
                 stats: ThreadStats {
                     tid,
                     pid: groups.get(group as usize).map(|g| g.stats.pid),
@@ -480,9 +491,11 @@ impl SchedAnalysis {
         };
     }
 
-    /// Ends the running interval of the CPU's current task `tid` at `t`.
-    fn close(&mut self, cpu: u32, tid: Tid, t: u64) {
+    /// Ends the running interval of the CPU's current task `tid` at `t`; `end_observed`
+    /// when `t` is a recorded switch-out (not an inference or the recording's end).
+    fn close(&mut self, cpu: u32, tid: Tid, t: u64, end_observed: bool) {
         let c = &mut self.cpus[cpu as usize];
+        let observed = end_observed && !c.current_inferred;
         let since = c.current.map(|(_, s)| s).unwrap_or(t);
         let d = t.saturating_sub(since);
         match tid {
@@ -506,11 +519,28 @@ impl SchedAnalysis {
                 self.charge_frequency(cpu, t);
                 let th = self.thread(tid);
                 th.stats.cpu_time_ns += d;
+                if observed {
+                    th.observed_run_ns += d;
+                    th.observed_runs += 1;
+                }
                 let group = th.group;
+                if observed {
+                    self.observed_run_ns += d;
+                    self.observed_runs += 1;
+                }
                 if group != NO_GROUP {
                     self.group_change(group, t, false);
                 }
             }
+        }
+    }
+
+    /// Mean length of `tid`'s fully recorded runs, else of every thread's.
+    fn mean_run(&self, tid: Tid) -> Option<u64> {
+        match self.threads.get(&tid) {
+            Some(th) if th.observed_runs > 0 => Some(th.observed_run_ns / th.observed_runs),
+            _ if self.observed_runs > 0 => Some(self.observed_run_ns / self.observed_runs),
+            _ => None,
         }
     }
 
@@ -528,7 +558,7 @@ impl SchedAnalysis {
         match o.current {
             Some((cur, since)) if cur == tid => {
                 let off = o.last_ns.max(since).min(t);
-                self.close(other, tid, off);
+                self.close(other, tid, off, false);
                 let o = &mut self.cpus[other as usize];
                 o.current = Some((UNKNOWN_TID, off));
                 o.pending_idle = None;
@@ -546,6 +576,7 @@ impl SchedAnalysis {
     fn open(&mut self, cpu: u32, tid: Tid, t: u64) {
         let c = &mut self.cpus[cpu as usize];
         c.current = Some((tid, t));
+        c.current_inferred = false;
         c.seg_since = t;
         if tid == IDLE_TID {
             c.period_idle_ns = 0;
@@ -611,6 +642,7 @@ impl SchedAnalysis {
                 // ran since the recording started.
                 let c = &mut self.cpus[cpu as usize];
                 c.current = Some((prev, start));
+                c.current_inferred = true;
                 c.seg_since = start;
                 if prev != IDLE_TID {
                     let th = self.thread(prev);
@@ -638,9 +670,22 @@ impl SchedAnalysis {
                         _ => {}
                     }
                 }
-                let inferred = not_before.min(t);
+                let mut inferred = not_before.min(t);
+                if prev != IDLE_TID
+                    && !matches!(
+                        self.threads.get(&prev).map(|th| th.state),
+                        Some(ThreadState::Runnable { .. })
+                    )
+                {
+                    // Its wake-up was not recorded either (on this project's VMs both are
+                    // lost together in cpu1's idle context): the bounds say nothing about
+                    // when it woke, so it is taken to have run its usual run length.
+                    if let Some(mean) = self.mean_run(prev) {
+                        inferred = inferred.max(t.saturating_sub(mean));
+                    }
+                }
                 self.cpus[cpu as usize].current = Some((cur, cur_since));
-                self.close(cpu, cur, inferred);
+                self.close(cpu, cur, inferred, false);
                 if cur != IDLE_TID && cur != UNKNOWN_TID {
                     // How `cur` left is unknown: no switch is counted, no state guessed.
                     let th = self.thread(cur);
@@ -650,10 +695,11 @@ impl SchedAnalysis {
                 }
                 self.cpus[cpu as usize].stats.inferred_switch_ins += 1;
                 self.open(cpu, prev, inferred);
+                self.cpus[cpu as usize].current_inferred = true;
             }
         }
 
-        self.close(cpu, prev, t);
+        self.close(cpu, prev, t, true);
         if prev != IDLE_TID {
             let p = self.thread(prev);
             p.state = match how {
@@ -738,7 +784,7 @@ impl SchedAnalysis {
         for i in 0..self.cpus.len() {
             let cpu = i as u32;
             match self.cpus[i].current {
-                Some((tid, _)) => self.close(cpu, tid, end),
+                Some((tid, _)) => self.close(cpu, tid, end, false),
                 // No switch ever seen here: what ran is unknown.
                 None => self.cpus[i].stats.unknown_ns += end - start,
             }

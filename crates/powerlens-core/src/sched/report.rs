@@ -146,13 +146,18 @@ pub struct ThreadRow {
     pub cpu_time_s: f64,
     pub sync_switches: u64,
     pub preempt_switches: u64,
-    pub wait_time_s: f64,
-    pub inactive_time_s: f64,
-    pub migrations: u64,
-    pub wakeups_received: WakeupCounts,
-    pub wakeups_received_total: u64,
-    pub wakeups_caused: u64,
-    pub idle_wakeups: u64,
+    /// `None` (like every trace-only figure below) in a reduced recording: procfs samples
+    /// give CPU time and switch counts, not states, wake-ups or migrations.
+    pub wait_time_s: Option<f64>,
+    pub inactive_time_s: Option<f64>,
+    pub migrations: Option<u64>,
+    pub wakeups_received: Option<WakeupCounts>,
+    pub wakeups_received_total: Option<u64>,
+    pub wakeups_caused: Option<u64>,
+    pub idle_wakeups: Option<u64>,
+    /// Total idle duration of the CPUs before this thread's idle wake-ups (VTune's "Idle
+    /// Time" of the row).
+    pub idle_time_s: Option<f64>,
     /// Mean idle duration of the CPU before this thread's idle wake-ups.
     pub mean_idle_before_wakeup_us: Option<f64>,
     /// Mean CPU frequency while this thread ran (known-frequency time only).
@@ -172,13 +177,16 @@ pub struct ProcessRow {
     pub cpu_time_s: f64,
     pub sync_switches: u64,
     pub preempt_switches: u64,
-    pub wait_time_s: f64,
-    pub inactive_time_s: f64,
-    pub migrations: u64,
-    pub wakeups_received: WakeupCounts,
-    pub wakeups_received_total: u64,
-    pub wakeups_caused: u64,
-    pub idle_wakeups: u64,
+    /// `None` (like every trace-only figure below) in a reduced recording: procfs samples
+    /// give CPU time and switch counts, not states, wake-ups or migrations.
+    pub wait_time_s: Option<f64>,
+    pub inactive_time_s: Option<f64>,
+    pub migrations: Option<u64>,
+    pub wakeups_received: Option<WakeupCounts>,
+    pub wakeups_received_total: Option<u64>,
+    pub wakeups_caused: Option<u64>,
+    pub idle_wakeups: Option<u64>,
+    pub idle_time_s: Option<f64>,
     pub mean_idle_before_wakeup_us: Option<f64>,
     pub frequency_mhz: Option<f64>,
     /// Mean number of its threads running while at least one runs.
@@ -243,7 +251,8 @@ pub struct CpuReport {
     pub unknown_s: f64,
     /// busy / (busy + idle), in percent; `None` with no known time.
     pub utilization_pct: Option<f64>,
-    pub idle_wakeups: u64,
+    /// `None` for a CPU the trace has no scheduler event of.
+    pub idle_wakeups: Option<u64>,
     pub mean_idle_per_wakeup_us: Option<f64>,
     /// Time-weighted mean frequency over the run.
     pub frequency_mhz: Option<f64>,
@@ -292,8 +301,9 @@ pub struct SystemReport {
     pub idle_s: f64,
     pub unknown_s: f64,
     pub utilization_pct: Option<f64>,
-    pub idle_wakeups: u64,
-    pub idle_wakeups_per_s: f64,
+    /// `None` (like the wake-ups and migrations below) in a reduced recording.
+    pub idle_wakeups: Option<u64>,
+    pub idle_wakeups_per_s: Option<f64>,
     pub mean_idle_per_wakeup_us: Option<f64>,
     /// Share of idle-state time spent in the deepest state, in percent.
     pub idleness_efficiency_pct: Option<f64>,
@@ -309,8 +319,8 @@ pub struct SystemReport {
     pub frequency_source: Option<String>,
     pub energy_domains: Vec<DomainEnergy>,
     pub energy_provenance: Provenance,
-    pub wakeups_received: WakeupCounts,
-    pub migrations: u64,
+    pub wakeups_received: Option<WakeupCounts>,
+    pub migrations: Option<u64>,
     pub lost_records: u64,
     pub inferred_switch_ins: u64,
     pub unavailable_events: Vec<UnavailableEvent>,
@@ -391,6 +401,19 @@ pub fn build(summary: &SchedSummary, ctx: &RecordingContext) -> RecordingReport 
             .unwrap_or_else(|| "?".to_string())
     };
 
+    // A reduced recording (procfs samples, no scheduler trace) has threads but no CPU.
+    let traced = !summary.cpus.is_empty() || summary.threads.is_empty();
+    if !traced {
+        unavailable(
+            &mut missing,
+            "wait time, inactive time, migrations, wake-ups, idle wake-ups, idle residency",
+            "reduced recording: procfs samples give per-thread CPU time and switch counts only",
+            Some(
+                "record as root, or lower kernel.perf_event_paranoid (see the recorder's message)",
+            ),
+        );
+    }
+
     // Energy attribution.
     let (energy, thread_energy) = energy_split(summary, ctx, &is_target, &mut missing);
 
@@ -408,13 +431,14 @@ pub fn build(summary: &SchedSummary, ctx: &RecordingContext) -> RecordingReport 
                 cpu_time_s: secs(t.cpu_time_ns),
                 sync_switches: t.sync_switches,
                 preempt_switches: t.preempt_switches,
-                wait_time_s: secs(t.wait_ns),
-                inactive_time_s: secs(t.inactive_ns),
-                migrations: t.migrations,
-                wakeups_received: causes,
-                wakeups_received_total: causes.total(),
-                wakeups_caused: t.wakeups_caused,
-                idle_wakeups: t.idle_wakeups,
+                wait_time_s: traced.then(|| secs(t.wait_ns)),
+                inactive_time_s: traced.then(|| secs(t.inactive_ns)),
+                migrations: traced.then_some(t.migrations),
+                wakeups_received: traced.then_some(causes),
+                wakeups_received_total: traced.then_some(causes.total()),
+                wakeups_caused: traced.then_some(t.wakeups_caused),
+                idle_wakeups: traced.then_some(t.idle_wakeups),
+                idle_time_s: traced.then(|| secs(t.idle_before_wakeups_ns)),
                 mean_idle_before_wakeup_us: (t.idle_wakeups > 0)
                     .then(|| t.idle_before_wakeups_ns as f64 / t.idle_wakeups as f64 / 1e3),
                 frequency_mhz: (t.freq_known_ns > 0)
@@ -510,8 +534,8 @@ pub fn build(summary: &SchedSummary, ctx: &RecordingContext) -> RecordingReport 
             .map(|s| (s.busy_ns, s.idle_task_ns, s.unknown_ns))
             .unwrap_or((0, 0, elapsed_ns));
         let (wakeups, before) = st
-            .map(|s| (s.idle_wakeups, s.idle_before_wakeups_ns))
-            .unwrap_or((0, 0));
+            .map(|s| (Some(s.idle_wakeups), s.idle_before_wakeups_ns))
+            .unwrap_or((None, 0));
         cpus.push(CpuReport {
             cpu,
             busy_s: secs(busy),
@@ -519,7 +543,9 @@ pub fn build(summary: &SchedSummary, ctx: &RecordingContext) -> RecordingReport 
             unknown_s: secs(unknown),
             utilization_pct: (busy + idle > 0).then(|| busy as f64 / (busy + idle) as f64 * 100.0),
             idle_wakeups: wakeups,
-            mean_idle_per_wakeup_us: (wakeups > 0).then(|| before as f64 / wakeups as f64 / 1e3),
+            mean_idle_per_wakeup_us: wakeups
+                .filter(|n| *n > 0)
+                .map(|n| before as f64 / n as f64 / 1e3),
             frequency_mhz: freq.per_cpu.get(cpu as usize).copied().flatten(),
             inferred_switch_ins: st.map(|s| s.inferred_switch_ins).unwrap_or(0),
             lost_records: lost.get(&cpu).copied().unwrap_or(0),
@@ -538,7 +564,11 @@ pub fn build(summary: &SchedSummary, ctx: &RecordingContext) -> RecordingReport 
             &mut missing,
             "idle residency from the trace",
             &format!("no power:cpu_idle records on {list}"),
-            Some("record with power:cpu_idle available; some kernels/VMs never deliver it to perf (docs/REPORT.md); the sysfs columns still apply"),
+            Some(if ctx.sysfs_idle.is_ok() {
+                "none needed where cpuidle sysfs counters exist (the sysfs columns); some kernels and VMs never deliver power:cpu_idle to perf (docs/REPORT.md)"
+            } else {
+                "some kernels and VMs never deliver power:cpu_idle to perf (docs/REPORT.md); idle wake-ups still come from the scheduler events"
+            }),
         );
     }
     if let Err(reason) = &ctx.sysfs_idle {
@@ -560,7 +590,7 @@ pub fn build(summary: &SchedSummary, ctx: &RecordingContext) -> RecordingReport 
     let idle_wakeups: u64 = summary.cpus.iter().map(|c| c.idle_wakeups).sum();
     let idle_before: u64 = summary.cpus.iter().map(|c| c.idle_before_wakeups_ns).sum();
     let mean_idle_us = (idle_wakeups > 0).then(|| idle_before as f64 / idle_wakeups as f64 / 1e3);
-    if idle_wakeups == 0 {
+    if idle_wakeups == 0 && traced {
         unavailable(
             &mut missing,
             "mean idle per wake-up",
@@ -614,12 +644,8 @@ pub fn build(summary: &SchedSummary, ctx: &RecordingContext) -> RecordingReport 
         idle_s: secs(idle),
         unknown_s: unknown,
         utilization_pct: (busy + idle > 0).then(|| busy as f64 / (busy + idle) as f64 * 100.0),
-        idle_wakeups,
-        idle_wakeups_per_s: if elapsed_ns > 0 {
-            idle_wakeups as f64 / elapsed_s
-        } else {
-            0.0
-        },
+        idle_wakeups: traced.then_some(idle_wakeups),
+        idle_wakeups_per_s: (traced && elapsed_ns > 0).then(|| idle_wakeups as f64 / elapsed_s),
         mean_idle_per_wakeup_us: mean_idle_us,
         idleness_efficiency_pct: efficiency,
         idleness_efficiency_source: efficiency_source,
@@ -640,8 +666,8 @@ pub fn build(summary: &SchedSummary, ctx: &RecordingContext) -> RecordingReport 
             Err(_) => Vec::new(),
         },
         energy_provenance: energy.provenance.clone(),
-        wakeups_received: causes,
-        migrations: summary.threads.iter().map(|t| t.migrations).sum(),
+        wakeups_received: traced.then_some(causes),
+        migrations: traced.then(|| summary.threads.iter().map(|t| t.migrations).sum()),
         lost_records: lost.values().sum(),
         inferred_switch_ins: summary.cpus.iter().map(|c| c.inferred_switch_ins).sum(),
         unavailable_events: ctx
@@ -788,18 +814,15 @@ fn process_rows(
                         rows[0].comm.clone()
                     }
                 });
-            let mut causes = WakeupCounts::default();
-            for r in &rows {
-                causes.add(&r.wakeups_received);
-            }
-            let idle_wakeups: u64 = rows.iter().map(|r| r.idle_wakeups).sum();
-            let idle_before_us: f64 = rows
-                .iter()
-                .filter_map(|r| {
-                    r.mean_idle_before_wakeup_us
-                        .map(|m| m * r.idle_wakeups as f64)
-                })
-                .sum();
+            let causes = rows.iter().map(|r| r.wakeups_received).try_fold(
+                WakeupCounts::default(),
+                |mut acc, w| {
+                    acc.add(&w?);
+                    Some(acc)
+                },
+            );
+            let idle_wakeups: Option<u64> = rows.iter().map(|r| r.idle_wakeups).sum();
+            let idle_time_s: Option<f64> = rows.iter().map(|r| r.idle_time_s).sum();
             let freq_rows: Vec<(f64, f64)> = rows
                 .iter()
                 .filter_map(|r| r.frequency_mhz.map(|f| (f, r.cpu_time_s)))
@@ -816,11 +839,14 @@ fn process_rows(
                 inactive_time_s: rows.iter().map(|r| r.inactive_time_s).sum(),
                 migrations: rows.iter().map(|r| r.migrations).sum(),
                 wakeups_received: causes,
-                wakeups_received_total: causes.total(),
+                wakeups_received_total: causes.map(|c| c.total()),
                 wakeups_caused: rows.iter().map(|r| r.wakeups_caused).sum(),
                 idle_wakeups,
-                mean_idle_before_wakeup_us: (idle_wakeups > 0)
-                    .then(|| idle_before_us / idle_wakeups as f64),
+                idle_time_s,
+                mean_idle_before_wakeup_us: idle_wakeups
+                    .zip(idle_time_s)
+                    .filter(|(n, _)| *n > 0)
+                    .map(|(n, s)| s * 1e6 / n as f64),
                 frequency_mhz: (freq_time > 0.0)
                     .then(|| freq_rows.iter().map(|(f, t)| f * t).sum::<f64>() / freq_time),
                 effective_parallelism: pid.and_then(|p| parallelism.get(&p).copied().flatten()),
