@@ -29,7 +29,7 @@ use std::collections::{BTreeMap, HashMap};
 
 use serde::{Deserialize, Serialize};
 
-use super::event::{Event, EventKind, InterruptKind, SwitchedOut, Tid, IDLE_TID};
+use super::event::{Event, EventKind, InterruptKind, SwitchedOut, Tid, TidMap, IDLE_TID};
 
 /// Internal marker: the CPU's current task is not known (after a lost switch).
 const UNKNOWN_TID: Tid = Tid::MAX;
@@ -39,27 +39,6 @@ pub const STALE_INTERRUPT_NS: u64 = 10_000_000;
 
 /// No process group.
 const NO_GROUP: u32 = u32::MAX;
-
-/// A multiplicative hasher for thread ids: the thread table is looked up several times per
-/// event, and SipHash's DoS resistance buys nothing for kernel-assigned ids.
-#[derive(Default, Clone, Copy)]
-struct TidHasher(u64);
-
-impl std::hash::Hasher for TidHasher {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-    fn write(&mut self, bytes: &[u8]) {
-        for b in bytes {
-            self.0 = (self.0.rotate_left(5) ^ *b as u64).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
-        }
-    }
-    fn write_u32(&mut self, n: u32) {
-        self.0 = (n as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
-    }
-}
-
-type TidMap<V> = HashMap<Tid, V, std::hash::BuildHasherDefault<TidHasher>>;
 
 /// Who or what made a thread runnable.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]

@@ -6,6 +6,28 @@ use serde::{Deserialize, Serialize};
 /// Thread id; 0 is the idle task ("swapper") of a CPU.
 pub type Tid = u32;
 
+/// A multiplicative hasher for thread ids: the thread table is looked up several times per
+/// event, and SipHash's DoS resistance buys nothing for kernel-assigned ids.
+#[derive(Default, Clone, Copy)]
+pub struct TidHasher(u64);
+
+impl std::hash::Hasher for TidHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for b in bytes {
+            self.0 = (self.0.rotate_left(5) ^ *b as u64).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
+        }
+    }
+    fn write_u32(&mut self, n: u32) {
+        self.0 = (n as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    }
+}
+
+/// A map keyed by thread id with [`TidHasher`].
+pub type TidMap<V> = std::collections::HashMap<Tid, V, std::hash::BuildHasherDefault<TidHasher>>;
+
 /// The idle task's tid on every CPU.
 pub const IDLE_TID: Tid = 0;
 

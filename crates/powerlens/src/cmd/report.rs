@@ -130,6 +130,12 @@ pub fn analyse(
     } else {
         let mut analysis = ctx.analysis();
         let total = reader.event_count()?;
+        if total == 0 {
+            anyhow::bail!(
+                "the recording {} holds no events: it stopped before its first commit (recordings commit every second), or nothing ran; record again",
+                path.display()
+            );
+        }
         let bar = progress::bar(total, "analysing");
         let stats = replay::replay(&reader, |e| analysis.feed(e), |n| bar.set_position(n))?;
         bar.finish_and_clear();

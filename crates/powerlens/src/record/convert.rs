@@ -135,7 +135,7 @@ impl Converter {
     /// The event a record stands for, or `None` for a record that carries nothing the
     /// analysis uses (or is truncated).
     pub fn convert(&self, r: &TraceRecord<'_>, threads: &mut ThreadTable) -> Option<Event> {
-        threads.observe_current(r.pid, r.tid);
+        threads.observe_current(r.cpu, r.pid, r.tid);
         let plan = self.plans.get(r.event)?.as_ref()?;
         let raw = r.raw;
         let f = &plan.fields;
@@ -144,11 +144,11 @@ impl Converter {
             Tracepoint::Switch => {
                 let (prev, state, next) = (int(1)?, int(2)?, int(4)?);
                 let (prev, next) = (prev as u32, next as u32);
-                if let Some(comm) = f[0].str(raw) {
-                    threads.observe_comm(prev, &comm);
+                if let Some(comm) = f[0].bytes(raw) {
+                    threads.observe_comm_bytes(prev, comm);
                 }
-                if let Some(comm) = f[3].str(raw) {
-                    threads.observe_comm(next, &comm);
+                if let Some(comm) = f[3].bytes(raw) {
+                    threads.observe_comm_bytes(next, comm);
                 }
                 EventKind::Switch {
                     prev,
@@ -169,8 +169,8 @@ impl Converter {
             Tracepoint::Fork => {
                 let (parent, child) = (int(0)? as u32, int(1)? as u32);
                 threads.observe_fork(parent, child);
-                if let Some(comm) = f[2].str(raw) {
-                    threads.observe_comm(child, &comm);
+                if let Some(comm) = f[2].bytes(raw) {
+                    threads.observe_comm_bytes(child, comm);
                 }
                 EventKind::Fork { parent, child }
             }

@@ -4,8 +4,8 @@
 //! and sends them to the recorder, which writes them with the trace. Every sample carries
 //! CLOCK_MONOTONIC nanoseconds, the clock of the trace records.
 
-use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
-use std::sync::mpsc::{self, Receiver, Sender};
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -53,7 +53,7 @@ pub struct SamplerConfig {
 
 /// The running sampler. Dropping it without [`Sampler::stop`] stops it too.
 pub struct Sampler {
-    stop: Arc<AtomicBool>,
+    stop: Option<Sender<()>>,
     handle: Option<JoinHandle<()>>,
     pub samples: Receiver<Sample>,
 }
@@ -62,14 +62,13 @@ impl Sampler {
     /// Starts sampling now (the first sample is taken at once).
     pub fn start(config: SamplerConfig) -> Sampler {
         let (tx, rx) = mpsc::channel();
-        let stop = Arc::new(AtomicBool::new(false));
-        let flag = stop.clone();
+        let (stop, stopped) = mpsc::channel();
         let handle = std::thread::Builder::new()
             .name("powerlens-sampler".into())
-            .spawn(move || run(config, &flag, &tx))
+            .spawn(move || run(config, &stopped, &tx))
             .expect("spawning the sampler thread");
         Sampler {
-            stop,
+            stop: Some(stop),
             handle: Some(handle),
             samples: rx,
         }
@@ -77,28 +76,36 @@ impl Sampler {
 
     /// Takes a last sample, stops the thread and returns the samples not yet received.
     pub fn stop(mut self) -> Vec<Sample> {
-        self.stop.store(true, Ordering::SeqCst);
+        self.halt();
+        self.samples.try_iter().collect()
+    }
+
+    fn halt(&mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
         if let Some(h) = self.handle.take() {
             let _ = h.join();
         }
-        self.samples.try_iter().collect()
     }
 }
 
 impl Drop for Sampler {
     fn drop(&mut self) {
-        self.stop.store(true, Ordering::SeqCst);
-        if let Some(h) = self.handle.take() {
-            let _ = h.join();
-        }
+        self.halt();
     }
 }
 
-fn run(config: SamplerConfig, stop: &AtomicBool, tx: &Sender<Sample>) {
+fn run(config: SamplerConfig, stop: &Receiver<()>, tx: &Sender<Sample>) {
     let first: Option<Reading> = config.meter.as_ref().and_then(|m| m.read().ok());
     let mut next = Instant::now();
     loop {
-        let last = stop.load(Ordering::SeqCst);
+        // Sleep a whole interval (a stop message or hang-up wakes it at once): waking
+        // more often would only add scheduler events to the trace being recorded.
+        let last = match stop.recv_timeout(next.saturating_duration_since(Instant::now())) {
+            Err(RecvTimeoutError::Timeout) => false,
+            Ok(()) | Err(RecvTimeoutError::Disconnected) => true,
+        };
         for sample in take(&config, first.as_ref()) {
             if tx.send(sample).is_err() {
                 return;
@@ -108,10 +115,6 @@ fn run(config: SamplerConfig, stop: &AtomicBool, tx: &Sender<Sample>) {
             return;
         }
         next += config.interval;
-        // Sleep in short steps so that a stop is answered within a few milliseconds.
-        while Instant::now() < next && !stop.load(Ordering::SeqCst) {
-            std::thread::sleep((next - Instant::now()).min(Duration::from_millis(5)));
-        }
     }
 }
 

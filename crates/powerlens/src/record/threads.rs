@@ -6,16 +6,20 @@
 //! forks give each new thread its parent thread. Only changes since the last
 //! [`ThreadTable::take_changed`] are handed out, so the recorder writes each once per flush.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::BTreeSet;
 
+use powerlens_core::sched::event::TidMap;
 use powerlens_store::recording::ThreadRow;
 use powerlens_sys::trace::EXITED;
 use powerlens_sys::{procfs, Roots};
 
 #[derive(Debug, Default)]
 pub struct ThreadTable {
-    rows: HashMap<u32, ThreadRow>,
+    rows: TidMap<ThreadRow>,
     changed: BTreeSet<u32>,
+    /// The last (pid, tid) seen current on each CPU: most records repeat it, and the
+    /// lookup is skipped for them.
+    current: Vec<(u32, u32)>,
 }
 
 impl ThreadTable {
@@ -31,10 +35,18 @@ impl ThreadTable {
 
     /// The task current on a CPU, from a record's header. The idle task (0) and exited
     /// tasks (perf writes −1) say nothing.
-    pub fn observe_current(&mut self, pid: u32, tid: u32) {
+    pub fn observe_current(&mut self, cpu: u32, pid: u32, tid: u32) {
         if tid == 0 || tid == EXITED || pid == EXITED {
             return;
         }
+        let cpu = cpu as usize;
+        if self.current.len() <= cpu {
+            self.current.resize(cpu + 1, (0, 0));
+        }
+        if self.current[cpu] == (pid, tid) {
+            return;
+        }
+        self.current[cpu] = (pid, tid);
         let row = self.row(tid);
         if row.pid != Some(pid) {
             row.pid = Some(pid);
@@ -43,12 +55,19 @@ impl ThreadTable {
     }
 
     pub fn observe_comm(&mut self, tid: u32, comm: &str) {
+        self.observe_comm_bytes(tid, comm.as_bytes());
+    }
+
+    /// A name as the kernel stores it (bytes, up to a NUL): compared before anything is
+    /// allocated, since it rarely changes.
+    pub fn observe_comm_bytes(&mut self, tid: u32, comm: &[u8]) {
+        let comm = &comm[..comm.iter().position(|&b| b == 0).unwrap_or(comm.len())];
         if tid == 0 || comm.is_empty() {
             return;
         }
         let row = self.row(tid);
-        if row.comm != comm {
-            row.comm = comm.to_string();
+        if row.comm.as_bytes() != comm {
+            row.comm = String::from_utf8_lossy(comm).into_owned();
             self.changed.insert(tid);
         }
     }
@@ -120,10 +139,11 @@ mod tests {
     #[test]
     fn learns_processes_names_and_forks_and_hands_out_changes_once() {
         let mut t = ThreadTable::default();
-        t.observe_current(100, 101);
+        t.observe_current(0, 100, 101);
         t.observe_comm(101, "worker");
-        t.observe_current(0, 0);
-        t.observe_current(EXITED, EXITED);
+        t.observe_comm_bytes(101, b"worker\0\0\0");
+        t.observe_current(0, 0, 0);
+        t.observe_current(1, EXITED, EXITED);
         t.observe_fork(101, 102);
         let rows = t.take_changed();
         assert_eq!(rows.len(), 2);
@@ -133,9 +153,9 @@ mod tests {
         );
         assert_eq!((rows[1].tid, rows[1].parent_tid), (102, Some(101)));
         assert!(t.take_changed().is_empty(), "nothing changed since");
-        t.observe_current(100, 101);
+        t.observe_current(1, 100, 101);
         assert!(t.take_changed().is_empty(), "the same fact is not a change");
-        t.observe_current(102, 102);
+        t.observe_current(0, 102, 102);
         assert_eq!(t.take_changed()[0].pid, Some(102));
     }
 }
