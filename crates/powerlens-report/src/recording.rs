@@ -680,7 +680,11 @@ pub fn system(report: &RecordingReport) -> String {
     line(
         &mut out,
         "elapsed",
-        format!("{} s on {} CPUs", sig(s.elapsed_s, 4), s.cpus),
+        if s.cpus == 0 {
+            format!("{} s", sig(s.elapsed_s, 4))
+        } else {
+            format!("{} s on {} CPUs", sig(s.elapsed_s, 4), s.cpus)
+        },
     );
     line(
         &mut out,
@@ -834,6 +838,10 @@ pub fn system(report: &RecordingReport) -> String {
 
 /// Per-CPU utilization and idle residency, trace and sysfs side by side.
 pub fn cpus(report: &RecordingReport) -> String {
+    if report.cpus.is_empty() {
+        // A reduced recording has no per-CPU figures: no table rather than an empty one.
+        return String::new();
+    }
     let mut t = Table::new([
         "cpu",
         "util",

@@ -663,3 +663,91 @@ fn a_full_disk_stops_recording_and_keeps_what_was_written() {
     eprintln!("the full disk kept {kept:.2} s of recording");
     assert!(kept >= 0.9, "at least the first commit was kept: {kept} s");
 }
+
+// ---- without privileges: the reduced recording ------------------------------------------
+
+/// Not root: `record` says tracing is not possible and why, records a reduced profile from
+/// procfs, and the report labels what it cannot know as unavailable — never a silent 0.
+/// Run as nobody through setpriv (util-linux) when we are root.
+#[test]
+fn without_privileges_a_reduced_recording_says_so() {
+    let _serial = serial();
+    let dir = tempfile::tempdir().unwrap();
+    // nobody must be able to write the recording and run the binary.
+    std::fs::set_permissions(
+        dir.path(),
+        std::os::unix::fs::PermissionsExt::from_mode(0o777),
+    )
+    .unwrap();
+    let rec = dir.path().join("reduced.rec");
+    let (program, prefix): (&str, Vec<&str>) = if is_root() {
+        (
+            "setpriv",
+            vec!["--reuid=65534", "--regid=65534", "--clear-groups", bin()],
+        )
+    } else {
+        (bin(), vec![])
+    };
+    let mut args = prefix;
+    args.extend([
+        "record",
+        "-o",
+        rec.to_str().unwrap(),
+        "--",
+        bin(),
+        "workload",
+        "spin",
+        "--threads",
+        "2",
+        "--duration",
+        "500ms",
+        "--json",
+    ]);
+    let out = Command::new(program)
+        .args(&args)
+        .env_remove("POWERLENS_SYSFS_ROOT")
+        .env_remove("POWERLENS_PROCFS_ROOT")
+        .output()
+        .unwrap();
+    let err = stderr(&out);
+    if err.contains("setpriv: ") || (out.status.code() == Some(126)) {
+        eprintln!("skipped: cannot run as nobody: {err}");
+        return;
+    }
+    ok(&out);
+    assert!(err.contains("REDUCED"), "{err}");
+    let spun = workload_threads(&out.stdout);
+    let report = report_json(&rec, &[]);
+    for (tid, _, _, cpu_s) in spun {
+        let row = thread_row(&report, tid);
+        let ours = row["cpu_time_s"].as_f64().unwrap();
+        eprintln!("tid {tid}: reduced CPU time {ours:.3} s, getrusage {cpu_s:.3} s");
+        // Sampled every 20 ms: at most the work after the last sample is missing.
+        assert!(
+            ours <= cpu_s + 0.01 && ours >= cpu_s - 0.05,
+            "{ours} vs {cpu_s}"
+        );
+        for key in [
+            "wait_time_s",
+            "inactive_time_s",
+            "migrations",
+            "idle_wakeups",
+        ] {
+            assert!(
+                row[key].is_null(),
+                "{key} must be unavailable, not {}",
+                row[key]
+            );
+        }
+    }
+    let missing: Vec<&str> = report["unavailable"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|u| u["reason"].as_str())
+        .collect();
+    assert!(
+        missing.iter().any(|r| r.contains("reduced recording")),
+        "{missing:?}"
+    );
+}

@@ -934,12 +934,24 @@ fn balance_rows(
         });
     }
     if no_table {
-        unavailable(
-            missing,
-            "effective parallelism",
-            "the analysis was not given the thread table",
-            Some("feed the stream to SchedAnalysis::with_thread_groups(ctx.thread_groups())"),
-        );
+        // Parallelism needs the running intervals of a trace; a reduced (procfs) profile
+        // has only per-thread totals. A trace analysed without the thread table is a
+        // caller's mistake, said as such.
+        if summary.cpus.is_empty() {
+            unavailable(
+                missing,
+                "effective parallelism",
+                "reduced recording: procfs totals say how long each thread ran, not when",
+                Some("record as root, or lower kernel.perf_event_paranoid"),
+            );
+        } else {
+            unavailable(
+                missing,
+                "effective parallelism",
+                "the analysis was not given the thread table",
+                Some("feed the stream to SchedAnalysis::with_thread_groups(ctx.thread_groups())"),
+            );
+        }
     }
     out
 }

@@ -102,6 +102,8 @@ pub struct RecordSummary {
 
 /// Events buffered per ring CPU until the next flush.
 const CHUNK_EVENTS: usize = 16_384;
+/// The longest sample interval of a reduced recording.
+const REDUCED_SAMPLE_INTERVAL: Duration = Duration::from_millis(20);
 /// The recording is committed at least this often: a SIGKILL loses at most this much.
 const FLUSH_EVERY: Duration = Duration::from_secs(1);
 
@@ -162,10 +164,17 @@ pub fn record(roots: &Roots, opts: &RecordOptions) -> anyhow::Result<RecordSumma
     };
     // Sampling starts before tracing, so the energy at the first event is interpolated
     // between two samples rather than guessed.
+    // A reduced recording loses each thread's work after its last sample: sample it often
+    // (procfs reads of one process tree are cheap).
+    let interval = if mode == MODE_REDUCED {
+        opts.sample_interval.min(REDUCED_SAMPLE_INTERVAL)
+    } else {
+        opts.sample_interval
+    };
     let sampler = Sampler::start(SamplerConfig {
         roots: roots.clone(),
         cpus,
-        interval: opts.sample_interval,
+        interval,
         meter: meter.model().is_none().then_some(meter),
         threads: scope,
     });
