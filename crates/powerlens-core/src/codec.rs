@@ -11,9 +11,8 @@
 //! justify, whatever the bytes.
 
 use std::collections::HashMap;
-use std::hash::{BuildHasherDefault, Hasher};
 
-use crate::sched::event::{Event, EventKind, InterruptKind, SwitchedOut};
+use crate::sched::event::{Event, EventKind, InterruptKind, SwitchedOut, TidMap};
 
 /// Version of the chunk encoding, the first varint of every chunk.
 pub const CODEC_VERSION: u32 = 1;
@@ -84,7 +83,7 @@ pub enum CodecError {
 pub struct ChunkEncoder {
     body: Vec<u8>,
     tids: Vec<u32>,
-    tid_index: HashMap<u32, u32, BuildHasherDefault<TidHasher>>,
+    tid_index: TidMap<u32>,
     strings: Vec<String>,
     string_index: HashMap<String, u32>,
     /// Bytes the interned tids and strings take in the header.
@@ -283,27 +282,6 @@ impl ChunkEncoder {
         self.last_ns = 0;
         self.last_cpu = 0;
         out
-    }
-}
-
-/// Multiplicative hash for the tid table: SipHash costs more than the rest of `push`,
-/// and a chunk's tids are not chosen by an adversary who could make them collide.
-#[derive(Default)]
-struct TidHasher(u64);
-
-impl Hasher for TidHasher {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-
-    fn write(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.0 = (self.0.rotate_left(8) ^ b as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
-        }
-    }
-
-    fn write_u32(&mut self, v: u32) {
-        self.0 = (v as u64 ^ self.0).wrapping_mul(0x9E37_79B9_7F4A_7C15);
     }
 }
 
