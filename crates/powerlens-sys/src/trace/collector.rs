@@ -106,7 +106,7 @@ pub struct Collector {
     unavailable: Vec<UnavailableEvent>,
     cpus: Vec<CpuRing>,
     /// Perf event id (per event per CPU) to index in `events`.
-    ids: Vec<(u64, usize)>,
+    ids: EventIds,
     /// What each sample holds, to parse it.
     sample_type: u64,
 }
@@ -133,7 +133,7 @@ impl Collector {
             events: Vec::new(),
             unavailable: Vec::new(),
             cpus: Vec::new(),
-            ids: Vec::new(),
+            ids: EventIds::default(),
             sample_type,
         };
         // Per event: the format, then a probe open on the first CPU that tells "the kernel
@@ -197,7 +197,7 @@ impl Collector {
                 let id = counter
                     .id()
                     .map_err(|e| open_failed("PERF_EVENT_IOC_ID", cpu, e))?;
-                collector.ids.push((id, index));
+                collector.ids.insert(id, index);
             }
             collector.cpus.push(CpuRing {
                 cpu,
@@ -261,7 +261,7 @@ impl Collector {
             let CpuRing { ring, lost, .. } = cpu;
             ring.read(|bytes| match parse_record(bytes, self.sample_type) {
                 Record::Sample(sample) => {
-                    let Some(&(_, event)) = self.ids.iter().find(|(id, _)| *id == sample.id) else {
+                    let Some(event) = self.ids.get(sample.id) else {
                         *lost += 1;
                         return;
                     };
@@ -327,6 +327,40 @@ impl Collector {
     /// The sum of [`Collector::lost`].
     pub fn total_lost(&self) -> u64 {
         self.cpus.iter().map(|c| c.lost).sum()
+    }
+}
+
+/// Perf event id → index of the event, looked up for every record. The kernel hands out
+/// ids consecutively, so the table is a vector indexed by `id − first id` (a linear search
+/// over the events of every CPU cost more than parsing the record).
+#[derive(Debug, Default)]
+struct EventIds {
+    first: u64,
+    /// `usize::MAX` for an id of no event of ours.
+    index: Vec<usize>,
+}
+
+impl EventIds {
+    fn insert(&mut self, id: u64, event: usize) {
+        if self.index.is_empty() {
+            self.first = id;
+        }
+        if id < self.first {
+            let shift = (self.first - id) as usize;
+            self.index
+                .splice(0..0, std::iter::repeat_n(usize::MAX, shift));
+            self.first = id;
+        }
+        let slot = (id - self.first) as usize;
+        if slot >= self.index.len() {
+            self.index.resize(slot + 1, usize::MAX);
+        }
+        self.index[slot] = event;
+    }
+
+    fn get(&self, id: u64) -> Option<usize> {
+        let slot = usize::try_from(id.checked_sub(self.first)?).ok()?;
+        self.index.get(slot).copied().filter(|&e| e != usize::MAX)
     }
 }
 
@@ -464,6 +498,18 @@ mod tests {
         assert!(
             text.contains("sched_switch/format") && text.contains("line 2: no field:"),
             "{text}"
+        );
+    }
+
+    #[test]
+    fn event_ids_map_back_to_events_in_any_insertion_order() {
+        let mut ids = EventIds::default();
+        ids.insert(105, 1);
+        ids.insert(100, 0);
+        ids.insert(107, 2);
+        assert_eq!(
+            [99, 100, 101, 105, 106, 107, 108].map(|id| ids.get(id)),
+            [None, Some(0), None, Some(1), None, Some(2), None]
         );
     }
 
