@@ -12,7 +12,7 @@
 
 use std::collections::HashMap;
 
-use crate::sched::event::{Event, EventKind, InterruptKind, SwitchedOut, TidMap};
+use crate::sched::event::{Event, EventKind, InterruptKind, SwitchedOut, Tid, TidMap};
 
 /// Version of the chunk encoding, the first varint of every chunk.
 pub const CODEC_VERSION: u32 = 1;
@@ -42,8 +42,10 @@ const CODE_MASK: u8 = 0x1F;
 const FLAG_SAME_TARGET: u8 = 0x20;
 /// A CPU varint follows the time delta; otherwise the CPU is the previous event's.
 const FLAG_CPU: u8 = 0x40;
-/// Reserved, must be zero in version 1.
-const FLAG_RESERVED: u8 = 0x80;
+/// A context varint follows (after the CPU varint): 0 when unknown, else the index + 1 of
+/// the thread that was current when the event fired (the perf sample's tid). Without the
+/// flag the context is the previous event's (unknown at a chunk's start).
+const FLAG_CONTEXT: u8 = 0x80;
 
 /// Why a chunk could not be decoded. The offsets are byte positions in the chunk.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -92,6 +94,7 @@ pub struct ChunkEncoder {
     first_ns: Option<u64>,
     last_ns: u64,
     last_cpu: u32,
+    last_context: Option<Tid>,
 }
 
 impl ChunkEncoder {
@@ -99,9 +102,17 @@ impl ChunkEncoder {
         Self::default()
     }
 
-    /// Appends one event. Events of a chunk come in non-decreasing time order; an event
-    /// out of order still round-trips (the delta wraps) but costs ten bytes.
+    /// Appends one event whose context is unknown (see [`ChunkEncoder::push_in_context`]).
     pub fn push(&mut self, e: &Event) {
+        self.push_in_context(e, None);
+    }
+
+    /// Appends one event recorded while `context` was the current thread on its CPU (the
+    /// tid of the perf sample's header; 0 for the idle task, `None` when unknown). Events
+    /// of a chunk come in non-decreasing time order; an event out of order still
+    /// round-trips (the delta wraps) but costs ten bytes. A context costs nothing while it
+    /// stays the same from one event to the next.
+    pub fn push_in_context(&mut self, e: &Event, context: Option<Tid>) {
         if self.first_ns.is_none() {
             self.first_ns = Some(e.time_ns);
             self.last_ns = e.time_ns;
@@ -151,12 +162,22 @@ impl ChunkEncoder {
             EventKind::InterruptExit => (IRQ_EXIT, 0),
             EventKind::Frequency { .. } => (FREQUENCY, 0),
         };
-        // The decoder starts every chunk at CPU 0.
+        // The decoder starts every chunk at CPU 0 and an unknown context.
         let cpu_flag = if e.cpu == self.last_cpu { 0 } else { FLAG_CPU };
-        self.body.push(code | aux | cpu_flag);
+        let context_flag = if context == self.last_context {
+            0
+        } else {
+            FLAG_CONTEXT
+        };
+        self.body.push(code | aux | cpu_flag | context_flag);
         put_varint(&mut self.body, e.time_ns.wrapping_sub(self.last_ns));
         if cpu_flag != 0 {
             put_varint(&mut self.body, e.cpu as u64);
+        }
+        if context_flag != 0 {
+            let v = context.map_or(0, |tid| self.intern_tid(tid) as u64 + 1);
+            put_varint(&mut self.body, v);
+            self.last_context = context;
         }
         match &e.kind {
             EventKind::Switch { prev, next, .. } => {
@@ -196,13 +217,17 @@ impl ChunkEncoder {
         self.count += 1;
     }
 
-    fn put_tid(&mut self, tid: u32) {
+    fn intern_tid(&mut self, tid: u32) -> u32 {
         let next = self.tids.len() as u32;
-        let index = *self.tid_index.entry(tid).or_insert_with(|| {
+        *self.tid_index.entry(tid).or_insert_with(|| {
             self.tids.push(tid);
             self.table_bytes += varint_len(tid as u64);
             next
-        });
+        })
+    }
+
+    fn put_tid(&mut self, tid: u32) {
+        let index = self.intern_tid(tid);
         put_varint(&mut self.body, index as u64);
     }
 
@@ -281,6 +306,7 @@ impl ChunkEncoder {
         self.first_ns = None;
         self.last_ns = 0;
         self.last_cpu = 0;
+        self.last_context = None;
         out
     }
 }
@@ -288,6 +314,24 @@ impl ChunkEncoder {
 /// Decodes one chunk, appending its events to `out`. A damaged, truncated or foreign
 /// chunk is an error (and `out` is left as it was); never a panic.
 pub fn decode_chunk(data: &[u8], out: &mut Vec<Event>) -> Result<(), CodecError> {
+    decode_checked(data, out, None)
+}
+
+/// As [`decode_chunk`], also appending each event's context (the thread current on its CPU
+/// when it fired, `None` when unknown) to `contexts`, one per event.
+pub fn decode_chunk_in_context(
+    data: &[u8],
+    out: &mut Vec<Event>,
+    contexts: &mut Vec<Option<Tid>>,
+) -> Result<(), CodecError> {
+    decode_checked(data, out, Some(contexts))
+}
+
+fn decode_checked(
+    data: &[u8],
+    out: &mut Vec<Event>,
+    mut contexts: Option<&mut Vec<Option<Tid>>>,
+) -> Result<(), CodecError> {
     let Some(body_len) = data.len().checked_sub(4) else {
         return Err(CodecError::Truncated {
             at: data.len(),
@@ -299,17 +343,24 @@ pub fn decode_chunk(data: &[u8], out: &mut Vec<Event>) -> Result<(), CodecError>
     if stored != computed {
         return Err(CodecError::Checksum { stored, computed });
     }
-    let start = out.len();
-    let result = decode_unchecked(&data[..body_len], out);
+    let (start, context_start) = (out.len(), contexts.as_ref().map_or(0, |c| c.len()));
+    let result = decode_unchecked(&data[..body_len], out, contexts.as_deref_mut());
     if result.is_err() {
         out.truncate(start);
+        if let Some(c) = contexts {
+            c.truncate(context_start);
+        }
     }
     result
 }
 
 /// Decodes a chunk without its CRC trailer (`data` ends where the checksum would start).
 /// The parser itself must survive any bytes; tests exercise it directly.
-fn decode_unchecked(data: &[u8], out: &mut Vec<Event>) -> Result<(), CodecError> {
+fn decode_unchecked(
+    data: &[u8],
+    out: &mut Vec<Event>,
+    mut contexts: Option<&mut Vec<Option<Tid>>>,
+) -> Result<(), CodecError> {
     let mut r = Reader { data, pos: 0 };
     let version = r.varint()?;
     if version != CODEC_VERSION as u64 {
@@ -344,12 +395,12 @@ fn decode_unchecked(data: &[u8], out: &mut Vec<Event>) -> Result<(), CodecError>
     out.reserve(count as usize);
     let mut time = base;
     let mut cpu = 0u32;
+    let mut context: Option<Tid> = None;
     for _ in 0..count {
         let at = r.pos;
         let tag = r.byte()?;
         let code = tag & CODE_MASK;
-        let bad_tag = tag & FLAG_RESERVED != 0
-            || code > LAST_CODE
+        let bad_tag = code > LAST_CODE
             || (tag & FLAG_SAME_TARGET != 0 && code != WAKEUP && code != WAKEUP_NEW);
         if bad_tag {
             return Err(CodecError::Tag { at, tag });
@@ -357,6 +408,18 @@ fn decode_unchecked(data: &[u8], out: &mut Vec<Event>) -> Result<(), CodecError>
         time = time.wrapping_add(r.varint()?);
         if tag & FLAG_CPU != 0 {
             cpu = r.varint_u32()?;
+        }
+        if tag & FLAG_CONTEXT != 0 {
+            let at = r.pos;
+            context = match r.varint()? {
+                0 => None,
+                i => Some(*tids.get((i - 1) as usize).ok_or(CodecError::Index {
+                    what: "context thread id",
+                    index: i - 1,
+                    len: tids.len(),
+                    at,
+                })?),
+            };
         }
         let kind = match code {
             SWITCH_PREEMPTED | SWITCH_BLOCKED | SWITCH_EXITED => {
@@ -418,6 +481,9 @@ fn decode_unchecked(data: &[u8], out: &mut Vec<Event>) -> Result<(), CodecError>
             cpu,
             kind,
         });
+        if let Some(c) = contexts.as_deref_mut() {
+            c.push(context);
+        }
     }
     if r.pos != data.len() {
         return Err(CodecError::Trailing {
@@ -627,6 +693,34 @@ mod tests {
         assert_eq!(bytes.len(), expected_len, "encoded_bytes is exact");
         assert!(enc.is_empty() && enc.first_ns().is_none(), "finish resets");
         bytes
+    }
+
+    #[test]
+    fn contexts_round_trip_and_cost_a_byte_only_when_they_change() {
+        let events: Vec<Event> = (0..6)
+            .map(|i| ev(100 + i, 0, EventKind::IdleExit))
+            .collect();
+        let contexts = [Some(7), Some(7), None, Some(0), Some(9), Some(9)];
+        let mut enc = ChunkEncoder::new();
+        for (e, c) in events.iter().zip(contexts) {
+            enc.push_in_context(e, c);
+        }
+        let with = enc.finish();
+        let plain = encode(&events);
+        let (mut out, mut ctx) = (Vec::new(), Vec::new());
+        decode_chunk_in_context(&with, &mut out, &mut ctx).unwrap();
+        assert_eq!(out, events);
+        assert_eq!(ctx, contexts);
+        // Four changes (7, None, 0, 9): one varint each; tids 7, 0 and 9 interned once (the
+        // table's count stays one byte). The tag bits are free.
+        assert_eq!(with.len(), plain.len() + 4 + 3);
+        // A plain decode skips the contexts; a plain chunk decodes to unknown contexts.
+        let mut out2 = Vec::new();
+        decode_chunk(&with, &mut out2).unwrap();
+        assert_eq!(out2, events);
+        let (mut out3, mut ctx3) = (Vec::new(), Vec::new());
+        decode_chunk_in_context(&plain, &mut out3, &mut ctx3).unwrap();
+        assert_eq!(ctx3, vec![None; 6]);
     }
 
     fn round_trip(events: &[Event]) -> Vec<u8> {
@@ -1021,7 +1115,7 @@ mod tests {
             let body = &bytes[..len.min(bytes.len() - 4)];
             if body.len() < bytes.len() - 4 {
                 assert!(
-                    decode_unchecked(body, &mut out).is_err(),
+                    decode_unchecked(body, &mut out, None).is_err(),
                     "body cut at {len}"
                 );
             }
@@ -1094,7 +1188,7 @@ mod tests {
         put_varint(&mut data, 0);
         put_varint(&mut data, 1);
         put_varint(&mut data, u64::MAX); // a string "as long as memory"
-        let err = decode_unchecked(&data, &mut Vec::new()).unwrap_err();
+        let err = decode_unchecked(&data, &mut Vec::new(), None).unwrap_err();
         assert!(matches!(err, CodecError::Truncated { .. }), "{err}");
     }
 
@@ -1102,7 +1196,7 @@ mod tests {
     fn newer_version_is_refused() {
         let mut data = Vec::new();
         put_varint(&mut data, CODEC_VERSION as u64 + 1);
-        let err = decode_unchecked(&data, &mut Vec::new()).unwrap_err();
+        let err = decode_unchecked(&data, &mut Vec::new(), None).unwrap_err();
         assert_eq!(
             err,
             CodecError::Version {

@@ -137,7 +137,11 @@ pub fn analyse(
             );
         }
         let bar = progress::bar(total, "analysing");
-        let stats = replay::replay(&reader, |e| analysis.feed(e), |n| bar.set_position(n))?;
+        let stats = replay::replay(
+            &reader,
+            |e, context| analysis.feed_in_context(e, context),
+            |n| bar.set_position(n),
+        )?;
         bar.finish_and_clear();
         let stop = reader.meta(meta::STOP)?;
         let end_ns = stop

@@ -9,19 +9,23 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use powerlens_core::sched::event::Event;
+use powerlens_core::sched::event::{Event, Tid};
 use powerlens_store::recording::ThreadRow;
-use powerlens_sys::trace::{monotonic_now_ns, Collector};
+use powerlens_sys::trace::{monotonic_now_ns, Collector, EXITED};
 use powerlens_sys::Roots;
 
 use super::convert::Converter;
 use super::threads::ThreadTable;
 
+/// An event and its context: the thread current on the CPU when it fired (the tid of the
+/// perf sample's header, 0 for the idle task), `None` when perf could not say.
+pub type InContext = (Event, Option<Tid>);
+
 /// What one drain produced: events per ring CPU, in ring order, and the thread-table rows
 /// that changed.
 #[derive(Debug, Default)]
 pub struct Batch {
-    pub events: Vec<(u32, Vec<Event>)>,
+    pub events: Vec<(u32, Vec<InContext>)>,
     pub threads: Vec<ThreadRow>,
 }
 
@@ -109,6 +113,7 @@ fn run(
         let mut batch = Batch::default();
         collector.drain(|r| {
             if let Some(e) = converter.convert(r, &mut threads) {
+                let context = (r.tid != EXITED).then_some(r.tid);
                 let slot = match batch.events.iter().position(|(cpu, _)| *cpu == r.cpu) {
                     Some(i) => i,
                     None => {
@@ -116,7 +121,7 @@ fn run(
                         batch.events.len() - 1
                     }
                 };
-                batch.events[slot].1.push(e);
+                batch.events[slot].1.push((e, context));
             }
         });
         if last {

@@ -24,7 +24,6 @@ use serde_json::{json, Value};
 
 use powerlens_core::codec::ChunkEncoder;
 use powerlens_core::run::ExitStatus;
-use powerlens_core::sched::event::Event;
 use powerlens_store::recording::RecordingWriter;
 use powerlens_sys::machine::MachineInfo;
 use powerlens_sys::trace::{monotonic_now_ns, Collector, CollectorOptions};
@@ -498,8 +497,8 @@ fn unavailable_events(c: &Collector) -> Vec<Value> {
 /// The writing side of a recording in progress.
 struct Recorder {
     writer: RecordingWriter,
-    /// Converted events per ring CPU, not yet written.
-    pending: Vec<(u32, Vec<Event>)>,
+    /// Converted events (with their context) per ring CPU, not yet written.
+    pending: Vec<(u32, Vec<drain::InContext>)>,
     encoder: ChunkEncoder,
     events: u64,
     samples: u64,
@@ -537,12 +536,12 @@ impl Recorder {
         for (cpu, events) in &mut self.pending {
             // A ring is in write order, which is time order except for records written
             // after an interrupt that nested inside them: sort (stable) to restore it.
-            events.sort_by_key(|e| e.time_ns);
+            events.sort_by_key(|(e, _)| e.time_ns);
             for chunk in events.chunks(CHUNK_EVENTS) {
-                for e in chunk {
-                    self.encoder.push(e);
+                for (e, context) in chunk {
+                    self.encoder.push_in_context(e, *context);
                 }
-                let (first, last) = (chunk[0].time_ns, chunk[chunk.len() - 1].time_ns);
+                let (first, last) = (chunk[0].0.time_ns, chunk[chunk.len() - 1].0.time_ns);
                 let data = self.encoder.finish();
                 self.writer
                     .append_chunk(*cpu, first, last, chunk.len() as u32, &data)?;

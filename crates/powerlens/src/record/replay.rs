@@ -11,8 +11,8 @@ use std::sync::mpsc::{self, Receiver, Sender};
 use std::thread::JoinHandle;
 
 use anyhow::{anyhow, Context};
-use powerlens_core::codec::decode_chunk;
-use powerlens_core::sched::event::Event;
+use powerlens_core::codec::decode_chunk_in_context;
+use powerlens_core::sched::event::{Event, Tid};
 use powerlens_store::recording::RecordingReader;
 
 /// What the replay saw besides the events.
@@ -25,8 +25,9 @@ pub struct ReplayStats {
     pub reordered: u64,
 }
 
-/// A decoded chunk of one CPU, `None` when that CPU has no more.
-type Decoded = anyhow::Result<Option<Vec<Event>>>;
+/// A decoded chunk of one CPU — its events and each one's context — `None` when that CPU
+/// has no more.
+type Decoded = anyhow::Result<Option<(Vec<Event>, Vec<Option<Tid>>)>>;
 
 /// The prefetch thread: it answers "the next chunk of stream i" requests in order, each
 /// with its own reader of the file (an SQLite connection is not shared across threads).
@@ -62,13 +63,15 @@ impl Prefetcher {
                         .and_then(|chunk| {
                             let Some(chunk) = chunk else { return Ok(None) };
                             let mut events = Vec::with_capacity(chunk.events as usize);
-                            decode_chunk(&chunk.data, &mut events).with_context(|| {
+                            let mut contexts = Vec::with_capacity(chunk.events as usize);
+                            decode_chunk_in_context(&chunk.data, &mut events, &mut contexts)
+                                .with_context(|| {
                                 format!(
                                     "cpu{cpu}'s chunk at {} ns is corrupt (the recording is damaged; events before it were read)",
                                     chunk.first_ns
                                 )
                             })?;
-                            Ok(Some(events))
+                            Ok(Some((events, contexts)))
                         });
                     if senders[i].send(decoded).is_err() {
                         return;
@@ -109,6 +112,7 @@ impl Drop for Prefetcher {
 /// One CPU's events: the chunk being consumed; the next one is already requested.
 struct Stream {
     events: Vec<Event>,
+    contexts: Vec<Option<Tid>>,
     next: usize,
     done: bool,
 }
@@ -122,8 +126,9 @@ impl Stream {
                 return Ok(None);
             }
             match p.receive(i)? {
-                Some(events) => {
+                Some((events, contexts)) => {
                     self.events = events;
+                    self.contexts = contexts;
                     self.next = 0;
                     p.request(i);
                 }
@@ -134,11 +139,12 @@ impl Stream {
     }
 }
 
-/// Calls `f` with every event of the recording in time order, and `progress` with the
-/// number of events delivered so far after each chunk's worth.
+/// Calls `f` with every event of the recording in time order, with the thread that was
+/// current on its CPU when it fired (when recorded), and `progress` with the number of
+/// events delivered so far after each chunk's worth.
 pub fn replay(
     reader: &RecordingReader,
-    mut f: impl FnMut(&Event),
+    mut f: impl FnMut(&Event, Option<Tid>),
     mut progress: impl FnMut(u64),
 ) -> anyhow::Result<ReplayStats> {
     let cpus = reader.cpus()?;
@@ -150,6 +156,7 @@ pub fn replay(
             prefetcher.request(i);
             Stream {
                 events: Vec::new(),
+                contexts: Vec::new(),
                 next: 0,
                 done: false,
             }
@@ -174,14 +181,15 @@ pub fn replay(
                 if e.time_ns > limit {
                     break;
                 }
+                let context = s.contexts.get(s.next).copied().flatten();
                 if e.time_ns < last {
                     stats.reordered += 1;
                     let mut moved = e.clone();
                     moved.time_ns = last;
-                    f(&moved);
+                    f(&moved, context);
                 } else {
                     last = e.time_ns;
-                    f(e);
+                    f(e, context);
                 }
                 s.next += 1;
             }
