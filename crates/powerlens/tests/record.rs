@@ -751,3 +751,96 @@ fn without_privileges_a_reduced_recording_says_so() {
         "{missing:?}"
     );
 }
+
+/// The cpuidle sysfs columns end to end, on a fixture with the haltpoll driver whose
+/// counters a thread advances at a known rate: every CPU enters state1 1000 times a second
+/// and spends 900 µs of each millisecond in it. This machine has no cpuidle driver, so the
+/// fixture stands in for one; on real hardware the trace's power:cpu_idle columns sit
+/// beside these and must agree with them (docs/REPORT.md), which this VM cannot show (perf
+/// delivers no cpu_idle records here).
+#[test]
+fn live_cpuidle_sysfs_counters_over_the_traced_interval() {
+    if !is_root() {
+        eprintln!("skipped: recording tracepoints needs root");
+        return;
+    }
+    let _serial = serial();
+    let tree = FixtureTree::new();
+    let online = std::fs::read_to_string("/sys/devices/system/cpu/online").unwrap();
+    tree.online_cpus(online.trim());
+    std::fs::create_dir_all(tree.sys_path("kernel")).unwrap();
+    std::os::unix::fs::symlink("/sys/kernel/tracing", tree.sys_path("kernel/tracing")).unwrap();
+    tree.cpuidle_driver("haltpoll", "haltpoll");
+    let cpus = powerlens_sys::topology::read_online(&tree.roots()).unwrap();
+    for &cpu in &cpus {
+        for (index, name, latency) in [(0, "POLL", 0), (1, "haltpoll", 1)] {
+            let spec = powerlens_sys::fixture::IdleStateSpec {
+                name: name.into(),
+                desc: name.into(),
+                latency_us: latency,
+                residency_us: latency,
+                ..Default::default()
+            };
+            tree.cpuidle_state(cpu, index, &spec);
+        }
+    }
+    // The fake idle loop: counters follow wall time exactly, whenever they are written.
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let writer = {
+        let (stop, tree_sys) = (stop.clone(), tree.roots().sysfs.clone());
+        let cpus = cpus.clone();
+        std::thread::spawn(move || {
+            let start = std::time::Instant::now();
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                let us = start.elapsed().as_micros() as u64;
+                for cpu in &cpus {
+                    let dir = tree_sys.join(format!("devices/system/cpu/cpu{cpu}/cpuidle/state1"));
+                    for (file, value) in [("usage", us / 1000), ("time", us * 9 / 10)] {
+                        let tmp = dir.join(format!("{file}.tmp"));
+                        std::fs::write(&tmp, format!("{value}\n")).unwrap();
+                        std::fs::rename(&tmp, dir.join(file)).unwrap();
+                    }
+                }
+                std::thread::sleep(std::time::Duration::from_millis(1));
+            }
+        })
+    };
+    let (_dir, rec) = scratch();
+    let out = with_tracefs(
+        &[
+            bin(),
+            "record",
+            "-o",
+            rec.to_str().unwrap(),
+            "--quiet-command",
+            "--",
+            "sleep",
+            "0.8",
+        ],
+        &[("POWERLENS_SYSFS_ROOT", &tree.roots().sysfs)],
+    );
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    writer.join().unwrap();
+    ok(&out);
+    let report = report_json(&rec, &[]);
+    let elapsed = report["system"]["elapsed_s"].as_f64().unwrap();
+    for cpu in report["cpus"].as_array().unwrap() {
+        let states = cpu["idle_states"].as_array().unwrap();
+        let halt = states.iter().find(|s| s["name"] == "haltpoll").unwrap();
+        let (entries, time) = (
+            halt["sysfs_entries"].as_f64().unwrap(),
+            halt["sysfs_time_s"].as_f64().unwrap(),
+        );
+        eprintln!(
+            "cpu{}: {entries} entries, {time:.4} s in haltpoll over {elapsed:.4} s",
+            cpu["cpu"]
+        );
+        assert!(within(entries, 1000.0 * elapsed, 0.03, 2.0), "{entries}");
+        assert!(within(time, 0.9 * elapsed, 0.03, 0.002), "{time}");
+        let poll = states.iter().find(|s| s["name"] == "POLL").unwrap();
+        assert_eq!(
+            poll["sysfs_entries"], 0,
+            "a state whose counters stand still"
+        );
+    }
+}

@@ -157,6 +157,8 @@ pub fn analyse(
         analysis.finish(end_ns)
     };
     let busy_s = summary.threads.iter().map(|t| t.cpu_time_ns).sum::<u64>() as f64 / 1e9;
-    ctx.energy = context::energy(&reader, (summary.start_ns, summary.end_ns), busy_s)?;
+    let interval = (summary.start_ns, summary.end_ns);
+    ctx.energy = context::energy(&reader, interval, busy_s)?;
+    ctx.sysfs_idle = context::sysfs_idle(&reader, interval)?;
     Ok(model::build(&summary, &ctx))
 }

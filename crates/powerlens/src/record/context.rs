@@ -53,7 +53,8 @@ pub fn read(reader: &RecordingReader) -> anyhow::Result<RecordingContext> {
         threads,
         target_pids,
         idle_states: idle_states(&machine),
-        sysfs_idle: sysfs_idle(reader)?,
+        // Filled in by `sysfs_idle` once the traced interval is known.
+        sysfs_idle: Err("not computed yet".into()),
         // Filled in by `energy` once the busy time is known.
         energy: Err(Provenance::Unavailable {
             reason: "not computed yet".into(),
@@ -134,11 +135,16 @@ fn idle_states(machine: &Value) -> Result<Vec<IdleStateInfo>, String> {
     Ok(states)
 }
 
-/// cpuidle usage/time deltas between the first and last sample of each CPU and state.
-fn sysfs_idle(reader: &RecordingReader) -> anyhow::Result<Result<Vec<SysfsIdle>, String>> {
-    let mut first: HashMap<(u32, u32), (u64, u64)> = HashMap::new();
-    let mut last: HashMap<(u32, u32), (u64, u64)> = HashMap::new();
-    reader.samples(sampler::CPUIDLE, |_, data| {
+/// cpuidle usage/time over exactly the traced interval `[start_ns, end_ns]`: each state's
+/// cumulative counters interpolated at both ends, as the energy is, so the sysfs columns
+/// cover the same time as the trace's.
+pub fn sysfs_idle(
+    reader: &RecordingReader,
+    (start_ns, end_ns): (u64, u64),
+) -> anyhow::Result<Result<Vec<SysfsIdle>, String>> {
+    // (cpu, state) → (usage, time_us) windows.
+    let mut windows: Vec<((u32, u32), CounterWindow, CounterWindow)> = Vec::new();
+    reader.samples(sampler::CPUIDLE, |t, data| {
         for cpu in data.as_array().into_iter().flatten() {
             let Some(n) = cpu["cpu"].as_u64() else {
                 continue;
@@ -148,27 +154,34 @@ fn sysfs_idle(reader: &RecordingReader) -> anyhow::Result<Result<Vec<SysfsIdle>,
                     continue;
                 };
                 let key = (n as u32, i as u32);
-                first.entry(key).or_insert((usage, time_us));
-                last.insert(key, (usage, time_us));
+                let slot = match windows.iter().position(|(k, _, _)| *k == key) {
+                    Some(slot) => slot,
+                    None => {
+                        let w = CounterWindow::new(start_ns, end_ns);
+                        windows.push((key, w, w));
+                        windows.len() - 1
+                    }
+                };
+                windows[slot].1.push(t, usage as f64);
+                windows[slot].2.push(t, time_us as f64);
             }
         }
     })?;
-    if last.is_empty() {
+    if windows.is_empty() {
         return Ok(Err(
             "no cpuidle counters were sampled (no cpuidle driver with states, or a reduced recording)"
                 .to_string(),
         ));
     }
-    let mut out: Vec<SysfsIdle> = last
+    let mut out: Vec<SysfsIdle> = windows
         .iter()
-        .map(|(&(cpu, index), &(usage, time_us))| {
-            let (u0, t0) = first[&(cpu, index)];
-            SysfsIdle {
+        .filter_map(|&((cpu, index), usage, time)| {
+            Some(SysfsIdle {
                 cpu,
                 index,
-                entries: usage.saturating_sub(u0),
-                time_ns: time_us.saturating_sub(t0) * 1000,
-            }
+                entries: usage.increase()?.round() as u64,
+                time_ns: (time.increase()? * 1000.0).round() as u64,
+            })
         })
         .collect();
     out.sort_by_key(|s| (s.cpu, s.index));
