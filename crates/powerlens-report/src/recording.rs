@@ -9,7 +9,9 @@
 use std::cmp::Ordering;
 use std::fmt::{self, Write};
 
-use powerlens_core::sched::report::{ProcessRow, RecordingReport, ThreadRow, WakeupCounts};
+use powerlens_core::sched::report::{
+    CpuReport, ProcessRow, RecordingReport, ThreadRow, WakeupCounts,
+};
 
 use crate::table::{csv_field, sig, Table};
 
@@ -796,33 +798,31 @@ pub fn system(report: &RecordingReport) -> String {
             _ => "unavailable (no scheduler trace)".into(),
         },
     );
-    if s.lost_records > 0 {
-        let per: Vec<String> = report
+    // "cpu0 12, cpu1 3": a per-CPU count, for the CPUs where it is not zero.
+    let per_cpu = |count: fn(&CpuReport) -> u64| -> String {
+        let parts: Vec<String> = report
             .cpus
             .iter()
-            .filter(|c| c.lost_records > 0)
-            .map(|c| format!("cpu{} {}", c.cpu, c.lost_records))
+            .filter(|c| count(c) > 0)
+            .map(|c| format!("cpu{} {}", c.cpu, count(c)))
             .collect();
+        parts.join(", ")
+    };
+    if s.lost_records > 0 {
         line(
             &mut out,
             "lost records",
-            format!("{} ({})", s.lost_records, per.join(", ")),
+            format!("{} ({})", s.lost_records, per_cpu(|c| c.lost_records)),
         );
     }
     if s.inferred_switch_ins > 0 {
-        let per: Vec<String> = report
-            .cpus
-            .iter()
-            .filter(|c| c.inferred_switch_ins > 0)
-            .map(|c| format!("cpu{} {}", c.cpu, c.inferred_switch_ins))
-            .collect();
+        let per = per_cpu(|c| c.inferred_switch_ins);
         line(
             &mut out,
             "inferred switch-ins",
             format!(
-                "{} switch-ins inferred (kernel did not record them): {}",
+                "{} switch-ins inferred (kernel did not record them): {per}",
                 s.inferred_switch_ins,
-                per.join(", ")
             ),
         );
     }

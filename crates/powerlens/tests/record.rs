@@ -20,6 +20,15 @@ fn serial() -> std::sync::MutexGuard<'static, ()> {
     SERIAL.lock().unwrap_or_else(|p| p.into_inner())
 }
 
+/// For a test that records live: the serial lock, or `None`, saying why, when not root.
+fn live_recording() -> Option<std::sync::MutexGuard<'static, ()>> {
+    if !is_root() {
+        eprintln!("skipped: recording tracepoints needs root");
+        return None;
+    }
+    Some(serial())
+}
+
 fn is_root() -> bool {
     // SAFETY: geteuid has no preconditions.
     unsafe { libc::geteuid() == 0 }
@@ -95,11 +104,9 @@ fn scratch() -> (tempfile::TempDir, PathBuf) {
 /// kernel's own voluntary and nonvoluntary counts for every worker thread.
 #[test]
 fn live_switch_counts_equal_the_kernels() {
-    if !is_root() {
-        eprintln!("skipped: recording tracepoints needs root");
+    let Some(_serial) = live_recording() else {
         return;
-    }
-    let _serial = serial();
+    };
     for workload in [
         &[
             "barrier",
@@ -278,17 +285,15 @@ fn within(ours: f64, theirs: f64, relative: f64, absolute: f64) -> bool {
 /// would account differently (powerlens infers the lost switch-ins; perf charges the gap).
 #[test]
 fn live_times_agree_with_perf_sched_timehist() {
-    if !is_root() {
-        eprintln!("skipped: recording tracepoints needs root");
-        return;
-    }
     if Command::new("perf").arg("--version").output().is_err() {
         eprintln!(
             "skipped: perf is not installed (Debian: linux-perf; scripts/test.sh installs it)"
         );
         return;
     }
-    let _serial = serial();
+    let Some(_serial) = live_recording() else {
+        return;
+    };
     let (dir, rec) = scratch();
     let data = dir.path().join("perf.data");
     let out = with_tracefs(
@@ -363,11 +368,9 @@ fn live_times_agree_with_perf_sched_timehist() {
 /// time, and the attribution sums to it exactly: total = idle + other + Σ thread rows.
 #[test]
 fn live_attribution_sums_to_a_fake_meter() {
-    if !is_root() {
-        eprintln!("skipped: recording tracepoints needs root");
+    let Some(_serial) = live_recording() else {
         return;
-    }
-    let _serial = serial();
+    };
     let tree = FixtureTree::new();
     let online = std::fs::read_to_string("/sys/devices/system/cpu/online").unwrap();
     tree.online_cpus(online.trim());
@@ -535,11 +538,9 @@ fn damaged_and_newer_recordings_are_refused_with_the_reason() {
 
 #[test]
 fn a_command_that_is_not_found_leaves_no_recording() {
-    if !is_root() {
-        eprintln!("skipped: recording tracepoints needs root");
+    let Some(_serial) = live_recording() else {
         return;
-    }
-    let _serial = serial();
+    };
     let (_dir, rec) = scratch();
     let out = with_tracefs(
         &[
@@ -560,11 +561,9 @@ fn a_command_that_is_not_found_leaves_no_recording() {
 
 #[test]
 fn a_command_killed_by_a_signal_still_closes_the_recording() {
-    if !is_root() {
-        eprintln!("skipped: recording tracepoints needs root");
+    let Some(_serial) = live_recording() else {
         return;
-    }
-    let _serial = serial();
+    };
     let (_dir, rec) = scratch();
     let out = with_tracefs(
         &[
@@ -593,11 +592,9 @@ fn a_command_killed_by_a_signal_still_closes_the_recording() {
 /// SIGKILL the recorder mid-way: the file opens and holds what was flushed (every second).
 #[test]
 fn a_killed_recorder_leaves_a_readable_recording() {
-    if !is_root() {
-        eprintln!("skipped: recording tracepoints needs root");
+    let Some(_serial) = live_recording() else {
         return;
-    }
-    let _serial = serial();
+    };
     let (_dir, rec) = scratch();
     let script = format!(
         "{} record -o {} -a & pid=$!; sleep 2.6; kill -9 $pid; wait $pid; exit 0",
@@ -760,11 +757,9 @@ fn without_privileges_a_reduced_recording_says_so() {
 /// delivers no cpu_idle records here).
 #[test]
 fn live_cpuidle_sysfs_counters_over_the_traced_interval() {
-    if !is_root() {
-        eprintln!("skipped: recording tracepoints needs root");
+    let Some(_serial) = live_recording() else {
         return;
-    }
-    let _serial = serial();
+    };
     let tree = FixtureTree::new();
     let online = std::fs::read_to_string("/sys/devices/system/cpu/online").unwrap();
     tree.online_cpus(online.trim());
