@@ -96,11 +96,8 @@ fn barrier_json_counts_every_iteration_and_all_the_work() {
     for t in threads {
         assert_eq!(u(t, "iterations"), 50, "{t}");
         // Sleeps at the barrier are the thread's only voluntary switches.
-        let voluntary = u(t, "voluntary_switches");
-        assert!(
-            voluntary >= u(t, "blocked_waits") && voluntary <= u(t, "blocked_waits") + 3,
-            "{t}"
-        );
+        let (voluntary, waits) = (u(t, "voluntary_switches"), u(t, "blocked_waits"));
+        assert!(switches_fit_waits(voluntary, waits), "{t}");
     }
     let blocked: u64 = threads.iter().map(|t| u(t, "blocked_waits")).sum();
     assert!(
@@ -138,6 +135,14 @@ fn sleepy_json_accounts_for_every_period() {
     assert_eq!(r["options"]["work_s"], 0.00002);
 }
 
+/// A thread's voluntary switches (getrusage) against the futex waits it counted as sleeps:
+/// at most 3 more (blocking elsewhere, at thread start), at most one plus 2% fewer — a
+/// wake-up that lands between the kernel queueing the waiter and its schedule() ends the
+/// wait without a switch (1 in 439 was seen).
+fn switches_fit_waits(voluntary: u64, waits: u64) -> bool {
+    voluntary <= waits + 3 && voluntary + 1 + waits / 50 >= waits
+}
+
 #[test]
 fn pingpong_json_proves_every_handoff_and_wait() {
     let r = report(&["pingpong", "--iterations", "500"]);
@@ -145,12 +150,9 @@ fn pingpong_json_proves_every_handoff_and_wait() {
     assert_eq!(u(&r, "work_units"), 1000);
     for t in threads(&r) {
         assert_eq!(u(t, "receives"), 500, "{t}");
-        // Each blocking wait is a voluntary switch; each receive costs a switch.
-        let voluntary = u(t, "voluntary_switches");
-        assert!(
-            voluntary >= u(t, "blocked_waits") && voluntary <= u(t, "blocked_waits") + 3,
-            "{t}"
-        );
+        // Each blocking wait is a voluntary switch.
+        let (voluntary, waits) = (u(t, "voluntary_switches"), u(t, "blocked_waits"));
+        assert!(switches_fit_waits(voluntary, waits), "{t}");
         assert!(voluntary + u(t, "involuntary_switches") >= 450, "{t}");
     }
 }

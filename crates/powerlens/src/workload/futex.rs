@@ -6,8 +6,9 @@
 use std::sync::atomic::{AtomicU32, Ordering};
 
 /// Waits until `done(value of word)` holds, sleeping in FUTEX_WAIT while it does not.
-/// Returns whether the thread slept at least once (each sleep is one voluntary context
-/// switch and ends with a wake-up by another thread).
+/// Returns whether the thread slept at least once (a sleep is a voluntary context switch
+/// ended by another thread's wake-up — except, rarely, a wake-up that lands between the
+/// kernel queueing the waiter and calling schedule(): the wait returns 0 without a switch).
 pub fn wait_until(word: &AtomicU32, done: impl Fn(u32) -> bool) -> bool {
     let mut slept = false;
     loop {
@@ -35,6 +36,14 @@ fn sleep_while_equal(word: &AtomicU32, expected: u32) -> bool {
     // -1 is EAGAIN (the value had already changed: no sleep) or EINTR (a signal); the
     // caller re-checks the word either way.
     rc == 0
+}
+
+/// Whether a thread's voluntary switches (the kernel's count) fit the waits it counted as
+/// sleeps: at most a few more (blocking outside the waits, e.g. at thread start), and at
+/// most one plus 2% fewer (waits woken before they could switch, see [`wait_until`]).
+#[cfg(test)]
+pub fn switches_match_waits(voluntary: u64, waits: u64) -> bool {
+    voluntary <= waits + 3 && voluntary + 1 + waits / 50 >= waits
 }
 
 /// Wakes up to `count` threads sleeping on `word`.

@@ -109,11 +109,11 @@ mod tests {
             let (usage, counts) = (&thread.usage, &thread.counts);
             assert_eq!(counts.passes, 2000, "{thread:?}");
             assert_eq!(counts.receives, 2000, "{thread:?}");
-            // Every sleep in FUTEX_WAIT is one voluntary switch in the kernel's count, and
-            // the thread blocks nowhere else.
+            // A FUTEX_WAIT that returns 0 slept — unless the wake-up came between queueing
+            // and schedule(), when it returns 0 without a switch (rare: 1 in 439 was seen).
+            // The thread blocks nowhere else.
             assert!(
-                usage.voluntary_switches >= counts.blocked_waits
-                    && usage.voluntary_switches <= counts.blocked_waits + 3,
+                futex::switches_match_waits(usage.voluntary_switches, counts.blocked_waits),
                 "{thread:?}"
             );
             // No bound on switches per receive: with two CPUs both threads can run at once,
