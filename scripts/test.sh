@@ -29,6 +29,15 @@ if ((${#missing[@]})); then
     fi
 fi
 
+# Python packages the tests use as oracles: `perfetto` (its perfetto_trace_pb2, generated
+# from Perfetto's own trace.proto, decodes `powerlens export --format perfetto`). Installed
+# when missing and the network allows; the export tests say "skipped" without it.
+if command -v python3 >/dev/null 2>&1 && ! python3 -c 'import perfetto.protos.perfetto.trace.perfetto_trace_pb2' 2>/dev/null; then
+    echo "test.sh: installing the perfetto python package" >&2
+    python3 -m pip install --quiet perfetto >/dev/null 2>&1 \
+        || echo "test.sh: cannot install the perfetto python package; the Perfetto decode tests will say skipped" >&2
+fi
+
 echo "== cargo fmt --check" >&2
 cargo fmt --all -- --check
 echo "== cargo clippy" >&2
