@@ -536,9 +536,122 @@ fn live_perfetto_counts_equal_the_recordings() {
         switches >= 10_000,
         "a 5000-round-trip ping-pong switches at least 10000 times: {expected:?}"
     );
+    // The Firefox profile: a wake-up marker per recorded wake-up.
+    let fx = dir.path().join("p.json");
+    ok(powerlens(&[
+        "export",
+        rec.to_str().unwrap(),
+        "-f",
+        "firefox",
+        "-o",
+        fx.to_str().unwrap(),
+    ]));
+    let p: Value = serde_json::from_slice(&std::fs::read(&fx).unwrap()).unwrap();
+    let wakeup_markers: u64 = p["threads"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| marker_names(t).get("Wake-up").copied().unwrap_or(0))
+        .sum();
+    let wakeups: u64 = expected
+        .iter()
+        .filter(|((_, k), _)| k.starts_with("sched_wakeup"))
+        .map(|(_, n)| n)
+        .sum();
+    assert_eq!(wakeup_markers, wakeups);
+
     let Some(v) = decode_perfetto(&out) else {
         return;
     };
     assert_eq!(decoded_counts(&v), expected);
     assert_eq!(v["out_of_order"], 0);
+}
+
+/// Marker names of a Firefox profile thread, counted.
+fn marker_names(thread: &Value) -> BTreeMap<String, u64> {
+    let strings = thread["stringArray"].as_array().unwrap();
+    let m = &thread["markers"];
+    let mut out = BTreeMap::new();
+    for i in 0..m["length"].as_u64().unwrap() as usize {
+        let name = strings[m["name"][i].as_u64().unwrap() as usize]
+            .as_str()
+            .unwrap();
+        *out.entry(name.to_string()).or_insert(0) += 1;
+    }
+    out
+}
+
+#[test]
+fn firefox_profile_has_threads_state_markers_and_power_counters() {
+    let dir = tempfile::tempdir().unwrap();
+    let rec = synthetic(dir.path());
+    let out = dir.path().join("t.json");
+    let o = ok(powerlens(&[
+        "export",
+        rec.to_str().unwrap(),
+        "-f",
+        "firefox",
+        "-o",
+        out.to_str().unwrap(),
+    ]));
+    let err = stderr(&o);
+    assert!(
+        err.contains("markers: 2 running, 2 runnable, 1 blocked intervals, 2 wake-ups"),
+        "{err}"
+    );
+    let p: Value = serde_json::from_slice(&std::fs::read(&out).unwrap()).unwrap();
+    let threads = p["threads"].as_array().unwrap();
+    let by_tid = |tid: &str| {
+        threads
+            .iter()
+            .find(|t| t["tid"] == tid)
+            .unwrap_or_else(|| panic!("no thread {tid} in {threads:?}"))
+    };
+    // The threads with scheduler events, plus the counters' own.
+    assert_eq!(threads.len(), 3);
+    let t101 = by_tid("101");
+    assert_eq!(t101["name"], "<i>pwn</i>,\"x\"");
+    assert_eq!(t101["pid"], "100");
+    assert_eq!(
+        marker_names(t101),
+        BTreeMap::from([
+            ("Blocked".to_string(), 1),
+            ("Runnable".to_string(), 1),
+            ("Running".to_string(), 1),
+            ("Wake-up".to_string(), 1)
+        ])
+    );
+    let t102 = by_tid("102");
+    assert_eq!(t102["name"], "child");
+    assert_eq!(
+        marker_names(t102),
+        BTreeMap::from([
+            ("Runnable".to_string(), 1),
+            ("Running".to_string(), 1),
+            ("Wake-up".to_string(), 1)
+        ])
+    );
+    // 102 exited at 2000 ns: 1.1 µs after the recorded start (900 ns).
+    assert!(
+        (t102["unregisterTime"].as_f64().unwrap() - 0.0011).abs() < 1e-9,
+        "{}",
+        t102["unregisterTime"]
+    );
+    let counters = p["counters"].as_array().unwrap();
+    let names: Vec<&str> = counters
+        .iter()
+        .map(|c| c["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "energy total (J)",
+            "power total (W)",
+            "energy package-0 (J)",
+            "power package-0 (W)"
+        ]
+    );
+    // Counter samples are deltas: energy 0, +2, +1 J; power 4, +0 W.
+    assert_eq!(counters[0]["samples"]["count"], json!([0.0, 2.0, 1.0]));
+    assert_eq!(counters[1]["samples"]["count"], json!([4.0, 0.0]));
 }

@@ -5,6 +5,7 @@
 //! format is one JSON document of tables built in memory (docs/EXPORT.md).
 
 pub mod events;
+pub mod firefox;
 
 pub mod perfetto;
 mod proto;
@@ -174,9 +175,15 @@ impl Counts {
 }
 
 /// What a view lacks, said in words, for the events it draws: the CPUs without
-/// sched_switch records, without power:cpu_idle and without power:cpu_frequency, and
-/// no energy samples. Empty when the recording has everything.
-pub fn missing(counts: &Counts, cpus: &[u32], counters: usize) -> Vec<String> {
+/// sched_switch records, without power:cpu_idle and without power:cpu_frequency (when the
+/// view draws them: `idle_and_frequency`), and no energy samples. Empty when the recording
+/// has everything.
+pub fn missing(
+    counts: &Counts,
+    cpus: &[u32],
+    counters: usize,
+    idle_and_frequency: bool,
+) -> Vec<String> {
     let mut out = Vec::new();
     let lacking = |f: fn(&CpuCounts) -> u64| -> Vec<String> {
         cpus.iter()
@@ -196,16 +203,18 @@ pub fn missing(counts: &Counts, cpus: &[u32], counters: usize) -> Vec<String> {
         lacking(|c| c.switches),
         "sched_switch records (no running/runnable/blocked states)",
     );
-    say(
-        &mut out,
-        lacking(|c| c.idle),
-        "power:cpu_idle records (no idle-state tracks)",
-    );
-    say(
-        &mut out,
-        lacking(|c| c.frequency),
-        "power:cpu_frequency records (no frequency tracks)",
-    );
+    if idle_and_frequency {
+        say(
+            &mut out,
+            lacking(|c| c.idle),
+            "power:cpu_idle records (no idle-state tracks)",
+        );
+        say(
+            &mut out,
+            lacking(|c| c.frequency),
+            "power:cpu_frequency records (no frequency tracks)",
+        );
+    }
     if counters == 0 {
         out.push(
             "no energy samples (no meter: energy was estimated by the power model), so no power or energy counter tracks"
@@ -280,12 +289,13 @@ mod tests {
             },
         );
         counts.count(0, &EventKind::IdleExit);
-        let m = missing(&counts, &[0, 1], 0);
+        let m = missing(&counts, &[0, 1], 0, true);
         assert_eq!(m.len(), 4, "{m:?}");
         assert!(m[0].starts_with("no sched_switch records") && m[0].ends_with("on cpu1"));
         assert!(m[1].contains("cpu_idle") && m[1].ends_with("on cpu1"));
         assert!(m[2].contains("cpu_frequency") && m[2].contains("on any CPU"));
         assert!(m[3].contains("no energy samples"));
-        assert!(missing(&counts, &[0], 2).len() == 1);
+        assert!(missing(&counts, &[0], 2, true).len() == 1);
+        assert_eq!(missing(&counts, &[0, 1], 0, false).len(), 2);
     }
 }

@@ -13,6 +13,7 @@ use clap::{Args, ValueEnum};
 
 use powerlens_core::sched::event::Event;
 use powerlens_report::export::events::{EventWriter, Flavour};
+use powerlens_report::export::firefox::FirefoxWriter;
 use powerlens_report::export::perfetto::PerfettoWriter;
 use powerlens_report::export::{self, Counter, Counts, EnergySample, ThreadInfo};
 use powerlens_store::recording::RecordingReader;
@@ -25,6 +26,7 @@ use crate::record::{meta, replay, sampler, MODE_REDUCED};
 #[command(after_long_help = "\
 Examples:
   powerlens export run.rec --format perfetto -o run.pftrace    # open in https://ui.perfetto.dev
+  powerlens export run.rec --format firefox -o run.json        # open in https://profiler.firefox.com
   powerlens export run.rec --format json -o - | jq 'select(.event == \"wakeup\")'
   powerlens export run.rec --format csv -o events.csv
 
@@ -33,6 +35,9 @@ Formats (docs/EXPORT.md):
             sched_migrate_task, cpu_idle, cpu_frequency and process fork/exec/exit events
             (Perfetto draws CPU, thread-state, idle and frequency tracks from them), the
             process tree, and power/energy counter tracks when a meter was sampled.
+  firefox   Firefox Profiler processed profile (JSON): a track per thread with running,
+            runnable and blocked interval markers and wake-up markers naming the waker,
+            power/energy counters when a meter was sampled. No CPU samples (no stacks yet).
   json      JSON Lines: one object per event, in time order, thread names resolved.
   csv       the same, one row per event under a header.
 
@@ -48,7 +53,7 @@ pub struct ExportArgs {
     pub format: Format,
 
     /// Output file ("-" for stdout) [default: REC with the format's extension:
-    /// .pftrace, .events.json, .events.csv].
+    /// .pftrace, .firefox.json, .events.json, .events.csv].
     #[arg(long, short = 'o', value_name = "FILE")]
     pub output: Option<PathBuf>,
 }
@@ -57,6 +62,8 @@ pub struct ExportArgs {
 pub enum Format {
     /// Native Perfetto trace (protobuf), for ui.perfetto.dev and trace_processor.
     Perfetto,
+    /// Firefox Profiler profile (JSON), for profiler.firefox.com.
+    Firefox,
     /// JSON Lines, one object per event.
     Json,
     /// CSV, one row per event.
@@ -67,6 +74,7 @@ impl Format {
     fn extension(self) -> &'static str {
         match self {
             Format::Perfetto => "pftrace",
+            Format::Firefox => "firefox.json",
             Format::Json => "events.json",
             Format::Csv => "events.csv",
         }
@@ -75,6 +83,7 @@ impl Format {
     fn name(self) -> &'static str {
         match self {
             Format::Perfetto => "Perfetto trace",
+            Format::Firefox => "Firefox Profiler profile",
             Format::Json => "JSON Lines",
             Format::Csv => "CSV",
         }
@@ -103,6 +112,31 @@ impl<W: Write> Sink for EventWriter<W> {
     }
     fn finish(self: Box<Self>) -> std::io::Result<Counts> {
         Ok(EventWriter::finish(*self)?.1)
+    }
+}
+
+/// The Firefox profile is built in memory and written at the end.
+struct FirefoxSink {
+    writer: FirefoxWriter,
+    out: Box<dyn Write>,
+    end_ns: u64,
+}
+
+impl Sink for FirefoxSink {
+    fn event(&mut self, e: &Event) -> std::io::Result<()> {
+        self.writer.event(e);
+        Ok(())
+    }
+    fn finish(self: Box<Self>) -> std::io::Result<Counts> {
+        let this = *self;
+        let mut out = this.out;
+        let (counts, markers) = this.writer.finish(this.end_ns, &mut out)?;
+        out.flush()?;
+        eprintln!(
+            "markers: {} running, {} runnable, {} blocked intervals, {} wake-ups",
+            markers.running, markers.runnable, markers.blocked, markers.wakeups
+        );
+        Ok(counts)
     }
 }
 
@@ -195,14 +229,30 @@ Record with tracepoints (as root, with CAP_PERFMON, or with kernel.perf_event_pa
         })
         .collect();
     let counters = energy_counters(&reader)?;
-    let start_ns = reader
-        .meta(meta::START)?
+    let start = reader.meta(meta::START)?.unwrap_or_default();
+    let start_ns = start["monotonic_ns"].as_u64().unwrap_or(0);
+    let stop_ns = reader
+        .meta(meta::STOP)?
         .and_then(|s| s["monotonic_ns"].as_u64())
         .unwrap_or(0);
+    let title = product(&reader, &args.recording)?;
+    let clock = Clock {
+        start_ns,
+        start_unix_s: start["unix_s"].as_f64().unwrap_or(0.0),
+        stop_ns,
+    };
     let cpus = reader.cpus()?;
 
     let (target, out) = Target::open(&output)?;
-    let written = write(&reader, args.format, out, &threads, &counters, start_ns);
+    let written = write(
+        &reader,
+        args.format,
+        out,
+        &threads,
+        &counters,
+        &title,
+        clock,
+    );
     let counts = match written {
         Ok(c) => c,
         Err(e) => {
@@ -229,7 +279,7 @@ Record with tracepoints (as root, with CAP_PERFMON, or with kernel.perf_event_pa
         s.migrations,
         s.process,
     );
-    if args.format == Format::Perfetto {
+    if args.format != Format::Json && args.format != Format::Csv {
         summary += &format!(
             "; {} interrupt entries/exits not written), {} counter tracks",
             s.interrupts,
@@ -241,8 +291,13 @@ Record with tracepoints (as root, with CAP_PERFMON, or with kernel.perf_event_pa
     eprintln!("{summary}");
     if s.total() == 0 {
         eprintln!("note: the recording has no events (it stopped before the first flush?)");
-    } else if args.format == Format::Perfetto {
-        for m in export::missing(&counts, &cpus, counters.len()) {
+    } else if args.format == Format::Perfetto || args.format == Format::Firefox {
+        for m in export::missing(
+            &counts,
+            &cpus,
+            counters.len(),
+            args.format == Format::Perfetto,
+        ) {
             eprintln!("note: {m}");
         }
     }
@@ -256,11 +311,21 @@ fn write(
     out: Box<dyn Write>,
     threads: &[ThreadInfo],
     counters: &[Counter],
-    start_ns: u64,
+    title: &str,
+    clock: Clock,
 ) -> anyhow::Result<Counts> {
     let mut sink: Box<dyn Sink> = match format {
+        Format::Firefox => {
+            let mut writer = FirefoxWriter::new(title, threads, clock.start_ns, clock.start_unix_s);
+            writer.counters(counters);
+            Box::new(FirefoxSink {
+                writer,
+                out,
+                end_ns: clock.stop_ns,
+            })
+        }
         Format::Perfetto => {
-            let mut w = PerfettoWriter::new(out, threads, start_ns)?;
+            let mut w = PerfettoWriter::new(out, threads, clock.start_ns)?;
             for c in counters {
                 w.counter(c)?;
             }
@@ -294,6 +359,30 @@ fn write(
         );
     }
     Ok(sink.finish()?)
+}
+
+/// The recording's clock: start (monotonic and wall clock) and stop.
+#[derive(Debug, Clone, Copy)]
+struct Clock {
+    start_ns: u64,
+    start_unix_s: f64,
+    stop_ns: u64,
+}
+
+/// A title for the profile: the recorded command, else the recording's file name.
+fn product(reader: &RecordingReader, path: &Path) -> anyhow::Result<String> {
+    let target = reader.meta(meta::TARGET)?.unwrap_or_default();
+    let command: Vec<&str> = target["command"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|a| a.as_str())
+        .collect();
+    Ok(if command.is_empty() {
+        format!("powerlens recording {}", path.display())
+    } else {
+        format!("powerlens record -- {}", command.join(" "))
+    })
 }
 
 /// Power and energy counters from the recording's energy samples (none without a meter).
