@@ -655,3 +655,77 @@ fn firefox_profile_has_threads_state_markers_and_power_counters() {
     assert_eq!(counters[0]["samples"]["count"], json!([0.0, 2.0, 1.0]));
     assert_eq!(counters[1]["samples"]["count"], json!([4.0, 0.0]));
 }
+
+/// A target on a full file system: the write error names the file, and neither the file nor
+/// its temporary is left (a 64 KiB tmpfs in a private mount namespace; root).
+#[test]
+fn a_full_disk_fails_the_export_and_leaves_nothing() {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        eprintln!("skipped: needs root to mount a small tmpfs");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    // 20,000 switches: about 2 MB of JSON Lines, far over the tmpfs.
+    let rec = dir.path().join("big.rec");
+    let mut w = RecordingWriter::create(&rec).unwrap();
+    w.set_meta("mode", &json!("trace")).unwrap();
+    let mut enc = ChunkEncoder::new();
+    for i in 0..20_000u64 {
+        enc.push(&ev(
+            1_000 + i * 1_000,
+            0,
+            EventKind::Switch {
+                prev: 10 + (i % 2) as u32,
+                how: SwitchedOut::Blocked,
+                next: 11 - (i % 2) as u32,
+            },
+        ));
+        if enc.len() == 4096 {
+            let (a, b, n) = (
+                enc.first_ns().unwrap(),
+                enc.last_ns().unwrap(),
+                enc.len() as u32,
+            );
+            w.append_chunk(0, a, b, n, &enc.finish()).unwrap();
+        }
+    }
+    let (a, b, n) = (
+        enc.first_ns().unwrap(),
+        enc.last_ns().unwrap(),
+        enc.len() as u32,
+    );
+    w.append_chunk(0, a, b, n, &enc.finish()).unwrap();
+    w.finish().unwrap();
+    let mnt = dir.path().join("small");
+    std::fs::create_dir(&mnt).unwrap();
+    let target = mnt.join("out.json");
+    let script = format!(
+        "mount -t tmpfs -o size=64k none {mnt} || exit 77
+         {bin} export {rec} -f json -o {target}; echo exit=$?; ls -A {mnt}",
+        mnt = mnt.display(),
+        bin = bin(),
+        rec = rec.display(),
+        target = target.display()
+    );
+    let out = Command::new("unshare")
+        .args(["-m", "--propagation", "private", "sh", "-c", &script])
+        .output()
+        .unwrap();
+    if out.status.code() == Some(77) {
+        eprintln!("skipped: cannot mount a tmpfs: {}", stderr(&out));
+        return;
+    }
+    let text = String::from_utf8_lossy(&out.stdout);
+    let err = stderr(&out);
+    assert!(text.starts_with("exit=2\n"), "{text}{err}");
+    assert_eq!(text.trim_end(), "exit=2", "files left on the tmpfs: {text}");
+    assert!(
+        err.contains(&format!(
+            "exporting to {} failed; nothing was left behind",
+            target.display()
+        )),
+        "{err}"
+    );
+    assert!(err.contains("No space left on device"), "{err}");
+}

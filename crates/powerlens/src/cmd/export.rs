@@ -19,14 +19,15 @@ use powerlens_report::export::{self, Counter, Counts, EnergySample, ThreadInfo};
 use powerlens_store::recording::RecordingReader;
 
 use crate::cli::GlobalArgs;
+use crate::interrupt;
 use crate::progress;
 use crate::record::{meta, replay, sampler, MODE_REDUCED};
 
 #[derive(Debug, Args)]
 #[command(after_long_help = "\
 Examples:
-  powerlens export run.rec --format perfetto -o run.pftrace    # open in https://ui.perfetto.dev
-  powerlens export run.rec --format firefox -o run.json        # open in https://profiler.firefox.com
+  powerlens export run.rec --format perfetto -o run.pftrace    # ui.perfetto.dev
+  powerlens export run.rec --format firefox -o run.json        # profiler.firefox.com
   powerlens export run.rec --format json -o - | jq 'select(.event == \"wakeup\")'
   powerlens export run.rec --format csv -o events.csv
 
@@ -243,6 +244,8 @@ Record with tracepoints (as root, with CAP_PERFMON, or with kernel.perf_event_pa
     };
     let cpus = reader.cpus()?;
 
+    // Ctrl-C stops the export and removes the partial file (the previous FILE stays).
+    interrupt::install();
     let (target, out) = Target::open(&output)?;
     let written = write(
         &reader,
@@ -257,10 +260,16 @@ Record with tracepoints (as root, with CAP_PERFMON, or with kernel.perf_event_pa
         Ok(c) => c,
         Err(e) => {
             let what = target.describe();
+            let left = match target {
+                Target::File { .. } => "; nothing was left behind",
+                Target::Stdout => "",
+            };
             target.abandon();
-            return Err(e.context(format!(
-                "exporting to {what} failed; nothing was left behind"
-            )));
+            if interrupt::interrupted() {
+                eprintln!("powerlens: export to {what} interrupted{left}");
+                return Ok(ExitCode::from(130));
+            }
+            return Err(e.context(format!("exporting to {what} failed{left}")));
         }
     };
     let what = target.describe();
@@ -343,6 +352,11 @@ fn write(
             if failed.is_none() {
                 if let Err(err) = sink.event(e) {
                     failed = Some(err);
+                } else if interrupt::interrupted() {
+                    failed = Some(std::io::Error::new(
+                        std::io::ErrorKind::Interrupted,
+                        "interrupted",
+                    ));
                 }
             }
         },
