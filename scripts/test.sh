@@ -7,8 +7,9 @@ cd "$(dirname "$0")/.."
 
 # Debian packages the tests need as outside oracles: sqlite3 reads the results and recording
 # files, rt-tests (cyclictest) checks `wake`, linux-perf (`perf sched timehist`) checks `report`.
-# rt-tests gives cyclictest, the oracle of `powerlens wake`'s UserLatency.
-debs=(sqlite3 rt-tests linux-perf)
+# rt-tests gives cyclictest, the oracle of `powerlens wake`'s UserLatency; chromium (headless)
+# checks the HTML report in a real browser.
+debs=(sqlite3 rt-tests linux-perf chromium)
 
 missing=()
 if command -v dpkg >/dev/null 2>&1; then

@@ -5,6 +5,7 @@
 pub mod compare;
 pub mod dvfs;
 pub mod export;
+pub mod html;
 pub mod info;
 pub mod recording;
 pub mod run;

@@ -142,13 +142,13 @@ impl Sink for FirefoxSink {
 }
 
 /// Where the export goes: `FILE.tmp`, renamed to `FILE` at the end, or stdout.
-enum Target {
+pub(crate) enum Target {
     File { tmp: PathBuf, path: PathBuf },
     Stdout,
 }
 
 impl Target {
-    fn open(path: &Path) -> anyhow::Result<(Self, Box<dyn Write>)> {
+    pub(crate) fn open(path: &Path) -> anyhow::Result<(Self, Box<dyn Write>)> {
         if path == Path::new("-") {
             return Ok((Target::Stdout, Box::new(std::io::stdout().lock())));
         }
@@ -172,7 +172,7 @@ impl Target {
     }
 
     /// Moves the finished file into place.
-    fn commit(self) -> anyhow::Result<()> {
+    pub(crate) fn commit(self) -> anyhow::Result<()> {
         if let Target::File { tmp, path } = self {
             if let Err(e) = std::fs::rename(&tmp, &path) {
                 let _ = std::fs::remove_file(&tmp);
@@ -189,7 +189,7 @@ impl Target {
     }
 
     /// Removes the partial file after a failure.
-    fn abandon(self) {
+    pub(crate) fn abandon(self) {
         if let Target::File { tmp, .. } = self {
             let _ = std::fs::remove_file(tmp);
         }
@@ -400,7 +400,7 @@ fn product(reader: &RecordingReader, path: &Path) -> anyhow::Result<String> {
 }
 
 /// Power and energy counters from the recording's energy samples (none without a meter).
-fn energy_counters(reader: &RecordingReader) -> anyhow::Result<Vec<Counter>> {
+pub(crate) fn energy_counters(reader: &RecordingReader) -> anyhow::Result<Vec<Counter>> {
     let mut samples = Vec::new();
     reader.samples(sampler::ENERGY, |t, data| {
         samples.push(EnergySample {
