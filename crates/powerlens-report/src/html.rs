@@ -1,7 +1,8 @@
 //! `powerlens report REC --html FILE`: one self-contained HTML page (no network access, no
 //! fonts or scripts fetched): the system figures, the sortable grid, inline SVG plots
-//! (power and energy over time, per-CPU busy/idle time, a per-thread timeline of running,
-//! runnable and blocked time for the top threads) and the energy split. Every string from
+//! (power and energy over time, per-CPU busy/idle time, per-CPU idle-state residency,
+//! wake-up causes, a per-thread timeline of running, runnable and blocked time for the top
+//! threads) and the energy split. Every string from
 //! the system (thread and process names) is HTML-escaped.
 //!
 //! The timeline is aggregated into a fixed number of time bins per thread, so the page's
@@ -280,58 +281,200 @@ pub fn timeline_svg(t: &Timeline) -> String {
     out
 }
 
-/// Per-CPU horizontal bars: busy, idle and unknown seconds.
-fn cpu_bars_svg(report: &RecordingReport) -> String {
+/// Horizontal stacked bars: one row per label, one segment per legend entry.
+struct Bars<'a> {
+    aria: &'a str,
+    legend: Vec<(String, &'static str)>,
+    rows: Vec<(String, Vec<f64>)>,
+    /// The axis' end (the longest bar when larger).
+    max: f64,
+    axis_label: &'a str,
+    /// Unit in each segment's tooltip.
+    unit: &'a str,
+}
+
+const PALETTE: [&str; 8] = [
+    "#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#17becf",
+];
+
+fn hbars_svg(b: &Bars<'_>) -> String {
     let bar_h = 20.0;
     let top = 30.0;
-    let height = top + bar_h * report.cpus.len() as f64 + 60.0;
+    let height = top + bar_h * b.rows.len() as f64 + 60.0;
     let plot = WIDTH - LEFT - RIGHT;
-    let span = report.system.elapsed_s.max(1e-9);
+    let longest = b
+        .rows
+        .iter()
+        .map(|(_, v)| v.iter().sum::<f64>())
+        .fold(0.0, f64::max);
+    let span = b.max.max(longest).max(1e-12);
     let mut out = String::new();
     let _ = writeln!(
         out,
-        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{WIDTH}" height="{height}" viewBox="0 0 {WIDTH} {height}" font-family="sans-serif" font-size="12" role="img" aria-label="CPU time">"#
+        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{WIDTH}" height="{height}" viewBox="0 0 {WIDTH} {height}" font-family="sans-serif" font-size="12" role="img" aria-label="{}">"#,
+        escape(b.aria)
     );
-    let colors = ["#2ca02c", "#c7c7c7", "#d62728"];
-    legend(
-        &mut out,
-        18.0,
-        &[
-            ("busy", colors[0]),
-            ("idle", colors[1]),
-            ("unknown", colors[2]),
-        ],
-    );
-    for (i, c) in report.cpus.iter().enumerate() {
+    let legend_items: Vec<(&str, &str)> = b.legend.iter().map(|(n, c)| (n.as_str(), *c)).collect();
+    legend(&mut out, 18.0, &legend_items);
+    for (i, (label, values)) in b.rows.iter().enumerate() {
         let y = top + bar_h * i as f64;
+        let label: String = label.chars().take(24).collect();
         let _ = writeln!(
             out,
-            r#"<text x="{}" y="{}" text-anchor="end">cpu{}</text>"#,
+            r#"<text x="{}" y="{}" text-anchor="end">{}</text>"#,
             LEFT - 6.0,
             y + 14.0,
-            c.cpu
+            escape(&label)
         );
         let mut x = LEFT;
-        for (v, color) in [c.busy_s, c.idle_s, c.unknown_s].iter().zip(colors) {
+        for (v, (name, color)) in values.iter().zip(&b.legend) {
             let w = plot * (v / span).clamp(0.0, 1.0);
-            let _ = writeln!(
-                out,
-                r#"<rect x="{x:.2}" y="{}" width="{w:.2}" height="{}" fill="{color}"><title>{} s</title></rect>"#,
-                y + 2.0,
-                bar_h - 4.0,
-                sig(*v, 4)
-            );
+            if w > 0.0 {
+                let _ = writeln!(
+                    out,
+                    r#"<rect x="{x:.2}" y="{}" width="{w:.2}" height="{}" fill="{color}"><title>{}: {} {}</title></rect>"#,
+                    y + 2.0,
+                    bar_h - 4.0,
+                    escape(name),
+                    sig(*v, 4),
+                    escape(b.unit)
+                );
+            }
             x += w;
         }
     }
     time_axis(
         &mut out,
-        top + bar_h * report.cpus.len() as f64 + 4.0,
+        top + bar_h * b.rows.len() as f64 + 4.0,
         span,
-        "seconds of the recording",
+        b.axis_label,
     );
     out.push_str("</svg>\n");
     out
+}
+
+/// Per-CPU busy, idle and unknown seconds.
+fn cpu_bars_svg(report: &RecordingReport) -> String {
+    hbars_svg(&Bars {
+        aria: "CPU time",
+        legend: vec![
+            ("busy".into(), "#2ca02c"),
+            ("idle".into(), "#c7c7c7"),
+            ("unknown".into(), "#d62728"),
+        ],
+        rows: report
+            .cpus
+            .iter()
+            .map(|c| {
+                (
+                    format!("cpu{}", c.cpu),
+                    vec![c.busy_s, c.idle_s, c.unknown_s],
+                )
+            })
+            .collect(),
+        max: report.system.elapsed_s,
+        axis_label: "seconds of the recording",
+        unit: "s",
+    })
+}
+
+/// Per-CPU idle-state residency: from the trace when every CPU has power:cpu_idle records,
+/// else from the cpuidle sysfs counters, else from the CPUs that have trace records; with a
+/// note naming the source and the CPUs without data. `None` when there is nothing.
+fn residency_svg(report: &RecordingReport) -> Option<(String, String)> {
+    type Get = fn(&powerlens_core::sched::report::IdleStateRow) -> Option<f64>;
+    let trace: Get = |s| s.time_s;
+    let sysfs: Get = |s| s.sysfs_time_s;
+    let has = |get: Get, c: &powerlens_core::sched::report::CpuReport| {
+        c.idle_states.iter().any(|s| get(s).is_some())
+    };
+    let (get, source) = if !report.cpus.is_empty() && report.cpus.iter().all(|c| has(trace, c)) {
+        (trace, "power:cpu_idle records")
+    } else if report.cpus.iter().any(|c| has(sysfs, c)) {
+        (sysfs, "cpuidle sysfs counters")
+    } else if report.cpus.iter().any(|c| has(trace, c)) {
+        (trace, "power:cpu_idle records")
+    } else {
+        return None;
+    };
+    let first = report.cpus.iter().find(|c| has(get, c))?;
+    let names: Vec<String> = first.idle_states.iter().map(|s| s.name.clone()).collect();
+    let rows: Vec<(String, Vec<f64>)> = report
+        .cpus
+        .iter()
+        .map(|c| {
+            (
+                format!("cpu{}", c.cpu),
+                c.idle_states
+                    .iter()
+                    .map(|s| get(s).unwrap_or(0.0))
+                    .collect(),
+            )
+        })
+        .collect();
+    let without: Vec<String> = report
+        .cpus
+        .iter()
+        .filter(|c| !has(get, c))
+        .map(|c| format!("cpu{}", c.cpu))
+        .collect();
+    let mut note = format!("From the {source}.");
+    if !without.is_empty() {
+        note += &format!(
+            " No data for {} (empty bars): see Unavailable below.",
+            without.join(", ")
+        );
+    }
+    let svg = hbars_svg(&Bars {
+        aria: "idle-state residency",
+        legend: names
+            .into_iter()
+            .enumerate()
+            .map(|(i, n)| (n, PALETTE[i % PALETTE.len()]))
+            .collect(),
+        rows,
+        max: report.system.elapsed_s,
+        axis_label: "seconds in each idle state",
+        unit: "s",
+    });
+    Some((svg, note))
+}
+
+/// Wake-ups received by cause: all threads, then the threads woken most.
+fn wakeup_causes_svg(report: &RecordingReport) -> Option<String> {
+    let all = report.system.wakeups_received.as_ref()?;
+    let values = |w: &powerlens_core::sched::report::WakeupCounts| {
+        vec![
+            w.thread as f64,
+            w.timer as f64,
+            w.irq as f64,
+            w.softirq as f64,
+            w.ipi as f64,
+        ]
+    };
+    let mut rows = vec![("all threads".to_string(), values(all))];
+    let mut top: Vec<_> = report
+        .threads
+        .iter()
+        .filter_map(|t| Some((t, t.wakeups_received.as_ref()?, t.wakeups_received_total?)))
+        .filter(|(_, _, n)| *n > 0)
+        .collect();
+    top.sort_by(|a, b| b.2.cmp(&a.2).then(a.0.tid.cmp(&b.0.tid)));
+    for (t, w, _) in top.into_iter().take(10) {
+        rows.push((format!("{} ({})", t.comm, t.tid), values(w)));
+    }
+    Some(hbars_svg(&Bars {
+        aria: "wake-up causes",
+        legend: ["thread", "timer", "irq", "softirq", "ipi"]
+            .iter()
+            .enumerate()
+            .map(|(i, n)| (n.to_string(), PALETTE[i]))
+            .collect(),
+        rows,
+        max: 0.0,
+        axis_label: "wake-ups received",
+        unit: "wake-ups",
+    }))
 }
 
 fn power_svg(counters: &[Counter], start_ns: u64) -> String {
@@ -426,6 +569,31 @@ pub fn page(input: &HtmlInput<'_>) -> Result<String, UnknownColumn> {
         out.push_str(&cpu_bars_svg(r));
     }
     let _ = writeln!(out, "<pre>{}</pre>", escape(&recording::cpus(r)));
+
+    let _ = writeln!(out, "<h2>Idle-state residency per CPU</h2>");
+    match residency_svg(r) {
+        Some((svg, note)) => {
+            out.push_str(&svg);
+            let _ = writeln!(out, "<p class=\"note\">{}</p>", escape(&note));
+        }
+        None => {
+            let _ = writeln!(
+                out,
+                "<p class=\"note\">Unavailable: neither power:cpu_idle records nor cpuidle counters (the reasons are under Unavailable below).</p>"
+            );
+        }
+    }
+
+    let _ = writeln!(out, "<h2>Wake-up causes</h2>");
+    match wakeup_causes_svg(r) {
+        Some(svg) => out.push_str(&svg),
+        None => {
+            let _ = writeln!(
+                out,
+                "<p class=\"note\">Unavailable: a reduced recording has no wake-up events.</p>"
+            );
+        }
+    }
 
     let _ = writeln!(
         out,

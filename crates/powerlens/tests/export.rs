@@ -784,6 +784,10 @@ fn html_report_renders_in_chromium_with_names_as_text() {
         ">W</text>",
         "aria-label=\"CPU time\"",
         "aria-label=\"thread timeline\"",
+        "aria-label=\"wake-up causes\"",
+        // cpu0 has power:cpu_idle records, cpu1 none (and no sysfs counters).
+        "aria-label=\"idle-state residency\"",
+        "From the power:cpu_idle records. No data for cpu1 (empty bars)",
         "time since the start of the recording (s)",
         "<table class=\"grid\">",
     ] {
