@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# Benchmark of `powerlens export` (issue 8): records one pingpong run of about a million
-# events, then times every export format on it (median of interleaved rounds, this machine
-# is shared and noisy), with the peak memory and the output size of each.
-# Target: under 2 s per export of a 1-million-event recording.
+# Benchmark of `powerlens export` and `report --html` (issue 8): records one pingpong run
+# of about a million events, then times every export format and the HTML report on it
+# (median of interleaved rounds, this machine is shared and noisy), with the peak memory and
+# the output size of each.
+# Targets: under 2 s per export of a 1-million-event recording; HTML under 5 MB.
 # Needs root (tracepoints) and sqlite3. Usage:
 #   scripts/bench-export.sh [PINGPONG_ITERATIONS]      (default 340000, about 1 M events)
 set -euo pipefail
@@ -40,7 +41,8 @@ for r in $(seq "$rounds"); do
         t0=$(now_ns); "$pl" export "$dir/pp.rec" -f "$f" -o "$dir/out.$f" 2>/dev/null; t1=$(now_ns)
         line="$line $(( t1 - t0 ))"
     done
-    echo "$line"
+    t0=$(now_ns); "$pl" report "$dir/pp.rec" --html "$dir/out.html" 2>/dev/null; t1=$(now_ns)
+    echo "$line $(( t1 - t0 ))"
 done >"$dir/times"
 
 printf '%-10s %10s %12s %12s %12s\n' format median_s "M events/s" peak_MiB output_MiB
@@ -58,3 +60,10 @@ for f in "${formats[@]}"; do
         printf "%-10s %10.3f %12.2f %12.1f %12.1f%s\n", f, s, e / s / 1e6, m / 1024, z / 1048576,
             (s < 2 ? "" : "   OVER the 2 s target") }'
 done
+col=$((col + 1))
+s=$(awk -v c=$col '{print $c/1e9}' "$dir/times" | median)
+kib=$(peak_kib "$pl" report "$dir/pp.rec" --html "$dir/out.html")
+size=$(stat -c %s "$dir/out.html")
+awk -v s="$s" -v e="$events" -v m="$kib" -v z="$size" 'BEGIN {
+    printf "%-10s %10.3f %12.2f %12.1f %12.1f%s\n", "html", s, e / s / 1e6, m / 1024, z / 1048576,
+        (z < 5 * 1048576 ? "" : "   OVER the 5 MB target") }'
