@@ -603,7 +603,7 @@ pub fn page(input: &HtmlInput<'_>) -> Result<String, UnknownColumn> {
     if input.timeline.lanes.is_empty() {
         let _ = writeln!(
             out,
-            "<p class=\"note\">Unavailable: no thread ran in the recording's scheduler events.</p>"
+            "<p class=\"note\">Unavailable: no thread ran in the recording's scheduler events (a reduced recording has none).</p>"
         );
     } else {
         out.push_str(&timeline_svg(input.timeline));

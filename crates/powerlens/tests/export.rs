@@ -441,6 +441,10 @@ fn a_recording_without_events_says_what_is_missing() {
     let reduced = dir.path().join("reduced.rec");
     let mut w = RecordingWriter::create(&reduced).unwrap();
     w.set_meta("mode", &json!("reduced")).unwrap();
+    for (t, cpu_ns) in [(1_000_000u64, 0u64), (101_000_000, 50_000_000)] {
+        w.append_sample(t, "threads", &json!([[7, 7, "seven", cpu_ns, 3, 1]]))
+            .unwrap();
+    }
     w.finish().unwrap();
     let out = dir.path().join("r.pftrace");
     let o = powerlens(&[
@@ -458,6 +462,21 @@ fn a_recording_without_events_says_what_is_missing() {
         stderr(&o)
     );
     assert!(!out.exists());
+    // The HTML report of it says, per view, what is missing.
+    let html = dir.path().join("reduced.html");
+    ok(powerlens(&[
+        "report",
+        reduced.to_str().unwrap(),
+        "--html",
+        html.to_str().unwrap(),
+    ]));
+    let page = std::fs::read_to_string(&html).unwrap();
+    assert_eq!(
+        page.matches("<p class=\"note\">Unavailable:").count(),
+        5,
+        "{page}"
+    );
+    assert!(page.contains("a reduced recording has no wake-up events"));
 
     // A trace recording with only wake-ups on one CPU: exported, with what it lacks.
     let sparse = dir.path().join("sparse.rec");

@@ -153,7 +153,8 @@ fn write_html(
     });
     let lanes: Vec<(u32, String)> = top
         .iter()
-        .filter(|t| t.cpu_time_s > 0.0)
+        // A reduced recording (no CPUs in the analysis) has no events to draw.
+        .filter(|t| t.cpu_time_s > 0.0 && !report.cpus.is_empty())
         .take(TIMELINE_THREADS)
         .map(|t| (t.tid, format!("{} ({})", t.comm, t.tid)))
         .collect();
