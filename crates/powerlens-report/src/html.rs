@@ -40,6 +40,9 @@ pub struct Timeline {
     pub start_ns: u64,
     pub end_ns: u64,
     pub lanes: Vec<Lane>,
+    /// Per CPU with `Frequency` events: the time-weighted mean MHz of each bin (`None`
+    /// before the CPU's first event).
+    pub frequency_mhz: Vec<(u32, Vec<Option<f64>>)>,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -55,6 +58,31 @@ pub struct TimelineBuilder {
     index: HashMap<Tid, usize>,
     lanes: Vec<Lane>,
     states: Vec<State>,
+    bins: usize,
+    /// Per CPU: the current frequency (kHz) and since when.
+    freq: Vec<Option<(u64, u64)>>,
+    /// Per CPU and bin: Σ kHz·ns and Σ ns.
+    freq_bins: Vec<Vec<(f64, u64)>>,
+}
+
+/// Calls `f(bin, ns)` for the part of `[from, to)` in each of `n` bins over `[start, end)`.
+fn spread(start: u64, end: u64, n: usize, from: u64, to: u64, mut f: impl FnMut(usize, u64)) {
+    let from = from.max(start);
+    let to = to.min(end);
+    if to <= from || n == 0 {
+        return;
+    }
+    let span = (end - start) as u128;
+    let bins = n as u128;
+    let bin_of = |t: u64| (((t - start) as u128 * bins / span) as usize).min(n - 1);
+    let edge = |b: usize| start + ((b as u128 * span).div_ceil(bins)) as u64;
+    let mut t = from;
+    while t < to {
+        let b = bin_of(t);
+        let e = edge(b + 1).min(to).max(t + 1);
+        f(b, e - t);
+        t = e;
+    }
 }
 
 impl TimelineBuilder {
@@ -77,30 +105,28 @@ impl TimelineBuilder {
                 })
                 .collect(),
             states: vec![State::Unknown; threads.len()],
+            bins: bins.max(1),
+            freq: Vec::new(),
+            freq_bins: Vec::new(),
+        }
+    }
+
+    fn close_frequency(&mut self, ci: usize, t: u64) {
+        if let Some((khz, since)) = self.freq[ci] {
+            let bins = &mut self.freq_bins[ci];
+            spread(self.start_ns, self.end_ns, self.bins, since, t, |b, ns| {
+                bins[b].0 += khz as f64 * ns as f64;
+                bins[b].1 += ns;
+            });
         }
     }
 
     /// Adds `[from, to)` in `state` to lane `i`, spread over the bins it covers.
     fn add(&mut self, i: usize, state: usize, from: u64, to: u64) {
-        let from = from.max(self.start_ns);
-        let to = to.min(self.end_ns);
-        if to <= from {
-            return;
-        }
-        let span = (self.end_ns - self.start_ns) as u128;
-        let start = self.start_ns;
         let bins = &mut self.lanes[i].bins;
-        let last = bins.len() - 1;
-        let n = bins.len() as u128;
-        let bin_of = |t: u64| (((t - start) as u128 * n / span) as usize).min(last);
-        let edge = |b: usize| start + ((b as u128 * span).div_ceil(n)) as u64;
-        let mut t = from;
-        while t < to {
-            let b = bin_of(t);
-            let end = edge(b + 1).min(to).max(t + 1);
-            bins[b][state] += end - t;
-            t = end;
-        }
+        spread(self.start_ns, self.end_ns, bins.len(), from, to, |b, ns| {
+            bins[b][state] += ns
+        });
     }
 
     fn set(&mut self, tid: Tid, t: u64, next: Option<usize>) {
@@ -138,6 +164,18 @@ impl TimelineBuilder {
                     }
                 }
             }
+            EventKind::Frequency { khz } => {
+                let ci = e.cpu as usize;
+                if self.freq.len() <= ci {
+                    self.freq.resize(ci + 1, None);
+                    self.freq_bins.resize(ci + 1, Vec::new());
+                }
+                if self.freq_bins[ci].is_empty() {
+                    self.freq_bins[ci] = vec![(0.0, 0); self.bins];
+                }
+                self.close_frequency(ci, e.time_ns);
+                self.freq[ci] = Some((*khz, e.time_ns));
+            }
             _ => {}
         }
     }
@@ -148,10 +186,28 @@ impl TimelineBuilder {
                 self.add(i, s, since, self.end_ns);
             }
         }
+        for ci in 0..self.freq.len() {
+            self.close_frequency(ci, self.end_ns);
+        }
+        let frequency_mhz = self
+            .freq_bins
+            .iter()
+            .enumerate()
+            .filter(|(_, b)| !b.is_empty())
+            .map(|(ci, bins)| {
+                (
+                    ci as u32,
+                    bins.iter()
+                        .map(|&(sum, ns)| (ns > 0).then(|| sum / ns as f64 / 1000.0))
+                        .collect(),
+                )
+            })
+            .collect();
         Timeline {
             start_ns: self.start_ns,
             end_ns: self.end_ns,
             lanes: self.lanes,
+            frequency_mhz,
         }
     }
 }
@@ -166,6 +222,8 @@ pub struct HtmlInput<'a> {
     /// Why there are no counters, when there are none.
     pub counters_missing: &'a str,
     pub timeline: &'a Timeline,
+    /// Sampled cpufreq `(time_ns, cpu, kHz)`, drawn when there are no `Frequency` events.
+    pub frequency_samples: &'a [(u64, u32, u64)],
 }
 
 const WIDTH: f64 = 720.0;
@@ -511,6 +569,62 @@ fn power_svg(counters: &[Counter], start_ns: u64) -> String {
     )
 }
 
+/// Frequency per CPU over time: from `Frequency` events (bin means), else cpufreq samples.
+fn frequency_svg(t: &Timeline, samples: &[(u64, u32, u64)]) -> Option<(String, String)> {
+    let secs = |ns: u64| (ns as f64 - t.start_ns as f64) / 1e9;
+    let (series, note): (Vec<Series>, String) = if !t.frequency_mhz.is_empty() {
+        let span = (t.end_ns - t.start_ns) as f64;
+        let series = t
+            .frequency_mhz
+            .iter()
+            .map(|(cpu, bins)| Series {
+                name: format!("cpu{cpu}"),
+                points: bins
+                    .iter()
+                    .enumerate()
+                    .filter_map(|(b, v)| {
+                        let mid = (b as f64 + 0.5) * span / bins.len() as f64 / 1e9;
+                        Some((mid, (*v)?))
+                    })
+                    .collect(),
+            })
+            .collect();
+        (
+            series,
+            "From power:cpu_frequency records: the time-weighted mean of each time bin.".into(),
+        )
+    } else if !samples.is_empty() {
+        let mut cpus: Vec<u32> = samples.iter().map(|s| s.1).collect();
+        cpus.sort_unstable();
+        cpus.dedup();
+        let series = cpus
+            .iter()
+            .map(|&cpu| Series {
+                name: format!("cpu{cpu}"),
+                points: samples
+                    .iter()
+                    .filter(|s| s.1 == cpu)
+                    .map(|&(ns, _, khz)| (secs(ns), khz as f64 / 1000.0))
+                    .collect(),
+            })
+            .collect();
+        (series, "From sampled cpufreq scaling_cur_freq.".into())
+    } else {
+        return None;
+    };
+    let svg = svg::render(
+        &XAxis::Numeric {
+            label: "time since the start of the recording (s)".into(),
+        },
+        &[Panel {
+            title: "CPU frequency".into(),
+            y_label: "MHz".into(),
+            series,
+        }],
+    );
+    Some((svg, note))
+}
+
 const STYLE: &str = "body{font-family:sans-serif;max-width:1100px;margin:1em auto;padding:0 1em;color:#222}
 h1{font-size:1.4em}h2{font-size:1.15em;margin-top:1.6em;border-bottom:1px solid #ccc}
 pre{background:#f6f6f6;padding:.6em;overflow-x:auto;font-size:12px}
@@ -591,6 +705,20 @@ pub fn page(input: &HtmlInput<'_>) -> Result<String, UnknownColumn> {
             let _ = writeln!(
                 out,
                 "<p class=\"note\">Unavailable: a reduced recording has no wake-up events.</p>"
+            );
+        }
+    }
+
+    let _ = writeln!(out, "<h2>Frequency over time</h2>");
+    match frequency_svg(input.timeline, input.frequency_samples) {
+        Some((svg, note)) => {
+            out.push_str(&svg);
+            let _ = writeln!(out, "<p class=\"note\">{}</p>", escape(&note));
+        }
+        None => {
+            let _ = writeln!(
+                out,
+                "<p class=\"note\">Unavailable: no power:cpu_frequency records and no cpufreq samples (no cpufreq driver: typical of virtual machines).</p>"
             );
         }
     }
@@ -722,9 +850,44 @@ mod tests {
         assert_eq!(bins[4], [0, 0, 100]);
         let total: u64 = bins.iter().flatten().sum();
         assert_eq!(total, 1000);
+        assert!(t.frequency_mhz.is_empty());
         let svg = timeline_svg(&t);
         assert!(svg.contains(">five</text>"));
         // Runnable (bin 0), running (bins 1-3; bin 1 is a tie, first state wins), blocked.
         assert_eq!(svg.matches("<rect x=").count(), 3 + 3, "{svg}");
+    }
+
+    #[test]
+    fn frequency_bins_are_time_weighted_means() {
+        // 2000 MHz for 0..250 ns, 1000 MHz from 250 ns, in 4 bins of 250 ns over 0..1000;
+        // 3000 MHz on cpu 2 from 500 ns (bins before it unknown).
+        let mut b = TimelineBuilder::new(0, 1000, &[], 4);
+        let f = |t: u64, cpu: u32, khz: u64| Event {
+            time_ns: t,
+            cpu,
+            kind: EventKind::Frequency { khz },
+        };
+        b.event(&f(0, 0, 2_000_000));
+        b.event(&f(250, 0, 1_000_000));
+        b.event(&f(600, 2, 3_000_000));
+        let t = b.finish();
+        assert_eq!(t.frequency_mhz.len(), 2);
+        assert_eq!(
+            t.frequency_mhz[0],
+            (
+                0,
+                vec![Some(2000.0), Some(1000.0), Some(1000.0), Some(1000.0)]
+            )
+        );
+        assert_eq!(
+            t.frequency_mhz[1],
+            (2, vec![None, None, Some(3000.0), Some(3000.0)])
+        );
+        let (svg, note) = frequency_svg(&t, &[]).unwrap();
+        assert!(
+            svg.contains(">MHz</text>") && svg.contains(">cpu2</text>"),
+            "{svg}"
+        );
+        assert!(note.contains("power:cpu_frequency"));
     }
 }

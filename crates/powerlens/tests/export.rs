@@ -473,7 +473,7 @@ fn a_recording_without_events_says_what_is_missing() {
     let page = std::fs::read_to_string(&html).unwrap();
     assert_eq!(
         page.matches("<p class=\"note\">Unavailable:").count(),
-        5,
+        6,
         "{page}"
     );
     assert!(page.contains("a reduced recording has no wake-up events"));
@@ -484,7 +484,7 @@ fn a_recording_without_events_says_what_is_missing() {
     w.set_meta("mode", &json!("trace")).unwrap();
     let mut enc = ChunkEncoder::new();
     enc.push(&ev(
-        5,
+        6,
         0,
         EventKind::Wakeup {
             tid: 9,
@@ -804,6 +804,9 @@ fn html_report_renders_in_chromium_with_names_as_text() {
         "aria-label=\"CPU time\"",
         "aria-label=\"thread timeline\"",
         "aria-label=\"wake-up causes\"",
+        ">CPU frequency</text>",
+        ">MHz</text>",
+        "From power:cpu_frequency records",
         // cpu0 has power:cpu_idle records, cpu1 none (and no sysfs counters).
         "aria-label=\"idle-state residency\"",
         "From the power:cpu_idle records. No data for cpu1 (empty bars)",

@@ -159,7 +159,7 @@ fn write_html(
         .map(|t| (t.tid, format!("{} ({})", t.comm, t.tid)))
         .collect();
     let mut builder = html::TimelineBuilder::new(start_ns, end_ns, &lanes, TIMELINE_BINS);
-    if !lanes.is_empty() {
+    if !report.cpus.is_empty() {
         let bar = progress::bar(reader.event_count()?, "timeline");
         replay::replay(&reader, |e| builder.event(e), |n| bar.set_position(n))?;
         bar.finish_and_clear();
@@ -170,8 +170,17 @@ fn write_html(
             "the recording has no meter samples; its energy is {} over the whole recording, not a time series",
             report.energy.provenance.label()
         ),
+        Provenance::Unavailable { reason, .. } => reason.clone(),
         p => format!("the recording has no energy samples ({})", p.label()),
     };
+    let mut frequency_samples = Vec::new();
+    reader.samples(crate::record::sampler::CPUFREQ, |t, data| {
+        for pair in data.as_array().into_iter().flatten() {
+            if let (Some(cpu), Some(khz)) = (pair[0].as_u64(), pair[1].as_u64()) {
+                frequency_samples.push((t, cpu as u32, khz));
+            }
+        }
+    })?;
     let title = format!("powerlens report: {}", rec.display());
     let page = html::page(&html::HtmlInput {
         title: &title,
@@ -180,6 +189,7 @@ fn write_html(
         counters: &counters,
         counters_missing: &counters_missing,
         timeline: &timeline,
+        frequency_samples: &frequency_samples,
     })
     .map_err(|e| anyhow::anyhow!("{e}"))?;
     let (target, mut out) = super::export::Target::open(path)?;
