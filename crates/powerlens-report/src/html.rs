@@ -1,6 +1,6 @@
 //! `powerlens report REC --html FILE`: one self-contained HTML page (no network access, no
 //! fonts or scripts fetched): the system figures, the sortable grid, inline SVG plots
-//! (power and energy over time, per-CPU busy/idle time, per-CPU idle-state residency,
+//! (power and energy over time, per-CPU busy/idle time, idle-state residency and frequency,
 //! wake-up causes, a per-thread timeline of running, runnable and blocked time for the top
 //! threads) and the energy split. Every string from
 //! the system (thread and process names) is HTML-escaped.
