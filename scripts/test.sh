@@ -7,8 +7,9 @@ cd "$(dirname "$0")/.."
 
 # Debian packages the tests need as outside oracles: sqlite3 reads the results and recording
 # files, rt-tests (cyclictest) checks `wake`, linux-perf (`perf sched timehist`) checks `report`.
-# rt-tests gives cyclictest, the oracle of `powerlens wake`'s UserLatency.
-debs=(sqlite3 rt-tests linux-perf)
+# rt-tests gives cyclictest, the oracle of `powerlens wake`'s UserLatency; chromium (headless)
+# checks the HTML report in a real browser.
+debs=(sqlite3 rt-tests linux-perf chromium)
 
 missing=()
 if command -v dpkg >/dev/null 2>&1; then
@@ -27,6 +28,15 @@ if ((${#missing[@]})); then
     else
         echo "test.sh: cannot install ${missing[*]} (not root, no sudo); tests that need them will say SKIP" >&2
     fi
+fi
+
+# Python packages the tests use as oracles: `perfetto` (its perfetto_trace_pb2, generated
+# from Perfetto's own trace.proto, decodes `powerlens export --format perfetto`). Installed
+# when missing and the network allows; the export tests say "skipped" without it.
+if command -v python3 >/dev/null 2>&1 && ! python3 -c 'import perfetto.protos.perfetto.trace.perfetto_trace_pb2' 2>/dev/null; then
+    echo "test.sh: installing the perfetto python package" >&2
+    python3 -m pip install --quiet perfetto >/dev/null 2>&1 \
+        || echo "test.sh: cannot install the perfetto python package; the Perfetto decode tests will say skipped" >&2
 fi
 
 echo "== cargo fmt --check" >&2

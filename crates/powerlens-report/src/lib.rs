@@ -1,8 +1,11 @@
-//! Views of powerlens: terminal tables, JSON, CSV and Markdown. Takes analysed values in,
+//! Views of powerlens: terminal tables, JSON, CSV, Markdown and trace exports (Perfetto,
+//! Firefox Profiler). Takes analysed values in,
 //! returns strings; never measures anything.
 
 pub mod compare;
 pub mod dvfs;
+pub mod export;
+pub mod html;
 pub mod info;
 pub mod recording;
 pub mod run;

@@ -634,6 +634,36 @@ pub fn grid(report: &RecordingReport, opts: &GridOptions) -> Result<String, Unkn
     Ok(t.render())
 }
 
+/// The grid as cells for other views (the HTML report): its columns and, per row (sorted
+/// and cut like the grid), each cell's text and its number (`None` for text and
+/// unavailable cells).
+#[allow(clippy::type_complexity)]
+pub fn grid_cells(
+    report: &RecordingReport,
+    opts: &GridOptions,
+) -> Result<(Vec<&'static Column>, Vec<Vec<(String, Option<f64>)>>), UnknownColumn> {
+    let cols = selected(opts, false)?;
+    let all = rows(report, opts)?;
+    let shown = opts.top.unwrap_or(all.len()).min(all.len());
+    let cells = all[..shown]
+        .iter()
+        .map(|r| {
+            cols.iter()
+                .map(|c| {
+                    let v = r.get(c.key);
+                    let n = match &v {
+                        Value::Int(n) => Some(*n as f64),
+                        Value::Float(f) => Some(*f),
+                        _ => None,
+                    };
+                    (v.text(), n)
+                })
+                .collect()
+        })
+        .collect();
+    Ok((cols, cells))
+}
+
 /// CSV: a header of column keys and one line per grid row (sorted, cut to `top`), every
 /// column unless `show`/`hide` say otherwise; no totals line. Missing values are empty.
 pub fn csv(report: &RecordingReport, opts: &GridOptions) -> Result<String, UnknownColumn> {

@@ -11,7 +11,7 @@ use powerlens_sys::fixture::{FakeMeter, FixtureTree};
 use serde_json::Value;
 
 mod common;
-use common::{json, stderr};
+use common::{json, stderr, with_tracefs};
 
 /// Live recordings trace every CPU: one at a time, so one test's load is not another's.
 static SERIAL: Mutex<()> = Mutex::new(());
@@ -165,29 +165,6 @@ fn live_switch_counts_equal_the_kernels() {
             );
         }
     }
-}
-
-/// Runs `args` (a powerlens command line) where tracefs is mounted: directly when the host
-/// has it, else inside a private mount namespace that mounts it (the host is untouched).
-fn with_tracefs(args: &[&str], env: &[(&str, &Path)]) -> Output {
-    let mut c = if Path::new("/sys/kernel/tracing/events").is_dir() {
-        let mut c = Command::new(args[0]);
-        c.args(&args[1..]);
-        c
-    } else {
-        let mut c = Command::new("unshare");
-        c.args(["-m", "--propagation", "private", "sh", "-c"])
-            .arg("mount -t tracefs nodev /sys/kernel/tracing && exec \"$@\"")
-            .arg("sh")
-            .args(args);
-        c
-    };
-    c.env_remove("POWERLENS_SYSFS_ROOT")
-        .env_remove("POWERLENS_PROCFS_ROOT");
-    for (k, v) in env {
-        c.env(k, v);
-    }
-    c.output().unwrap()
 }
 
 /// One row of `perf sched timehist -s --state`'s wait-time summary, in seconds.

@@ -5,6 +5,7 @@ pub mod compare;
 pub mod completions;
 pub mod demo;
 pub mod dvfs;
+pub mod export;
 pub mod info;
 pub mod record;
 pub mod report;
@@ -26,6 +27,7 @@ pub fn execute(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Run(args) => run::execute(&cli.global, *args),
         Command::Record(args) => record::execute(&cli.global, *args),
         Command::Report(args) => report::execute(&cli.global, *args),
+        Command::Export(args) => export::execute(&cli.global, *args),
         Command::Compare(args) => compare::execute(&cli.global, *args),
         Command::Runs(args) => runs::execute(args),
         Command::Sweep(args) => sweep::execute(&cli.global, *args),

@@ -10,6 +10,10 @@ use clap::{Args, ValueEnum};
 
 use powerlens_core::sched::analysis::SchedSummary;
 use powerlens_core::sched::report as model;
+use std::io::Write;
+
+use powerlens_core::provenance::Provenance;
+use powerlens_report::html;
 use powerlens_report::recording::{self as view, By, GridOptions};
 use powerlens_store::recording::RecordingReader;
 
@@ -26,6 +30,7 @@ Examples:
   powerlens report run.rec --list                # every column, with what it means
   powerlens report run.rec --json | jq '.energy'
   powerlens report run.rec --csv > threads.csv
+  powerlens report run.rec --html run.html       # plots and a sortable grid, one offline file
 
 Columns (see --list and docs/REPORT.md): CPU time; synchronization context switches
 (switched out blocked); preemption context switches (switched out runnable); wait time
@@ -73,6 +78,12 @@ pub struct ReportArgs {
     /// Print the grid as CSV (one row per grid row).
     #[arg(long)]
     pub csv: bool,
+
+    /// Write a self-contained HTML report to FILE: power and energy over time, per-CPU
+    /// busy/idle time, a timeline of the top threads (running, runnable, blocked), the grid
+    /// (sortable) and every section of the text report. Opens offline; prints cleanly.
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["json", "csv"])]
+    pub html: Option<PathBuf>,
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
@@ -97,7 +108,14 @@ pub fn execute(_global: &GlobalArgs, args: ReportArgs) -> anyhow::Result<ExitCod
         show: args.show.clone(),
         hide: args.hide.clone(),
     };
-    let report = analyse(&args.recording, args.all_processes)?;
+    let (report, span) = analyse(&args.recording, args.all_processes)?;
+    if let Some(path) = &args.html {
+        // Check the grid options before the second pass over the events.
+        view::grid_cells(&report, &grid).map_err(|e| anyhow::anyhow!("{e}"))?;
+        write_html(&args.recording, &report, &grid, span, path)?;
+        eprintln!("wrote {}", path.display());
+        return Ok(ExitCode::SUCCESS);
+    }
     let out = if args.json {
         view::json(&report) + "\n"
     } else if args.csv {
@@ -112,12 +130,86 @@ pub fn execute(_global: &GlobalArgs, args: ReportArgs) -> anyhow::Result<ExitCod
     Ok(ExitCode::SUCCESS)
 }
 
+/// Threads drawn in the HTML timeline, and its time bins.
+const TIMELINE_THREADS: usize = 20;
+const TIMELINE_BINS: usize = 600;
+
+/// The HTML report: a second pass over the events builds the top threads' timeline.
+fn write_html(
+    rec: &std::path::Path,
+    report: &model::RecordingReport,
+    grid: &GridOptions,
+    (start_ns, end_ns): (u64, u64),
+    path: &std::path::Path,
+) -> anyhow::Result<()> {
+    let reader = RecordingReader::open(rec)
+        .with_context(|| format!("opening the recording {}", rec.display()))?;
+    let counters = super::export::energy_counters(&reader)?;
+    let mut top: Vec<&model::ThreadRow> = report.threads.iter().collect();
+    top.sort_by(|a, b| {
+        b.cpu_time_s
+            .total_cmp(&a.cpu_time_s)
+            .then(a.tid.cmp(&b.tid))
+    });
+    let lanes: Vec<(u32, String)> = top
+        .iter()
+        // A reduced recording (no CPUs in the analysis) has no events to draw.
+        .filter(|t| t.cpu_time_s > 0.0 && !report.cpus.is_empty())
+        .take(TIMELINE_THREADS)
+        .map(|t| (t.tid, format!("{} ({})", t.comm, t.tid)))
+        .collect();
+    let mut builder = html::TimelineBuilder::new(start_ns, end_ns, &lanes, TIMELINE_BINS);
+    if !report.cpus.is_empty() {
+        let bar = progress::bar(reader.event_count()?, "timeline");
+        replay::replay(&reader, |e, _| builder.event(e), |n| bar.set_position(n))?;
+        bar.finish_and_clear();
+    }
+    let timeline = builder.finish();
+    let counters_missing = match &report.energy.provenance {
+        Provenance::Estimated { .. } => format!(
+            "the recording has no meter samples; its energy is {} over the whole recording, not a time series",
+            report.energy.provenance.label()
+        ),
+        Provenance::Unavailable { reason, .. } => reason.clone(),
+        p => format!("the recording has no energy samples ({})", p.label()),
+    };
+    let mut frequency_samples = Vec::new();
+    reader.samples(crate::record::sampler::CPUFREQ, |t, data| {
+        for pair in data.as_array().into_iter().flatten() {
+            if let (Some(cpu), Some(khz)) = (pair[0].as_u64(), pair[1].as_u64()) {
+                frequency_samples.push((t, cpu as u32, khz));
+            }
+        }
+    })?;
+    let title = format!("powerlens report: {}", rec.display());
+    let page = html::page(&html::HtmlInput {
+        title: &title,
+        report,
+        grid,
+        counters: &counters,
+        counters_missing: &counters_missing,
+        timeline: &timeline,
+        frequency_samples: &frequency_samples,
+    })
+    .map_err(|e| anyhow::anyhow!("{e}"))?;
+    let (target, mut out) = super::export::Target::open(path)?;
+    if let Err(e) = out.write_all(page.as_bytes()).and_then(|_| out.flush()) {
+        drop(out);
+        target.abandon();
+        return Err(e).with_context(|| {
+            format!("writing {} failed; nothing was left behind", path.display())
+        });
+    }
+    drop(out);
+    target.commit()
+}
+
 /// Reads and analyses a recording: one pass over its events, memory bounded by threads
-/// and CPUs.
+/// and CPUs. Also returns the analysed interval (first event, end), CLOCK_MONOTONIC ns.
 pub fn analyse(
     path: &std::path::Path,
     all_processes: bool,
-) -> anyhow::Result<model::RecordingReport> {
+) -> anyhow::Result<(model::RecordingReport, (u64, u64))> {
     let reader = RecordingReader::open(path)
         .with_context(|| format!("opening the recording {}", path.display()))?;
     let mut ctx = context::read(&reader)?;
@@ -160,5 +252,5 @@ pub fn analyse(
     let interval = (summary.start_ns, summary.end_ns);
     ctx.energy = context::energy(&reader, interval, busy_s)?;
     ctx.sysfs_idle = context::sysfs_idle(&reader, interval)?;
-    Ok(model::build(&summary, &ctx))
+    Ok((model::build(&summary, &ctx), interval))
 }

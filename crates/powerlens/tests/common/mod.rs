@@ -31,3 +31,26 @@ pub fn json(o: &Output) -> serde_json::Value {
 pub fn stderr(o: &Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()
 }
+
+/// Runs `args` (a powerlens command line) where tracefs is mounted: directly when the host
+/// has it, else inside a private mount namespace that mounts it (the host is untouched).
+pub fn with_tracefs(args: &[&str], env: &[(&str, &Path)]) -> Output {
+    let mut c = if Path::new("/sys/kernel/tracing/events").is_dir() {
+        let mut c = Command::new(args[0]);
+        c.args(&args[1..]);
+        c
+    } else {
+        let mut c = Command::new("unshare");
+        c.args(["-m", "--propagation", "private", "sh", "-c"])
+            .arg("mount -t tracefs nodev /sys/kernel/tracing && exec \"$@\"")
+            .arg("sh")
+            .args(args);
+        c
+    };
+    c.env_remove("POWERLENS_SYSFS_ROOT")
+        .env_remove("POWERLENS_PROCFS_ROOT");
+    for (k, v) in env {
+        c.env(k, v);
+    }
+    c.output().unwrap()
+}

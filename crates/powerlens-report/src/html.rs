@@ -1,0 +1,893 @@
+//! `powerlens report REC --html FILE`: one self-contained HTML page (no network access, no
+//! fonts or scripts fetched): the system figures, the sortable grid, inline SVG plots
+//! (power and energy over time, per-CPU busy/idle time, idle-state residency and frequency,
+//! wake-up causes, a per-thread timeline of running, runnable and blocked time for the top
+//! threads) and the energy split. Every string from
+//! the system (thread and process names) is HTML-escaped.
+//!
+//! The timeline is aggregated into a fixed number of time bins per thread, so the page's
+//! size does not grow with the recording's length.
+
+use std::collections::HashMap;
+use std::fmt::Write;
+
+use powerlens_core::sched::event::{Event, EventKind, SwitchedOut, Tid, IDLE_TID};
+use powerlens_core::sched::report::RecordingReport;
+
+use crate::export::Counter;
+use crate::recording::{self, GridOptions, UnknownColumn};
+use crate::svg::{self, escape, Panel, Series, XAxis};
+use crate::table::sig;
+
+/// Thread states drawn in the timeline.
+const RUNNING: usize = 0;
+const RUNNABLE: usize = 1;
+const BLOCKED: usize = 2;
+const STATE_NAMES: [&str; 3] = ["running", "runnable", "blocked"];
+const STATE_COLORS: [&str; 3] = ["#2ca02c", "#ff7f0e", "#9ecae1"];
+
+/// One thread's row of the timeline: nanoseconds in each state per time bin.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Lane {
+    pub tid: Tid,
+    pub label: String,
+    pub bins: Vec<[u64; 3]>,
+}
+
+/// The per-thread timeline of the top threads, over `[start_ns, end_ns]`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Timeline {
+    pub start_ns: u64,
+    pub end_ns: u64,
+    pub lanes: Vec<Lane>,
+    /// Per CPU with `Frequency` events: the time-weighted mean MHz of each bin (`None`
+    /// before the CPU's first event).
+    pub frequency_mhz: Vec<(u32, Vec<Option<f64>>)>,
+}
+
+#[derive(Debug, Clone, Copy)]
+enum State {
+    Unknown,
+    In(usize, u64),
+}
+
+/// Builds the timeline from the event stream (time order), for the chosen threads.
+pub struct TimelineBuilder {
+    start_ns: u64,
+    end_ns: u64,
+    index: HashMap<Tid, usize>,
+    lanes: Vec<Lane>,
+    states: Vec<State>,
+    bins: usize,
+    /// Per CPU: the current frequency (kHz) and since when.
+    freq: Vec<Option<(u64, u64)>>,
+    /// Per CPU and bin: Σ kHz·ns and Σ ns.
+    freq_bins: Vec<Vec<(f64, u64)>>,
+}
+
+/// Calls `f(bin, ns)` for the part of `[from, to)` in each of `n` bins over `[start, end)`.
+fn spread(start: u64, end: u64, n: usize, from: u64, to: u64, mut f: impl FnMut(usize, u64)) {
+    let from = from.max(start);
+    let to = to.min(end);
+    if to <= from || n == 0 {
+        return;
+    }
+    let span = (end - start) as u128;
+    let bins = n as u128;
+    let bin_of = |t: u64| (((t - start) as u128 * bins / span) as usize).min(n - 1);
+    let edge = |b: usize| start + ((b as u128 * span).div_ceil(bins)) as u64;
+    let mut t = from;
+    while t < to {
+        let b = bin_of(t);
+        let e = edge(b + 1).min(to).max(t + 1);
+        f(b, e - t);
+        t = e;
+    }
+}
+
+impl TimelineBuilder {
+    /// `threads`: (tid, label) of the threads to draw, in drawing order; `bins`: time bins.
+    pub fn new(start_ns: u64, end_ns: u64, threads: &[(Tid, String)], bins: usize) -> Self {
+        Self {
+            start_ns,
+            end_ns: end_ns.max(start_ns + 1),
+            index: threads
+                .iter()
+                .enumerate()
+                .map(|(i, (t, _))| (*t, i))
+                .collect(),
+            lanes: threads
+                .iter()
+                .map(|(tid, label)| Lane {
+                    tid: *tid,
+                    label: label.clone(),
+                    bins: vec![[0; 3]; bins.max(1)],
+                })
+                .collect(),
+            states: vec![State::Unknown; threads.len()],
+            bins: bins.max(1),
+            freq: Vec::new(),
+            freq_bins: Vec::new(),
+        }
+    }
+
+    fn close_frequency(&mut self, ci: usize, t: u64) {
+        if let Some((khz, since)) = self.freq[ci] {
+            let bins = &mut self.freq_bins[ci];
+            spread(self.start_ns, self.end_ns, self.bins, since, t, |b, ns| {
+                bins[b].0 += khz as f64 * ns as f64;
+                bins[b].1 += ns;
+            });
+        }
+    }
+
+    /// Adds `[from, to)` in `state` to lane `i`, spread over the bins it covers.
+    fn add(&mut self, i: usize, state: usize, from: u64, to: u64) {
+        let bins = &mut self.lanes[i].bins;
+        spread(self.start_ns, self.end_ns, bins.len(), from, to, |b, ns| {
+            bins[b][state] += ns
+        });
+    }
+
+    fn set(&mut self, tid: Tid, t: u64, next: Option<usize>) {
+        let Some(&i) = self.index.get(&tid) else {
+            return;
+        };
+        if let State::In(s, since) = self.states[i] {
+            self.add(i, s, since, t);
+        }
+        self.states[i] = match next {
+            Some(s) => State::In(s, t),
+            None => State::Unknown,
+        };
+    }
+
+    pub fn event(&mut self, e: &Event) {
+        match &e.kind {
+            EventKind::Switch { prev, how, next } => {
+                if *prev != IDLE_TID {
+                    let next_state = match how {
+                        SwitchedOut::Preempted => Some(RUNNABLE),
+                        SwitchedOut::Blocked => Some(BLOCKED),
+                        SwitchedOut::Exited => None,
+                    };
+                    self.set(*prev, e.time_ns, next_state);
+                }
+                if *next != IDLE_TID {
+                    self.set(*next, e.time_ns, Some(RUNNING));
+                }
+            }
+            EventKind::Wakeup { tid, .. } => {
+                if let Some(&i) = self.index.get(tid) {
+                    if !matches!(self.states[i], State::In(RUNNING | RUNNABLE, _)) {
+                        self.set(*tid, e.time_ns, Some(RUNNABLE));
+                    }
+                }
+            }
+            EventKind::Frequency { khz } => {
+                let ci = e.cpu as usize;
+                if self.freq.len() <= ci {
+                    self.freq.resize(ci + 1, None);
+                    self.freq_bins.resize(ci + 1, Vec::new());
+                }
+                if self.freq_bins[ci].is_empty() {
+                    self.freq_bins[ci] = vec![(0.0, 0); self.bins];
+                }
+                self.close_frequency(ci, e.time_ns);
+                self.freq[ci] = Some((*khz, e.time_ns));
+            }
+            _ => {}
+        }
+    }
+
+    pub fn finish(mut self) -> Timeline {
+        for i in 0..self.lanes.len() {
+            if let State::In(s, since) = self.states[i] {
+                self.add(i, s, since, self.end_ns);
+            }
+        }
+        for ci in 0..self.freq.len() {
+            self.close_frequency(ci, self.end_ns);
+        }
+        let frequency_mhz = self
+            .freq_bins
+            .iter()
+            .enumerate()
+            .filter(|(_, b)| !b.is_empty())
+            .map(|(ci, bins)| {
+                (
+                    ci as u32,
+                    bins.iter()
+                        .map(|&(sum, ns)| (ns > 0).then(|| sum / ns as f64 / 1000.0))
+                        .collect(),
+                )
+            })
+            .collect();
+        Timeline {
+            start_ns: self.start_ns,
+            end_ns: self.end_ns,
+            lanes: self.lanes,
+            frequency_mhz,
+        }
+    }
+}
+
+/// What the page shows besides the report.
+pub struct HtmlInput<'a> {
+    pub title: &'a str,
+    pub report: &'a RecordingReport,
+    pub grid: &'a GridOptions,
+    /// Power and energy over time (the meter's samples); empty without a meter.
+    pub counters: &'a [Counter],
+    /// Why there are no counters, when there are none.
+    pub counters_missing: &'a str,
+    pub timeline: &'a Timeline,
+    /// Sampled cpufreq `(time_ns, cpu, kHz)`, drawn when there are no `Frequency` events.
+    pub frequency_samples: &'a [(u64, u32, u64)],
+}
+
+const WIDTH: f64 = 720.0;
+const LEFT: f64 = 170.0;
+const RIGHT: f64 = 20.0;
+
+/// An x axis in seconds along the bottom of a chart at `y`, 5 ticks from 0 to `span_s`.
+fn time_axis(out: &mut String, y: f64, span_s: f64, label: &str) {
+    let plot = WIDTH - LEFT - RIGHT;
+    let _ = writeln!(
+        out,
+        r##"<line x1="{LEFT}" y1="{y}" x2="{}" y2="{y}" stroke="#333"/>"##,
+        WIDTH - RIGHT
+    );
+    for i in 0..=4 {
+        let x = LEFT + plot * i as f64 / 4.0;
+        let v = span_s * i as f64 / 4.0;
+        let _ = writeln!(
+            out,
+            r##"<line x1="{x}" y1="{y}" x2="{x}" y2="{}" stroke="#333"/><text x="{x}" y="{}" text-anchor="middle">{}</text>"##,
+            y + 5.0,
+            y + 18.0,
+            if v == 0.0 { "0".to_string() } else { sig(v, 3) }
+        );
+    }
+    let _ = writeln!(
+        out,
+        r#"<text x="{}" y="{}" text-anchor="middle">{}</text>"#,
+        LEFT + plot / 2.0,
+        y + 36.0,
+        escape(label)
+    );
+}
+
+fn legend(out: &mut String, y: f64, items: &[(&str, &str)]) {
+    let mut x = LEFT;
+    for (name, color) in items {
+        let _ = writeln!(
+            out,
+            r#"<rect x="{x}" y="{}" width="12" height="12" fill="{color}"/><text x="{}" y="{y}">{}</text>"#,
+            y - 10.0,
+            x + 16.0,
+            escape(name)
+        );
+        x += 30.0 + 7.0 * name.len() as f64;
+    }
+}
+
+/// Per-thread swimlanes: each bin drawn in its dominant state (runs of equal bins merged).
+pub fn timeline_svg(t: &Timeline) -> String {
+    let lane_h = 18.0;
+    let top = 30.0;
+    let height = top + lane_h * t.lanes.len() as f64 + 60.0;
+    let plot = WIDTH - LEFT - RIGHT;
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{WIDTH}" height="{height}" viewBox="0 0 {WIDTH} {height}" font-family="sans-serif" font-size="12" role="img" aria-label="thread timeline">"#
+    );
+    legend(
+        &mut out,
+        18.0,
+        &[
+            (STATE_NAMES[RUNNING], STATE_COLORS[RUNNING]),
+            (STATE_NAMES[RUNNABLE], STATE_COLORS[RUNNABLE]),
+            (STATE_NAMES[BLOCKED], STATE_COLORS[BLOCKED]),
+        ],
+    );
+    for (i, lane) in t.lanes.iter().enumerate() {
+        let y = top + lane_h * i as f64;
+        let label: String = lane.label.chars().take(24).collect();
+        let _ = writeln!(
+            out,
+            r#"<text x="{}" y="{}" text-anchor="end">{}</text>"#,
+            LEFT - 6.0,
+            y + 13.0,
+            escape(&label)
+        );
+        let n = lane.bins.len();
+        let dominant = |b: &[u64; 3]| -> Option<usize> {
+            let (s, v) = b.iter().enumerate().max_by_key(|(_, v)| **v)?;
+            (*v > 0).then_some(s)
+        };
+        let mut b = 0;
+        while b < n {
+            let s = dominant(&lane.bins[b]);
+            let mut e = b + 1;
+            while e < n && dominant(&lane.bins[e]) == s {
+                e += 1;
+            }
+            if let Some(s) = s {
+                let x = LEFT + plot * b as f64 / n as f64;
+                let w = plot * (e - b) as f64 / n as f64;
+                let _ = writeln!(
+                    out,
+                    r#"<rect x="{x:.2}" y="{}" width="{w:.2}" height="{}" fill="{}"/>"#,
+                    y + 2.0,
+                    lane_h - 4.0,
+                    STATE_COLORS[s]
+                );
+            }
+            b = e;
+        }
+    }
+    let span_s = (t.end_ns - t.start_ns) as f64 / 1e9;
+    time_axis(
+        &mut out,
+        top + lane_h * t.lanes.len() as f64 + 4.0,
+        span_s,
+        "time since the start of the recording (s)",
+    );
+    out.push_str("</svg>\n");
+    out
+}
+
+/// Horizontal stacked bars: one row per label, one segment per legend entry.
+struct Bars<'a> {
+    aria: &'a str,
+    legend: Vec<(String, &'static str)>,
+    rows: Vec<(String, Vec<f64>)>,
+    /// The axis' end (the longest bar when larger).
+    max: f64,
+    axis_label: &'a str,
+    /// Unit in each segment's tooltip.
+    unit: &'a str,
+}
+
+const PALETTE: [&str; 8] = [
+    "#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#17becf",
+];
+
+fn hbars_svg(b: &Bars<'_>) -> String {
+    let bar_h = 20.0;
+    let top = 30.0;
+    let height = top + bar_h * b.rows.len() as f64 + 60.0;
+    let plot = WIDTH - LEFT - RIGHT;
+    let longest = b
+        .rows
+        .iter()
+        .map(|(_, v)| v.iter().sum::<f64>())
+        .fold(0.0, f64::max);
+    let span = b.max.max(longest).max(1e-12);
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{WIDTH}" height="{height}" viewBox="0 0 {WIDTH} {height}" font-family="sans-serif" font-size="12" role="img" aria-label="{}">"#,
+        escape(b.aria)
+    );
+    let legend_items: Vec<(&str, &str)> = b.legend.iter().map(|(n, c)| (n.as_str(), *c)).collect();
+    legend(&mut out, 18.0, &legend_items);
+    for (i, (label, values)) in b.rows.iter().enumerate() {
+        let y = top + bar_h * i as f64;
+        let label: String = label.chars().take(24).collect();
+        let _ = writeln!(
+            out,
+            r#"<text x="{}" y="{}" text-anchor="end">{}</text>"#,
+            LEFT - 6.0,
+            y + 14.0,
+            escape(&label)
+        );
+        let mut x = LEFT;
+        for (v, (name, color)) in values.iter().zip(&b.legend) {
+            let w = plot * (v / span).clamp(0.0, 1.0);
+            if w > 0.0 {
+                let _ = writeln!(
+                    out,
+                    r#"<rect x="{x:.2}" y="{}" width="{w:.2}" height="{}" fill="{color}"><title>{}: {} {}</title></rect>"#,
+                    y + 2.0,
+                    bar_h - 4.0,
+                    escape(name),
+                    sig(*v, 4),
+                    escape(b.unit)
+                );
+            }
+            x += w;
+        }
+    }
+    time_axis(
+        &mut out,
+        top + bar_h * b.rows.len() as f64 + 4.0,
+        span,
+        b.axis_label,
+    );
+    out.push_str("</svg>\n");
+    out
+}
+
+/// Per-CPU busy, idle and unknown seconds.
+fn cpu_bars_svg(report: &RecordingReport) -> String {
+    hbars_svg(&Bars {
+        aria: "CPU time",
+        legend: vec![
+            ("busy".into(), "#2ca02c"),
+            ("idle".into(), "#c7c7c7"),
+            ("unknown".into(), "#d62728"),
+        ],
+        rows: report
+            .cpus
+            .iter()
+            .map(|c| {
+                (
+                    format!("cpu{}", c.cpu),
+                    vec![c.busy_s, c.idle_s, c.unknown_s],
+                )
+            })
+            .collect(),
+        max: report.system.elapsed_s,
+        axis_label: "seconds of the recording",
+        unit: "s",
+    })
+}
+
+/// Per-CPU idle-state residency: from the trace when every CPU has power:cpu_idle records,
+/// else from the cpuidle sysfs counters, else from the CPUs that have trace records; with a
+/// note naming the source and the CPUs without data. `None` when there is nothing.
+fn residency_svg(report: &RecordingReport) -> Option<(String, String)> {
+    type Get = fn(&powerlens_core::sched::report::IdleStateRow) -> Option<f64>;
+    let trace: Get = |s| s.time_s;
+    let sysfs: Get = |s| s.sysfs_time_s;
+    let has = |get: Get, c: &powerlens_core::sched::report::CpuReport| {
+        c.idle_states.iter().any(|s| get(s).is_some())
+    };
+    let (get, source) = if !report.cpus.is_empty() && report.cpus.iter().all(|c| has(trace, c)) {
+        (trace, "power:cpu_idle records")
+    } else if report.cpus.iter().any(|c| has(sysfs, c)) {
+        (sysfs, "cpuidle sysfs counters")
+    } else if report.cpus.iter().any(|c| has(trace, c)) {
+        (trace, "power:cpu_idle records")
+    } else {
+        return None;
+    };
+    let first = report.cpus.iter().find(|c| has(get, c))?;
+    let names: Vec<String> = first.idle_states.iter().map(|s| s.name.clone()).collect();
+    let rows: Vec<(String, Vec<f64>)> = report
+        .cpus
+        .iter()
+        .map(|c| {
+            (
+                format!("cpu{}", c.cpu),
+                c.idle_states
+                    .iter()
+                    .map(|s| get(s).unwrap_or(0.0))
+                    .collect(),
+            )
+        })
+        .collect();
+    let without: Vec<String> = report
+        .cpus
+        .iter()
+        .filter(|c| !has(get, c))
+        .map(|c| format!("cpu{}", c.cpu))
+        .collect();
+    let mut note = format!("From the {source}.");
+    if !without.is_empty() {
+        note += &format!(
+            " No data for {} (empty bars): see Unavailable below.",
+            without.join(", ")
+        );
+    }
+    let svg = hbars_svg(&Bars {
+        aria: "idle-state residency",
+        legend: names
+            .into_iter()
+            .enumerate()
+            .map(|(i, n)| (n, PALETTE[i % PALETTE.len()]))
+            .collect(),
+        rows,
+        max: report.system.elapsed_s,
+        axis_label: "seconds in each idle state",
+        unit: "s",
+    });
+    Some((svg, note))
+}
+
+/// Wake-ups received by cause: all threads, then the threads woken most.
+fn wakeup_causes_svg(report: &RecordingReport) -> Option<String> {
+    let all = report.system.wakeups_received.as_ref()?;
+    let values = |w: &powerlens_core::sched::report::WakeupCounts| {
+        vec![
+            w.thread as f64,
+            w.timer as f64,
+            w.irq as f64,
+            w.softirq as f64,
+            w.ipi as f64,
+        ]
+    };
+    let mut rows = vec![("all threads".to_string(), values(all))];
+    let mut top: Vec<_> = report
+        .threads
+        .iter()
+        .filter_map(|t| Some((t, t.wakeups_received.as_ref()?, t.wakeups_received_total?)))
+        .filter(|(_, _, n)| *n > 0)
+        .collect();
+    top.sort_by(|a, b| b.2.cmp(&a.2).then(a.0.tid.cmp(&b.0.tid)));
+    for (t, w, _) in top.into_iter().take(10) {
+        rows.push((format!("{} ({})", t.comm, t.tid), values(w)));
+    }
+    Some(hbars_svg(&Bars {
+        aria: "wake-up causes",
+        legend: ["thread", "timer", "irq", "softirq", "ipi"]
+            .iter()
+            .enumerate()
+            .map(|(i, n)| (n.to_string(), PALETTE[i]))
+            .collect(),
+        rows,
+        max: 0.0,
+        axis_label: "wake-ups received",
+        unit: "wake-ups",
+    }))
+}
+
+fn power_svg(counters: &[Counter], start_ns: u64) -> String {
+    let series = |unit: &str| -> Vec<Series> {
+        counters
+            .iter()
+            .filter(|c| c.unit == unit)
+            .map(|c| Series {
+                name: c.name.clone(),
+                points: c
+                    .points
+                    .iter()
+                    .map(|&(t, v)| ((t as f64 - start_ns as f64) / 1e9, v))
+                    .collect(),
+            })
+            .collect()
+    };
+    svg::render(
+        &XAxis::Numeric {
+            label: "time since the start of the recording (s)".into(),
+        },
+        &[
+            Panel {
+                title: "power".into(),
+                y_label: "W".into(),
+                series: series("W"),
+            },
+            Panel {
+                title: "energy since the first sample".into(),
+                y_label: "J".into(),
+                series: series("J"),
+            },
+        ],
+    )
+}
+
+/// Frequency per CPU over time: from `Frequency` events (bin means), else cpufreq samples.
+fn frequency_svg(t: &Timeline, samples: &[(u64, u32, u64)]) -> Option<(String, String)> {
+    let secs = |ns: u64| (ns as f64 - t.start_ns as f64) / 1e9;
+    let (series, note): (Vec<Series>, String) = if !t.frequency_mhz.is_empty() {
+        let span = (t.end_ns - t.start_ns) as f64;
+        let series = t
+            .frequency_mhz
+            .iter()
+            .map(|(cpu, bins)| Series {
+                name: format!("cpu{cpu}"),
+                points: bins
+                    .iter()
+                    .enumerate()
+                    .filter_map(|(b, v)| {
+                        let mid = (b as f64 + 0.5) * span / bins.len() as f64 / 1e9;
+                        Some((mid, (*v)?))
+                    })
+                    .collect(),
+            })
+            .collect();
+        (
+            series,
+            "From power:cpu_frequency records: the time-weighted mean of each time bin.".into(),
+        )
+    } else if !samples.is_empty() {
+        let mut cpus: Vec<u32> = samples.iter().map(|s| s.1).collect();
+        cpus.sort_unstable();
+        cpus.dedup();
+        let series = cpus
+            .iter()
+            .map(|&cpu| Series {
+                name: format!("cpu{cpu}"),
+                points: samples
+                    .iter()
+                    .filter(|s| s.1 == cpu)
+                    .map(|&(ns, _, khz)| (secs(ns), khz as f64 / 1000.0))
+                    .collect(),
+            })
+            .collect();
+        (series, "From sampled cpufreq scaling_cur_freq.".into())
+    } else {
+        return None;
+    };
+    let svg = svg::render(
+        &XAxis::Numeric {
+            label: "time since the start of the recording (s)".into(),
+        },
+        &[Panel {
+            title: "CPU frequency".into(),
+            y_label: "MHz".into(),
+            series,
+        }],
+    );
+    Some((svg, note))
+}
+
+const STYLE: &str = "body{font-family:sans-serif;max-width:1100px;margin:1em auto;padding:0 1em;color:#222}
+h1{font-size:1.4em}h2{font-size:1.15em;margin-top:1.6em;border-bottom:1px solid #ccc}
+pre{background:#f6f6f6;padding:.6em;overflow-x:auto;font-size:12px}
+table{border-collapse:collapse;font-size:12px}th,td{padding:2px 6px;border-bottom:1px solid #eee}
+td.n{text-align:right;font-variant-numeric:tabular-nums}th{cursor:pointer;background:#f0f0f0;position:sticky;top:0}
+.note{color:#666}svg{max-width:100%;height:auto}
+@media print{th{position:static}pre{white-space:pre-wrap}}";
+
+/// Sorts the grid by a clicked header (numbers descending first, text ascending first).
+const SCRIPT: &str = "document.querySelectorAll('table.grid').forEach(function(t){
+var hs=t.querySelectorAll('th');hs.forEach(function(h,i){h.addEventListener('click',function(){
+var b=t.tBodies[0],rows=Array.prototype.slice.call(b.rows),num=h.dataset.num==='1';
+var dir=h.dataset.dir==='a'?'d':'a';if(!h.dataset.dir){dir=num?'d':'a';}h.dataset.dir=dir;
+rows.sort(function(x,y){var p=x.cells[i],q=y.cells[i],r;
+if(num){var u=parseFloat(p.dataset.v),v=parseFloat(q.dataset.v);u=isNaN(u)?-Infinity:u;v=isNaN(v)?-Infinity:v;r=u-v;}
+else{r=p.textContent.localeCompare(q.textContent);}return dir==='a'?r:-r;});
+rows.forEach(function(r){b.appendChild(r);});});});});";
+
+/// The whole page.
+pub fn page(input: &HtmlInput<'_>) -> Result<String, UnknownColumn> {
+    let r = input.report;
+    let mut out = String::new();
+    let title = escape(input.title);
+    let _ = writeln!(
+        out,
+        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>{title}</title><style>{STYLE}</style></head><body>"
+    );
+    let _ = writeln!(out, "<h1>{title}</h1>");
+    let _ = writeln!(
+        out,
+        "<p>{} CPUs over {} s; target: {}. Energy: {}.</p>",
+        r.system.cpus,
+        sig(r.system.elapsed_s, 4),
+        escape(&r.system.target),
+        escape(&r.energy.provenance.label())
+    );
+
+    let _ = writeln!(out, "<h2>Power and energy over time</h2>");
+    if input.counters.is_empty() {
+        let _ = writeln!(
+            out,
+            "<p class=\"note\">Unavailable: {}</p>",
+            escape(input.counters_missing)
+        );
+    } else {
+        out.push_str(&power_svg(input.counters, input.timeline.start_ns));
+    }
+
+    let _ = writeln!(out, "<h2>CPUs: busy, idle and unknown time</h2>");
+    if r.cpus.is_empty() {
+        let _ = writeln!(
+            out,
+            "<p class=\"note\">Unavailable: the recording has no scheduler events per CPU (a reduced recording).</p>"
+        );
+    } else {
+        out.push_str(&cpu_bars_svg(r));
+    }
+    let _ = writeln!(out, "<pre>{}</pre>", escape(&recording::cpus(r)));
+
+    let _ = writeln!(out, "<h2>Idle-state residency per CPU</h2>");
+    match residency_svg(r) {
+        Some((svg, note)) => {
+            out.push_str(&svg);
+            let _ = writeln!(out, "<p class=\"note\">{}</p>", escape(&note));
+        }
+        None => {
+            let _ = writeln!(
+                out,
+                "<p class=\"note\">Unavailable: neither power:cpu_idle records nor cpuidle counters (the reasons are under Unavailable below).</p>"
+            );
+        }
+    }
+
+    let _ = writeln!(out, "<h2>Wake-up causes</h2>");
+    match wakeup_causes_svg(r) {
+        Some(svg) => out.push_str(&svg),
+        None => {
+            let _ = writeln!(
+                out,
+                "<p class=\"note\">Unavailable: a reduced recording has no wake-up events.</p>"
+            );
+        }
+    }
+
+    let _ = writeln!(out, "<h2>Frequency over time</h2>");
+    match frequency_svg(input.timeline, input.frequency_samples) {
+        Some((svg, note)) => {
+            out.push_str(&svg);
+            let _ = writeln!(out, "<p class=\"note\">{}</p>", escape(&note));
+        }
+        None => {
+            let _ = writeln!(
+                out,
+                "<p class=\"note\">Unavailable: no power:cpu_frequency records and no cpufreq samples (no cpufreq driver: typical of virtual machines).</p>"
+            );
+        }
+    }
+
+    let _ = writeln!(
+        out,
+        "<h2>Thread timeline (top {} threads by CPU time)</h2>",
+        input.timeline.lanes.len()
+    );
+    if input.timeline.lanes.is_empty() {
+        let _ = writeln!(
+            out,
+            "<p class=\"note\">Unavailable: no thread ran in the recording's scheduler events (a reduced recording has none).</p>"
+        );
+    } else {
+        out.push_str(&timeline_svg(input.timeline));
+        let _ = writeln!(
+            out,
+            "<p class=\"note\">Each of the {} time bins per thread is drawn in the state the thread spent most of it in.</p>",
+            input.timeline.lanes[0].bins.len()
+        );
+    }
+
+    let _ = writeln!(
+        out,
+        "<h2>By {} (click a column to sort)</h2>",
+        input.grid.by.name()
+    );
+    let (cols, rows) = recording::grid_cells(r, input.grid)?;
+    let numeric: Vec<bool> = (0..cols.len())
+        .map(|i| rows.iter().any(|row| row[i].1.is_some()))
+        .collect();
+    out.push_str("<table class=\"grid\"><thead><tr>");
+    for (c, num) in cols.iter().zip(&numeric) {
+        let _ = write!(
+            out,
+            "<th data-num=\"{}\" title=\"{}\">{}</th>",
+            u8::from(*num),
+            escape(c.description),
+            escape(c.header)
+        );
+    }
+    out.push_str("</tr></thead><tbody>\n");
+    for row in &rows {
+        out.push_str("<tr>");
+        for (text, n) in row {
+            match n {
+                Some(v) => {
+                    let _ = write!(out, "<td class=\"n\" data-v=\"{v}\">{}</td>", escape(text));
+                }
+                None => {
+                    let _ = write!(out, "<td>{}</td>", escape(text));
+                }
+            }
+        }
+        out.push_str("</tr>\n");
+    }
+    out.push_str("</tbody></table>\n");
+
+    let _ = writeln!(
+        out,
+        "<h2>System</h2><pre>{}</pre>",
+        escape(&recording::system(r))
+    );
+    let b = recording::balance(r);
+    if !b.is_empty() {
+        let _ = writeln!(out, "<h2>Thread balance</h2><pre>{}</pre>", escape(&b));
+    }
+    let _ = writeln!(
+        out,
+        "<h2>Energy</h2><pre>{}</pre>",
+        escape(&recording::energy(r))
+    );
+    let u = recording::unavailable(r);
+    if !u.is_empty() {
+        let _ = writeln!(out, "<h2>Unavailable</h2><pre>{}</pre>", escape(&u));
+    }
+    let _ = writeln!(out, "<script>{SCRIPT}</script>\n</body></html>");
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ev(t: u64, kind: EventKind) -> Event {
+        Event {
+            time_ns: t,
+            cpu: 0,
+            kind,
+        }
+    }
+
+    #[test]
+    fn the_timeline_puts_each_state_in_its_bins() {
+        // 0..1000 ns in 10 bins of 100 ns. Thread 5: runnable 0..150 (woken), running
+        // 150..400, blocked 400..1000 (open to the end).
+        let mut b = TimelineBuilder::new(0, 1000, &[(5, "five".into())], 10);
+        b.event(&ev(
+            0,
+            EventKind::Wakeup {
+                tid: 5,
+                target_cpu: 0,
+                new_thread: false,
+            },
+        ));
+        b.event(&ev(
+            150,
+            EventKind::Switch {
+                prev: 0,
+                how: SwitchedOut::Preempted,
+                next: 5,
+            },
+        ));
+        b.event(&ev(
+            400,
+            EventKind::Switch {
+                prev: 5,
+                how: SwitchedOut::Blocked,
+                next: 0,
+            },
+        ));
+        let t = b.finish();
+        let bins = &t.lanes[0].bins;
+        assert_eq!(bins[0], [0, 100, 0]);
+        assert_eq!(bins[1], [50, 50, 0]);
+        assert_eq!(bins[2], [100, 0, 0]);
+        assert_eq!(bins[3], [100, 0, 0]);
+        assert_eq!(bins[4], [0, 0, 100]);
+        let total: u64 = bins.iter().flatten().sum();
+        assert_eq!(total, 1000);
+        assert!(t.frequency_mhz.is_empty());
+        let svg = timeline_svg(&t);
+        assert!(svg.contains(">five</text>"));
+        // Runnable (bin 0), running (bins 1-3; bin 1 is a tie, first state wins), blocked.
+        assert_eq!(svg.matches("<rect x=").count(), 3 + 3, "{svg}");
+    }
+
+    #[test]
+    fn frequency_bins_are_time_weighted_means() {
+        // 2000 MHz for 0..250 ns, 1000 MHz from 250 ns, in 4 bins of 250 ns over 0..1000;
+        // 3000 MHz on cpu 2 from 500 ns (bins before it unknown).
+        let mut b = TimelineBuilder::new(0, 1000, &[], 4);
+        let f = |t: u64, cpu: u32, khz: u64| Event {
+            time_ns: t,
+            cpu,
+            kind: EventKind::Frequency { khz },
+        };
+        b.event(&f(0, 0, 2_000_000));
+        b.event(&f(250, 0, 1_000_000));
+        b.event(&f(600, 2, 3_000_000));
+        let t = b.finish();
+        assert_eq!(t.frequency_mhz.len(), 2);
+        assert_eq!(
+            t.frequency_mhz[0],
+            (
+                0,
+                vec![Some(2000.0), Some(1000.0), Some(1000.0), Some(1000.0)]
+            )
+        );
+        assert_eq!(
+            t.frequency_mhz[1],
+            (2, vec![None, None, Some(3000.0), Some(3000.0)])
+        );
+        let (svg, note) = frequency_svg(&t, &[]).unwrap();
+        assert!(
+            svg.contains(">MHz</text>") && svg.contains(">cpu2</text>"),
+            "{svg}"
+        );
+        assert!(note.contains("power:cpu_frequency"));
+    }
+}
