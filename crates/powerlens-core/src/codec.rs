@@ -35,7 +35,8 @@ const IRQ_ENTER_SOFTIRQ: u8 = 13;
 const IRQ_ENTER_IPI: u8 = 14;
 const IRQ_EXIT: u8 = 15;
 const FREQUENCY: u8 = 16;
-const LAST_CODE: u8 = FREQUENCY;
+const RUNTIME: u8 = 17;
+const LAST_CODE: u8 = RUNTIME;
 
 const CODE_MASK: u8 = 0x1F;
 /// The wake-up's target CPU is the event's CPU (no target varint follows).
@@ -161,6 +162,7 @@ impl ChunkEncoder {
             ),
             EventKind::InterruptExit => (IRQ_EXIT, 0),
             EventKind::Frequency { .. } => (FREQUENCY, 0),
+            EventKind::Runtime { .. } => (RUNTIME, 0),
         };
         // The decoder starts every chunk at CPU 0 and an unknown context.
         let cpu_flag = if e.cpu == self.last_cpu { 0 } else { FLAG_CPU };
@@ -210,6 +212,10 @@ impl ChunkEncoder {
             EventKind::InterruptEnter(InterruptKind::Irq(name))
             | EventKind::InterruptEnter(InterruptKind::SoftIrq(name)) => self.put_string(name),
             EventKind::Frequency { khz } => put_varint(&mut self.body, *khz),
+            EventKind::Runtime { tid, ns } => {
+                self.put_tid(*tid);
+                put_varint(&mut self.body, *ns);
+            }
             EventKind::IdleExit | EventKind::InterruptExit | EventKind::InterruptEnter(_) => {}
         }
         self.last_ns = e.time_ns;
@@ -474,7 +480,11 @@ fn decode_unchecked(
             )),
             IRQ_ENTER_IPI => EventKind::InterruptEnter(InterruptKind::Ipi),
             IRQ_EXIT => EventKind::InterruptExit,
-            _ => EventKind::Frequency { khz: r.varint()? },
+            FREQUENCY => EventKind::Frequency { khz: r.varint()? },
+            _ => EventKind::Runtime {
+                tid: *r.index(&tids, "thread id")?,
+                ns: r.varint()?,
+            },
         };
         out.push(Event {
             time_ns: time,
@@ -783,6 +793,10 @@ mod tests {
             InterruptEnter(Ipi),
             InterruptExit,
             Frequency { khz: 2_400_000 },
+            Runtime {
+                tid: 8,
+                ns: 1_234_567,
+            },
         ];
         kinds
             .into_iter()
@@ -982,7 +996,7 @@ mod tests {
                 };
                 let name =
                     |rng: &mut Rng| names[rng.below(names.len() as u64) as usize].to_string();
-                let kind = match rng.below(17) {
+                let kind = match rng.below(18) {
                     0 => EventKind::Switch {
                         prev: tid(rng),
                         how: SwitchedOut::Preempted,
@@ -1030,6 +1044,10 @@ mod tests {
                     13 => EventKind::InterruptEnter(InterruptKind::SoftIrq(name(rng))),
                     14 => EventKind::InterruptEnter(InterruptKind::Ipi),
                     15 => EventKind::InterruptExit,
+                    16 => EventKind::Runtime {
+                        tid: tid(rng),
+                        ns: rng.next(),
+                    },
                     _ => EventKind::Frequency { khz: rng.next() },
                 };
                 ev(t, cpu, kind)

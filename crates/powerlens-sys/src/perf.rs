@@ -31,6 +31,7 @@ pub const PERF_SAMPLE_TID: u64 = 1 << 1;
 pub const PERF_SAMPLE_TIME: u64 = 1 << 2;
 pub const PERF_SAMPLE_CALLCHAIN: u64 = 1 << 5;
 pub const PERF_SAMPLE_CPU: u64 = 1 << 7;
+pub const PERF_SAMPLE_PERIOD: u64 = 1 << 8;
 pub const PERF_SAMPLE_RAW: u64 = 1 << 10;
 pub const PERF_SAMPLE_IDENTIFIER: u64 = 1 << 16;
 

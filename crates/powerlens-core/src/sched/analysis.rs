@@ -100,6 +100,10 @@ pub struct ThreadStats {
     pub freq_known_ns: u64,
     /// Σ running time × CPU frequency over that time, in kHz·ns.
     pub khz_ns: f64,
+    /// CPU time the scheduler itself charged (Σ sched_stat_runtime), when recorded.
+    pub sched_runtime_ns: u64,
+    /// Switch-ins of this thread the kernel did not record and the analysis inferred.
+    pub inferred_switch_ins: u64,
 }
 
 /// Residency of one idle state on one CPU.
@@ -412,6 +416,7 @@ impl SchedAnalysis {
             EventKind::InterruptExit => {
                 self.cpu(e.cpu).interrupts.pop();
             }
+            EventKind::Runtime { tid, ns } => self.thread(*tid).stats.sched_runtime_ns += ns,
             EventKind::Frequency { khz } => {
                 self.cpu(e.cpu);
                 self.charge_frequency(e.cpu, t);
@@ -673,6 +678,7 @@ impl SchedAnalysis {
                     }
                 }
                 self.cpus[cpu as usize].stats.inferred_switch_ins += 1;
+                self.thread(prev).stats.inferred_switch_ins += 1;
                 self.open(cpu, prev, inferred);
                 self.cpus[cpu as usize].current_inferred = true;
             }
@@ -794,6 +800,15 @@ impl SchedAnalysis {
                     }
                     ThreadState::Blocked { since } => th.stats.wait_ns += end.saturating_sub(since),
                     _ => {}
+                }
+                // A thread some of whose switch-ins had to be inferred ran for an estimated
+                // time; the scheduler's own account, recorded in its context, is exact. Its
+                // wake-ups were lost with the switch-ins, so the estimate's error sits in
+                // the blocked time before each inferred switch-in: move it there.
+                if th.stats.inferred_switch_ins > 0 && th.stats.sched_runtime_ns > 0 {
+                    let (exact, estimated) = (th.stats.sched_runtime_ns, th.stats.cpu_time_ns);
+                    th.stats.wait_ns = (th.stats.wait_ns + estimated).saturating_sub(exact);
+                    th.stats.cpu_time_ns = exact;
                 }
                 th.stats
             })

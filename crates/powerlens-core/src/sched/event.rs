@@ -90,6 +90,9 @@ pub enum EventKind {
     InterruptExit,
     /// power:cpu_frequency.
     Frequency { khz: u64 },
+    /// sched:sched_stat_runtime: the scheduler charged `tid` `ns` nanoseconds of CPU time
+    /// since its previous update (at switch-outs and ticks, in the thread's own context).
+    Runtime { tid: Tid, ns: u64 },
 }
 
 /// One event on one CPU at one time (CLOCK_MONOTONIC nanoseconds).

@@ -949,3 +949,58 @@ fn reduced_recording_leaves_trace_figures_unavailable() {
     // Energy is still attributed, by CPU time.
     assert!(t.energy_j.unwrap() > 0.0);
 }
+
+/// A thread whose switch-ins were all lost (this VM's cpu1) but whose runtime updates were
+/// recorded: its CPU time is the scheduler's account, and the estimate's error moves into
+/// its blocked time, so running + blocked still spans its life.
+#[test]
+fn sched_runtime_replaces_cpu_time_estimated_from_inferred_switch_ins() {
+    let ms = 1_000_000;
+    let mut events = vec![
+        // cpu1 goes idle; the thread's wake-up and switch-in at 1.5 ms are lost.
+        ev(
+            0,
+            1,
+            EventKind::Switch {
+                prev: 42,
+                how: SwitchedOut::Blocked,
+                next: IDLE_TID,
+            },
+        ),
+    ];
+    for k in 1..=3u64 {
+        // Each run ends with the scheduler's account (0.5 ms) and a blocked switch-out.
+        events.push(ev(
+            2 * k * ms - 1,
+            1,
+            EventKind::Runtime {
+                tid: 42,
+                ns: ms / 2,
+            },
+        ));
+        events.push(ev(
+            2 * k * ms,
+            1,
+            EventKind::Switch {
+                prev: 42,
+                how: SwitchedOut::Blocked,
+                next: IDLE_TID,
+            },
+        ));
+    }
+    let s = analyse(&events, 6 * ms);
+    let t = s.threads.iter().find(|t| t.tid == 42).unwrap();
+    assert_eq!(t.inferred_switch_ins, 3);
+    assert_eq!(t.sched_runtime_ns, 3 * ms / 2);
+    assert_eq!(
+        t.cpu_time_ns,
+        3 * ms / 2,
+        "the scheduler's account, not the estimate"
+    );
+    assert_eq!(t.sync_switches, 4);
+    assert_eq!(
+        t.cpu_time_ns + t.wait_ns + t.inactive_ns,
+        6 * ms,
+        "no time lost or doubled"
+    );
+}

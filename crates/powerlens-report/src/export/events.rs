@@ -22,7 +22,7 @@ pub enum Flavour {
 }
 
 /// The CSV columns, which are also the JSON keys.
-pub const COLUMNS: [&str; 17] = [
+pub const COLUMNS: [&str; 18] = [
     "time_ns",
     "cpu",
     "event",
@@ -39,6 +39,7 @@ pub const COLUMNS: [&str; 17] = [
     "parent_tid",
     "idle_state",
     "khz",
+    "runtime_ns",
     "interrupt",
 ];
 
@@ -74,6 +75,8 @@ struct Row<'a> {
     idle_state: Option<u32>,
     #[serde(skip_serializing_if = "Option::is_none")]
     khz: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    runtime_ns: Option<u64>,
     /// `timer`, `irq NAME`, `softirq NAME`, `ipi`.
     #[serde(skip_serializing_if = "Option::is_none")]
     interrupt: Option<String>,
@@ -193,6 +196,12 @@ impl<W: Write> EventWriter<W> {
                 });
             }
             EventKind::InterruptExit => r.event = "interrupt_exit",
+            EventKind::Runtime { tid, ns } => {
+                r.event = "runtime";
+                r.tid = Some(*tid);
+                r.comm = name(*tid);
+                r.runtime_ns = Some(*ns);
+            }
         }
         self.line.clear();
         match self.flavour {
@@ -203,7 +212,7 @@ impl<W: Write> EventWriter<W> {
                 let text = |s: Option<&str>| s.map(csv_field).unwrap_or_default();
                 write!(
                     self.line,
-                    "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
+                    "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
                     r.time_ns,
                     r.cpu,
                     r.event,
@@ -220,6 +229,7 @@ impl<W: Write> EventWriter<W> {
                     opt(&r.parent_tid),
                     opt(&r.idle_state),
                     opt(&r.khz),
+                    opt(&r.runtime_ns),
                     text(r.interrupt.as_deref()),
                 )?;
             }

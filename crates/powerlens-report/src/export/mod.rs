@@ -118,6 +118,8 @@ pub struct CpuCounts {
     pub process: u64,
     /// Interrupt entries and exits (not every export writes them).
     pub interrupts: u64,
+    /// The scheduler's runtime updates (sched_stat_runtime; not every export writes them).
+    pub runtime: u64,
 }
 
 impl CpuCounts {
@@ -132,6 +134,7 @@ impl CpuCounts {
                 self.process += 1
             }
             EventKind::InterruptEnter(_) | EventKind::InterruptExit => self.interrupts += 1,
+            EventKind::Runtime { .. } => self.runtime += 1,
         }
     }
 
@@ -143,6 +146,7 @@ impl CpuCounts {
             + self.frequency
             + self.process
             + self.interrupts
+            + self.runtime
     }
 }
 

@@ -312,7 +312,11 @@ impl<W: Write> PerfettoWriter<W> {
                 uint(body, 2, u64::from(cpu));
                 CPU_FREQUENCY
             }
-            EventKind::InterruptEnter(_) | EventKind::InterruptExit => return None,
+            // Interrupts need IRQ and vector numbers the model does not keep; runtime
+            // updates are the report's CPU-time source, not a Perfetto track.
+            EventKind::InterruptEnter(_) | EventKind::InterruptExit | EventKind::Runtime { .. } => {
+                return None
+            }
         };
         Some(field)
     }

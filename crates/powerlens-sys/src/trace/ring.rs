@@ -11,15 +11,24 @@ use std::os::fd::{AsRawFd, BorrowedFd};
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::perf::{
-    PERF_SAMPLE_CALLCHAIN, PERF_SAMPLE_CPU, PERF_SAMPLE_IDENTIFIER, PERF_SAMPLE_RAW,
-    PERF_SAMPLE_TID, PERF_SAMPLE_TIME,
+    PERF_SAMPLE_CALLCHAIN, PERF_SAMPLE_CPU, PERF_SAMPLE_IDENTIFIER, PERF_SAMPLE_PERIOD,
+    PERF_SAMPLE_RAW, PERF_SAMPLE_TID, PERF_SAMPLE_TIME,
 };
 
 /// What every sample of the collector holds, in the kernel's order: identifier (which
-/// event, when several share a ring), pid/tid, time, cpu, raw tracepoint payload; with
-/// [`PERF_SAMPLE_CALLCHAIN`] added, a call chain comes between cpu and raw.
-pub const SAMPLE_TYPE: u64 =
-    PERF_SAMPLE_IDENTIFIER | PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_CPU | PERF_SAMPLE_RAW;
+/// event, when several share a ring), pid/tid, time, cpu, period, raw tracepoint payload;
+/// with [`PERF_SAMPLE_CALLCHAIN`] added, a call chain comes between period and raw.
+///
+/// The period matters for tracepoints that count more than one per hit
+/// (`__perf_count`, e.g. sched_stat_runtime counts nanoseconds): with PERF_SAMPLE_PERIOD
+/// the kernel writes one sample per hit carrying the count; without it, a sampling event
+/// of period 1 would write one sample per unit counted.
+pub const SAMPLE_TYPE: u64 = PERF_SAMPLE_IDENTIFIER
+    | PERF_SAMPLE_TID
+    | PERF_SAMPLE_TIME
+    | PERF_SAMPLE_CPU
+    | PERF_SAMPLE_PERIOD
+    | PERF_SAMPLE_RAW;
 
 const PERF_RECORD_LOST: u32 = 2;
 const PERF_RECORD_SAMPLE: u32 = 9;
@@ -58,6 +67,9 @@ pub struct Sample<'a> {
     /// In the clock of the event's `clockid`.
     pub time: u64,
     pub cpu: u32,
+    /// What the hit counted: 1 for most tracepoints, the `__perf_count` value for those
+    /// that have one (sched_stat_runtime's nanoseconds); 1 without PERF_SAMPLE_PERIOD.
+    pub period: u64,
     /// The tracepoint payload, including its trailing alignment padding.
     pub raw: &'a [u8],
     /// Empty unless the sample type has [`PERF_SAMPLE_CALLCHAIN`].
@@ -147,6 +159,14 @@ pub fn parse_record(bytes: &[u8], sample_type: u64) -> Record<'_> {
                 return Record::Malformed;
             };
             let mut at = 40;
+            let mut period = 1;
+            if sample_type & PERF_SAMPLE_PERIOD != 0 {
+                let Some(p) = u64_at(at) else {
+                    return Record::Malformed;
+                };
+                period = p;
+                at += 8;
+            }
             let mut callchain = Callchain::default();
             if sample_type & PERF_SAMPLE_CALLCHAIN != 0 {
                 let ips = u64_at(at)
@@ -166,6 +186,7 @@ pub fn parse_record(bytes: &[u8], sample_type: u64) -> Record<'_> {
                     tid,
                     time,
                     cpu,
+                    period,
                     raw,
                     callchain,
                 }),
@@ -338,7 +359,7 @@ mod tests {
     fn sample_bytes(tid: u32, ips: Option<&[u64]>, payload: &[u8]) -> Vec<u8> {
         let raw_len = (4 + payload.len()).next_multiple_of(8);
         let chain_len = ips.map_or(0, |ips| 8 + 8 * ips.len());
-        let len = 40 + chain_len + raw_len;
+        let len = 48 + chain_len + raw_len;
         let mut b = Vec::with_capacity(len);
         b.extend_from_slice(&PERF_RECORD_SAMPLE.to_ne_bytes());
         b.extend_from_slice(&0u16.to_ne_bytes());
@@ -349,6 +370,7 @@ mod tests {
         b.extend_from_slice(&(tid as u64 * 100).to_ne_bytes()); // time
         b.extend_from_slice(&(tid % 4).to_ne_bytes()); // cpu
         b.extend_from_slice(&0u32.to_ne_bytes());
+        b.extend_from_slice(&(tid as u64 + 5).to_ne_bytes()); // period
         if let Some(ips) = ips {
             b.extend_from_slice(&(ips.len() as u64).to_ne_bytes());
             ips.iter()
@@ -403,6 +425,7 @@ mod tests {
         match parse_record(&bytes, SAMPLE_TYPE) {
             Record::Sample(s) => {
                 assert_eq!((s.id, s.pid, s.tid, s.time, s.cpu), (70, 1007, 7, 700, 3));
+                assert_eq!(s.period, 12);
                 assert!(s.callchain.is_empty());
                 assert_eq!(&s.raw[..5], b"hello");
                 assert_eq!(
@@ -418,6 +441,7 @@ mod tests {
             Record::Lost { lost: 9 }
         );
         assert_eq!(parse_record(&bytes[..30], SAMPLE_TYPE), Record::Malformed);
+        assert_eq!(parse_record(&bytes[..44], SAMPLE_TYPE), Record::Malformed);
         assert_eq!(parse_record(&bytes[..2], SAMPLE_TYPE), Record::Malformed);
         let mut throttle = lost_bytes(0);
         throttle[0] = 5;
@@ -427,7 +451,7 @@ mod tests {
         );
         // A raw size beyond the record is malformed, not an out-of-bounds read.
         let mut lying = bytes.clone();
-        lying[40..44].copy_from_slice(&1000u32.to_ne_bytes());
+        lying[48..52].copy_from_slice(&1000u32.to_ne_bytes());
         assert_eq!(parse_record(&lying, SAMPLE_TYPE), Record::Malformed);
     }
 
@@ -459,7 +483,7 @@ mod tests {
         };
         assert_eq!((s.callchain.len(), &s.raw[..1]), (0, &b"x"[..]));
         let mut lying = bytes.clone();
-        lying[40..48].copy_from_slice(&u64::MAX.to_ne_bytes());
+        lying[48..56].copy_from_slice(&u64::MAX.to_ne_bytes());
         assert_eq!(parse_record(&lying, with_chain), Record::Malformed);
     }
 
@@ -476,10 +500,11 @@ mod tests {
             sample_bytes(12, None, b"third"),
         ];
         let total: usize = records.iter().map(Vec::len).sum();
-        // Start at every 8-byte position of a 256-byte ring (positions already wrapped
+        // Start at every 8-byte position of a 512-byte ring (positions already wrapped
         // several times), so each record straddles the end in some run.
-        for start in (0..256u64).step_by(8).map(|s| s + 3 * 256) {
-            let (area, head) = ring_with(256, start, &records);
+        assert!(total <= 512);
+        for start in (0..512u64).step_by(8).map(|s| s + 3 * 512) {
+            let (area, head) = ring_with(512, start, &records);
             let (tail, out) = walk_all(&area, start, head);
             assert_eq!(tail, head);
             assert_eq!(out, records, "start {start}");

@@ -19,6 +19,9 @@ pub const RECORDED_EVENTS: &[(&str, Tracepoint)] = &[
     ("sched/sched_process_fork", Tracepoint::Fork),
     ("sched/sched_process_exec", Tracepoint::Exec),
     ("sched/sched_process_exit", Tracepoint::Exit),
+    // The scheduler's own CPU-time account, in the running thread's context: exact even
+    // where a kernel loses the idle-context switch-ins (this project's VMs).
+    ("sched/sched_stat_runtime", Tracepoint::Runtime),
     ("power/cpu_idle", Tracepoint::CpuIdle),
     ("power/cpu_frequency", Tracepoint::CpuFrequency),
     ("irq/irq_handler_entry", Tracepoint::IrqEntry),
@@ -59,6 +62,7 @@ pub enum Tracepoint {
     Fork,
     Exec,
     Exit,
+    Runtime,
     CpuIdle,
     CpuFrequency,
     IrqEntry,
@@ -184,6 +188,10 @@ impl Converter {
             Tracepoint::Exit => EventKind::Exit {
                 tid: int(0)? as u32,
             },
+            Tracepoint::Runtime => EventKind::Runtime {
+                tid: int(0)? as u32,
+                ns: f[1].u64(raw)?,
+            },
             Tracepoint::CpuIdle => {
                 let state = f[0].u64(raw)?;
                 let cpu = f[1].u64(raw)? as u32;
@@ -249,6 +257,7 @@ fn needed_fields(t: Tracepoint) -> &'static [&'static str] {
         Tracepoint::Fork => &["parent_pid", "child_pid", "child_comm"],
         Tracepoint::Exec => &["pid", "filename"],
         Tracepoint::Exit => &["pid"],
+        Tracepoint::Runtime => &["pid", "runtime"],
         Tracepoint::CpuIdle | Tracepoint::CpuFrequency => &["state", "cpu_id"],
         Tracepoint::IrqEntry => &["name"],
         Tracepoint::SoftirqEntry => &["vec"],
