@@ -312,6 +312,7 @@ impl SchedAnalysis {
         self
     }
 
+    #[inline]
     fn thread(&mut self, tid: Tid) -> &mut Thread {
         let (groups, group_of) = (&self.groups, &self.group_of);
         self.threads.entry(tid).or_insert_with(|| {
@@ -330,19 +331,28 @@ impl SchedAnalysis {
         })
     }
 
+    /// The CPU's state, created on first sight. Called several times per event: the
+    /// common case is one bounds check, the growth path is kept out of line.
+    #[inline]
     fn cpu(&mut self, cpu: u32) -> &mut Cpu {
         let i = cpu as usize;
         if self.cpus.len() <= i {
-            self.cpus.resize_with(i + 1, Cpu::default);
-            for (n, c) in self.cpus.iter_mut().enumerate() {
-                c.stats.cpu = n as u32;
-                if c.stats.idle_wakeups_at_least.len() != self.idle_thresholds.len() {
-                    c.stats.idle_wakeups_at_least =
-                        self.idle_thresholds.iter().map(|&t| (t, 0)).collect();
-                }
-            }
+            self.grow_cpus(i + 1);
         }
         &mut self.cpus[i]
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn grow_cpus(&mut self, len: usize) {
+        self.cpus.resize_with(len, Cpu::default);
+        for (n, c) in self.cpus.iter_mut().enumerate() {
+            c.stats.cpu = n as u32;
+            if c.stats.idle_wakeups_at_least.len() != self.idle_thresholds.len() {
+                c.stats.idle_wakeups_at_least =
+                    self.idle_thresholds.iter().map(|&t| (t, 0)).collect();
+            }
+        }
     }
 
     /// Consumes one event. Events must come in non-decreasing time order (an event older
