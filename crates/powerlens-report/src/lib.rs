@@ -7,6 +7,7 @@ pub mod dvfs;
 pub mod export;
 pub mod html;
 pub mod info;
+pub mod page;
 pub mod recording;
 pub mod run;
 pub mod svg;
