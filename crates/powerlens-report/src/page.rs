@@ -7,6 +7,12 @@
 use std::fmt::Write;
 
 use crate::svg::escape;
+use crate::table::Table;
+
+/// The value of a cell that is one number (`12.5`, `-3`, `+9.1%`).
+fn number(text: &str) -> Option<f64> {
+    text.trim().trim_end_matches('%').parse().ok()
+}
 
 const STYLE: &str = "body{font-family:sans-serif;max-width:1100px;margin:1em auto;padding:0 1em;color:#222}
 h1{font-size:1.4em}h2{font-size:1.15em;margin-top:1.6em;border-bottom:1px solid #ccc}
@@ -130,22 +136,21 @@ impl Page {
         self.out.push_str("</tbody></table>\n");
     }
 
-    /// A sortable table of text cells: a cell whose text is a number sorts as one.
-    pub fn text_table(&mut self, headers: &[&str], rows: &[Vec<String>]) {
-        let cols: Vec<Column<'_>> = headers
+    /// A terminal [`Table`] as a sortable table: a cell whose text is a number (a sign and
+    /// a trailing `%` allowed) sorts as one.
+    pub fn table(&mut self, table: &Table) {
+        let cols: Vec<Column<'_>> = table
+            .headers()
             .iter()
             .map(|h| Column {
                 header: h,
                 description: "",
             })
             .collect();
-        let rows: Vec<Vec<(String, Option<f64>)>> = rows
+        let rows: Vec<Vec<(String, Option<f64>)>> = table
+            .rows()
             .iter()
-            .map(|row| {
-                row.iter()
-                    .map(|t| (t.clone(), t.trim().parse::<f64>().ok()))
-                    .collect()
-            })
+            .map(|row| row.iter().map(|t| (t.clone(), number(t))).collect())
             .collect();
         self.sortable_table(&cols, &rows);
     }
@@ -166,10 +171,9 @@ mod tests {
         let mut p = Page::new("t <b>");
         p.h2("h & <i>");
         p.note("n \"q\"");
-        p.text_table(
-            &["name <x>", "J"],
-            &[vec!["<i>pwn</i>".into(), "12.5".into()]],
-        );
+        let mut t = Table::new(["name <x>", "J"]);
+        t.row(["<i>pwn</i>", "12.5"]);
+        p.table(&t);
         let html = p.finish();
         assert!(!html.contains("<i>") && !html.contains("<b>") && !html.contains("<x>"));
         assert!(html.contains("<title>t &lt;b&gt;</title>"));

@@ -333,12 +333,12 @@ const COMPARE_HEADERS: [&str; 12] = [
 
 const COMPARE_NOTE: &str = "latencies in µs; n/a: unavailable on the kernel that measured it (see each result's info.json)";
 
-/// The comparison's rows, one per result and state.
-fn compare_rows(results: &[Loaded]) -> Vec<Vec<String>> {
-    let mut rows = Vec::new();
+/// The comparison, one row per result and state.
+fn compare_table(results: &[Loaded]) -> Table {
+    let mut table = Table::new(COMPARE_HEADERS);
     for loaded in results {
         for s in &loaded.result.states {
-            rows.push(vec![
+            table.row([
                 loaded.label.clone(),
                 s.name.clone(),
                 s.declared_latency_us
@@ -360,17 +360,13 @@ fn compare_rows(results: &[Loaded]) -> Vec<Vec<String>> {
             ]);
         }
     }
-    rows
+    table
 }
 
 /// The comparison table of several results, one row per result and state.
 pub fn compare_text(results: &[Loaded]) -> String {
-    let mut table = Table::new(COMPARE_HEADERS);
-    for row in compare_rows(results) {
-        table.row(row);
-    }
     let mut out = format!("{COMPARE_NOTE}\n");
-    out.push_str(&table.render());
+    out.push_str(&compare_table(results).render());
     out
 }
 
@@ -381,7 +377,7 @@ pub fn html(results: &[Loaded]) -> String {
     let mut page = Page::new(&format!("powerlens wake report: {}", labels.join(", ")));
     page.h2("Comparison (click a column to sort)");
     page.note(COMPARE_NOTE);
-    page.text_table(&COMPARE_HEADERS, &compare_rows(results));
+    page.table(&compare_table(results));
     let (wake, silent) = axes(results);
     let metric = if wake { "wake latency" } else { "UserLatency" };
     page.h2(&format!("{metric} per datapoint"));
