@@ -659,4 +659,28 @@ mod tests {
         let table = compare_text(&both);
         assert!(table.contains("metal") && table.contains("vm") && table.contains("n/a"));
     }
+
+    #[test]
+    fn html_draws_wake_latency_against_silent_time_and_escapes_labels() {
+        let mut metal = loaded(true);
+        metal.label = "<b>m&\"x\"".into();
+        let page = html(std::slice::from_ref(&metal));
+        assert!(!page.contains("<b>"), "{page}");
+        assert!(page.contains("<td>&lt;b&gt;m&amp;&quot;x&quot;</td><td>C1</td>"));
+        // The plots' legend: result and the state named in datapoints.csv.
+        assert!(page.contains(">&lt;b&gt;m&amp;&quot;x&quot; C1, &quot;deep&quot;</text>"));
+        assert!(page.contains("<h2>wake latency per datapoint</h2>"));
+        assert!(
+            page.contains(">silent time [µs]</text>") && page.contains(">wake latency [µs]</text>")
+        );
+        assert!(!page.contains("launch distance"), "{page}");
+        // 20 datapoints in the scatter, 40 histogram bins.
+        assert_eq!(page.matches("<circle").count(), 20 + HISTOGRAM_BINS);
+        // With a result lacking the idle trace: UserLatency against LDist, and the page says why.
+        let page = html(&[metal, loaded(false)]);
+        assert!(page.contains("Silent time is unavailable in at least one result"));
+        assert!(page.contains("Wake latency is unavailable in at least one result"));
+        assert_eq!(page.matches("<circle").count(), 40 + 2 * HISTOGRAM_BINS);
+        assert_eq!(page.matches("<h2>Result ").count(), 2);
+    }
 }

@@ -265,3 +265,98 @@ fn an_unwritable_html_target_is_named_and_nothing_is_left() {
     );
     assert!(!Path::new(&target).exists());
 }
+
+/// A result directory in the documented format (docs/WAKE.md: info.json and datapoints.csv)
+/// of `n` measurements with the idle trace delivered, so silent time is available: the
+/// measurement `i` has LDist 500 µs + i ns, silent time 100 µs + i µs and wake latency
+/// 2 µs + 10·i ns.
+fn synthetic_wake_result(dir: &Path, state: &str, n: u64) {
+    use powerlens_core::wake::{state_report, Delivered, Raw, WakeResult};
+    let raws: Vec<Raw> = (0..n)
+        .map(|i| {
+            let l = 1_000_000 * (i + 1);
+            Raw {
+                ltime_ns: l,
+                ldist_ns: 500_000 + i,
+                tbi_ns: Some(l - 100_000 - i * 1_000),
+                tai_ns: Some(l + 2_000 + i * 10),
+                tintr_ns: Some(l + 3_000),
+                user_wake_ns: l + 50_000 + i * 100,
+                cstate: state.to_string(),
+                woken_by_our_timer: Some(true),
+                interrupts: 0,
+                softirqs: 0,
+            }
+        })
+        .collect();
+    let delivered = Delivered {
+        idle: true,
+        timer: true,
+        untraced: false,
+    };
+    let result = WakeResult {
+        cpu: 1,
+        cpuidle_driver: "haltpoll".into(),
+        ldist_min_ns: 300_000,
+        ldist_max_ns: 8_000_000,
+        self_overhead: None,
+        trace_unavailable: vec![],
+        lost_records: 0,
+        notes: vec![],
+        stopped_early: None,
+        states: vec![state_report(state, Some(1), &raws, &delivered, 1)],
+    };
+    let rows: Vec<_> = raws
+        .iter()
+        .map(|r| (r.clone(), r.datapoint(&delivered)))
+        .collect();
+    std::fs::create_dir_all(dir).unwrap();
+    std::fs::write(
+        dir.join("info.json"),
+        serde_json::to_string_pretty(&result).unwrap(),
+    )
+    .unwrap();
+    std::fs::write(
+        dir.join("datapoints.csv"),
+        powerlens_report::wake::datapoints_csv(&rows),
+    )
+    .unwrap();
+}
+
+/// Synthetic results with the idle trace (any user, any kernel): the page plots wake
+/// latency against silent time, one point per datapoint, and a state named with HTML
+/// metacharacters is text.
+#[test]
+fn wake_report_page_plots_wake_latency_against_silent_time() {
+    let dir = tempfile::tempdir().unwrap();
+    let (a, b) = (dir.path().join("a"), dir.path().join("b"));
+    synthetic_wake_result(&a, "<i>C1</i>", 30);
+    synthetic_wake_result(&b, "POLL", 20);
+    let html = dir.path().join("wake.html");
+    let o = Command::new(env!("CARGO_BIN_EXE_powerlens"))
+        .args(["wake", "report"])
+        .args([&a, &b])
+        .arg("--out")
+        .arg(dir.path().join("plots"))
+        .arg("--html")
+        .arg(&html)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let page = assert_self_contained(&html, "<i>C1</i>", "<td>&lt;i&gt;C1&lt;/i&gt;</td>");
+    for want in [
+        "<h2>wake latency per datapoint</h2>",
+        ">silent time [µs]</text>",
+        ">wake latency [µs]</text>",
+        "<h2>wake latency histogram</h2>",
+        ">datapoints [%]</text>",
+    ] {
+        assert!(page.contains(want), "missing {want:?}");
+    }
+    assert!(!page.contains("launch distance"));
+    // 50 datapoints, 40 histogram bins for each of the 2 results.
+    assert_eq!(circles(&page), 50 + 2 * 40);
+    // The table's UserLatency median of result a: 50 µs + 100·i ns over i in 0..30.
+    assert!(page.contains(">51.45</td>"), "{page}");
+    assert_renders_in_chromium(&html, "<i>C1</i>", "i");
+}
