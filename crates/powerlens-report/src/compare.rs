@@ -3,6 +3,8 @@
 use powerlens_core::compare::{CandidateComparison, Comparison};
 use powerlens_core::stats::Summary;
 
+use crate::page::Page;
+use crate::svg::{self, Interval};
 use crate::table::{csv_field, precise, sig, Table};
 
 fn mean_ci(s: &Summary) -> (String, String) {
@@ -37,9 +39,8 @@ fn figure_rows(c: &CandidateComparison) -> Vec<(String, String)> {
     rows
 }
 
-/// The terminal view. `provenance` says where the numbers come from.
-pub fn text(c: &Comparison, provenance: &str) -> String {
-    let mut out = format!("baseline: {}\nenergy:   {provenance}\n\n", c.baseline);
+/// One row per label: runs, means with their 95% intervals, power, EDP, work per joule.
+fn labels_table(c: &Comparison) -> Table {
     let mut t = Table::new([
         "label", "runs", "time s", "95% CI", "energy J", "95% CI", "power W", "EDP J·s", "work/J",
     ]);
@@ -58,45 +59,99 @@ pub fn text(c: &Comparison, provenance: &str) -> String {
             sig(l.perf_per_watt.mean, 4),
         ]);
     }
-    out.push_str(&t.render());
-    for cand in &c.candidates {
-        out.push_str(&format!(
-            "\n{} against {} (ratio = candidate / baseline)\n",
-            cand.label, cand.baseline
-        ));
-        let mut t = Table::new([
-            "figure",
-            "ratio",
-            "change",
-            "95% CI of ratio",
-            "significant",
+    t
+}
+
+/// One candidate's ratios to the baseline, per figure.
+fn ratios_table(cand: &CandidateComparison) -> Table {
+    let mut t = Table::new([
+        "figure",
+        "ratio",
+        "change",
+        "95% CI of ratio",
+        "significant",
+    ]);
+    for (key, name) in figure_rows(cand) {
+        let Some(ratio) = cand.ratios.get(&key) else {
+            continue;
+        };
+        t.row([
+            name,
+            format!("{ratio:.4}"),
+            format!("{:+.1}%", (ratio - 1.0) * 100.0),
+            cand.ratio_ci95
+                .get(&key)
+                .map(|[lo, hi]| format!("{lo:.4} … {hi:.4}"))
+                .unwrap_or_else(|| "n/a".into()),
+            match cand.significant.get(&key) {
+                Some(true) => "yes".into(),
+                Some(false) => "no".into(),
+                None => "n/a (need ≥ 2 runs)".into(),
+            },
         ]);
-        for (key, name) in figure_rows(cand) {
-            let Some(ratio) = cand.ratios.get(&key) else {
-                continue;
-            };
-            t.row([
-                name,
-                format!("{ratio:.4}"),
-                format!("{:+.1}%", (ratio - 1.0) * 100.0),
-                cand.ratio_ci95
-                    .get(&key)
-                    .map(|[lo, hi]| format!("{lo:.4} … {hi:.4}"))
-                    .unwrap_or_else(|| "n/a".into()),
-                match cand.significant.get(&key) {
-                    Some(true) => "yes".into(),
-                    Some(false) => "no".into(),
-                    None => "n/a (need ≥ 2 runs)".into(),
-                },
-            ]);
-        }
-        out.push_str(&t.render());
+    }
+    t
+}
+
+fn against(cand: &CandidateComparison) -> String {
+    format!(
+        "{} against {} (ratio = candidate / baseline)",
+        cand.label, cand.baseline
+    )
+}
+
+/// The terminal view. `provenance` says where the numbers come from.
+pub fn text(c: &Comparison, provenance: &str) -> String {
+    let mut out = format!("baseline: {}\nenergy:   {provenance}\n\n", c.baseline);
+    out.push_str(&labels_table(c).render());
+    for cand in &c.candidates {
+        out.push_str(&format!("\n{}\n", against(cand)));
+        out.push_str(&ratios_table(cand).render());
     }
     out.push('\n');
     for cand in &c.candidates {
         out.push_str(&format!("verdict: {}\n", cand.verdict));
     }
     out
+}
+
+/// `compare --html`: the verdicts, the labels' table, and per candidate its ratios with
+/// 95% intervals as a chart (a dashed line at 1: no change) and as a table. `notes` (an
+/// early stop) are shown under the verdicts. Labels are escaped.
+pub fn html(c: &Comparison, provenance: &str, notes: &[String]) -> String {
+    let mut page = Page::new(&format!("powerlens compare: baseline {}", c.baseline));
+    page.p(&format!("Energy: {provenance}."));
+    page.h2("Verdict");
+    for cand in &c.candidates {
+        page.p(&cand.verdict);
+    }
+    for n in notes {
+        page.note(n);
+    }
+    page.h2("Means per label (click a column to sort)");
+    page.note("± is the half-width of the 95% confidence interval of the mean.");
+    page.table(&labels_table(c));
+    for cand in &c.candidates {
+        page.h2(&against(cand));
+        let rows: Vec<Interval> = figure_rows(cand)
+            .into_iter()
+            .filter_map(|(key, name)| {
+                Some(Interval {
+                    label: name,
+                    value: *cand.ratios.get(&key)?,
+                    ci: cand.ratio_ci95.get(&key).copied(),
+                })
+            })
+            .collect();
+        page.svg(&svg::render_intervals(
+            &format!("{} / {}", cand.label, cand.baseline),
+            "ratio candidate / baseline (dot), 95% confidence interval (bar); dashed: 1 = no change",
+            &rows,
+            1.0,
+        ));
+        page.table(&ratios_table(cand));
+    }
+    page.finish()
 }
 
 /// CSV: one line per label (means), then one line per candidate figure (ratios).
@@ -209,6 +264,12 @@ mod tests {
             "{c}"
         );
         let md = markdown(&brown(), "x");
+        let h = html(&brown(), "imported <csv>", &[]);
+        assert!(h.contains("Energy: imported &lt;csv&gt;."), "{h}");
+        assert!(h.contains("<p>powersaving takes 9.1% longer and needs 6.9% more energy"));
+        assert!(h.contains("aria-label=\"powersaving / performance\""));
+        // One dot per figure: time, energy, power, EDP, ED²P, work per joule.
+        assert_eq!(h.matches("<circle").count(), 6, "{h}");
         assert!(md.contains("| powersaving | 1 | 228.0 |"), "{md}");
     }
 }

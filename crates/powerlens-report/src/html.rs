@@ -15,6 +15,7 @@ use powerlens_core::sched::event::{Event, EventKind, SwitchedOut, Tid, IDLE_TID}
 use powerlens_core::sched::report::RecordingReport;
 
 use crate::export::Counter;
+use crate::page::{Column, Page};
 use crate::recording::{self, GridOptions, UnknownColumn};
 use crate::svg::{self, escape, Panel, Series, XAxis};
 use crate::table::sig;
@@ -625,179 +626,96 @@ fn frequency_svg(t: &Timeline, samples: &[(u64, u32, u64)]) -> Option<(String, S
     Some((svg, note))
 }
 
-const STYLE: &str = "body{font-family:sans-serif;max-width:1100px;margin:1em auto;padding:0 1em;color:#222}
-h1{font-size:1.4em}h2{font-size:1.15em;margin-top:1.6em;border-bottom:1px solid #ccc}
-pre{background:#f6f6f6;padding:.6em;overflow-x:auto;font-size:12px}
-table{border-collapse:collapse;font-size:12px}th,td{padding:2px 6px;border-bottom:1px solid #eee}
-td.n{text-align:right;font-variant-numeric:tabular-nums}th{cursor:pointer;background:#f0f0f0;position:sticky;top:0}
-.note{color:#666}svg{max-width:100%;height:auto}
-@media print{th{position:static}pre{white-space:pre-wrap}}";
-
-/// Sorts the grid by a clicked header (numbers descending first, text ascending first).
-const SCRIPT: &str = "document.querySelectorAll('table.grid').forEach(function(t){
-var hs=t.querySelectorAll('th');hs.forEach(function(h,i){h.addEventListener('click',function(){
-var b=t.tBodies[0],rows=Array.prototype.slice.call(b.rows),num=h.dataset.num==='1';
-var dir=h.dataset.dir==='a'?'d':'a';if(!h.dataset.dir){dir=num?'d':'a';}h.dataset.dir=dir;
-rows.sort(function(x,y){var p=x.cells[i],q=y.cells[i],r;
-if(num){var u=parseFloat(p.dataset.v),v=parseFloat(q.dataset.v);u=isNaN(u)?-Infinity:u;v=isNaN(v)?-Infinity:v;r=u-v;}
-else{r=p.textContent.localeCompare(q.textContent);}return dir==='a'?r:-r;});
-rows.forEach(function(r){b.appendChild(r);});});});});";
-
 /// The whole page.
 pub fn page(input: &HtmlInput<'_>) -> Result<String, UnknownColumn> {
     let r = input.report;
-    let mut out = String::new();
-    let title = escape(input.title);
-    let _ = writeln!(
-        out,
-        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>{title}</title><style>{STYLE}</style></head><body>"
-    );
-    let _ = writeln!(out, "<h1>{title}</h1>");
-    let _ = writeln!(
-        out,
-        "<p>{} CPUs over {} s; target: {}. Energy: {}.</p>",
+    let mut page = Page::new(input.title);
+    page.p(&format!(
+        "{} CPUs over {} s; target: {}. Energy: {}.",
         r.system.cpus,
         sig(r.system.elapsed_s, 4),
-        escape(&r.system.target),
-        escape(&r.energy.provenance.label())
-    );
+        r.system.target,
+        r.energy.provenance.label()
+    ));
 
-    let _ = writeln!(out, "<h2>Power and energy over time</h2>");
+    page.h2("Power and energy over time");
     if input.counters.is_empty() {
-        let _ = writeln!(
-            out,
-            "<p class=\"note\">Unavailable: {}</p>",
-            escape(input.counters_missing)
-        );
+        page.unavailable(input.counters_missing);
     } else {
-        out.push_str(&power_svg(input.counters, input.timeline.start_ns));
+        page.svg(&power_svg(input.counters, input.timeline.start_ns));
     }
 
-    let _ = writeln!(out, "<h2>CPUs: busy, idle and unknown time</h2>");
+    page.h2("CPUs: busy, idle and unknown time");
     if r.cpus.is_empty() {
-        let _ = writeln!(
-            out,
-            "<p class=\"note\">Unavailable: the recording has no scheduler events per CPU (a reduced recording).</p>"
-        );
+        page.unavailable("the recording has no scheduler events per CPU (a reduced recording).");
     } else {
-        out.push_str(&cpu_bars_svg(r));
+        page.svg(&cpu_bars_svg(r));
     }
-    let _ = writeln!(out, "<pre>{}</pre>", escape(&recording::cpus(r)));
+    page.pre(&recording::cpus(r));
 
-    let _ = writeln!(out, "<h2>Idle-state residency per CPU</h2>");
+    page.h2("Idle-state residency per CPU");
     match residency_svg(r) {
         Some((svg, note)) => {
-            out.push_str(&svg);
-            let _ = writeln!(out, "<p class=\"note\">{}</p>", escape(&note));
+            page.svg(&svg);
+            page.note(&note);
         }
-        None => {
-            let _ = writeln!(
-                out,
-                "<p class=\"note\">Unavailable: neither power:cpu_idle records nor cpuidle counters (the reasons are under Unavailable below).</p>"
-            );
-        }
+        None => page.unavailable(
+            "neither power:cpu_idle records nor cpuidle counters (the reasons are under Unavailable below).",
+        ),
     }
 
-    let _ = writeln!(out, "<h2>Wake-up causes</h2>");
+    page.h2("Wake-up causes");
     match wakeup_causes_svg(r) {
-        Some(svg) => out.push_str(&svg),
-        None => {
-            let _ = writeln!(
-                out,
-                "<p class=\"note\">Unavailable: a reduced recording has no wake-up events.</p>"
-            );
-        }
+        Some(svg) => page.svg(&svg),
+        None => page.unavailable("a reduced recording has no wake-up events."),
     }
 
-    let _ = writeln!(out, "<h2>Frequency over time</h2>");
+    page.h2("Frequency over time");
     match frequency_svg(input.timeline, input.frequency_samples) {
         Some((svg, note)) => {
-            out.push_str(&svg);
-            let _ = writeln!(out, "<p class=\"note\">{}</p>", escape(&note));
+            page.svg(&svg);
+            page.note(&note);
         }
-        None => {
-            let _ = writeln!(
-                out,
-                "<p class=\"note\">Unavailable: no power:cpu_frequency records and no cpufreq samples (no cpufreq driver: typical of virtual machines).</p>"
-            );
-        }
+        None => page.unavailable(
+            "no power:cpu_frequency records and no cpufreq samples (no cpufreq driver: typical of virtual machines).",
+        ),
     }
 
-    let _ = writeln!(
-        out,
-        "<h2>Thread timeline (top {} threads by CPU time)</h2>",
+    page.h2(&format!(
+        "Thread timeline (top {} threads by CPU time)",
         input.timeline.lanes.len()
-    );
+    ));
     if input.timeline.lanes.is_empty() {
-        let _ = writeln!(
-            out,
-            "<p class=\"note\">Unavailable: no thread ran in the recording's scheduler events (a reduced recording has none).</p>"
+        page.unavailable(
+            "no thread ran in the recording's scheduler events (a reduced recording has none).",
         );
     } else {
-        out.push_str(&timeline_svg(input.timeline));
-        let _ = writeln!(
-            out,
-            "<p class=\"note\">Each of the {} time bins per thread is drawn in the state the thread spent most of it in.</p>",
+        page.svg(&timeline_svg(input.timeline));
+        page.note(&format!(
+            "Each of the {} time bins per thread is drawn in the state the thread spent most of it in.",
             input.timeline.lanes[0].bins.len()
-        );
+        ));
     }
 
-    let _ = writeln!(
-        out,
-        "<h2>By {} (click a column to sort)</h2>",
+    page.h2(&format!(
+        "By {} (click a column to sort)",
         input.grid.by.name()
-    );
+    ));
     let (cols, rows) = recording::grid_cells(r, input.grid)?;
-    let numeric: Vec<bool> = (0..cols.len())
-        .map(|i| rows.iter().any(|row| row[i].1.is_some()))
+    let cols: Vec<Column<'_>> = cols
+        .iter()
+        .map(|c| Column {
+            header: c.header,
+            description: c.description,
+        })
         .collect();
-    out.push_str("<table class=\"grid\"><thead><tr>");
-    for (c, num) in cols.iter().zip(&numeric) {
-        let _ = write!(
-            out,
-            "<th data-num=\"{}\" title=\"{}\">{}</th>",
-            u8::from(*num),
-            escape(c.description),
-            escape(c.header)
-        );
-    }
-    out.push_str("</tr></thead><tbody>\n");
-    for row in &rows {
-        out.push_str("<tr>");
-        for (text, n) in row {
-            match n {
-                Some(v) => {
-                    let _ = write!(out, "<td class=\"n\" data-v=\"{v}\">{}</td>", escape(text));
-                }
-                None => {
-                    let _ = write!(out, "<td>{}</td>", escape(text));
-                }
-            }
-        }
-        out.push_str("</tr>\n");
-    }
-    out.push_str("</tbody></table>\n");
+    page.sortable_table(&cols, &rows);
 
-    let _ = writeln!(
-        out,
-        "<h2>System</h2><pre>{}</pre>",
-        escape(&recording::system(r))
-    );
-    let b = recording::balance(r);
-    if !b.is_empty() {
-        let _ = writeln!(out, "<h2>Thread balance</h2><pre>{}</pre>", escape(&b));
-    }
-    let _ = writeln!(
-        out,
-        "<h2>Energy</h2><pre>{}</pre>",
-        escape(&recording::energy(r))
-    );
-    let u = recording::unavailable(r);
-    if !u.is_empty() {
-        let _ = writeln!(out, "<h2>Unavailable</h2><pre>{}</pre>", escape(&u));
-    }
-    let _ = writeln!(out, "<script>{SCRIPT}</script>\n</body></html>");
-    Ok(out)
+    page.section_pre("System", &recording::system(r));
+    page.section_pre("Thread balance", &recording::balance(r));
+    page.section_pre("Energy", &recording::energy(r));
+    page.section_pre("Unavailable", &recording::unavailable(r));
+    Ok(page.finish())
 }
 
 #[cfg(test)]

@@ -1,5 +1,5 @@
-//! Views of powerlens: terminal tables, JSON, CSV, Markdown and trace exports (Perfetto,
-//! Firefox Profiler). Takes analysed values in,
+//! Views of powerlens: terminal tables, JSON, CSV, Markdown, self-contained HTML pages
+//! (`page`, `html`) and trace exports (Perfetto, Firefox Profiler). Takes analysed values in,
 //! returns strings; never measures anything.
 
 pub mod compare;
@@ -7,6 +7,7 @@ pub mod dvfs;
 pub mod export;
 pub mod html;
 pub mod info;
+pub mod page;
 pub mod recording;
 pub mod run;
 pub mod svg;

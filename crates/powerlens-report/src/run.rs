@@ -3,7 +3,9 @@
 use powerlens_core::run::{RunResult, RunSummary};
 use powerlens_core::stats::Summary;
 
-use crate::table::{csv_field, sig, Table};
+use crate::page::Page;
+use crate::svg::{self, Panel, Series, XAxis};
+use crate::table::{csv_field, precise, sig, Table};
 
 /// One summarized figure: label, unit and its summary.
 fn figures(s: &RunSummary) -> Vec<(String, &'static str, &Summary)> {
@@ -32,6 +34,136 @@ fn ci(s: &Summary) -> String {
     }
 }
 
+/// The summary: one row per figure, mean, spread and the 95% interval of the mean.
+fn summary_table(s: &RunSummary) -> Table {
+    let mut t = Table::new([
+        "",
+        "mean",
+        "± stddev",
+        "median",
+        "min",
+        "max",
+        "95% CI of mean",
+        "unit",
+    ]);
+    for (label, unit, f) in figures(s) {
+        t.row([
+            label,
+            sig(f.mean, 4),
+            format!("± {}", sig(f.stddev, 2)),
+            sig(f.median, 4),
+            sig(f.min, 4),
+            sig(f.max, 4),
+            ci(f),
+            unit.to_string(),
+        ]);
+    }
+    t
+}
+
+/// One row per run.
+fn runs_table(result: &RunResult) -> Table {
+    let mut t = Table::new([
+        "run",
+        "wall s",
+        "CPU s",
+        "energy J",
+        "power W",
+        "EDP J·s",
+        "above idle J",
+        "exit",
+        "energy from",
+    ]);
+    for r in &result.runs {
+        t.row([
+            (r.index + 1).to_string(),
+            precise(r.wall_s),
+            precise(r.cpu_s),
+            precise(r.energy_j),
+            sig(r.power_w, 4),
+            sig(r.edp_js, 4),
+            r.energy_above_baseline_j
+                .map(precise)
+                .unwrap_or_else(|| "n/a".into()),
+            r.exit.describe(),
+            r.provenance.label(),
+        ]);
+    }
+    t
+}
+
+/// `run --html`: the summary, energy and time per run as a plot, and the runs' table
+/// (sortable), with every warning. The command line is escaped.
+pub fn html(result: &RunResult) -> String {
+    let command = shell_words(&result.command);
+    let mut page = Page::new(&format!("powerlens run: {command}"));
+    page.p(&format!("Energy: {}.", result.provenance.label()));
+    let text = text(result);
+    let header: String = text
+        .lines()
+        .take_while(|l| !l.starts_with("runs:"))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    page.pre(&header);
+    page.h2("Summary");
+    match &result.summary {
+        Some(s) => page.table(&summary_table(s)),
+        None => page.unavailable("no run finished."),
+    }
+    page.h2("Energy and time per run");
+    if result.runs.is_empty() {
+        page.unavailable("no run finished.");
+    } else {
+        let per_run = |name: &str, f: fn(&powerlens_core::run::Run) -> f64| Series {
+            name: name.to_string(),
+            points: result
+                .runs
+                .iter()
+                .map(|r| ((r.index + 1) as f64, f(r)))
+                .collect(),
+        };
+        let mut energy = vec![per_run("energy", |r| r.energy_j)];
+        if result
+            .runs
+            .iter()
+            .all(|r| r.energy_above_baseline_j.is_some())
+        {
+            energy.push(per_run("above idle", |r| {
+                r.energy_above_baseline_j.unwrap_or(0.0)
+            }));
+        }
+        page.svg(&svg::render(
+            &XAxis::Numeric {
+                label: "run (in the order measured)".into(),
+            },
+            &[
+                Panel {
+                    title: "Energy per run".into(),
+                    y_label: "energy [J]".into(),
+                    series: energy,
+                },
+                Panel {
+                    title: "Time per run".into(),
+                    y_label: "wall time [s]".into(),
+                    series: vec![
+                        per_run("wall time", |r| r.wall_s),
+                        per_run("CPU time", |r| r.cpu_s),
+                    ],
+                },
+            ],
+        ));
+    }
+    page.h2("Runs (click a column to sort)");
+    page.table(&runs_table(result));
+    if let Some(why) = &result.stopped_early {
+        page.note(&format!("Stopped early: {why}"));
+    }
+    for w in &result.warnings {
+        page.note(&format!("Warning: {w}"));
+    }
+    page.finish()
+}
+
 /// The terminal view: what was measured, the summary table, and every warning.
 pub fn text(result: &RunResult) -> String {
     let mut out = format!("command: {}\n", shell_words(&result.command));
@@ -55,29 +187,7 @@ pub fn text(result: &RunResult) -> String {
     match &result.summary {
         Some(s) => {
             out.push_str(&format!("runs:    {}\n\n", s.runs));
-            let mut t = Table::new([
-                "",
-                "mean",
-                "± stddev",
-                "median",
-                "min",
-                "max",
-                "95% CI of mean",
-                "unit",
-            ]);
-            for (label, unit, f) in figures(s) {
-                t.row([
-                    label,
-                    sig(f.mean, 4),
-                    format!("± {}", sig(f.stddev, 2)),
-                    sig(f.median, 4),
-                    sig(f.min, 4),
-                    sig(f.max, 4),
-                    ci(f),
-                    unit.to_string(),
-                ]);
-            }
-            out.push_str(&t.render());
+            out.push_str(&summary_table(s).render());
         }
         None => out.push_str("runs:    none finished\n"),
     }
@@ -224,6 +334,23 @@ mod tests {
             "{t}"
         );
         assert!(t.contains("  package-0/core"));
+    }
+
+    #[test]
+    fn html_plots_every_run_and_escapes_the_command() {
+        let mut r = result();
+        r.command = vec!["echo".into(), "<i>pwn</i>".into()];
+        let h = html(&r);
+        assert!(!h.contains("<i>"), "{h}");
+        // Quoted as a shell would need it, then escaped.
+        assert!(
+            h.contains("<title>powerlens run: echo &#39;&lt;i&gt;pwn&lt;/i&gt;&#39;</title>"),
+            "{h}"
+        );
+        // Energy per run (2 points), wall and CPU time per run (2 each).
+        assert_eq!(h.matches("<circle").count(), 6, "{h}");
+        assert!(h.contains(">energy [J]</text>") && h.contains(">wall time [s]</text>"));
+        assert!(h.contains("<td class=\"n\" data-v=\"24\">24</td>"), "{h}");
     }
 
     #[test]

@@ -245,6 +245,124 @@ fn panel_svg(out: &mut String, x: &XAxis, panel: &Panel, y0: f64, style: Style) 
     }
 }
 
+/// One row of an interval chart: a value and its confidence interval, when known.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Interval {
+    pub label: String,
+    pub value: f64,
+    pub ci: Option<[f64; 2]>,
+}
+
+/// A forest plot: one row per interval, the value as a dot and its interval as a bar, and a
+/// dashed vertical line at `reference` (e.g. a ratio of 1: no change). Rows without an
+/// interval show the dot only.
+pub fn render_intervals(title: &str, x_label: &str, rows: &[Interval], reference: f64) -> String {
+    let left = 170.0;
+    let right = 40.0;
+    let row_h = 24.0;
+    let top = TOP;
+    let plot_w = WIDTH - left - right;
+    let plot_h = row_h * rows.len().max(1) as f64;
+    let height = top + plot_h + BOTTOM;
+    let values = rows
+        .iter()
+        .flat_map(|r| {
+            let mut v = vec![r.value];
+            if let Some([lo, hi]) = r.ci {
+                v.extend([lo, hi]);
+            }
+            v
+        })
+        .filter(|v| v.is_finite())
+        .chain([reference]);
+    let (lo, hi) = min_max(values);
+    let xticks = ticks(lo, hi);
+    let (xlo, xhi) = (xticks[0], *xticks.last().unwrap_or(&hi));
+    let px = |v: f64| left + (v - xlo) / (xhi - xlo).max(f64::MIN_POSITIVE) * plot_w;
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{WIDTH}" height="{height}" viewBox="0 0 {WIDTH} {height}" font-family="sans-serif" font-size="12" role="img" aria-label="{}">"#,
+        escape(title)
+    );
+    let _ = writeln!(out, r#"<rect width="100%" height="100%" fill="white"/>"#);
+    let _ = writeln!(
+        out,
+        r#"<text x="{left}" y="22" font-size="14" font-weight="bold">{}</text>"#,
+        escape(title)
+    );
+    let bottom = top + plot_h;
+    for t in &xticks {
+        let x = px(*t);
+        let _ = writeln!(
+            out,
+            r##"<line x1="{x:.1}" y1="{top}" x2="{x:.1}" y2="{bottom}" stroke="#ddd"/><line x1="{x:.1}" y1="{bottom}" x2="{x:.1}" y2="{}" stroke="black"/><text x="{x:.1}" y="{}" text-anchor="middle">{}</text>"##,
+            bottom + 5.0,
+            bottom + 18.0,
+            tick_label(*t)
+        );
+    }
+    let _ = writeln!(
+        out,
+        r#"<line x1="{left}" y1="{bottom}" x2="{}" y2="{bottom}" stroke="black"/>"#,
+        left + plot_w
+    );
+    let rx = px(reference);
+    let _ = writeln!(
+        out,
+        r#"<line x1="{rx:.1}" y1="{top}" x2="{rx:.1}" y2="{bottom}" stroke="black" stroke-dasharray="4 3"/>"#
+    );
+    let _ = writeln!(
+        out,
+        r#"<text x="{}" y="{}" text-anchor="middle">{}</text>"#,
+        left + plot_w / 2.0,
+        bottom + 38.0,
+        escape(x_label)
+    );
+    for (i, r) in rows.iter().enumerate() {
+        let y = top + row_h * (i as f64 + 0.5);
+        let label: String = r.label.trim().chars().take(26).collect();
+        let _ = writeln!(
+            out,
+            r#"<text x="{}" y="{:.1}" text-anchor="end">{}</text>"#,
+            left - 8.0,
+            y + 4.0,
+            escape(&label)
+        );
+        let tip = match r.ci {
+            Some([a, b]) => format!(
+                "{}: {} (95% CI {} … {})",
+                r.label.trim(),
+                tick_label(r.value),
+                tick_label(a),
+                tick_label(b)
+            ),
+            None => format!("{}: {} (no interval)", r.label.trim(), tick_label(r.value)),
+        };
+        let _ = writeln!(out, "<g><title>{}</title>", escape(&tip));
+        if let Some([a, b]) = r.ci.filter(|[a, b]| a.is_finite() && b.is_finite()) {
+            let _ = writeln!(
+                out,
+                r#"<line x1="{:.1}" y1="{y:.1}" x2="{:.1}" y2="{y:.1}" stroke="{}" stroke-width="3"/>"#,
+                px(a),
+                px(b),
+                COLORS[0]
+            );
+        }
+        if r.value.is_finite() {
+            let _ = writeln!(
+                out,
+                r#"<circle cx="{:.1}" cy="{y:.1}" r="4.5" fill="{}"/>"#,
+                px(r.value),
+                COLORS[1]
+            );
+        }
+        out.push_str("</g>\n");
+    }
+    out.push_str("</svg>\n");
+    out
+}
+
 fn min_max(values: impl Iterator<Item = f64>) -> (f64, f64) {
     values.fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), v| {
         (lo.min(v), hi.max(v))
@@ -281,5 +399,32 @@ mod tests {
         assert!(svg.contains("energy &lt;per run&gt;") && svg.contains("a&amp;b"));
         assert_eq!(svg.matches("<circle").count(), 3);
         assert!(!svg.contains("NaN") && !svg.contains("inf"));
+    }
+
+    #[test]
+    fn intervals_place_dots_bars_and_the_reference() {
+        let svg = render_intervals(
+            "ratios <x>",
+            "candidate / baseline",
+            &[
+                Interval {
+                    label: "time".into(),
+                    value: 1.1,
+                    ci: Some([1.0, 1.2]),
+                },
+                Interval {
+                    label: "<i>e</i>".into(),
+                    value: 0.9,
+                    ci: None,
+                },
+            ],
+            1.0,
+        );
+        assert!(svg.contains("ratios &lt;x&gt;") && svg.contains("&lt;i&gt;e&lt;/i&gt;"));
+        assert!(!svg.contains("<i>"));
+        assert_eq!(svg.matches("<circle").count(), 2);
+        assert_eq!(svg.matches("stroke-width=\"3\"").count(), 1);
+        assert_eq!(svg.matches("stroke-dasharray").count(), 1);
+        assert!(svg.contains("(95% CI 1 … 1.2)"), "{svg}");
     }
 }

@@ -2,6 +2,7 @@
 
 use powerlens_core::sweep::Sweep;
 
+use crate::page::Page;
 use crate::svg::{self, Panel, Series, XAxis};
 use crate::table::{precise, sig, Table};
 
@@ -14,17 +15,8 @@ fn markers(r: &powerlens_core::sweep::SweepRow) -> String {
     }
 }
 
-/// The terminal table.
-pub fn text(s: &Sweep, provenance: &str) -> String {
-    let reference: Vec<String> = s
-        .params
-        .iter()
-        .map(|p| format!("{}={}", p.name, s.reference[&p.name]))
-        .collect();
-    let mut out = format!(
-        "energy:    {provenance}\nreference: {}\n\n",
-        reference.join(",")
-    );
+/// One row per combination, with ratios to the reference and the best markers.
+fn table(s: &Sweep) -> Table {
     let mut headers: Vec<String> = s.params.iter().map(|p| p.name.clone()).collect();
     headers.extend(
         [
@@ -57,7 +49,40 @@ pub fn text(s: &Sweep, provenance: &str) -> String {
         ]);
         t.row(cells);
     }
-    out.push_str(&t.render());
+    t
+}
+
+/// The reference combination, `NAME=V,…`.
+fn reference(s: &Sweep) -> String {
+    s.params
+        .iter()
+        .map(|p| format!("{}={}", p.name, s.reference[&p.name]))
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
+/// `sweep --html`: the plot of energy and time against the first parameter, and the table
+/// (sortable). `notes` (an early stop) are shown under the table.
+pub fn html(s: &Sweep, provenance: &str, command: &str, notes: &[String]) -> String {
+    let mut page = Page::new(&format!("powerlens sweep: {command}"));
+    page.p(&format!(
+        "Energy: {provenance}. Ratios (×) are to the reference {}.",
+        reference(s)
+    ));
+    page.h2("Energy and time against the first parameter");
+    page.svg(&plot(s));
+    page.h2("Combinations (click a column to sort)");
+    page.table(&table(s));
+    for n in notes {
+        page.note(n);
+    }
+    page.finish()
+}
+
+/// The terminal table.
+pub fn text(s: &Sweep, provenance: &str) -> String {
+    let mut out = format!("energy:    {provenance}\nreference: {}\n\n", reference(s));
+    out.push_str(&table(s).render());
     out
 }
 
@@ -253,5 +278,12 @@ mod tests {
         let svg = plot(&sweep());
         assert!(svg.contains("energy per run [J]") && svg.contains("wall time per run [s]"));
         assert_eq!(svg.matches("<circle").count(), 6);
+        let h = html(&sweep(), "estimated <m>", "spin --threads {threads}", &[]);
+        assert!(
+            h.contains("Energy: estimated &lt;m&gt;. Ratios (×) are to the reference threads=1.")
+        );
+        assert_eq!(h.matches("<circle").count(), 6);
+        assert!(h.contains("<td class=\"n\" data-v=\"30\">30</td>"), "{h}");
+        assert!(h.contains("<td>best energy</td>"));
     }
 }

@@ -20,6 +20,14 @@ impl Table {
         self
     }
 
+    pub fn headers(&self) -> &[String] {
+        &self.headers
+    }
+
+    pub fn rows(&self) -> &[Vec<String>] {
+        &self.rows
+    }
+
     pub fn is_empty(&self) -> bool {
         self.rows.is_empty()
     }

@@ -6,6 +6,7 @@ use std::fmt::Write;
 
 use powerlens_core::wake::{Datapoint, Dropped, Metric, Raw, StateReport, WakeResult, METRICS};
 
+use crate::page::Page;
 use crate::svg::{self, Panel, Series, XAxis};
 use crate::table::{csv_field, Table};
 
@@ -315,22 +316,26 @@ fn cell(metric: &Metric, pick: fn(&powerlens_core::wake::Distribution) -> f64) -
         .unwrap_or_else(|| "n/a".to_string())
 }
 
-/// The comparison table of several results, one row per result and state.
-pub fn compare_text(results: &[Loaded]) -> String {
-    let mut table = Table::new([
-        "result",
-        "state",
-        "declared [µs]",
-        "kept",
-        "dropped",
-        "user median",
-        "user p99.9",
-        "user max",
-        "wake median",
-        "wake p99.9",
-        "wake max",
-        "exceeds",
-    ]);
+const COMPARE_HEADERS: [&str; 12] = [
+    "result",
+    "state",
+    "declared [µs]",
+    "kept",
+    "dropped",
+    "user median",
+    "user p99.9",
+    "user max",
+    "wake median",
+    "wake p99.9",
+    "wake max",
+    "exceeds",
+];
+
+const COMPARE_NOTE: &str = "latencies in µs; n/a: unavailable on the kernel that measured it (see each result's info.json)";
+
+/// The comparison, one row per result and state.
+fn compare_table(results: &[Loaded]) -> Table {
+    let mut table = Table::new(COMPARE_HEADERS);
     for loaded in results {
         for s in &loaded.result.states {
             table.row([
@@ -355,9 +360,46 @@ pub fn compare_text(results: &[Loaded]) -> String {
             ]);
         }
     }
-    let mut out = String::from("latencies in µs; n/a: unavailable on the kernel that measured it (see each result's info.json)\n");
-    out.push_str(&table.render());
+    table
+}
+
+/// The comparison table of several results, one row per result and state.
+pub fn compare_text(results: &[Loaded]) -> String {
+    let mut out = format!("{COMPARE_NOTE}\n");
+    out.push_str(&compare_table(results).render());
     out
+}
+
+/// `wake report --html`: the comparison (sortable), the scatter and the histogram, and
+/// each result's text report. Result labels (directory names) and state names are escaped.
+pub fn html(results: &[Loaded]) -> String {
+    let labels: Vec<&str> = results.iter().map(|r| r.label.as_str()).collect();
+    let mut page = Page::new(&format!("powerlens wake report: {}", labels.join(", ")));
+    page.h2("Comparison (click a column to sort)");
+    page.note(COMPARE_NOTE);
+    page.table(&compare_table(results));
+    let (wake, silent) = axes(results);
+    let metric = if wake { "wake latency" } else { "UserLatency" };
+    page.h2(&format!("{metric} per datapoint"));
+    page.svg(&scatter_svg(results));
+    page.note(&if silent {
+        format!("One point per kept datapoint (at most {SCATTER_MAX_POINTS} per result and state, evenly thinned), one colour per result and state.")
+    } else {
+        format!("Silent time is unavailable in at least one result (no idle trace), so the x axis is the launch distance LDist; at most {SCATTER_MAX_POINTS} points per result and state.")
+    });
+    if !wake {
+        page.note("Wake latency is unavailable in at least one result: the plots use UserLatency, an upper bound (it adds the interrupt, the scheduler and the syscall return).");
+    }
+    page.h2(&format!("{metric} histogram"));
+    page.svg(&histogram_svg(results));
+    page.note(&format!(
+        "Share of each result and state's datapoints in each of {HISTOGRAM_BINS} bins between the smallest latency and the p99.9 of all; the last bin holds everything above."
+    ));
+    for r in results {
+        page.h2(&format!("Result {}", r.label));
+        page.pre(&text(&r.result));
+    }
+    page.finish()
 }
 
 /// Which latency and which x the plots use: wake latency against silent time where every
@@ -616,5 +658,29 @@ mod tests {
         assert!(!hist.contains("NaN"));
         let table = compare_text(&both);
         assert!(table.contains("metal") && table.contains("vm") && table.contains("n/a"));
+    }
+
+    #[test]
+    fn html_draws_wake_latency_against_silent_time_and_escapes_labels() {
+        let mut metal = loaded(true);
+        metal.label = "<b>m&\"x\"".into();
+        let page = html(std::slice::from_ref(&metal));
+        assert!(!page.contains("<b>"), "{page}");
+        assert!(page.contains("<td>&lt;b&gt;m&amp;&quot;x&quot;</td><td>C1</td>"));
+        // The plots' legend: result and the state named in datapoints.csv.
+        assert!(page.contains(">&lt;b&gt;m&amp;&quot;x&quot; C1, &quot;deep&quot;</text>"));
+        assert!(page.contains("<h2>wake latency per datapoint</h2>"));
+        assert!(
+            page.contains(">silent time [µs]</text>") && page.contains(">wake latency [µs]</text>")
+        );
+        assert!(!page.contains("launch distance"), "{page}");
+        // 20 datapoints in the scatter, 40 histogram bins.
+        assert_eq!(page.matches("<circle").count(), 20 + HISTOGRAM_BINS);
+        // With a result lacking the idle trace: UserLatency against LDist, and the page says why.
+        let page = html(&[metal, loaded(false)]);
+        assert!(page.contains("Silent time is unavailable in at least one result"));
+        assert!(page.contains("Wake latency is unavailable in at least one result"));
+        assert_eq!(page.matches("<circle").count(), 40 + 2 * HISTOGRAM_BINS);
+        assert_eq!(page.matches("<h2>Result ").count(), 2);
     }
 }

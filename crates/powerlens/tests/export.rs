@@ -16,7 +16,7 @@ use powerlens_store::recording::{RecordingReader, RecordingWriter, ThreadRow};
 use serde_json::{json, Value};
 
 mod common;
-use common::{stderr, with_tracefs};
+use common::{assert_renders_in_chromium, assert_self_contained, stderr, with_tracefs};
 
 fn bin() -> &'static str {
     env!("CARGO_BIN_EXE_powerlens")
@@ -752,28 +752,6 @@ fn a_full_disk_fails_the_export_and_leaves_nothing() {
     assert!(err.contains("No space left on device"), "{err}");
 }
 
-/// Runs headless Chromium on `args`; `None` (after printing why) when it is not installed
-/// (scripts/test.sh installs Debian's chromium).
-fn chromium(args: &[&str]) -> Option<Output> {
-    let out = Command::new("chromium")
-        .args([
-            "--headless",
-            "--no-sandbox",
-            "--disable-gpu",
-            "--enable-logging=stderr",
-            "--v=0",
-        ])
-        .args(args)
-        .output();
-    match out {
-        Ok(o) => Some(o),
-        Err(e) => {
-            eprintln!("skipped: chromium not runnable ({e}); apt-get install chromium");
-            None
-        }
-    }
-}
-
 /// The HTML report in a real browser: it loads with no console message (no script error,
 /// nothing fetched), the screenshot is far from blank, and a thread named `<i>pwn</i>,"x"`
 /// is text, not markup.
@@ -789,15 +767,7 @@ fn html_report_renders_in_chromium_with_names_as_text() {
         html.to_str().unwrap(),
     ]));
     assert!(o.stdout.is_empty());
-    let page = std::fs::read_to_string(&html).unwrap();
-    assert!(page.len() < 5 << 20);
-    assert!(!dir.path().join("r.html.tmp").exists());
-    // Self-contained: nothing to fetch (the SVG namespace is a name, not a fetch).
-    let without_ns = page.replace("xmlns=\"http://www.w3.org/2000/svg\"", "");
-    assert!(!without_ns.contains("http://") && !without_ns.contains("https://"));
-    assert!(!page.contains("<link") && !page.contains(" src="));
-    assert!(!page.contains("<i>pwn</i>"));
-    assert!(page.contains("&lt;i&gt;pwn&lt;/i&gt;,&quot;x&quot;"));
+    let page = assert_self_contained(&html, "<i>pwn</i>", "&lt;i&gt;pwn&lt;/i&gt;,&quot;x&quot;");
     // Every plot, with axes and units, and the grid.
     for want in [
         "Power and energy over time",
@@ -819,36 +789,5 @@ fn html_report_renders_in_chromium_with_names_as_text() {
         assert!(page.contains(want), "missing {want:?}");
     }
 
-    let url = format!("file://{}", html.display());
-    let Some(dom) = chromium(&["--dump-dom", &url]) else {
-        return;
-    };
-    assert!(dom.status.success(), "{}", stderr(&dom));
-    let log = stderr(&dom);
-    let console: Vec<&str> = log.lines().filter(|l| l.contains("CONSOLE")).collect();
-    assert!(console.is_empty(), "console messages: {console:?}");
-    let dom = String::from_utf8_lossy(&dom.stdout);
-    // The name is a text node (serialized escaped), never an <i> element.
-    assert!(dom.contains("&lt;i&gt;pwn&lt;/i&gt;"), "{dom}");
-    assert!(!dom.contains("<i>"), "{dom}");
-
-    // Screenshots: the report against a blank page of the same size.
-    let blank = dir.path().join("blank.html");
-    std::fs::write(&blank, "<!DOCTYPE html><html><body></body></html>").unwrap();
-    let shot = |page: &Path, png: &Path| -> u64 {
-        let o = chromium(&[
-            &format!("--screenshot={}", png.display()),
-            "--window-size=1100,1600",
-            &format!("file://{}", page.display()),
-        ])
-        .unwrap();
-        assert!(o.status.success(), "{}", stderr(&o));
-        std::fs::metadata(png).unwrap().len()
-    };
-    let blank_png = shot(&blank, &dir.path().join("blank.png"));
-    let report_png = shot(&html, &dir.path().join("report.png"));
-    assert!(
-        report_png > 10 * blank_png,
-        "screenshot {report_png} bytes vs blank {blank_png}"
-    );
+    assert_renders_in_chromium(&html, "<i>pwn</i>", "i");
 }

@@ -116,6 +116,11 @@ pub fn execute(global: &GlobalArgs, args: CompareArgs) -> anyhow::Result<ExitCod
         comparison: &comparison,
         stopped_early: inputs.stopped_early.clone(),
     };
+    let stopped: Vec<String> = inputs
+        .stopped_early
+        .iter()
+        .map(|why| format!("Stopped early: {why}; the comparison uses the runs that finished."))
+        .collect();
     let mut text = powerlens_report::compare::text(&comparison, &inputs.provenance);
     if let Some(why) = &inputs.stopped_early {
         text.push_str(&format!(
@@ -127,6 +132,7 @@ pub fn execute(global: &GlobalArgs, args: CompareArgs) -> anyhow::Result<ExitCod
         text,
         csv: powerlens_report::compare::csv(&comparison),
         markdown: powerlens_report::compare::markdown(&comparison, &inputs.provenance),
+        html: powerlens_report::compare::html(&comparison, &inputs.provenance, &stopped),
     })?;
     Ok(interrupt::exit_code(inputs.stopped_early.as_deref()))
 }

@@ -141,6 +141,21 @@ impl Sink for FirefoxSink {
     }
 }
 
+/// Writes `content` to `path` through `FILE.tmp`, renamed when complete: a failure leaves
+/// nothing behind. Used by every `--html FILE`.
+pub(crate) fn write_whole(path: &Path, content: &[u8]) -> anyhow::Result<()> {
+    let (target, mut out) = Target::open(path)?;
+    if let Err(e) = out.write_all(content).and_then(|_| out.flush()) {
+        drop(out);
+        target.abandon();
+        return Err(e).with_context(|| {
+            format!("writing {} failed; nothing was left behind", path.display())
+        });
+    }
+    drop(out);
+    target.commit()
+}
+
 /// Where the export goes: `FILE.tmp`, renamed to `FILE` at the end, or stdout.
 pub(crate) enum Target {
     File { tmp: PathBuf, path: PathBuf },
@@ -157,7 +172,7 @@ impl Target {
         let tmp = PathBuf::from(tmp);
         let file = File::create(&tmp).with_context(|| {
             format!(
-                "cannot write the export to {} (creating {} failed; check that the directory exists and is writable, or choose another -o)",
+                "cannot write the export to {} (creating {} failed; check that the directory exists and is writable, or choose another file)",
                 path.display(),
                 tmp.display()
             )

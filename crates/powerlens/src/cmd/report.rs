@@ -10,7 +10,6 @@ use clap::{Args, ValueEnum};
 
 use powerlens_core::sched::analysis::SchedSummary;
 use powerlens_core::sched::report as model;
-use std::io::Write;
 
 use powerlens_core::provenance::Provenance;
 use powerlens_report::html;
@@ -192,16 +191,7 @@ fn write_html(
         frequency_samples: &frequency_samples,
     })
     .map_err(|e| anyhow::anyhow!("{e}"))?;
-    let (target, mut out) = super::export::Target::open(path)?;
-    if let Err(e) = out.write_all(page.as_bytes()).and_then(|_| out.flush()) {
-        drop(out);
-        target.abandon();
-        return Err(e).with_context(|| {
-            format!("writing {} failed; nothing was left behind", path.display())
-        });
-    }
-    drop(out);
-    target.commit()
+    super::export::write_whole(path, page.as_bytes())
 }
 
 /// Reads and analyses a recording: one pass over its events, memory bounded by threads

@@ -115,6 +115,13 @@ pub struct OutputArgs {
     /// Also write the result as a Markdown table to FILE.
     #[arg(long, value_name = "FILE")]
     pub export_markdown: Option<PathBuf>,
+
+    /// Also write one self-contained HTML page to FILE (inline SVG plots with axes and units,
+    /// tables sortable by clicking a header; opens offline, prints cleanly). run: the summary,
+    /// energy and time per run, the runs; compare: the verdict, the ratios with their 95%
+    /// intervals as a chart; sweep: energy and time against the first parameter, the table.
+    #[arg(long, value_name = "FILE")]
+    pub html: Option<PathBuf>,
 }
 
 /// The views of one result, rendered by the report crate.
@@ -123,6 +130,7 @@ pub struct Rendered {
     pub text: String,
     pub csv: String,
     pub markdown: String,
+    pub html: String,
 }
 
 impl OutputArgs {
@@ -144,6 +152,10 @@ impl OutputArgs {
                 std::fs::write(path, content)
                     .with_context(|| format!("writing {}", path.display()))?;
             }
+        }
+        if let Some(path) = &self.html {
+            crate::cmd::export::write_whole(path, r.html.as_bytes())?;
+            eprintln!("wrote {}", path.display());
         }
         Ok(())
     }
@@ -263,6 +275,7 @@ pub fn execute(global: &GlobalArgs, args: RunArgs) -> anyhow::Result<ExitCode> {
         text: powerlens_report::run::text(&result),
         csv: powerlens_report::run::csv(&result),
         markdown: powerlens_report::run::markdown(&result),
+        html: powerlens_report::run::html(&result),
     })?;
     if let Some(db) = db.as_mut().filter(|_| !result.runs.is_empty()) {
         let id = results::save_run(db, &result, args.label.clone())?;

@@ -146,6 +146,10 @@ pub fn execute(global: &GlobalArgs, args: SweepArgs) -> anyhow::Result<ExitCode>
         sweep: &result,
         stopped_early: stopped_early.clone(),
     };
+    let stopped: Vec<String> = stopped_early
+        .iter()
+        .map(|why| format!("Stopped early: {why}; rows use the runs that finished."))
+        .collect();
     let mut text = powerlens_report::sweep::text(&result, &provenance);
     if let Some(why) = &stopped_early {
         text.push_str(&format!(
@@ -157,6 +161,12 @@ pub fn execute(global: &GlobalArgs, args: SweepArgs) -> anyhow::Result<ExitCode>
         text,
         csv: powerlens_report::sweep::csv(&result),
         markdown: powerlens_report::sweep::markdown(&result),
+        html: powerlens_report::sweep::html(
+            &result,
+            &provenance,
+            &powerlens_report::run::shell_words(&args.command),
+            &stopped,
+        ),
     })?;
     if let Some(path) = &args.plot {
         std::fs::write(path, powerlens_report::sweep::plot(&result))

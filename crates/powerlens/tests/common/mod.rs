@@ -54,3 +54,90 @@ pub fn with_tracefs(args: &[&str], env: &[(&str, &Path)]) -> Output {
     }
     c.output().unwrap()
 }
+
+/// Runs headless Chromium on `args`; `None` (after printing why) when it is not installed
+/// (scripts/test.sh installs Debian's chromium).
+pub fn chromium(args: &[&str]) -> Option<Output> {
+    let out = Command::new("chromium")
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--enable-logging=stderr",
+            "--v=0",
+        ])
+        .args(args)
+        .output();
+    match out {
+        Ok(o) => Some(o),
+        Err(e) => {
+            eprintln!("skipped: chromium not runnable ({e}); apt-get install chromium");
+            None
+        }
+    }
+}
+
+/// Checks an HTML page written by powerlens without a browser: self-contained (nothing
+/// to fetch, no external resource), `markup` absent (a label with HTML metacharacters was
+/// escaped) and `escaped` (its escaped form) present. Returns the page.
+pub fn assert_self_contained(html: &Path, markup: &str, escaped: &str) -> String {
+    let page = std::fs::read_to_string(html).unwrap();
+    assert!(page.len() < 5 << 20, "{} bytes", page.len());
+    let mut tmp = html.as_os_str().to_owned();
+    tmp.push(".tmp");
+    assert!(!Path::new(&tmp).exists(), "FILE.tmp left behind");
+    // The SVG namespace is a name, not a fetch.
+    let without_ns = page.replace("xmlns=\"http://www.w3.org/2000/svg\"", "");
+    assert!(!without_ns.contains("http://") && !without_ns.contains("https://"));
+    assert!(!page.contains("<link") && !page.contains(" src="));
+    assert!(!page.contains(markup), "{markup} is markup in the page");
+    assert!(page.contains(escaped), "{escaped} missing from the page");
+    page
+}
+
+/// Opens the page in headless Chromium: no console message (no script error, nothing
+/// fetched), `markup` (a label with HTML metacharacters) is a text node, not elements, and
+/// a screenshot is far from blank (its PNG more than 5 times a blank page's of the same
+/// size: a page with only its title is about 1.8 times). Prints why and
+/// returns when Chromium is missing.
+pub fn assert_renders_in_chromium(html: &Path, markup: &str, tag: &str) {
+    let url = format!("file://{}", html.display());
+    let Some(dom) = chromium(&["--dump-dom", &url]) else {
+        return;
+    };
+    assert!(dom.status.success(), "{}", stderr(&dom));
+    let log = stderr(&dom);
+    let console: Vec<&str> = log.lines().filter(|l| l.contains("CONSOLE")).collect();
+    assert!(console.is_empty(), "console messages: {console:?}");
+    let dom = String::from_utf8_lossy(&dom.stdout);
+    // The label is a text node (serialized escaped), never an element.
+    let as_text = markup
+        .replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;");
+    assert!(dom.contains(&as_text), "{as_text} not in the DOM: {dom}");
+    assert!(
+        !dom.contains(&format!("<{tag}>")),
+        "a <{tag}> element: {dom}"
+    );
+
+    let dir = html.parent().unwrap();
+    let blank = dir.join("blank.html");
+    std::fs::write(&blank, "<!DOCTYPE html><html><body></body></html>").unwrap();
+    let shot = |page: &Path, png: &Path| -> u64 {
+        let o = chromium(&[
+            &format!("--screenshot={}", png.display()),
+            "--window-size=1100,1600",
+            &format!("file://{}", page.display()),
+        ])
+        .unwrap();
+        assert!(o.status.success(), "{}", stderr(&o));
+        std::fs::metadata(png).unwrap().len()
+    };
+    let blank_png = shot(&blank, &dir.join("blank.png"));
+    let page_png = shot(html, &dir.join("page.png"));
+    assert!(
+        page_png > 5 * blank_png,
+        "screenshot {page_png} bytes vs blank {blank_png}"
+    );
+}

@@ -18,7 +18,10 @@ the declared exit latency and whether it is exceeded), and two SVG files in --ou
                          lacks the idle trace (silent time unavailable)
   latency-histogram.svg  the same latency's distribution, share of datapoints per bin
 
-Example: powerlens wake report wake-poll wake-haltpoll --out plots";
+With --html FILE, also one self-contained page (no network access; prints cleanly) with the
+comparison table (sortable), both plots and each result's text report.
+
+Example: powerlens wake report wake-poll wake-haltpoll --out plots --html wake.html";
 
 #[derive(Debug, Args)]
 pub struct ReportArgs {
@@ -29,6 +32,11 @@ pub struct ReportArgs {
     /// Where to write the SVG files.
     #[arg(long, value_name = "DIR", default_value = "wake-report")]
     pub out: PathBuf,
+
+    /// Also write one self-contained HTML page to FILE: the comparison table (sortable), the
+    /// latency scatter and histogram with axes in µs, and each result's text report.
+    #[arg(long, value_name = "FILE")]
+    pub html: Option<PathBuf>,
 
     /// Print the results' JSON (an array of info.json documents) instead of the table.
     #[arg(long)]
@@ -78,12 +86,18 @@ pub fn execute(args: ReportArgs) -> anyhow::Result<ExitCode> {
     let histogram = args.out.join("latency-histogram.svg");
     std::fs::write(&histogram, view::histogram_svg(&loaded))
         .with_context(|| format!("writing {}", histogram.display()))?;
+    if let Some(path) = &args.html {
+        crate::cmd::export::write_whole(path, view::html(&loaded).as_bytes())?;
+    }
     if args.json {
         let docs: Vec<&WakeResult> = loaded.iter().map(|l| &l.result).collect();
         println!("{}", serde_json::to_string_pretty(&docs)?);
     } else {
         print!("{}", view::compare_text(&loaded));
         println!("wrote {} and {}", scatter.display(), histogram.display());
+        if let Some(path) = &args.html {
+            println!("wrote {}", path.display());
+        }
     }
     Ok(ExitCode::SUCCESS)
 }
