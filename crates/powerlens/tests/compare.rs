@@ -55,8 +55,12 @@ fn csv_reproduces_len_browns_figures() {
 }
 
 /// A fake meter whose power follows a control file that the measured commands write, so each
-/// configuration draws the power the test chose for it.
+/// configuration draws the power the test chose for it. One at a time: the figures rest on
+/// `sleep` lasting what it says and on the meter thread being scheduled within a
+/// millisecond, and two live comparisons side by side on 2 CPUs broke both (an energy ratio
+/// of 0.68 for 0.75 in a clean-clone CI run).
 struct SteeredMeter {
+    _serial: std::sync::MutexGuard<'static, ()>,
     tree: FixtureTree,
     stop: Arc<AtomicBool>,
     thread: Option<std::thread::JoinHandle<()>>,
@@ -64,6 +68,8 @@ struct SteeredMeter {
 
 impl SteeredMeter {
     fn start() -> SteeredMeter {
+        static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+        let serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
         let tree = FixtureTree::new();
         let zone = tree.rapl_zone(0, "package-0", 0, 50_000_000);
         let ctl = tree.sys_path("watts");
@@ -89,6 +95,7 @@ impl SteeredMeter {
             })
         };
         SteeredMeter {
+            _serial: serial,
             tree,
             stop,
             thread: Some(thread),
