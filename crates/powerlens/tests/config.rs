@@ -18,10 +18,16 @@ struct Machine {
     tree: FixtureTree,
     stop: Arc<AtomicBool>,
     meter: Option<std::thread::JoinHandle<()>>,
+    /// One machine at a time: each run's power is its steered watts over its wall time,
+    /// `sh` start-up included, so a second live test on the other CPU skewed it (26.5 W
+    /// for 30 W in a clean-clone CI run).
+    _serial: std::sync::MutexGuard<'static, ()>,
 }
 
 impl Machine {
     fn new() -> Machine {
+        static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+        let serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
         let tree = FixtureTree::new();
         tree.online_cpus("0-1");
         for cpu in 0..2 {
@@ -67,6 +73,7 @@ impl Machine {
             tree,
             stop,
             meter: Some(meter),
+            _serial: serial,
         }
     }
 
