@@ -341,6 +341,17 @@ fn live_times_agree_with_perf_sched_timehist() {
     }
 }
 
+/// A fixture sysfs for a live recording: this machine's online CPUs, and the real tracefs
+/// reached through a link, so that only the parts a test fakes (a meter, cpuidle) differ.
+fn fixture_with_live_tracing() -> FixtureTree {
+    let tree = FixtureTree::new();
+    let online = std::fs::read_to_string("/sys/devices/system/cpu/online").unwrap();
+    tree.online_cpus(online.trim());
+    std::fs::create_dir_all(tree.sys_path("kernel")).unwrap();
+    std::os::unix::fs::symlink("/sys/kernel/tracing", tree.sys_path("kernel/tracing")).unwrap();
+    tree
+}
+
 /// With a fake meter of known power, the report's energy is that power × the recording's
 /// time, and the attribution sums to it exactly: total = idle + other + Σ thread rows.
 #[test]
@@ -348,12 +359,7 @@ fn live_attribution_sums_to_a_fake_meter() {
     let Some(_serial) = live_recording() else {
         return;
     };
-    let tree = FixtureTree::new();
-    let online = std::fs::read_to_string("/sys/devices/system/cpu/online").unwrap();
-    tree.online_cpus(online.trim());
-    // The fixture sysfs reaches the real tracefs through a link.
-    std::fs::create_dir_all(tree.sys_path("kernel")).unwrap();
-    std::os::unix::fs::symlink("/sys/kernel/tracing", tree.sys_path("kernel/tracing")).unwrap();
+    let tree = fixture_with_live_tracing();
     let zone = tree.rapl_zone(0, "package-0", 0, 50_000_000);
     let _meter = FakeMeter::start(zone.join("energy_uj"), 20.0, 50_000_000);
     let (_dir, rec) = scratch();
@@ -737,11 +743,7 @@ fn live_cpuidle_sysfs_counters_over_the_traced_interval() {
     let Some(_serial) = live_recording() else {
         return;
     };
-    let tree = FixtureTree::new();
-    let online = std::fs::read_to_string("/sys/devices/system/cpu/online").unwrap();
-    tree.online_cpus(online.trim());
-    std::fs::create_dir_all(tree.sys_path("kernel")).unwrap();
-    std::os::unix::fs::symlink("/sys/kernel/tracing", tree.sys_path("kernel/tracing")).unwrap();
+    let tree = fixture_with_live_tracing();
     tree.cpuidle_driver("haltpoll", "haltpoll");
     let cpus = powerlens_sys::topology::read_online(&tree.roots()).unwrap();
     for &cpu in &cpus {
