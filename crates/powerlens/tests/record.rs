@@ -875,3 +875,64 @@ fn live_cpu_time_is_exact_where_switch_ins_are_lost() {
         assert!(within(ours, cpu_s, 0.03, 0.002), "{ours} vs {cpu_s}");
     }
 }
+
+/// Wake-ups by cause against the workload's own account: in pingpong every blocking wait of
+/// one thread is ended by the other thread's futex wake. So each thread's wake-ups received
+/// from a thread match its blocked waits (within 2%: a wake that lands before the waiter has
+/// switched out changes nothing), none come from timers, IRQs or IPIs, and what one thread
+/// received the other caused. Remote wake-ups complete on the wakee's CPU (an IPI or the
+/// idle loop), so this holds only because the recorder takes sched_waking, which fires in
+/// the waker's context: with sched_wakeup 94% of these were blamed on "ipi/idle".
+#[test]
+fn live_pingpong_wake_ups_come_from_the_other_thread() {
+    let Some(_serial) = live_recording() else {
+        return;
+    };
+    let (_dir, rec) = scratch();
+    let out = with_tracefs(
+        &[
+            bin(),
+            "record",
+            "-o",
+            rec.to_str().unwrap(),
+            "--",
+            bin(),
+            "workload",
+            "pingpong",
+            "--iterations",
+            "2000",
+            "--json",
+        ],
+        &[],
+    );
+    ok(&out);
+    let workload: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let report = report_json(&rec, &[]);
+    let threads = workload["threads"].as_array().unwrap();
+    assert_eq!(threads.len(), 2);
+    for (me, other) in [(&threads[0], &threads[1]), (&threads[1], &threads[0])] {
+        let row = thread_row(&report, me["tid"].as_u64().unwrap());
+        let other_row = thread_row(&report, other["tid"].as_u64().unwrap());
+        let received = &row["wakeups_received"];
+        let (by_thread, waits) = (
+            received["thread"].as_u64().unwrap(),
+            me["blocked_waits"].as_u64().unwrap(),
+        );
+        eprintln!(
+            "{}: {received} received, {waits} blocked waits; the other caused {}",
+            me["name"], other_row["wakeups_caused"]
+        );
+        assert!(
+            within(by_thread as f64, waits as f64, 0.02, 2.0),
+            "{by_thread} vs {waits}"
+        );
+        for cause in ["timer", "irq", "softirq", "ipi"] {
+            assert!(
+                received[cause].as_u64().unwrap() <= 2,
+                "{cause}: {received}"
+            );
+        }
+        let caused = other_row["wakeups_caused"].as_u64().unwrap();
+        assert!(by_thread.abs_diff(caused) <= 2, "{by_thread} vs {caused}");
+    }
+}

@@ -13,6 +13,11 @@ use super::threads::ThreadTable;
 /// would be blamed on the interrupt.
 pub const RECORDED_EVENTS: &[(&str, Tracepoint)] = &[
     ("sched/sched_switch", Tracepoint::Switch),
+    // sched_waking fires in the waker's context, on the waker's CPU; sched_wakeup may fire
+    // later on the wakee's CPU, from the IPI or idle loop that completes a remote wake-up
+    // (queued wake-ups), where the waker is no longer current. Only one of them is opened
+    // (see `recorded_event_names`): waking where the kernel has it.
+    ("sched/sched_waking", Tracepoint::Wakeup),
     ("sched/sched_wakeup", Tracepoint::Wakeup),
     ("sched/sched_wakeup_new", Tracepoint::WakeupNew),
     ("sched/sched_migrate_task", Tracepoint::Migrate),
@@ -47,9 +52,20 @@ pub const RECORDED_EVENTS: &[(&str, Tracepoint)] = &[
     ),
 ];
 
-/// The event names to open, in [`RECORDED_EVENTS`] order.
-pub fn recorded_event_names() -> Vec<&'static str> {
-    RECORDED_EVENTS.iter().map(|(name, _)| *name).collect()
+/// The event names to open, in [`RECORDED_EVENTS`] order: sched_waking instead of
+/// sched_wakeup when `has_waking` (kernels since 4.3), so each wake-up is one event,
+/// recorded where its waker runs.
+pub fn recorded_event_names(has_waking: bool) -> Vec<&'static str> {
+    let skip = if has_waking {
+        "sched/sched_wakeup"
+    } else {
+        "sched/sched_waking"
+    };
+    RECORDED_EVENTS
+        .iter()
+        .map(|(name, _)| *name)
+        .filter(|name| *name != skip)
+        .collect()
 }
 
 /// What a tracepoint means to the analysis.
@@ -291,6 +307,19 @@ fn exec_comm(filename: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn one_wake_up_event_is_opened() {
+        let with = recorded_event_names(true);
+        assert!(with.contains(&"sched/sched_waking") && !with.contains(&"sched/sched_wakeup"));
+        let without = recorded_event_names(false);
+        assert!(
+            !without.contains(&"sched/sched_waking") && without.contains(&"sched/sched_wakeup")
+        );
+        assert!(
+            with.contains(&"sched/sched_wakeup_new") && without.contains(&"sched/sched_wakeup_new")
+        );
+    }
 
     #[test]
     fn prev_state_classification() {

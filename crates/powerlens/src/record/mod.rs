@@ -368,7 +368,8 @@ fn open_collector(
         buffer_pages: opts.buffer_pages,
         callchains: false,
     };
-    match Collector::open(roots, &recorded_event_names(), options) {
+    let has_waking = powerlens_sys::perf_caps::tracepoint_id(roots, "sched/sched_waking").is_ok();
+    match Collector::open(roots, &recorded_event_names(has_waking), options) {
         Ok(c) => Ok(Some(c)),
         Err(e @ SysError::PermissionDenied { .. }) => {
             reduced(notes, e.to_string());
