@@ -341,6 +341,18 @@ fn live_times_agree_with_perf_sched_timehist() {
     }
 }
 
+/// `powerlens record -o REC OPTIONS… -- COMMAND…` (no `--` without a command) where
+/// tracefs is mounted, with `env` added.
+fn record_live(rec: &Path, options: &[&str], command: &[&str], env: &[(&str, &Path)]) -> Output {
+    let mut args = vec![bin(), "record", "-o", rec.to_str().unwrap()];
+    args.extend_from_slice(options);
+    if !command.is_empty() {
+        args.push("--");
+        args.extend_from_slice(command);
+    }
+    with_tracefs(&args, env)
+}
+
 /// A fixture sysfs for a live recording: this machine's online CPUs, and the real tracefs
 /// reached through a link, so that only the parts a test fakes (a meter, cpuidle) differ.
 fn fixture_with_live_tracing() -> FixtureTree {
@@ -365,16 +377,10 @@ fn live_attribution_sums_to_a_fake_meter() {
     let (_dir, rec) = scratch();
     for baseline in ["0", "0.5"] {
         let _ = std::fs::remove_file(&rec);
-        let out = with_tracefs(
+        let out = record_live(
+            &rec,
+            &["--baseline", baseline, "--quiet-command"],
             &[
-                bin(),
-                "record",
-                "-o",
-                rec.to_str().unwrap(),
-                "--baseline",
-                baseline,
-                "--quiet-command",
-                "--",
                 bin(),
                 "workload",
                 "spin",
@@ -472,18 +478,7 @@ fn small_recording(dir: &Path) -> Option<PathBuf> {
         return None;
     }
     let rec = dir.join("small.rec");
-    let out = with_tracefs(
-        &[
-            bin(),
-            "record",
-            "-o",
-            rec.to_str().unwrap(),
-            "-a",
-            "--duration",
-            "0.3",
-        ],
-        &[],
-    );
+    let out = record_live(&rec, &["-a", "--duration", "0.3"], &[], &[]);
     ok(&out);
     Some(rec)
 }
@@ -525,17 +520,7 @@ fn a_command_that_is_not_found_leaves_no_recording() {
         return;
     };
     let (_dir, rec) = scratch();
-    let out = with_tracefs(
-        &[
-            bin(),
-            "record",
-            "-o",
-            rec.to_str().unwrap(),
-            "--",
-            "no-such-command-xyz",
-        ],
-        &[],
-    );
+    let out = record_live(&rec, &[], &["no-such-command-xyz"], &[]);
     assert!(!out.status.success());
     let e = stderr(&out);
     assert!(e.contains("command not found") && e.contains("PATH"), "{e}");
@@ -548,19 +533,7 @@ fn a_command_killed_by_a_signal_still_closes_the_recording() {
         return;
     };
     let (_dir, rec) = scratch();
-    let out = with_tracefs(
-        &[
-            bin(),
-            "record",
-            "-o",
-            rec.to_str().unwrap(),
-            "--",
-            "sh",
-            "-c",
-            "sleep 0.2; kill -9 $$",
-        ],
-        &[],
-    );
+    let out = record_live(&rec, &[], &["sh", "-c", "sleep 0.2; kill -9 $$"], &[]);
     ok(&out);
     assert!(
         stderr(&out).contains("killed by signal 9"),
@@ -780,17 +753,10 @@ fn live_cpuidle_sysfs_counters_over_the_traced_interval() {
         })
     };
     let (_dir, rec) = scratch();
-    let out = with_tracefs(
-        &[
-            bin(),
-            "record",
-            "-o",
-            rec.to_str().unwrap(),
-            "--quiet-command",
-            "--",
-            "sleep",
-            "0.8",
-        ],
+    let out = record_live(
+        &rec,
+        &["--quiet-command"],
+        &["sleep", "0.8"],
         &[("POWERLENS_SYSFS_ROOT", &tree.roots().sysfs)],
     );
     stop.store(true, std::sync::atomic::Ordering::Relaxed);
@@ -838,13 +804,10 @@ fn live_cpu_time_is_exact_where_switch_ins_are_lost() {
         .unwrap()
         .to_string();
     let (_dir, rec) = scratch();
-    let out = with_tracefs(
+    let out = record_live(
+        &rec,
+        &[],
         &[
-            bin(),
-            "record",
-            "-o",
-            rec.to_str().unwrap(),
-            "--",
             "taskset",
             "-c",
             &last_cpu,
@@ -889,13 +852,10 @@ fn live_pingpong_wake_ups_come_from_the_other_thread() {
         return;
     };
     let (_dir, rec) = scratch();
-    let out = with_tracefs(
+    let out = record_live(
+        &rec,
+        &[],
         &[
-            bin(),
-            "record",
-            "-o",
-            rec.to_str().unwrap(),
-            "--",
             bin(),
             "workload",
             "pingpong",

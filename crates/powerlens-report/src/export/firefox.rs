@@ -80,7 +80,7 @@ struct WakeupMarker {
 impl StaticSchemaMarker for WakeupMarker {
     const UNIQUE_MARKER_TYPE_NAME: &'static str = "PowerlensWakeup";
     const DESCRIPTION: Option<&'static str> = Some(
-        "sched_wakeup: the thread became runnable; the waker is the context on the waking CPU",
+        "sched_waking (or sched_wakeup): the thread became runnable; the waker is the context on the waking CPU",
     );
     const CHART_LABEL: Option<&'static str> = Some("{marker.data.waker}");
     const TABLE_LABEL: Option<&'static str> =
