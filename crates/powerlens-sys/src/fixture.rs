@@ -332,32 +332,62 @@ pub struct FakeMeter {
 impl FakeMeter {
     /// Starts at 0 µJ (written before this returns) and `watts`.
     pub fn start(energy_uj_path: impl Into<PathBuf>, watts: f64, max_energy_range_uj: u64) -> Self {
-        let path = energy_uj_path.into();
         let state = Arc::new(Mutex::new(MeterState {
             watts,
             joules_at_change: 0.0,
             changed_at: Instant::now(),
         }));
+        let source = {
+            let state = state.clone();
+            move || {
+                state
+                    .lock()
+                    .expect("meter state")
+                    .joules_now(Instant::now())
+            }
+        };
+        Self::spawn(energy_uj_path.into(), max_energy_range_uj, state, source)
+    }
+
+    /// A meter whose cumulative energy is `joules()` itself, evaluated at every write: the
+    /// exact integral of a power that depends on something outside the test (the machine's
+    /// real load, say), with no sampling lag. `set_watts` and `joules` on this meter refer
+    /// to an unused constant-power state; read the oracle from the function instead.
+    pub fn following(
+        energy_uj_path: impl Into<PathBuf>,
+        max_energy_range_uj: u64,
+        joules: impl Fn() -> f64 + Send + 'static,
+    ) -> Self {
+        let unused = Arc::new(Mutex::new(MeterState {
+            watts: 0.0,
+            joules_at_change: 0.0,
+            changed_at: Instant::now(),
+        }));
+        Self::spawn(energy_uj_path.into(), max_energy_range_uj, unused, joules)
+    }
+
+    fn spawn(
+        path: PathBuf,
+        max_energy_range_uj: u64,
+        state: Arc<Mutex<MeterState>>,
+        joules: impl Fn() -> f64 + Send + 'static,
+    ) -> Self {
         let stop = Arc::new(AtomicBool::new(false));
         let writes = Arc::new(AtomicU64::new(0));
         let range = max_energy_range_uj.max(1);
         let tmp = path.with_extension("fake-meter-tmp");
         let write = move |joules: f64| {
-            let raw = ((joules * 1e6) as u64) % range;
+            let raw = ((joules.max(0.0) * 1e6) as u64) % range;
             std::fs::write(&tmp, format!("{raw}\n"))
                 .and_then(|()| std::fs::rename(&tmp, &path))
                 .expect("fake meter writes energy_uj");
         };
         write(0.0);
         let thread = {
-            let (state, stop, writes) = (state.clone(), stop.clone(), writes.clone());
+            let (stop, writes) = (stop.clone(), writes.clone());
             std::thread::spawn(move || {
                 while !stop.load(Ordering::Relaxed) {
-                    let joules = state
-                        .lock()
-                        .expect("meter state")
-                        .joules_now(Instant::now());
-                    write(joules);
+                    write(joules());
                     writes.fetch_add(1, Ordering::Relaxed);
                     std::thread::sleep(Duration::from_millis(1));
                 }
@@ -442,6 +472,26 @@ mod tests {
         meter.set_watts(100.0);
         std::thread::sleep(Duration::from_millis(10));
         assert!(meter.joules() >= truth + 1.0);
+    }
+
+    #[test]
+    fn following_meter_writes_its_function_wrapped() {
+        let tree = FixtureTree::new();
+        let path = tree
+            .rapl_zone(0, "package-0", 0, 1_000_000)
+            .join("energy_uj");
+        let joules = Arc::new(Mutex::new(0.25));
+        let meter = {
+            let joules = joules.clone();
+            FakeMeter::following(&path, 1_000_000, move || *joules.lock().unwrap())
+        };
+        meter.wait_for_write();
+        assert_eq!(sysfs::read_u64(&path).unwrap(), 250_000);
+        *joules.lock().unwrap() = 3.5;
+        meter.wait_for_write();
+        meter.wait_for_write();
+        // 3.5 J on a 1 J counter: wrapped three times.
+        assert_eq!(sysfs::read_u64(&path).unwrap(), 500_000);
     }
 
     #[test]

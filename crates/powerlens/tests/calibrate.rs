@@ -1,11 +1,11 @@
 //! `powerlens calibrate` against a fake meter whose power follows the machine's real load:
-//! P = 10 W + 7.5 W × busy CPUs, with busy CPUs read from /proc/stat every few ms. The fit
-//! must recover both parameters. On real hardware the meter is RAPL and the line is the
-//! package's; here the oracle is the line we chose.
+//! P = 10 W + 7.5 W × busy CPUs. The meter's cumulative energy is the exact integral,
+//! 10 W × elapsed + 7.5 W × busy CPU-seconds from /proc/stat, evaluated at every write, so
+//! it lags the load by no sampling interval. The fit must recover both parameters. On real
+//! hardware the meter is RAPL and the line is the package's; here the oracle is the line we
+//! chose.
 
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use powerlens_sys::fixture::{FakeMeter, FixtureTree};
 use powerlens_sys::{procfs, Roots};
@@ -16,22 +16,14 @@ mod common;
 fn calibrate_recovers_a_known_power_line() {
     let tree = FixtureTree::new();
     let zone = tree.rapl_zone(0, "package-0", 0, 100_000_000);
-    let meter = FakeMeter::start(zone.join("energy_uj"), 10.0, 100_000_000);
-    let stop = Arc::new(AtomicBool::new(false));
-    let steer = {
-        let stop = Arc::clone(&stop);
-        std::thread::spawn(move || {
-            let roots = Roots::default();
-            let mut last = (Instant::now(), procfs::read_cpu_times(&roots).unwrap());
-            while !stop.load(Ordering::Relaxed) {
-                std::thread::sleep(Duration::from_millis(20));
-                let now = (Instant::now(), procfs::read_cpu_times(&roots).unwrap());
-                let busy = now.1.busy_since(&last.1) / now.0.duration_since(last.0).as_secs_f64();
-                meter.set_watts(10.0 + 7.5 * busy);
-                last = now;
-            }
-        })
-    };
+    let roots = Roots::default();
+    let (start, stat_at_start) = (Instant::now(), procfs::read_cpu_times(&roots).unwrap());
+    let meter = FakeMeter::following(zone.join("energy_uj"), 100_000_000, move || {
+        let busy_cpu_s = procfs::read_cpu_times(&roots)
+            .unwrap()
+            .busy_since(&stat_at_start);
+        10.0 * start.elapsed().as_secs_f64() + 7.5 * busy_cpu_s
+    });
     let model = tree.sys_path("model.json");
     let out = common::command(&tree.roots().sysfs, &tree.sys_path("r.db"))
         .args([
@@ -46,8 +38,7 @@ fn calibrate_recovers_a_known_power_line() {
         .arg(&model)
         .output()
         .unwrap();
-    stop.store(true, Ordering::Relaxed);
-    steer.join().unwrap();
+    drop(meter);
     if !out.status.success() {
         // Other work kept this machine busy: calibrate must then refuse rather than fit
         // noise, and that is the only acceptable failure.
@@ -64,10 +55,14 @@ fn calibrate_recovers_a_known_power_line() {
         written["idle_w"].as_f64().unwrap(),
         written["busy_cpu_w"].as_f64().unwrap(),
     );
-    assert!((idle - 10.0).abs() < 1.0, "idle {idle} W, expected 10");
+    let levels = &v["levels"];
+    assert!(
+        (idle - 10.0).abs() < 1.0,
+        "idle {idle} W, expected 10; levels {levels}"
+    );
     assert!(
         (per_cpu - 7.5).abs() < 1.0,
-        "per busy CPU {per_cpu} W, expected 7.5"
+        "per busy CPU {per_cpu} W, expected 7.5; levels {levels}"
     );
     assert_eq!(written["name"], "calibrated");
 
