@@ -1,6 +1,7 @@
 //! Readers of procfs: system-wide CPU time (`/proc/stat`) here, per-thread figures in
 //! [`tasks`].
 
+pub mod maps;
 pub mod tasks;
 
 use crate::{sysfs, Roots, SysError};
