@@ -137,7 +137,10 @@ fn stream(n: usize, cpus: usize) -> Vec<Vec<Event>> {
                 state: rnd(3) as u32,
             },
             1 => EventKind::IdleExit,
-            2 => EventKind::InterruptEnter(InterruptKind::Timer),
+            2 => EventKind::InterruptEnter(InterruptKind::Timer {
+                timer: 0,
+                function: 0,
+            }),
             3 => EventKind::InterruptExit,
             4..=8 => EventKind::Wakeup {
                 tid,

@@ -14,8 +14,11 @@ use std::collections::HashMap;
 
 use crate::sched::event::{Event, EventKind, InterruptKind, SwitchedOut, Tid, TidMap};
 
-/// Version of the chunk encoding, the first varint of every chunk.
-pub const CODEC_VERSION: u32 = 1;
+/// Version of the chunk encoding, the first varint of every chunk. Version 2 added the
+/// codes from [`IRQ_ENTER_TIMER_ID`] on; version-1 chunks (a subset) still decode.
+pub const CODEC_VERSION: u32 = 2;
+/// The oldest version the decoder reads.
+const OLDEST_VERSION: u64 = 1;
 
 // Event codes: the low five bits of the tag byte.
 const SWITCH_PREEMPTED: u8 = 0;
@@ -36,7 +39,12 @@ const IRQ_ENTER_IPI: u8 = 14;
 const IRQ_EXIT: u8 = 15;
 const FREQUENCY: u8 = 16;
 const RUNTIME: u8 = 17;
-const LAST_CODE: u8 = RUNTIME;
+/// A timer callback with the timer's and the callback's addresses (version 2).
+const IRQ_ENTER_TIMER_ID: u8 = 18;
+const TIMER_ARM: u8 = 19;
+const STACK: u8 = 20;
+const CPU_SAMPLE: u8 = 21;
+const LAST_CODE: u8 = CPU_SAMPLE;
 
 const CODE_MASK: u8 = 0x1F;
 /// The wake-up's target CPU is the event's CPU (no target varint follows).
@@ -153,7 +161,11 @@ impl ChunkEncoder {
             EventKind::IdleExit => (IDLE_EXIT, 0),
             EventKind::InterruptEnter(k) => (
                 match k {
-                    InterruptKind::Timer => IRQ_ENTER_TIMER,
+                    InterruptKind::Timer {
+                        timer: 0,
+                        function: 0,
+                    } => IRQ_ENTER_TIMER,
+                    InterruptKind::Timer { .. } => IRQ_ENTER_TIMER_ID,
                     InterruptKind::Irq(_) => IRQ_ENTER_IRQ,
                     InterruptKind::SoftIrq(_) => IRQ_ENTER_SOFTIRQ,
                     InterruptKind::Ipi => IRQ_ENTER_IPI,
@@ -163,6 +175,9 @@ impl ChunkEncoder {
             EventKind::InterruptExit => (IRQ_EXIT, 0),
             EventKind::Frequency { .. } => (FREQUENCY, 0),
             EventKind::Runtime { .. } => (RUNTIME, 0),
+            EventKind::TimerArm { .. } => (TIMER_ARM, 0),
+            EventKind::Stack { .. } => (STACK, 0),
+            EventKind::CpuSample { .. } => (CPU_SAMPLE, 0),
         };
         // The decoder starts every chunk at CPU 0 and an unknown context.
         let cpu_flag = if e.cpu == self.last_cpu { 0 } else { FLAG_CPU };
@@ -216,6 +231,17 @@ impl ChunkEncoder {
                 self.put_tid(*tid);
                 put_varint(&mut self.body, *ns);
             }
+            EventKind::InterruptEnter(InterruptKind::Timer { timer, function })
+                if code == IRQ_ENTER_TIMER_ID =>
+            {
+                self.put_kernel_addresses(*timer, *function)
+            }
+            EventKind::TimerArm { timer, function } => self.put_kernel_addresses(*timer, *function),
+            EventKind::Stack { id } => put_varint(&mut self.body, *id as u64),
+            EventKind::CpuSample { tid, period_ns } => {
+                self.put_tid(*tid);
+                put_varint(&mut self.body, *period_ns);
+            }
             EventKind::IdleExit | EventKind::InterruptExit | EventKind::InterruptEnter(_) => {}
         }
         self.last_ns = e.time_ns;
@@ -230,6 +256,13 @@ impl ChunkEncoder {
             self.table_bytes += varint_len(tid as u64);
             next
         })
+    }
+
+    /// Kernel addresses have their top bits set: stored complemented, a timer's address
+    /// takes 7 bytes and a function's 5 instead of 10 each.
+    fn put_kernel_addresses(&mut self, timer: u64, function: u64) {
+        put_varint(&mut self.body, !timer);
+        put_varint(&mut self.body, !function);
     }
 
     fn put_tid(&mut self, tid: u32) {
@@ -369,7 +402,7 @@ fn decode_unchecked(
 ) -> Result<(), CodecError> {
     let mut r = Reader { data, pos: 0 };
     let version = r.varint()?;
-    if version != CODEC_VERSION as u64 {
+    if !(OLDEST_VERSION..=CODEC_VERSION as u64).contains(&version) {
         return Err(CodecError::Version {
             found: u32::try_from(version).unwrap_or(u32::MAX),
             supported: CODEC_VERSION,
@@ -407,6 +440,7 @@ fn decode_unchecked(
         let tag = r.byte()?;
         let code = tag & CODE_MASK;
         let bad_tag = code > LAST_CODE
+            || (version < 2 && code >= IRQ_ENTER_TIMER_ID)
             || (tag & FLAG_SAME_TARGET != 0 && code != WAKEUP && code != WAKEUP_NEW);
         if bad_tag {
             return Err(CodecError::Tag { at, tag });
@@ -471,7 +505,25 @@ fn decode_unchecked(
                 state: r.varint_u32()?,
             },
             IDLE_EXIT => EventKind::IdleExit,
-            IRQ_ENTER_TIMER => EventKind::InterruptEnter(InterruptKind::Timer),
+            IRQ_ENTER_TIMER => EventKind::InterruptEnter(InterruptKind::Timer {
+                timer: 0,
+                function: 0,
+            }),
+            IRQ_ENTER_TIMER_ID => EventKind::InterruptEnter(InterruptKind::Timer {
+                timer: !r.varint()?,
+                function: !r.varint()?,
+            }),
+            TIMER_ARM => EventKind::TimerArm {
+                timer: !r.varint()?,
+                function: !r.varint()?,
+            },
+            STACK => EventKind::Stack {
+                id: r.varint_u32()?,
+            },
+            CPU_SAMPLE => EventKind::CpuSample {
+                tid: *r.index(&tids, "thread id")?,
+                period_ns: r.varint()?,
+            },
             IRQ_ENTER_IRQ => {
                 EventKind::InterruptEnter(InterruptKind::Irq(r.index(&strings, "string")?.clone()))
             }
@@ -787,7 +839,24 @@ mod tests {
             Exit { tid: 9 },
             IdleEnter { state: 2 },
             IdleExit,
-            InterruptEnter(Timer),
+            InterruptEnter(Timer {
+                timer: 0,
+                function: 0,
+            }),
+            InterruptEnter(Timer {
+                timer: 0xffff_c900_056d_3be0,
+                function: 0xffff_ffff_8142_d089,
+            }),
+            TimerArm {
+                timer: 0xffff_c900_056d_3be0,
+                function: 0xffff_ffff_8142_d089,
+            },
+            Stack { id: 0 },
+            CpuSample {
+                tid: 8,
+                period_ns: 1_001_234,
+            },
+            Stack { id: 70_000 },
             InterruptEnter(Irq("virtio0-input.0".into())),
             InterruptEnter(SoftIrq("NET_RX".into())),
             InterruptEnter(Ipi),
@@ -830,7 +899,7 @@ mod tests {
         ];
         let bytes = round_trip(&events);
         let body = [
-            0x01, 0x02, 0xe8, 0x07, 0x02, 0xf4, 0x03, 0x00, 0x00, // header, tids, strings
+            0x02, 0x02, 0xe8, 0x07, 0x02, 0xf4, 0x03, 0x00, 0x00, // header, tids, strings
             0x63, 0x00, 0x02, 0x00, // wake-up
             0x01, 0xdc, 0x0b, 0x01, 0x00, // switch
         ];
@@ -865,8 +934,9 @@ mod tests {
     #[test]
     fn every_variant_round_trips() {
         let events = every_kind(1_000_000_000, 1);
-        // The test covers every code the format defines.
-        assert_eq!(events.len(), LAST_CODE as usize + 1);
+        // The test covers every code the format defines (stacks twice: a small and a
+        // multi-byte id).
+        assert_eq!(events.len(), LAST_CODE as usize + 2);
         round_trip(&events);
         round_trip(&every_kind(0, 0));
     }
@@ -1039,7 +1109,10 @@ mod tests {
                         state: rng.below(5) as u32,
                     },
                     10 => EventKind::IdleExit,
-                    11 => EventKind::InterruptEnter(InterruptKind::Timer),
+                    11 => EventKind::InterruptEnter(InterruptKind::Timer {
+                        timer: 0,
+                        function: 0,
+                    }),
                     12 => EventKind::InterruptEnter(InterruptKind::Irq(name(rng))),
                     13 => EventKind::InterruptEnter(InterruptKind::SoftIrq(name(rng))),
                     14 => EventKind::InterruptEnter(InterruptKind::Ipi),
@@ -1223,6 +1296,41 @@ mod tests {
             }
         );
         assert!(err.to_string().contains("upgrade powerlens"));
+    }
+
+    /// Recordings written before stacks (chunk version 1) still decode; a version-1 chunk
+    /// cannot hold the codes version 2 added.
+    #[test]
+    fn version_one_chunks_decode_without_the_new_codes() {
+        let as_version_one = |events: &[Event]| {
+            let mut enc = ChunkEncoder::new();
+            for e in events {
+                enc.push(e);
+            }
+            let mut bytes = enc.finish();
+            bytes.truncate(bytes.len() - 4);
+            assert_eq!(bytes[0], CODEC_VERSION as u8);
+            bytes[0] = 1;
+            decode_unchecked(&bytes, &mut Vec::new(), None)
+        };
+        let old: Vec<Event> = every_kind(5_000, 1)
+            .into_iter()
+            .filter(|e| {
+                !matches!(
+                    e.kind,
+                    EventKind::Stack { .. }
+                        | EventKind::CpuSample { .. }
+                        | EventKind::TimerArm { .. }
+                        | EventKind::InterruptEnter(InterruptKind::Timer { timer: 1.., .. })
+                )
+            })
+            .collect();
+        assert_eq!(as_version_one(&old), Ok(()));
+        let stack = [ev(5_000, 0, EventKind::Stack { id: 3 })];
+        assert!(matches!(
+            as_version_one(&stack),
+            Err(CodecError::Tag { tag: STACK, .. })
+        ));
     }
 
     #[test]

@@ -1074,7 +1074,14 @@ mod tests {
             switch(60, 0, 100, Preempted, 200),
             switch(70, 0, 200, Blocked, 100),
             switch(80, 0, 100, Blocked, IDLE_TID),
-            ev(89, 1, EventKind::InterruptEnter(InterruptKind::Timer)),
+            ev(
+                89,
+                1,
+                EventKind::InterruptEnter(InterruptKind::Timer {
+                    timer: 0,
+                    function: 0,
+                }),
+            ),
             wakeup(89, 1, 200),
             ev(89, 1, EventKind::InterruptExit),
             switch(90, 1, IDLE_TID, Preempted, 200),

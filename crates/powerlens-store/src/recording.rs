@@ -19,8 +19,9 @@ use crate::{StoreError, APPLICATION_ID};
 /// SQLite `application_id` of recordings ("PWLR"), distinct from the results database.
 pub const RECORDING_APPLICATION_ID: i32 = 0x5057_4C52;
 
-/// Schema version of recordings (`PRAGMA user_version`).
-pub const RECORDING_SCHEMA_VERSION: i32 = 1;
+/// Schema version of recordings (`PRAGMA user_version`). Version 2 added call stacks (the
+/// `modules`, `stacks` and `symbols` tables); version-1 files still read, without stacks.
+pub const RECORDING_SCHEMA_VERSION: i32 = 2;
 
 const SCHEMA: &str = "
 CREATE TABLE meta (
@@ -50,7 +51,33 @@ CREATE TABLE threads (
     parent_tid INTEGER,
     comm       TEXT NOT NULL
 );
+CREATE TABLE modules (
+    id   INTEGER PRIMARY KEY,
+    path TEXT NOT NULL
+);
+CREATE TABLE stacks (
+    id     INTEGER PRIMARY KEY,
+    frames BLOB NOT NULL
+);
+CREATE TABLE symbols (
+    module   INTEGER NOT NULL,
+    offset   INTEGER NOT NULL,
+    function TEXT,
+    PRIMARY KEY (module, offset)
+) WITHOUT ROWID;
 ";
+
+/// The tables of version 1, which every readable recording has.
+const VERSION_1_TABLES: [&str; 4] = ["meta", "chunks", "samples", "threads"];
+
+/// One resolved frame of the symbol cache: `function` is `None` where the module's
+/// symbols did not cover the address (the frame keeps module and offset).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SymbolRow {
+    pub module: u32,
+    pub offset: u64,
+    pub function: Option<String>,
+}
 
 /// Side files SQLite may leave next to a database.
 const SIDE_FILES: [&str; 3] = ["-wal", "-shm", "-journal"];
@@ -270,6 +297,28 @@ impl RecordingWriter {
         r.map(|_| ()).map_err(|e| self.write_error(e))
     }
 
+    /// Records a module (an executable file, `[kernel]`, `[vdso]`…) that stack frames name
+    /// by `id`.
+    pub fn add_module(&mut self, id: u32, path: &str) -> Result<(), StoreError> {
+        self.pending_bytes += path.len() as u64 + 16;
+        let r = self
+            .conn
+            .prepare_cached("INSERT OR REPLACE INTO modules (id, path) VALUES (?1, ?2)")
+            .and_then(|mut s| s.execute(params![id, path]));
+        r.map(|_| ()).map_err(|e| self.write_error(e))
+    }
+
+    /// Records a call stack that `Stack` events name by `id` (`frames` encoded by
+    /// `powerlens_core::stacks::encode_frames`, opaque here).
+    pub fn add_stack(&mut self, id: u32, frames: &[u8]) -> Result<(), StoreError> {
+        self.pending_bytes += frames.len() as u64 + 16;
+        let r = self
+            .conn
+            .prepare_cached("INSERT OR REPLACE INTO stacks (id, frames) VALUES (?1, ?2)")
+            .and_then(|mut s| s.execute(params![id, frames]));
+        r.map(|_| ()).map_err(|e| self.write_error(e))
+    }
+
     /// Commits everything appended since the last flush and copies it into the main file
     /// (a WAL checkpoint): from now on it survives the recorder being killed, and a copy
     /// of the main file alone holds it.
@@ -415,22 +464,130 @@ impl RecordingReader {
         if version < 1 {
             return Err(self.not_ours(format!("schema version {version}")));
         }
-        let tables: i64 = self
-            .conn
-            .query_row(
-                "SELECT count(*) FROM sqlite_master WHERE type = 'table'
-                 AND name IN ('meta', 'chunks', 'samples', 'threads')",
-                [],
-                |r| r.get(0),
-            )
-            .map_err(self.sql())?;
-        if tables != 4 {
+        let expected: Vec<&str> = if version >= 2 {
+            VERSION_1_TABLES
+                .into_iter()
+                .chain(["modules", "stacks", "symbols"])
+                .collect()
+        } else {
+            VERSION_1_TABLES.to_vec()
+        };
+        let present = expected
+            .iter()
+            .filter(|t| self.has_table(t).unwrap_or(false))
+            .count();
+        if present != expected.len() {
             return Err(StoreError::RecordingCorrupt {
                 path: self.path.clone(),
-                detail: format!("{} of its 4 tables are missing", 4 - tables),
+                detail: format!(
+                    "{} of its {} tables are missing",
+                    expected.len() - present,
+                    expected.len()
+                ),
             });
         }
         Ok(())
+    }
+
+    fn has_table(&self, name: &str) -> Result<bool, StoreError> {
+        self.conn
+            .query_row(
+                "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = ?1",
+                [name],
+                |r| r.get::<_, i64>(0),
+            )
+            .map(|n| n > 0)
+            .map_err(self.sql())
+    }
+
+    /// Whether the recording can hold call stacks (schema version 2 or later).
+    pub fn has_stack_tables(&self) -> Result<bool, StoreError> {
+        self.has_table("stacks")
+    }
+
+    /// The module table, by id; empty for a recording without stacks.
+    pub fn modules(&self) -> Result<Vec<(u32, String)>, StoreError> {
+        if !self.has_stack_tables()? {
+            return Ok(Vec::new());
+        }
+        let mut stmt = self
+            .conn
+            .prepare("SELECT id, path FROM modules ORDER BY id")
+            .map_err(self.sql())?;
+        let rows = stmt
+            .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+            .map_err(self.sql())?;
+        rows.collect::<Result<_, _>>().map_err(self.sql())
+    }
+
+    /// Calls `f(id, frames)` for every stack, by id, streaming.
+    pub fn stacks(&self, mut f: impl FnMut(u32, &[u8])) -> Result<(), StoreError> {
+        if !self.has_stack_tables()? {
+            return Ok(());
+        }
+        let mut stmt = self
+            .conn
+            .prepare("SELECT id, frames FROM stacks ORDER BY id")
+            .map_err(self.sql())?;
+        let mut rows = stmt.query([]).map_err(self.sql())?;
+        while let Some(row) = rows.next().map_err(self.sql())? {
+            let id: u32 = row.get(0).map_err(self.sql())?;
+            let frames = row.get_ref(1).map_err(self.sql())?;
+            let bytes = frames.as_blob().map_err(|e| StoreError::RecordingCorrupt {
+                path: self.path.clone(),
+                detail: format!("stack {id}: {e}"),
+            })?;
+            f(id, bytes);
+        }
+        Ok(())
+    }
+
+    /// The symbol cache (frames resolved by an earlier report); empty when none.
+    pub fn symbols(&self) -> Result<Vec<SymbolRow>, StoreError> {
+        if !self.has_stack_tables()? {
+            return Ok(Vec::new());
+        }
+        let mut stmt = self
+            .conn
+            .prepare("SELECT module, offset, function FROM symbols")
+            .map_err(self.sql())?;
+        let rows = stmt
+            .query_map([], |r| {
+                Ok(SymbolRow {
+                    module: r.get(0)?,
+                    offset: from_sql(r.get(1)?),
+                    function: r.get(2)?,
+                })
+            })
+            .map_err(self.sql())?;
+        rows.collect::<Result<_, _>>().map_err(self.sql())
+    }
+
+    /// Adds resolved frames to the symbol cache, through a short-lived writable
+    /// connection (the reader itself stays read-only). Fails on a read-only file or
+    /// directory; the caller then carries on without the cache.
+    pub fn save_symbols(&self, rows: &[SymbolRow]) -> Result<(), StoreError> {
+        let write_error = |e: rusqlite::Error| StoreError::RecordingWrite {
+            path: self.path.clone(),
+            detail: e.to_string(),
+        };
+        let mut conn = Connection::open_with_flags(&self.path, OpenFlags::SQLITE_OPEN_READ_WRITE)
+            .map_err(write_error)?;
+        conn.busy_timeout(std::time::Duration::from_secs(2))
+            .map_err(write_error)?;
+        let tx = conn.transaction().map_err(write_error)?;
+        {
+            let mut stmt = tx
+                .prepare(
+                    "INSERT OR REPLACE INTO symbols (module, offset, function) VALUES (?1, ?2, ?3)",
+                )
+                .map_err(write_error)?;
+            for r in rows {
+                stmt.execute(params![r.module, to_sql(r.offset), r.function])
+                    .map_err(write_error)?;
+            }
+        }
+        tx.commit().map_err(write_error)
     }
 
     fn parse_json(&self, what: &str, text: &str) -> Result<serde_json::Value, StoreError> {
@@ -746,6 +903,72 @@ mod tests {
                 },
             ]
         );
+    }
+
+    #[test]
+    fn stacks_modules_and_the_symbol_cache_round_trip() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.rec");
+        let mut w = RecordingWriter::create(&path).unwrap();
+        w.add_module(0, "[kernel]").unwrap();
+        w.add_module(1, "/tmp/t").unwrap();
+        w.add_stack(0, &[1, 2, 3]).unwrap();
+        w.add_stack(7, &[]).unwrap();
+        w.finish().unwrap();
+        let r = RecordingReader::open(&path).unwrap();
+        assert!(r.has_stack_tables().unwrap());
+        assert_eq!(
+            r.modules().unwrap(),
+            vec![(0, "[kernel]".to_string()), (1, "/tmp/t".to_string())]
+        );
+        let mut stacks = Vec::new();
+        r.stacks(|id, frames| stacks.push((id, frames.to_vec())))
+            .unwrap();
+        assert_eq!(stacks, vec![(0, vec![1, 2, 3]), (7, vec![])]);
+        assert!(r.symbols().unwrap().is_empty());
+        let rows = vec![
+            SymbolRow {
+                module: 0,
+                offset: u64::MAX - 5,
+                function: Some("schedule".into()),
+            },
+            SymbolRow {
+                module: 1,
+                offset: 0x1139,
+                function: None,
+            },
+        ];
+        r.save_symbols(&rows).unwrap();
+        // The open reader sees the cache it saved; a new one does too.
+        let mut got = r.symbols().unwrap();
+        got.sort_by_key(|s| s.module);
+        assert_eq!(got, rows);
+        let mut again = RecordingReader::open(&path).unwrap().symbols().unwrap();
+        again.sort_by_key(|s| s.module);
+        assert_eq!(again, rows);
+    }
+
+    /// A version-1 recording (before stacks) still opens, with no stacks.
+    #[test]
+    fn version_one_recordings_read_without_stacks() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("v1.rec");
+        let mut w = RecordingWriter::create(&path).unwrap();
+        w.set_meta("command", &json!(["true"])).unwrap();
+        w.finish().unwrap();
+        let conn = Connection::open(&path).unwrap();
+        conn.execute_batch(
+            "DROP TABLE modules; DROP TABLE stacks; DROP TABLE symbols; PRAGMA user_version = 1;",
+        )
+        .unwrap();
+        drop(conn);
+        let r = RecordingReader::open(&path).unwrap();
+        assert!(!r.has_stack_tables().unwrap());
+        assert!(r.modules().unwrap().is_empty() && r.symbols().unwrap().is_empty());
+        let mut n = 0;
+        r.stacks(|_, _| n += 1).unwrap();
+        assert_eq!(n, 0);
+        assert_eq!(r.meta("command").unwrap(), Some(json!(["true"])));
     }
 
     #[test]
@@ -1070,7 +1293,7 @@ exec "$0" --exact "$1" --nocapture --test-threads=1"#;
             .unwrap();
         let err = refused(&path);
         assert!(
-            matches!(err, StoreError::RecordingTooNew { found: 2, .. }),
+            matches!(err, StoreError::RecordingTooNew { found, .. } if found == RECORDING_SCHEMA_VERSION + 1),
             "{err}"
         );
         assert!(err.to_string().contains("upgrade powerlens"), "{err}");
@@ -1100,6 +1323,9 @@ exec "$0" --exact "$1" --nocapture --test-threads=1"#;
             while c.next_chunk()?.is_some() {}
         }
         r.samples("energy", |_, _| {})?;
+        r.modules()?;
+        r.stacks(|_, _| {})?;
+        r.symbols()?;
         Ok(())
     }
 

@@ -103,7 +103,14 @@ fn synthetic(dir: &Path) -> PathBuf {
                 comm: "<i>pwn</i>,\"x\"".into(),
             },
         ),
-        ev(1_600, 0, InterruptEnter(InterruptKind::Timer)),
+        ev(
+            1_600,
+            0,
+            InterruptEnter(InterruptKind::Timer {
+                timer: 0,
+                function: 0,
+            }),
+        ),
         ev(1_700, 0, InterruptExit),
         ev(
             1_800,
@@ -220,7 +227,10 @@ fn recording_counts(rec: &Path) -> BTreeMap<(u32, &'static str), u64> {
                     // Not written to Perfetto: see export/perfetto.rs.
                     EventKind::InterruptEnter(_)
                     | EventKind::InterruptExit
-                    | EventKind::Runtime { .. } => continue,
+                    | EventKind::Runtime { .. }
+                    | EventKind::TimerArm { .. }
+                    | EventKind::CpuSample { .. }
+                    | EventKind::Stack { .. } => continue,
                 };
                 *counts.entry((e.cpu, name)).or_insert(0) += 1;
             }

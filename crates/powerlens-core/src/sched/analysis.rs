@@ -427,6 +427,9 @@ impl SchedAnalysis {
                 self.cpu(e.cpu).interrupts.pop();
             }
             EventKind::Runtime { tid, ns } => self.thread(*tid).stats.sched_runtime_ns += ns,
+            // Stacks and CPU-time samples are the per-function analysis' business; a timer
+            // being armed changes no thread's or CPU's state.
+            EventKind::TimerArm { .. } | EventKind::CpuSample { .. } | EventKind::Stack { .. } => {}
             EventKind::Frequency { khz } => {
                 self.cpu(e.cpu);
                 self.charge_frequency(e.cpu, t);
@@ -730,7 +733,7 @@ impl SchedAnalysis {
             c.interrupts.pop();
         }
         let cause = match (c.interrupts.last().map(|(k, _)| k), current) {
-            (Some(InterruptKind::Timer), _) => Cause::Timer,
+            (Some(InterruptKind::Timer { .. }), _) => Cause::Timer,
             (Some(InterruptKind::Irq(_)), _) => Cause::Irq,
             (Some(InterruptKind::SoftIrq(_)), _) => Cause::SoftIrq,
             (Some(InterruptKind::Ipi), _) => Cause::IpiOrIdle,

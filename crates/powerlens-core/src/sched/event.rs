@@ -45,8 +45,10 @@ pub enum SwitchedOut {
 /// Why an interrupt context is active on a CPU, for attributing wake-ups and idle exits.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub enum InterruptKind {
-    /// An hrtimer or timer-wheel callback.
-    Timer,
+    /// An hrtimer or timer-wheel callback: the kernel address of the timer (what its
+    /// [`EventKind::TimerArm`] names) and of its callback; 0 when not recorded (recordings
+    /// made before timer identities were kept).
+    Timer { timer: u64, function: u64 },
     /// A hardware interrupt handler, with its name.
     Irq(String),
     /// A softirq (network, block, RCU…), with its vector name.
@@ -93,7 +95,21 @@ pub enum EventKind {
     /// sched:sched_stat_runtime: the scheduler charged `tid` `ns` nanoseconds of CPU time
     /// since its previous update (at switch-outs and ticks, in the thread's own context).
     Runtime { tid: Tid, ns: u64 },
+    /// timer:hrtimer_start / timer:timer_start: the current thread armed `timer` (a kernel
+    /// address, the same as the [`InterruptKind::Timer`] of its expiry) with callback
+    /// `function`. The arming stack, when recorded, follows as a [`EventKind::Stack`].
+    TimerArm { timer: u64, function: u64 },
+    /// A CPU-time sample (the cpu-clock software event): `tid` was running here and is
+    /// charged `period_ns` of CPU time; its stack follows as a [`EventKind::Stack`].
+    CpuSample { tid: Tid, period_ns: u64 },
+    /// The call stack of the event just before this one on the same CPU (a switch-out's
+    /// blocking or preempted stack, a waker's stack, a timer's arming stack, a CPU-time
+    /// sample's stack): an id in the recording's stack table.
+    Stack { id: StackId },
 }
+
+/// Index of a call stack in a recording's stack table.
+pub type StackId = u32;
 
 /// One event on one CPU at one time (CLOCK_MONOTONIC nanoseconds).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -73,7 +73,14 @@ fn idle_wakeups_and_residency_by_hand() {
         switch(0, 1, A, Blocked, IDLE_TID),
         ev(2, 1, EventKind::IdleEnter { state: 1 }),
         ev(22, 1, EventKind::IdleExit), // 20 ns in state 1
-        ev(23, 1, EventKind::InterruptEnter(InterruptKind::Timer)),
+        ev(
+            23,
+            1,
+            EventKind::InterruptEnter(InterruptKind::Timer {
+                timer: 0,
+                function: 0,
+            }),
+        ),
         wakeup(24, 1, A), // timer wake-up
         ev(25, 1, EventKind::InterruptExit),
         switch(26, 1, IDLE_TID, Preempted, A), // A is first out of idle: idle wake-up
@@ -807,12 +814,26 @@ fn stale_interrupt_context_is_dropped() {
     let events = [
         switch(0, 1, A, Blocked, IDLE_TID),
         switch(0, 0, B, Blocked, IDLE_TID),
-        ev(1_000, 1, EventKind::InterruptEnter(InterruptKind::Timer)),
+        ev(
+            1_000,
+            1,
+            EventKind::InterruptEnter(InterruptKind::Timer {
+                timer: 0,
+                function: 0,
+            }),
+        ),
         wakeup(2_000, 1, A), // in the timer callback
         // (lost: the timer's exit)
         switch(3_000, 1, IDLE_TID, Preempted, A),
         switch(4_000, 1, A, Blocked, IDLE_TID),
-        ev(5_000, 1, EventKind::InterruptEnter(InterruptKind::Timer)),
+        ev(
+            5_000,
+            1,
+            EventKind::InterruptEnter(InterruptKind::Timer {
+                timer: 0,
+                function: 0,
+            }),
+        ),
         // (lost: the exit)
         wakeup(6_000, 1, A), // the timer's
         wakeup(5_000 + super::analysis::STALE_INTERRUPT_NS + 1, 1, B), // not the timer's

@@ -22,7 +22,7 @@ pub enum Flavour {
 }
 
 /// The CSV columns, which are also the JSON keys.
-pub const COLUMNS: [&str; 18] = [
+pub const COLUMNS: [&str; 22] = [
     "time_ns",
     "cpu",
     "event",
@@ -41,6 +41,10 @@ pub const COLUMNS: [&str; 18] = [
     "khz",
     "runtime_ns",
     "interrupt",
+    "period_ns",
+    "timer",
+    "function",
+    "stack_id",
 ];
 
 /// One event, flattened.
@@ -80,6 +84,21 @@ struct Row<'a> {
     /// `timer`, `irq NAME`, `softirq NAME`, `ipi`.
     #[serde(skip_serializing_if = "Option::is_none")]
     interrupt: Option<String>,
+    /// CPU time a `cpu_sample` stands for.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    period_ns: Option<u64>,
+    /// Kernel addresses of a timer and its callback, in hex (`timer_arm`, timer interrupts).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    timer: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    function: Option<String>,
+    /// A `stack` event's id in the recording's stack table.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    stack_id: Option<u32>,
+}
+
+fn hex(addr: u64) -> Option<String> {
+    (addr != 0).then(|| format!("{addr:#x}"))
 }
 
 /// Writes every event as a JSON line or a CSV row.
@@ -189,7 +208,11 @@ impl<W: Write> EventWriter<W> {
             EventKind::InterruptEnter(k) => {
                 r.event = "interrupt_enter";
                 r.interrupt = Some(match k {
-                    InterruptKind::Timer => "timer".to_string(),
+                    InterruptKind::Timer { timer, function } => {
+                        r.timer = hex(*timer);
+                        r.function = hex(*function);
+                        "timer".to_string()
+                    }
                     InterruptKind::Irq(n) => format!("irq {n}"),
                     InterruptKind::SoftIrq(n) => format!("softirq {n}"),
                     InterruptKind::Ipi => "ipi".to_string(),
@@ -202,6 +225,21 @@ impl<W: Write> EventWriter<W> {
                 r.comm = name(*tid);
                 r.runtime_ns = Some(*ns);
             }
+            EventKind::TimerArm { timer, function } => {
+                r.event = "timer_arm";
+                r.timer = hex(*timer);
+                r.function = hex(*function);
+            }
+            EventKind::CpuSample { tid, period_ns } => {
+                r.event = "cpu_sample";
+                r.tid = Some(*tid);
+                r.comm = name(*tid);
+                r.period_ns = Some(*period_ns);
+            }
+            EventKind::Stack { id } => {
+                r.event = "stack";
+                r.stack_id = Some(*id);
+            }
         }
         self.line.clear();
         match self.flavour {
@@ -212,7 +250,7 @@ impl<W: Write> EventWriter<W> {
                 let text = |s: Option<&str>| s.map(csv_field).unwrap_or_default();
                 write!(
                     self.line,
-                    "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
+                    "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
                     r.time_ns,
                     r.cpu,
                     r.event,
@@ -231,6 +269,10 @@ impl<W: Write> EventWriter<W> {
                     opt(&r.khz),
                     opt(&r.runtime_ns),
                     text(r.interrupt.as_deref()),
+                    opt(&r.period_ns),
+                    r.timer.as_deref().unwrap_or_default(),
+                    r.function.as_deref().unwrap_or_default(),
+                    opt(&r.stack_id),
                 )?;
             }
         }

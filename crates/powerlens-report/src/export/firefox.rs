@@ -329,7 +329,7 @@ impl FirefoxWriter {
     fn waker(&mut self, cpu: usize) -> StringHandle {
         let ctx = &self.cpus[cpu];
         let text = match ctx.interrupts.last() {
-            Some(InterruptKind::Timer) => "timer".to_string(),
+            Some(InterruptKind::Timer { .. }) => "timer".to_string(),
             Some(InterruptKind::Irq(n)) => format!("irq {n}"),
             Some(InterruptKind::SoftIrq(n)) => format!("softirq {n}"),
             Some(InterruptKind::Ipi) => "ipi".to_string(),
@@ -546,7 +546,14 @@ mod tests {
         // Woken by a timer at 2 ms, runs 3..5 ms on cpu1, blocks until its wake-up at
         // 9 ms (by thread 8 on cpu0), runs 10 ms.. preempted at 12 ms, open to the end.
         for e in [
-            ev(2_000_000, 1, InterruptEnter(InterruptKind::Timer)),
+            ev(
+                2_000_000,
+                1,
+                InterruptEnter(InterruptKind::Timer {
+                    timer: 0,
+                    function: 0,
+                }),
+            ),
             ev(
                 2_000_000,
                 1,

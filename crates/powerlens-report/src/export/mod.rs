@@ -120,6 +120,8 @@ pub struct CpuCounts {
     pub interrupts: u64,
     /// The scheduler's runtime updates (sched_stat_runtime; not every export writes them).
     pub runtime: u64,
+    /// Timer arming, CPU-time samples and call stacks (not every export writes them).
+    pub stacks_and_samples: u64,
 }
 
 impl CpuCounts {
@@ -135,6 +137,9 @@ impl CpuCounts {
             }
             EventKind::InterruptEnter(_) | EventKind::InterruptExit => self.interrupts += 1,
             EventKind::Runtime { .. } => self.runtime += 1,
+            EventKind::TimerArm { .. } | EventKind::CpuSample { .. } | EventKind::Stack { .. } => {
+                self.stacks_and_samples += 1
+            }
         }
     }
 
@@ -147,6 +152,7 @@ impl CpuCounts {
             + self.process
             + self.interrupts
             + self.runtime
+            + self.stacks_and_samples
     }
 }
 
@@ -173,6 +179,7 @@ impl Counts {
             s.frequency += c.frequency;
             s.process += c.process;
             s.interrupts += c.interrupts;
+            s.stacks_and_samples += c.stacks_and_samples;
         }
         s
     }

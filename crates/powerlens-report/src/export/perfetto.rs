@@ -313,10 +313,14 @@ impl<W: Write> PerfettoWriter<W> {
                 CPU_FREQUENCY
             }
             // Interrupts need IRQ and vector numbers the model does not keep; runtime
-            // updates are the report's CPU-time source, not a Perfetto track.
-            EventKind::InterruptEnter(_) | EventKind::InterruptExit | EventKind::Runtime { .. } => {
-                return None
-            }
+            // updates are the report's CPU-time source, not a Perfetto track; stacks,
+            // samples and timer arming need Perfetto's profiling packets (not written yet).
+            EventKind::InterruptEnter(_)
+            | EventKind::InterruptExit
+            | EventKind::Runtime { .. }
+            | EventKind::TimerArm { .. }
+            | EventKind::CpuSample { .. }
+            | EventKind::Stack { .. } => return None,
         };
         Some(field)
     }

@@ -33,9 +33,13 @@ pub const RECORDED_EVENTS: &[(&str, Tracepoint)] = &[
     ("irq/irq_handler_exit", Tracepoint::InterruptExit),
     ("irq/softirq_entry", Tracepoint::SoftirqEntry),
     ("irq/softirq_exit", Tracepoint::InterruptExit),
-    ("timer/hrtimer_expire_entry", Tracepoint::TimerEntry),
+    ("timer/hrtimer_expire_entry", Tracepoint::HrtimerEntry),
     ("timer/hrtimer_expire_exit", Tracepoint::InterruptExit),
     ("timer/timer_expire_entry", Tracepoint::TimerEntry),
+    // Who armed each timer (and, with stacks, from where): an idle exit by a timer is
+    // traced back to the code that asked for it.
+    ("timer/hrtimer_start", Tracepoint::HrtimerArm),
+    ("timer/timer_start", Tracepoint::TimerArm),
     ("timer/timer_expire_exit", Tracepoint::InterruptExit),
     // The receiving side of IPIs (x86): a wake-up issued here came from another CPU.
     ("irq_vectors/reschedule_entry", Tracepoint::IpiEntry),
@@ -83,7 +87,10 @@ pub enum Tracepoint {
     CpuFrequency,
     IrqEntry,
     SoftirqEntry,
+    HrtimerEntry,
     TimerEntry,
+    HrtimerArm,
+    TimerArm,
     IpiEntry,
     InterruptExit,
 }
@@ -246,7 +253,16 @@ impl Converter {
                     .unwrap_or_else(|| format!("softirq{vec}"));
                 EventKind::InterruptEnter(InterruptKind::SoftIrq(name))
             }
-            Tracepoint::TimerEntry => EventKind::InterruptEnter(InterruptKind::Timer),
+            Tracepoint::HrtimerEntry | Tracepoint::TimerEntry => {
+                EventKind::InterruptEnter(InterruptKind::Timer {
+                    timer: f[0].u64(raw)?,
+                    function: f[1].u64(raw)?,
+                })
+            }
+            Tracepoint::HrtimerArm | Tracepoint::TimerArm => EventKind::TimerArm {
+                timer: f[0].u64(raw)?,
+                function: f[1].u64(raw)?,
+            },
             Tracepoint::IpiEntry => EventKind::InterruptEnter(InterruptKind::Ipi),
             Tracepoint::InterruptExit => EventKind::InterruptExit,
         };
@@ -277,7 +293,9 @@ fn needed_fields(t: Tracepoint) -> &'static [&'static str] {
         Tracepoint::CpuIdle | Tracepoint::CpuFrequency => &["state", "cpu_id"],
         Tracepoint::IrqEntry => &["name"],
         Tracepoint::SoftirqEntry => &["vec"],
-        Tracepoint::TimerEntry | Tracepoint::IpiEntry | Tracepoint::InterruptExit => &[],
+        Tracepoint::HrtimerEntry | Tracepoint::HrtimerArm => &["hrtimer", "function"],
+        Tracepoint::TimerEntry | Tracepoint::TimerArm => &["timer", "function"],
+        Tracepoint::IpiEntry | Tracepoint::InterruptExit => &[],
     }
 }
 
