@@ -556,9 +556,9 @@ fn decode_unchecked(
     Ok(())
 }
 
-struct Reader<'a> {
-    data: &'a [u8],
-    pos: usize,
+pub(crate) struct Reader<'a> {
+    pub(crate) data: &'a [u8],
+    pub(crate) pos: usize,
 }
 
 impl<'a> Reader<'a> {
@@ -578,7 +578,7 @@ impl<'a> Reader<'a> {
 
     /// Unsigned LEB128, at most ten bytes, no bits beyond the 64th.
     #[inline(always)]
-    fn varint(&mut self) -> Result<u64, CodecError> {
+    pub(crate) fn varint(&mut self) -> Result<u64, CodecError> {
         // One- and two-byte values (tags' fields, table indexes, most time deltas) inline.
         if let Some(&[b0, b1]) = self.data.get(self.pos..self.pos + 2) {
             if b0 < 0x80 {
@@ -666,7 +666,7 @@ impl<'a> Reader<'a> {
     }
 }
 
-fn put_varint(out: &mut Vec<u8>, mut v: u64) {
+pub(crate) fn put_varint(out: &mut Vec<u8>, mut v: u64) {
     while v >= 0x80 {
         out.push((v as u8) | 0x80);
         v >>= 7;

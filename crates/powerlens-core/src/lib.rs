@@ -9,6 +9,7 @@ pub mod model;
 pub mod provenance;
 pub mod run;
 pub mod sched;
+pub mod stacks;
 pub mod stats;
 pub mod sweep;
 pub mod verdict;

@@ -248,9 +248,29 @@ struct Group {
     stats: ProcessParallelism,
 }
 
+/// Where a thread's time and idle wake-ups go as the analysis settles them, for an
+/// analysis layered on this one (per call stack: `crate::stacks::attribution`). Called
+/// with the same figures the thread's [`ThreadStats`] receive, at the moment they are
+/// known, so the layer never re-derives thread states (nor the lost-event inference).
+pub trait ThreadCharges {
+    /// `tid` was blocked for `ns` (until a wake-up, a switch-in, or the end).
+    fn wait(&mut self, _tid: Tid, _ns: u64) {}
+    /// `tid` was runnable but not running for `ns`.
+    fn inactive(&mut self, _tid: Tid, _ns: u64) {}
+    /// `tid` ran first on a CPU that had been idle for `idle_ns`.
+    fn idle_wakeup(&mut self, _tid: Tid, _idle_ns: u64) {}
+    /// Thread `waker`, running on `cpu`, made another thread runnable.
+    fn woke(&mut self, _cpu: u32, _waker: Tid) {}
+}
+
+/// No layer: the plain per-thread analysis.
+impl ThreadCharges for () {}
+
 /// The streaming analysis. Feed events in time order, then [`SchedAnalysis::finish`].
 #[derive(Default)]
-pub struct SchedAnalysis {
+pub struct SchedAnalysis<C: ThreadCharges = ()> {
+    /// The layer told about every charge.
+    charges: C,
     threads: TidMap<Thread>,
     cpus: Vec<Cpu>,
     start_ns: Option<u64>,
@@ -297,6 +317,30 @@ impl SchedAnalysis {
             }
         }
         a
+    }
+}
+
+impl<C: ThreadCharges> SchedAnalysis<C> {
+    /// The same analysis, telling `charges` about every charge from now on (call before
+    /// feeding).
+    pub fn with_charges<D: ThreadCharges>(self, charges: D) -> SchedAnalysis<D> {
+        SchedAnalysis {
+            charges,
+            threads: self.threads,
+            cpus: self.cpus,
+            start_ns: self.start_ns,
+            last_ns: self.last_ns,
+            group_of: self.group_of,
+            groups: self.groups,
+            idle_thresholds: self.idle_thresholds,
+            observed_run_ns: self.observed_run_ns,
+            observed_runs: self.observed_runs,
+        }
+    }
+
+    /// The layer, to feed it what only it reads (stacks, samples) alongside.
+    pub fn charges_mut(&mut self) -> &mut C {
+        &mut self.charges
     }
 
     /// Also counts, per CPU, the idle wake-ups after an idle period of at least each
@@ -599,17 +643,27 @@ impl SchedAnalysis {
         self.detach(tid, cpu, t);
         let n = self.thread(tid);
         match n.state {
-            ThreadState::Runnable { since } => n.stats.inactive_ns += t.saturating_sub(since),
+            ThreadState::Runnable { since } => {
+                let d = t.saturating_sub(since);
+                n.stats.inactive_ns += d;
+                self.charges.inactive(tid, d);
+            }
             // The wake-up was not seen (before the recording, or lost): blocked until now.
-            ThreadState::Blocked { since } => n.stats.wait_ns += t.saturating_sub(since),
+            ThreadState::Blocked { since } => {
+                let d = t.saturating_sub(since);
+                n.stats.wait_ns += d;
+                self.charges.wait(tid, d);
+            }
             _ => {}
         }
+        let n = self.thread(tid);
         n.state = ThreadState::Running { cpu };
         if let Some(idle) = idle {
             n.stats.idle_wakeups += 1;
             n.stats.idle_before_wakeups_ns += idle;
+            self.charges.idle_wakeup(tid, idle);
         }
-        let group = n.group;
+        let group = self.thread(tid).group;
         if group != NO_GROUP {
             self.group_change(group, t, true);
         }
@@ -742,10 +796,12 @@ impl SchedAnalysis {
             }
             (None, _) => Cause::IpiOrIdle,
         };
+        let mut waited = None;
         let w = self.thread(tid);
         let becomes_runnable = match w.state {
             ThreadState::Blocked { since } => {
                 w.stats.wait_ns += t - since;
+                waited = Some(t - since);
                 true
             }
             // First sight of the thread: it was blocked since before the recording.
@@ -759,6 +815,10 @@ impl SchedAnalysis {
             return;
         }
         w.state = ThreadState::Runnable { since: t };
+        if let Some(d) = waited {
+            self.charges.wait(tid, d);
+        }
+        let w = self.thread(tid);
         let causes = &mut w.stats.wakeups_received;
         match cause {
             Cause::Thread(_) => causes.thread += 1,
@@ -770,13 +830,20 @@ impl SchedAnalysis {
         if let Cause::Thread(waker) = cause {
             if waker != tid {
                 self.thread(waker).stats.wakeups_caused += 1;
+                self.charges.woke(cpu, waker);
             }
         }
     }
 
     /// Closes every open interval at `end_ns` (at least the last event's time) and returns
     /// the summary.
-    pub fn finish(mut self, end_ns: u64) -> SchedSummary {
+    pub fn finish(self, end_ns: u64) -> SchedSummary {
+        self.finish_with_charges(end_ns).0
+    }
+
+    /// As [`SchedAnalysis::finish`], also returning the layer (told about the intervals
+    /// still open at the end).
+    pub fn finish_with_charges(mut self, end_ns: u64) -> (SchedSummary, C) {
         let start = self.start_ns.unwrap_or(end_ns);
         let end = end_ns.max(self.last_ns);
         for i in 0..self.cpus.len() {
@@ -803,15 +870,20 @@ impl SchedAnalysis {
             }
             g.stats.running_ns[n] += end - since;
         }
+        let charges = &mut self.charges;
         let mut threads: Vec<ThreadStats> = self
             .threads
             .into_values()
             .map(|mut th| {
                 match th.state {
                     ThreadState::Runnable { since } => {
-                        th.stats.inactive_ns += end.saturating_sub(since)
+                        th.stats.inactive_ns += end.saturating_sub(since);
+                        charges.inactive(th.stats.tid, end.saturating_sub(since));
                     }
-                    ThreadState::Blocked { since } => th.stats.wait_ns += end.saturating_sub(since),
+                    ThreadState::Blocked { since } => {
+                        th.stats.wait_ns += end.saturating_sub(since);
+                        charges.wait(th.stats.tid, end.saturating_sub(since));
+                    }
                     _ => {}
                 }
                 // A thread some of whose switch-ins had to be inferred ran for an estimated
@@ -827,13 +899,14 @@ impl SchedAnalysis {
             })
             .collect();
         threads.sort_by_key(|t| t.tid);
-        SchedSummary {
+        let summary = SchedSummary {
             start_ns: start,
             end_ns: end,
             threads,
             cpus: self.cpus.into_iter().map(|c| c.stats).collect(),
             processes: self.groups.into_iter().map(|g| g.stats).collect(),
-        }
+        };
+        (summary, self.charges)
     }
 }
 

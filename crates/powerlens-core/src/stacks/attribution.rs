@@ -1,0 +1,469 @@
+//! Per-stack attribution: the scheduler analysis' per-thread charges, split by the call
+//! stack each thread was at. A layer on [`SchedAnalysis`]: it never re-derives thread
+//! states, it learns each charge through [`ThreadCharges`] and adds only what the stacks
+//! say — where a thread blocked or was preempted (the stack after its switch-out), who
+//! woke whom from where (the stack after a wake-up), where CPU time went (cpu-clock
+//! samples), and how long the CPU stayed idle after a thread blocked.
+//!
+//! Attribution rules (VTune's): a thread's wait and inactive time, and its idle wake-ups,
+//! go to the stack at which it last left the CPU — where it blocked or was preempted, which
+//! is also where it resumes. CPU time goes to the stacks of its samples.
+
+use std::collections::HashMap;
+
+use serde::{Deserialize, Serialize};
+
+use super::NO_STACK;
+use crate::sched::analysis::{SchedAnalysis, SchedSummary, ThreadCharges};
+use crate::sched::event::{Event, EventKind, StackId, SwitchedOut, Tid, TidMap, IDLE_TID};
+
+/// What one thread did at one stack.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StackMetrics {
+    /// CPU time from cpu-clock samples (Σ their periods), and the number of samples.
+    pub cpu_ns: u64,
+    pub samples: u64,
+    pub sync_switches: u64,
+    pub preempt_switches: u64,
+    pub wait_ns: u64,
+    pub inactive_ns: u64,
+    pub idle_wakeups: u64,
+    pub idle_before_wakeups_ns: u64,
+    /// Idle time of the CPU right after the thread blocked here and left it idle, until
+    /// something ran on that CPU again.
+    pub idle_after_ns: u64,
+    /// Threads this one woke from here.
+    pub wakeups_caused: u64,
+}
+
+impl StackMetrics {
+    pub fn add(&mut self, o: &StackMetrics) {
+        self.cpu_ns += o.cpu_ns;
+        self.samples += o.samples;
+        self.sync_switches += o.sync_switches;
+        self.preempt_switches += o.preempt_switches;
+        self.wait_ns += o.wait_ns;
+        self.inactive_ns += o.inactive_ns;
+        self.idle_wakeups += o.idle_wakeups;
+        self.idle_before_wakeups_ns += o.idle_before_wakeups_ns;
+        self.idle_after_ns += o.idle_after_ns;
+        self.wakeups_caused += o.wakeups_caused;
+    }
+}
+
+/// The result: metrics per (thread, stack), and the idle states the CPU was in after a
+/// thread blocked at a stack (`(tid, stack, state) → ns`, from `power:cpu_idle`).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct StackCharges {
+    pub by_thread_stack: HashMap<(Tid, StackId), StackMetrics>,
+    pub idle_states_after: HashMap<(Tid, StackId, u32), u64>,
+    /// Stack events seen; zero means the recording has no stacks.
+    pub stacks_seen: u64,
+    /// CPU-time samples seen.
+    pub samples_seen: u64,
+}
+
+/// The event whose stack is expected next on a CPU.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Pending {
+    None,
+    Switch {
+        prev: Tid,
+        how: SwitchedOut,
+    },
+    /// A wake-up the scheduler analysis has not (yet) counted as one.
+    Waking,
+    Woke {
+        waker: Tid,
+    },
+    Sample {
+        tid: Tid,
+        period_ns: u64,
+    },
+}
+
+#[derive(Debug, Clone, Copy)]
+struct CpuState {
+    pending: Pending,
+    /// The thread that blocked and left this CPU idle, and where.
+    blocker: Option<(Tid, StackId)>,
+    /// Start of the idle-task period, and of the `cpu_idle` state in progress.
+    idle_since: Option<u64>,
+    state_since: Option<(u32, u64)>,
+}
+
+impl Default for CpuState {
+    fn default() -> Self {
+        CpuState {
+            pending: Pending::None,
+            blocker: None,
+            idle_since: None,
+            state_since: None,
+        }
+    }
+}
+
+/// The layer. Use through [`StackAnalysis`].
+#[derive(Debug, Default)]
+pub struct StackAttribution {
+    charges: StackCharges,
+    /// Where each thread last left a CPU.
+    parked: TidMap<StackId>,
+    cpus: Vec<CpuState>,
+}
+
+impl StackAttribution {
+    fn metrics(&mut self, tid: Tid, stack: StackId) -> &mut StackMetrics {
+        self.charges
+            .by_thread_stack
+            .entry((tid, stack))
+            .or_default()
+    }
+
+    fn parked(&self, tid: Tid) -> StackId {
+        self.parked.get(&tid).copied().unwrap_or(NO_STACK)
+    }
+
+    fn cpu(&mut self, cpu: u32) -> &mut CpuState {
+        let i = cpu as usize;
+        if self.cpus.len() <= i {
+            self.cpus.resize(i + 1, CpuState::default());
+        }
+        &mut self.cpus[i]
+    }
+
+    /// Charges what a pending event left, at `stack` (or [`NO_STACK`] when none came).
+    fn settle(&mut self, cpu: u32, stack: StackId) {
+        let pending = std::mem::replace(&mut self.cpu(cpu).pending, Pending::None);
+        match pending {
+            Pending::Switch { prev, how } => {
+                self.parked.insert(prev, stack);
+                let m = self.metrics(prev, stack);
+                match how {
+                    SwitchedOut::Blocked => m.sync_switches += 1,
+                    SwitchedOut::Preempted => m.preempt_switches += 1,
+                    SwitchedOut::Exited => {}
+                }
+                let c = self.cpu(cpu);
+                if let Some((tid, s)) = &mut c.blocker {
+                    if *tid == prev {
+                        *s = stack;
+                    }
+                }
+            }
+            Pending::Woke { waker } => self.metrics(waker, stack).wakeups_caused += 1,
+            Pending::Sample { tid, period_ns } => {
+                let m = self.metrics(tid, stack);
+                m.cpu_ns += period_ns;
+                m.samples += 1;
+            }
+            Pending::Waking | Pending::None => {}
+        }
+    }
+
+    /// Sees an event before the scheduler analysis does.
+    fn observe(&mut self, e: &Event) {
+        let (cpu, t) = (e.cpu, e.time_ns);
+        if let EventKind::Stack { id } = e.kind {
+            self.charges.stacks_seen += 1;
+            self.settle(cpu, id);
+            return;
+        }
+        // Any other event: the stack of the previous one did not come.
+        if self.cpu(cpu).pending != Pending::None {
+            self.settle(cpu, NO_STACK);
+        }
+        match e.kind {
+            EventKind::Switch { prev, how, next } => {
+                self.cpu(cpu).pending = Pending::Switch { prev, how };
+                if prev == IDLE_TID {
+                    self.end_idle(cpu, t);
+                }
+                if next == IDLE_TID {
+                    let c = self.cpu(cpu);
+                    c.idle_since = Some(t);
+                    c.blocker = (prev != IDLE_TID && how == SwitchedOut::Blocked)
+                        .then_some((prev, NO_STACK));
+                }
+            }
+            EventKind::Wakeup { .. } => self.cpu(cpu).pending = Pending::Waking,
+            EventKind::CpuSample { tid, period_ns } => {
+                self.charges.samples_seen += 1;
+                self.cpu(cpu).pending = Pending::Sample { tid, period_ns };
+            }
+            EventKind::IdleEnter { state } => {
+                self.close_state(cpu, t);
+                self.cpu(cpu).state_since = Some((state, t));
+            }
+            EventKind::IdleExit => self.close_state(cpu, t),
+            _ => {}
+        }
+    }
+
+    /// Ends the `cpu_idle` state in progress, charging it to the thread that blocked.
+    fn close_state(&mut self, cpu: u32, t: u64) {
+        let c = self.cpu(cpu);
+        let (Some((state, since)), Some((tid, stack))) = (c.state_since.take(), c.blocker) else {
+            return;
+        };
+        *self
+            .charges
+            .idle_states_after
+            .entry((tid, stack, state))
+            .or_default() += t.saturating_sub(since);
+    }
+
+    /// The idle-task period of `cpu` ends at `t`.
+    fn end_idle(&mut self, cpu: u32, t: u64) {
+        self.close_state(cpu, t);
+        let c = self.cpu(cpu);
+        let (since, blocker) = (c.idle_since.take(), c.blocker.take());
+        if let (Some(since), Some((tid, stack))) = (since, blocker) {
+            self.metrics(tid, stack).idle_after_ns += t.saturating_sub(since);
+        }
+    }
+
+    fn finish(mut self, end_ns: u64) -> StackCharges {
+        for cpu in 0..self.cpus.len() as u32 {
+            self.settle(cpu, NO_STACK);
+            self.end_idle(cpu, end_ns);
+        }
+        self.charges
+    }
+}
+
+impl ThreadCharges for StackAttribution {
+    fn wait(&mut self, tid: Tid, ns: u64) {
+        let s = self.parked(tid);
+        self.metrics(tid, s).wait_ns += ns;
+    }
+
+    fn inactive(&mut self, tid: Tid, ns: u64) {
+        let s = self.parked(tid);
+        self.metrics(tid, s).inactive_ns += ns;
+    }
+
+    fn idle_wakeup(&mut self, tid: Tid, idle_ns: u64) {
+        let s = self.parked(tid);
+        let m = self.metrics(tid, s);
+        m.idle_wakeups += 1;
+        m.idle_before_wakeups_ns += idle_ns;
+    }
+
+    fn woke(&mut self, cpu: u32, waker: Tid) {
+        let c = self.cpu(cpu);
+        if c.pending == Pending::Waking {
+            c.pending = Pending::Woke { waker };
+        }
+    }
+}
+
+/// The scheduler analysis with per-stack attribution layered on it.
+pub struct StackAnalysis {
+    sched: SchedAnalysis<StackAttribution>,
+}
+
+impl StackAnalysis {
+    /// Layers stacks on `sched` (configured with thread groups and idle thresholds).
+    pub fn new(sched: SchedAnalysis) -> Self {
+        StackAnalysis {
+            sched: sched.with_charges(StackAttribution::default()),
+        }
+    }
+
+    /// One event, with its context (see [`SchedAnalysis::feed_in_context`]).
+    #[inline]
+    pub fn feed_in_context(&mut self, e: &Event, context: Option<Tid>) {
+        self.sched.charges_mut().observe(e);
+        self.sched.feed_in_context(e, context);
+    }
+
+    pub fn finish(self, end_ns: u64) -> (SchedSummary, StackCharges) {
+        let (summary, layer) = self.sched.finish_with_charges(end_ns);
+        let end = summary.end_ns;
+        (summary, layer.finish(end))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sched::event::{EventKind::*, SwitchedOut::*};
+
+    fn ev(t: u64, cpu: u32, kind: EventKind) -> Event {
+        Event {
+            time_ns: t,
+            cpu,
+            kind,
+        }
+    }
+
+    fn run(events: &[(Event, Option<Tid>)], end: u64) -> (SchedSummary, StackCharges) {
+        let mut a = StackAnalysis::new(SchedAnalysis::new());
+        for (e, ctx) in events {
+            a.feed_in_context(e, *ctx);
+        }
+        a.finish(end)
+    }
+
+    /// Thread 10 sleeps at stack 1 (CPU goes idle), is woken by a timer with nothing in
+    /// between: its wait, its idle wake-up and the idle that followed go to stack 1; it
+    /// then runs, is sampled at stack 2 and preempted at stack 3 by thread 11, which wakes
+    /// nobody. Every figure hand-computed.
+    #[test]
+    fn charges_follow_the_switch_out_stack() {
+        let timer = InterruptEnter(crate::sched::event::InterruptKind::Timer {
+            timer: 1,
+            function: 2,
+        });
+        let events = vec![
+            (
+                ev(
+                    1_000,
+                    0,
+                    Switch {
+                        prev: 10,
+                        how: Blocked,
+                        next: 0,
+                    },
+                ),
+                Some(10),
+            ),
+            (ev(1_000, 0, Stack { id: 1 }), Some(10)),
+            (ev(5_000, 0, timer), Some(0)),
+            (
+                ev(
+                    5_100,
+                    0,
+                    Wakeup {
+                        tid: 10,
+                        target_cpu: 0,
+                        new_thread: false,
+                    },
+                ),
+                Some(0),
+            ),
+            (ev(5_200, 0, InterruptExit), Some(0)),
+            (
+                ev(
+                    5_300,
+                    0,
+                    Switch {
+                        prev: 0,
+                        how: Preempted,
+                        next: 10,
+                    },
+                ),
+                Some(0),
+            ),
+            (
+                ev(
+                    6_000,
+                    0,
+                    CpuSample {
+                        tid: 10,
+                        period_ns: 1_000,
+                    },
+                ),
+                Some(10),
+            ),
+            (ev(6_000, 0, Stack { id: 2 }), Some(10)),
+            (
+                ev(
+                    7_000,
+                    0,
+                    Switch {
+                        prev: 10,
+                        how: Preempted,
+                        next: 11,
+                    },
+                ),
+                Some(10),
+            ),
+            (ev(7_000, 0, Stack { id: 3 }), Some(10)),
+        ];
+        let (summary, charges) = run(&events, 9_000);
+        let m = |s| charges.by_thread_stack[&(10, s)];
+        assert_eq!(m(1).sync_switches, 1);
+        assert_eq!(m(1).wait_ns, 4_100, "blocked 1000 → woken 5100");
+        assert_eq!(m(1).inactive_ns, 200, "woken 5100 → ran 5300");
+        assert_eq!(m(1).idle_wakeups, 1);
+        assert_eq!(m(1).idle_after_ns, 4_300, "idle 1000 → 5300");
+        assert_eq!(m(2).cpu_ns, 1_000);
+        assert_eq!(m(2).samples, 1);
+        assert_eq!(m(3).preempt_switches, 1);
+        assert_eq!(m(3).inactive_ns, 2_000, "preempted 7000 → end 9000");
+        // The layer agrees with the thread totals.
+        let t10 = summary.threads.iter().find(|t| t.tid == 10).unwrap();
+        let total: StackMetrics = charges
+            .by_thread_stack
+            .iter()
+            .filter(|((tid, _), _)| *tid == 10)
+            .fold(StackMetrics::default(), |mut acc, (_, m)| {
+                acc.add(m);
+                acc
+            });
+        assert_eq!(total.wait_ns, t10.wait_ns);
+        assert_eq!(total.inactive_ns, t10.inactive_ns);
+        assert_eq!(total.idle_wakeups, t10.idle_wakeups);
+        assert_eq!(total.sync_switches, t10.sync_switches);
+        assert_eq!(total.preempt_switches, t10.preempt_switches);
+        assert_eq!(charges.stacks_seen, 3);
+        assert_eq!(charges.samples_seen, 1);
+    }
+
+    /// A waker's stack gets the wake-up it caused; a switch without a stack goes to
+    /// NO_STACK; the idle states after a block go to the blocking stack.
+    #[test]
+    fn wakers_and_missing_stacks() {
+        let events = vec![
+            (
+                ev(
+                    100,
+                    1,
+                    Switch {
+                        prev: 20,
+                        how: Blocked,
+                        next: 0,
+                    },
+                ),
+                Some(20),
+            ),
+            // No stack for that switch.
+            (ev(200, 1, IdleEnter { state: 1 }), Some(0)),
+            (ev(900, 1, IdleExit), Some(0)),
+            (
+                ev(
+                    1_000,
+                    0,
+                    Wakeup {
+                        tid: 20,
+                        target_cpu: 1,
+                        new_thread: false,
+                    },
+                ),
+                Some(30),
+            ),
+            (ev(1_000, 0, Stack { id: 5 }), Some(30)),
+            (
+                ev(
+                    1_200,
+                    1,
+                    Switch {
+                        prev: 0,
+                        how: Preempted,
+                        next: 20,
+                    },
+                ),
+                Some(0),
+            ),
+        ];
+        let (_, charges) = run(&events, 2_000);
+        assert_eq!(charges.by_thread_stack[&(30, 5)].wakeups_caused, 1);
+        let parked = charges.by_thread_stack[&(20, NO_STACK)];
+        assert_eq!(parked.sync_switches, 1);
+        assert_eq!(parked.wait_ns, 900);
+        assert_eq!(parked.idle_after_ns, 1_100);
+        assert_eq!(charges.idle_states_after[&(20, NO_STACK, 1)], 700);
+    }
+}

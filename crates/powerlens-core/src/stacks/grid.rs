@@ -1,0 +1,1 @@
+//! The per-function and per-stack grid (filled in below).

@@ -1,0 +1,300 @@
+//! Call stacks: how a recording stores them, how they are resolved to functions, and the
+//! per-function analysis built on the scheduler analysis.
+//!
+//! A recorded stack is a list of frames, innermost first, each a module (an id in the
+//! recording's module table: an executable file, `[kernel]`, `[vdso]`…) and an offset in
+//! it (the file offset for files, the address for the kernel). Frame 0 is where the event
+//! happened; every later frame is a return address, which points just after its call:
+//! symbolization looks up `offset − 1` for those so that a call ending a function is not
+//! named after the next one.
+
+pub mod attribution;
+pub mod grid;
+
+use std::collections::HashMap;
+
+use crate::codec::{put_varint, CodecError, Reader};
+use crate::sched::event::StackId;
+
+/// The stack of an event that was recorded without one (or whose stack was lost).
+pub const NO_STACK: StackId = StackId::MAX;
+
+/// One frame of a recorded stack.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct FrameRef {
+    pub module: u32,
+    pub offset: u64,
+}
+
+/// Encodes frames as the recording stores them: a varint module id and a varint offset
+/// per frame.
+pub fn encode_frames(frames: &[FrameRef], out: &mut Vec<u8>) {
+    for f in frames {
+        put_varint(out, f.module as u64);
+        put_varint(out, f.offset);
+    }
+}
+
+/// Decodes [`encode_frames`]'s bytes; a damaged blob is an error, never a panic.
+pub fn decode_frames(bytes: &[u8]) -> Result<Vec<FrameRef>, CodecError> {
+    let mut r = Reader {
+        data: bytes,
+        pos: 0,
+    };
+    let mut out = Vec::new();
+    while r.pos < bytes.len() {
+        let module = r.varint()?;
+        let offset = r.varint()?;
+        out.push(FrameRef {
+            module: u32::try_from(module).unwrap_or(u32::MAX),
+            offset,
+        });
+    }
+    Ok(out)
+}
+
+/// Whether a module belongs to the system rather than to the program: the kernel, the
+/// vdso, the dynamic loader and shared libraries under the system library directories.
+/// Executables are the program's own code wherever they live (`/usr/bin/python3` is what
+/// the user profiles), as are libraries outside the system directories.
+pub fn is_system_module(path: &str) -> bool {
+    if path.starts_with('[') {
+        // [kernel], [vdso], [vsyscall], [unknown]; anonymous JIT code is "[anon]", also
+        // not attributable to a named function of the program.
+        return true;
+    }
+    let name = path.rsplit('/').next().unwrap_or(path);
+    let is_library = name.contains(".so");
+    let in_system_dir = [
+        "/lib/",
+        "/lib64/",
+        "/usr/lib/",
+        "/usr/lib64/",
+        "/usr/libexec/",
+    ]
+    .iter()
+    .any(|d| path.starts_with(d));
+    name.starts_with("ld-linux") || name.starts_with("ld-musl") || (is_library && in_system_dir)
+}
+
+/// A function (or, where symbols are missing, a module and offset) that frames resolve to.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Function {
+    /// The symbol name, demangled; `module+0xOFFSET` when the module's symbols do not
+    /// cover the frame.
+    pub name: String,
+    /// The module's path (`[kernel]` for the kernel).
+    pub module: String,
+    /// Whether the frame was resolved to a symbol.
+    pub resolved: bool,
+    /// Part of the system, not the program ([`is_system_module`]).
+    pub system: bool,
+}
+
+/// Index of a [`Function`] in [`ResolvedStacks::functions`].
+pub type FunctionId = u32;
+
+/// Every stack of a recording resolved to functions, interned.
+#[derive(Debug, Clone, Default)]
+pub struct ResolvedStacks {
+    pub functions: Vec<Function>,
+    /// By [`StackId`]: the stack's functions, innermost first (consecutive frames of one
+    /// function — recursion aside — kept as they are).
+    stacks: Vec<Vec<FunctionId>>,
+    /// By [`StackId`]: the innermost frame in the program's own code, else the innermost
+    /// frame.
+    innermost_user: Vec<Option<FunctionId>>,
+}
+
+/// What the symbolizer says about one frame: the function name, or `None`.
+pub type SymbolLookup<'a> = dyn Fn(FrameRef) -> Option<String> + 'a;
+
+impl ResolvedStacks {
+    /// Resolves `stacks` (by id; an id without frames is an empty stack) with the module
+    /// table (`id → path`) and a symbol lookup.
+    pub fn resolve(
+        stacks: &[(StackId, Vec<FrameRef>)],
+        modules: &HashMap<u32, String>,
+        symbol: &SymbolLookup<'_>,
+    ) -> ResolvedStacks {
+        let mut out = ResolvedStacks::default();
+        let mut function_ids: HashMap<Function, FunctionId> = HashMap::new();
+        let mut frame_cache: HashMap<FrameRef, FunctionId> = HashMap::new();
+        for (id, frames) in stacks {
+            let i = *id as usize;
+            if out.stacks.len() <= i {
+                out.stacks.resize(i + 1, Vec::new());
+                out.innermost_user.resize(i + 1, None);
+            }
+            let mut resolved = Vec::with_capacity(frames.len());
+            for (depth, frame) in frames.iter().enumerate() {
+                // Return addresses point after the call: look up the call itself.
+                let lookup = if depth == 0 {
+                    *frame
+                } else {
+                    FrameRef {
+                        offset: frame.offset.saturating_sub(1),
+                        ..*frame
+                    }
+                };
+                let fid = *frame_cache.entry(lookup).or_insert_with(|| {
+                    let module = modules
+                        .get(&frame.module)
+                        .cloned()
+                        .unwrap_or_else(|| format!("[module {}]", frame.module));
+                    let (name, ok) = match symbol(lookup) {
+                        Some(name) => (name, true),
+                        None => (format!("{}+{:#x}", short(&module), frame.offset), false),
+                    };
+                    let f = Function {
+                        system: is_system_module(&module),
+                        name,
+                        module,
+                        resolved: ok,
+                    };
+                    let next = out.functions.len() as FunctionId;
+                    *function_ids.entry(f.clone()).or_insert_with(|| {
+                        out.functions.push(f);
+                        next
+                    })
+                });
+                resolved.push(fid);
+            }
+            out.innermost_user[i] = resolved
+                .iter()
+                .copied()
+                .find(|f| !out.functions[*f as usize].system)
+                .or_else(|| resolved.first().copied());
+            out.stacks[i] = resolved;
+        }
+        out
+    }
+
+    /// The stack's functions, innermost first; empty for an unknown id or [`NO_STACK`].
+    pub fn frames(&self, id: StackId) -> &[FunctionId] {
+        self.stacks.get(id as usize).map_or(&[], Vec::as_slice)
+    }
+
+    /// The innermost frame of the program's own code (the user-functions view), else the
+    /// innermost frame; `None` for an empty or unknown stack.
+    pub fn innermost_user(&self, id: StackId) -> Option<FunctionId> {
+        self.innermost_user.get(id as usize).copied().flatten()
+    }
+
+    pub fn function(&self, id: FunctionId) -> &Function {
+        &self.functions[id as usize]
+    }
+
+    /// The stack as text, innermost first: `function (module file name)` per frame.
+    pub fn describe(&self, id: StackId) -> Vec<String> {
+        self.frames(id)
+            .iter()
+            .map(|f| {
+                let f = self.function(*f);
+                format!("{} ({})", f.name, short(&f.module))
+            })
+            .collect()
+    }
+}
+
+/// A module's file name without its directory.
+pub fn short(module: &str) -> &str {
+    module.rsplit('/').next().unwrap_or(module)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn frames_round_trip_and_damage_is_an_error() {
+        let frames = vec![
+            FrameRef {
+                module: 0,
+                offset: 0xffff_ffff_8226_5ec8,
+            },
+            FrameRef {
+                module: 3,
+                offset: 0x10e1,
+            },
+        ];
+        let mut bytes = Vec::new();
+        encode_frames(&frames, &mut bytes);
+        assert_eq!(decode_frames(&bytes).unwrap(), frames);
+        assert_eq!(decode_frames(&[]).unwrap(), vec![]);
+        assert!(decode_frames(&bytes[..bytes.len() - 1]).is_err());
+        assert!(decode_frames(&[0x80; 11]).is_err());
+    }
+
+    #[test]
+    fn system_modules() {
+        for system in [
+            "[kernel]",
+            "[vdso]",
+            "/usr/lib/x86_64-linux-gnu/libc.so.6",
+            "/lib/x86_64-linux-gnu/libpthread.so.0",
+            "/usr/lib64/ld-linux-x86-64.so.2",
+            "/lib64/ld-linux-x86-64.so.2",
+        ] {
+            assert!(is_system_module(system), "{system}");
+        }
+        for own in [
+            "/tmp/t",
+            "/usr/bin/python3",
+            "/opt/app/lib/libfoo.so",
+            "/home/me/target/release/app",
+            "/usr/lib/firefox/firefox",
+        ] {
+            assert!(!is_system_module(own), "{own}");
+        }
+    }
+
+    /// The user view skips libc and the kernel; return addresses are looked up one byte
+    /// back; a frame without a symbol keeps module+offset.
+    #[test]
+    fn resolution_picks_the_innermost_user_frame() {
+        let modules: HashMap<u32, String> = [
+            (0, "[kernel]".to_string()),
+            (1, "/usr/lib/x86_64-linux-gnu/libc.so.6".to_string()),
+            (2, "/tmp/t".to_string()),
+        ]
+        .into();
+        let f = |module, offset| FrameRef { module, offset };
+        let stacks = vec![
+            (
+                0,
+                vec![f(0, 0x100), f(1, 0x200), f(2, 0x1010), f(2, 0x2000)],
+            ),
+            (2, vec![f(1, 0x200)]),
+            (3, vec![f(2, 0x9999)]),
+        ];
+        let lookup = |fr: FrameRef| -> Option<String> {
+            match (fr.module, fr.offset) {
+                (0, 0x100) => Some("__schedule".into()),
+                (1, 0x1ff..=0x200) => Some("clock_nanosleep".into()),
+                // 0x1010 is a return address: looked up at 0x100f, the call's last byte.
+                (2, 0x100f) => Some("short_sleeper".into()),
+                (2, 0x1fff) => Some("main".into()),
+                _ => None,
+            }
+        };
+        let r = ResolvedStacks::resolve(&stacks, &modules, &lookup);
+        let name = |id| r.innermost_user(id).map(|f| r.function(f).name.as_str());
+        assert_eq!(name(0), Some("short_sleeper"));
+        // Only system frames: the innermost one.
+        assert_eq!(name(2), Some("clock_nanosleep"));
+        assert_eq!(name(3), Some("t+0x9999"));
+        assert!(!r.function(r.innermost_user(3).unwrap()).resolved);
+        assert_eq!(name(1), None, "an id never recorded");
+        assert_eq!(name(NO_STACK), None);
+        assert_eq!(
+            r.describe(0),
+            vec![
+                "__schedule ([kernel])",
+                "clock_nanosleep (libc.so.6)",
+                "short_sleeper (t)",
+                "main (t)"
+            ]
+        );
+    }
+}
