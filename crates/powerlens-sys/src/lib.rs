@@ -21,6 +21,7 @@ pub mod settings;
 pub mod sysfs;
 pub mod topology;
 pub mod trace;
+pub mod unwind;
 
 pub use availability::Availability;
 pub use error::SysError;

@@ -13,15 +13,30 @@ pub const PERF_TYPE_TRACEPOINT: u32 = 2;
 
 /// `PERF_COUNT_HW_CPU_CYCLES`, the hardware event every PMU has.
 pub const PERF_COUNT_HW_CPU_CYCLES: u64 = 0;
+/// Software events (`PERF_TYPE_SOFTWARE` configs): the hrtimer-driven CPU clock, and the
+/// dummy event that never counts but can carry side-band records.
+pub const PERF_COUNT_SW_CPU_CLOCK: u64 = 0;
+pub const PERF_COUNT_SW_DUMMY: u64 = 9;
 
 /// Bits of `perf_event_attr.flags` (the C bitfield, least significant bit first).
 pub const FLAG_DISABLED: u64 = 1 << 0;
 pub const FLAG_INHERIT: u64 = 1 << 1;
 pub const FLAG_EXCLUDE_KERNEL: u64 = 1 << 5;
 pub const FLAG_EXCLUDE_HV: u64 = 1 << 6;
+/// Software sampling events skip hits while the CPU runs its idle task.
+pub const FLAG_EXCLUDE_IDLE: u64 = 1 << 7;
+/// Side-band records: `PERF_RECORD_MMAP` for executable mappings (with [`FLAG_MMAP2`], the
+/// MMAP2 form) and `PERF_RECORD_COMM` (with [`FLAG_COMM_EXEC`], flagged on exec).
+pub const FLAG_MMAP: u64 = 1 << 8;
+pub const FLAG_COMM: u64 = 1 << 9;
+/// `sample_period` holds a frequency in Hz (`sample_freq`).
+pub const FLAG_FREQ: u64 = 1 << 10;
 /// `wakeup_events` holds `wakeup_watermark` (bytes) instead of a count of events.
 pub const FLAG_WATERMARK: u64 = 1 << 14;
+/// Non-sample records (MMAP2, COMM, LOST) end with the sample's TID/TIME/CPU/IDENTIFIER.
 pub const FLAG_SAMPLE_ID_ALL: u64 = 1 << 18;
+pub const FLAG_MMAP2: u64 = 1 << 23;
+pub const FLAG_COMM_EXEC: u64 = 1 << 24;
 /// Timestamps come from `clockid` instead of the perf clock.
 pub const FLAG_USE_CLOCKID: u64 = 1 << 25;
 
@@ -33,6 +48,8 @@ pub const PERF_SAMPLE_CALLCHAIN: u64 = 1 << 5;
 pub const PERF_SAMPLE_CPU: u64 = 1 << 7;
 pub const PERF_SAMPLE_PERIOD: u64 = 1 << 8;
 pub const PERF_SAMPLE_RAW: u64 = 1 << 10;
+pub const PERF_SAMPLE_REGS_USER: u64 = 1 << 12;
+pub const PERF_SAMPLE_STACK_USER: u64 = 1 << 13;
 pub const PERF_SAMPLE_IDENTIFIER: u64 = 1 << 16;
 
 /// ioctl requests on a perf event descriptor (`_IO('$', n)`, `_IOR('$', 7, u64)`).

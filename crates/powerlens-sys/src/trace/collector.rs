@@ -1,17 +1,25 @@
 //! System-wide tracepoint collection: every requested event opened on every online CPU,
-//! one ring buffer per CPU shared by all events of that CPU, drained into [`TraceRecord`]s.
+//! one ring buffer per CPU shared by all events of that CPU, drained into [`TraceRecord`]s;
+//! optionally with user stacks on chosen events, CPU-clock samples and the executable
+//! mappings (MMAP2) needed to unwind and symbolize those stacks, all in the same rings.
 
 use std::path::{Path, PathBuf};
 
 use std::os::fd::{AsFd, AsRawFd};
 
 use crate::perf::{
-    permission_fix, PerfCounter, PerfEventAttr, FLAG_DISABLED, FLAG_USE_CLOCKID, FLAG_WATERMARK,
-    PERF_SAMPLE_CALLCHAIN, PERF_TYPE_TRACEPOINT,
+    permission_fix, PerfCounter, PerfEventAttr, FLAG_COMM, FLAG_COMM_EXEC, FLAG_DISABLED,
+    FLAG_EXCLUDE_IDLE, FLAG_FREQ, FLAG_MMAP, FLAG_MMAP2, FLAG_SAMPLE_ID_ALL, FLAG_USE_CLOCKID,
+    FLAG_WATERMARK, PERF_COUNT_SW_CPU_CLOCK, PERF_COUNT_SW_DUMMY, PERF_SAMPLE_CALLCHAIN,
+    PERF_SAMPLE_RAW, PERF_TYPE_SOFTWARE, PERF_TYPE_TRACEPOINT,
 };
 use crate::perf_caps::{read_paranoid, refused, require_tracefs, NO_TRACEPOINT};
+use crate::procfs::maps::Mapping;
 use crate::trace::format::{Decoded, EventFormat};
-use crate::trace::ring::{parse_record, Callchain, Record, Ring, SAMPLE_TYPE};
+use crate::trace::records::{
+    parse_record_with, Callchain, Record, UserRegs, SAMPLE_TYPE, STACK_SAMPLE_TYPE, USER_REGS_MASK,
+};
+use crate::trace::ring::Ring;
 use crate::{sysfs, topology, Roots, SysError};
 
 /// How to collect.
@@ -19,27 +27,62 @@ use crate::{sysfs, topology, Roots, SysError};
 pub struct CollectorOptions {
     /// Data pages of each CPU's ring buffer, rounded up to a power of two (at least 1).
     /// Records arriving faster than `drain` empties the ring are lost (and counted).
+    /// A record with a user stack is about `user_stack_bytes` + 1 KiB: size the ring for it.
     pub buffer_pages: usize,
-    /// Record each hit's call stack (`PERF_SAMPLE_CALLCHAIN`): kernel frames always, user
-    /// frames where the program keeps frame pointers. Makes records several times larger.
+    /// Record every event's call stack (`PERF_SAMPLE_CALLCHAIN`): kernel frames always,
+    /// user frames where the program keeps frame pointers. Makes records several times
+    /// larger. Events in `stack_events` have call chains either way.
     pub callchains: bool,
+    /// Events (`system/name`, as passed to [`Collector::open`]) whose records also carry
+    /// what it takes to unwind user stacks without frame pointers: the call chain, the
+    /// user registers ([`TraceRecord::user_regs`]) and a copy of the top of the user stack
+    /// ([`TraceRecord::user_stack`]). Names not among the opened events are ignored.
+    pub stack_events: Vec<String>,
+    /// Bytes of user stack copied per stack record, rounded up to a multiple of 8 and at
+    /// most 32 KiB. Every stack record carries it through the ring, so keep it modest:
+    /// 2 KiB reaches a few frames past libc's blocking calls, where the frame-pointer chain
+    /// takes over (`unwind`).
+    pub user_stack_bytes: u32,
+    /// Sample what each CPU runs with the `cpu-clock` software event at this frequency
+    /// (Hz), with call chain, user registers and user stack ([`CpuSampleRecord`]); `None`
+    /// for no CPU samples.
+    pub cpu_clock_hz: Option<u32>,
+    /// Deliver `PERF_RECORD_MMAP2` records of new executable mappings ([`MmapRecord`]) and
+    /// `PERF_RECORD_COMM` records ([`CommRecord`], flagged on exec), from one side-band
+    /// event per CPU.
+    pub mmap_records: bool,
 }
 
 impl Default for CollectorOptions {
     /// 256 pages (1 MiB with 4 KiB pages) per CPU, about 9,000 sched_switch records
-    /// without call chains.
+    /// without call chains; no stacks, no CPU samples, no mappings; 2 KiB user stacks when
+    /// stack events are set.
     fn default() -> Self {
         CollectorOptions {
             buffer_pages: 256,
             callchains: false,
+            stack_events: Vec::new(),
+            user_stack_bytes: DEFAULT_USER_STACK_BYTES,
+            cpu_clock_hz: None,
+            mmap_records: false,
         }
     }
 }
 
+/// [`CollectorOptions::user_stack_bytes`] by default.
+pub const DEFAULT_USER_STACK_BYTES: u32 = 2048;
+/// Records are at most 64 KiB (a u16 size) with the call chain and the rest.
+const MAX_USER_STACK_BYTES: u32 = 32 * 1024;
+
+/// The name under which an unavailable CPU-clock sampler is reported.
+pub const CPU_CLOCK_EVENT: &str = "cpu-clock";
+/// The name under which unavailable side-band (mapping) records are reported.
+pub const MMAP_EVENT: &str = "mmap";
+
 /// A requested event that could not be opened, and why; the rest of the collector works.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct UnavailableEvent {
-    /// As requested, e.g. `ipi/ipi_send_cpu`.
+    /// As requested, e.g. `ipi/ipi_send_cpu`, or [`CPU_CLOCK_EVENT`], [`MMAP_EVENT`].
     pub event: String,
     pub reason: String,
     pub fix: Option<String>,
@@ -77,8 +120,15 @@ pub struct TraceRecord<'a> {
     pub format: &'a EventFormat,
     /// The tracepoint payload (with trailing padding), described by `format`.
     pub raw: &'a [u8],
-    /// The call stack at the tracepoint; empty unless [`CollectorOptions::callchains`].
+    /// The call stack at the tracepoint; empty unless [`CollectorOptions::callchains`] or
+    /// the event is one of [`CollectorOptions::stack_events`].
     pub callchain: Callchain<'a>,
+    /// The current task's user registers (where it entered the kernel); `None` unless the
+    /// event is a stack event, and for kernel threads.
+    pub user_regs: Option<UserRegs>,
+    /// The valid bytes of the user stack from `user_regs.sp` up; empty unless the event is
+    /// a stack event.
+    pub user_stack: &'a [u8],
 }
 
 impl<'a> TraceRecord<'a> {
@@ -88,13 +138,82 @@ impl<'a> TraceRecord<'a> {
     }
 }
 
+/// One CPU-clock sample: `tid` was running on `cpu` (in user or kernel mode) when the
+/// sampling timer fired.
+#[derive(Debug, Clone, Copy)]
+pub struct CpuSampleRecord<'a> {
+    pub cpu: u32,
+    /// CLOCK_MONOTONIC nanoseconds.
+    pub time_ns: u64,
+    pub pid: u32,
+    pub tid: u32,
+    /// CPU time, in nanoseconds, this sample stands for (the time since the previous
+    /// sample of this CPU's event, as the kernel's frequency mode adjusts it).
+    pub period_ns: u64,
+    /// Kernel part (when interrupted in the kernel) and frame-pointer user part.
+    pub callchain: Callchain<'a>,
+    pub user_regs: Option<UserRegs>,
+    pub user_stack: &'a [u8],
+}
+
+/// A new executable mapping of a process (`PERF_RECORD_MMAP2`), so that addresses in it
+/// can be unwound and symbolized.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MmapRecord {
+    pub pid: u32,
+    pub tid: u32,
+    pub cpu: u32,
+    /// CLOCK_MONOTONIC nanoseconds.
+    pub time_ns: u64,
+    pub mapping: Mapping,
+}
+
+/// A task's new name (`PERF_RECORD_COMM`); with `exec` set the process called exec: its
+/// old mappings are gone and the following [`MmapRecord`]s describe the new image.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CommRecord<'a> {
+    pub pid: u32,
+    pub tid: u32,
+    pub cpu: u32,
+    pub time_ns: u64,
+    pub comm: &'a [u8],
+    pub exec: bool,
+}
+
+/// Everything [`Collector::drain_all`] hands out, each kind as it came from the ring.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub enum Collected<'a> {
+    Trace(TraceRecord<'a>),
+    CpuSample(CpuSampleRecord<'a>),
+    Mmap(MmapRecord),
+    Comm(CommRecord<'a>),
+}
+
+/// What wrote a record, found from its perf event id.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum SourceKind {
+    /// Index in `Collector::events`.
+    Trace(usize),
+    CpuClock,
+    /// The dummy event that carries MMAP2/COMM records; it writes no samples.
+    SideBand,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Source {
+    kind: SourceKind,
+    /// What its samples hold, to parse them.
+    sample_type: u64,
+}
+
 /// The events of one CPU and the ring they all write to.
 #[derive(Debug)]
 struct CpuRing {
     cpu: u32,
     // Declared before `counters` so it is unmapped before they close.
     ring: Ring,
-    /// One per available event, in the order of `Collector::events`.
+    /// One per source, in the order of `Collector::sources`.
     counters: Vec<PerfCounter>,
     lost: u64,
 }
@@ -105,17 +224,22 @@ pub struct Collector {
     events: Vec<EventFormat>,
     unavailable: Vec<UnavailableEvent>,
     cpus: Vec<CpuRing>,
-    /// Perf event id (per event per CPU) to index in `events`.
+    /// Every event opened per CPU: the tracepoints in `events` order, then the CPU clock
+    /// and the side-band event when requested and available.
+    sources: Vec<Source>,
+    /// Perf event id (per event per CPU) to index in `sources`.
     ids: EventIds,
-    /// What each sample holds, to parse it.
-    sample_type: u64,
+    /// The notes of what was degraded while opening (e.g. exclude_idle refused).
+    notes: Vec<String>,
 }
 
 impl Collector {
     /// Opens `events` (`system/name`, as under `<tracefs>/events`) system-wide on every
-    /// online CPU. An event the kernel lacks is listed in [`Collector::unavailable`] with
-    /// the reason; errors are what stops all collection: tracefs not mounted, permission
-    /// denied (with the `perf_event_paranoid` fix), a ring that cannot be mapped.
+    /// online CPU, plus what `options` asks for. An event the kernel lacks is listed in
+    /// [`Collector::unavailable`] with the reason (so is a CPU clock or side-band event
+    /// that cannot be opened, as [`CPU_CLOCK_EVENT`] / [`MMAP_EVENT`]); errors are what
+    /// stops all collection: tracefs not mounted, permission denied (with the
+    /// `perf_event_paranoid` fix), a ring that cannot be mapped.
     pub fn open(
         roots: &Roots,
         events: &[&str],
@@ -124,29 +248,43 @@ impl Collector {
         let tracefs = require_tracefs(roots)?;
         let cpus = topology::read_online(roots)?;
         let pages = options.buffer_pages.max(1).next_power_of_two();
-        let sample_type = if options.callchains {
-            SAMPLE_TYPE | PERF_SAMPLE_CALLCHAIN
-        } else {
-            SAMPLE_TYPE
-        };
+        let stack_bytes = options
+            .user_stack_bytes
+            .next_multiple_of(8)
+            .min(MAX_USER_STACK_BYTES);
         let mut collector = Collector {
             events: Vec::new(),
             unavailable: Vec::new(),
             cpus: Vec::new(),
+            sources: Vec::new(),
             ids: EventIds::default(),
-            sample_type,
+            notes: Vec::new(),
         };
-        // Per event: the format, then a probe open on the first CPU that tells "the kernel
-        // lacks it" (unavailable) from "not allowed" (an error for the whole collector).
+        // Per source: its attribute, and a probe open on the first CPU that tells "the
+        // kernel lacks it" (unavailable) from "not allowed" (an error for the whole
+        // collector). The probes serve as the first CPU's events.
+        let mut attrs = Vec::new();
         let mut first_cpu = Vec::new();
         for &event in events {
             let Some(format) = read_format(&tracefs, event, &mut collector.unavailable)? else {
                 continue;
             };
-            let attr = tracepoint_attr(&format, pages, sample_type);
+            let mut sample_type = SAMPLE_TYPE;
+            if options.callchains {
+                sample_type |= PERF_SAMPLE_CALLCHAIN;
+            }
+            if options.stack_events.iter().any(|e| e == event) {
+                sample_type |= STACK_SAMPLE_TYPE;
+            }
+            let attr = tracepoint_attr(&format, pages, sample_type, stack_bytes);
             match PerfCounter::open(&attr, -1, cpus[0] as i32) {
                 Ok(counter) => {
                     first_cpu.push(counter);
+                    attrs.push(attr);
+                    collector.sources.push(Source {
+                        kind: SourceKind::Trace(collector.events.len()),
+                        sample_type,
+                    });
                     collector.events.push(format);
                 }
                 Err(e) if matches!(e.raw_os_error(), Some(libc::EACCES | libc::EPERM)) => {
@@ -157,32 +295,70 @@ impl Collector {
                 }
                 Err(e) => {
                     let what = format!("tracepoint {event} (id {}) on cpu{}", format.id, cpus[0]);
-                    let why = refused(roots, &what, NO_TRACEPOINT, e);
-                    collector.unavailable.push(UnavailableEvent {
-                        event: event.to_string(),
-                        reason: why.reason,
-                        fix: why.fix,
-                    });
+                    collector.unavailable_because(roots, event, &what, e);
                 }
             }
         }
-        if collector.events.is_empty() {
+        if let Some(hz) = options.cpu_clock_hz {
+            let mut attr = cpu_clock_attr(hz, pages, stack_bytes);
+            let mut opened = PerfCounter::open(&attr, -1, cpus[0] as i32);
+            if opened.is_err() {
+                // Kernels that refuse exclude_idle on software events: sample the idle
+                // task too (its samples have pid 0) rather than not at all.
+                attr.flags &= !FLAG_EXCLUDE_IDLE;
+                opened = PerfCounter::open(&attr, -1, cpus[0] as i32);
+                if opened.is_ok() {
+                    collector.notes.push(
+                        "cpu-clock: the kernel refused exclude_idle; idle time is sampled as pid 0"
+                            .to_string(),
+                    );
+                }
+            }
+            match opened {
+                Ok(counter) => {
+                    first_cpu.push(counter);
+                    attrs.push(attr);
+                    collector.sources.push(Source {
+                        kind: SourceKind::CpuClock,
+                        sample_type: attr.sample_type,
+                    });
+                }
+                Err(e) => {
+                    let what = format!("the cpu-clock software event on cpu{}", cpus[0]);
+                    collector.unavailable_because(roots, CPU_CLOCK_EVENT, &what, e);
+                }
+            }
+        }
+        if options.mmap_records && !attrs.is_empty() {
+            let attr = side_band_attr();
+            match PerfCounter::open(&attr, -1, cpus[0] as i32) {
+                Ok(counter) => {
+                    first_cpu.push(counter);
+                    attrs.push(attr);
+                    collector.sources.push(Source {
+                        kind: SourceKind::SideBand,
+                        sample_type: attr.sample_type,
+                    });
+                }
+                Err(e) => {
+                    let what = format!("the side-band (mmap) event on cpu{}", cpus[0]);
+                    collector.unavailable_because(roots, MMAP_EVENT, &what, e);
+                }
+            }
+        }
+        if attrs.is_empty() {
             return Ok(collector);
         }
         let mut first_cpu = Some(first_cpu);
         for &cpu in &cpus {
             let counters = match first_cpu.take() {
                 Some(counters) => counters,
-                None => collector
-                    .events
+                None => attrs
                     .iter()
-                    .map(|format| {
-                        PerfCounter::open(
-                            &tracepoint_attr(format, pages, sample_type),
-                            -1,
-                            cpu as i32,
-                        )
-                        .map_err(|e| open_failed(&format.full_name(), cpu, e))
+                    .zip(&collector.sources)
+                    .map(|(attr, source)| {
+                        PerfCounter::open(attr, -1, cpu as i32)
+                            .map_err(|e| open_failed(&collector.source_name(source), cpu, e))
                     })
                     .collect::<Result<Vec<_>, _>>()?,
             };
@@ -209,6 +385,23 @@ impl Collector {
         Ok(collector)
     }
 
+    fn unavailable_because(&mut self, roots: &Roots, event: &str, what: &str, e: std::io::Error) {
+        let why = refused(roots, what, NO_TRACEPOINT, e);
+        self.unavailable.push(UnavailableEvent {
+            event: event.to_string(),
+            reason: why.reason,
+            fix: why.fix,
+        });
+    }
+
+    fn source_name(&self, source: &Source) -> String {
+        match source.kind {
+            SourceKind::Trace(event) => self.events[event].full_name(),
+            SourceKind::CpuClock => CPU_CLOCK_EVENT.to_string(),
+            SourceKind::SideBand => MMAP_EVENT.to_string(),
+        }
+    }
+
     /// The events being collected; [`TraceRecord::event`] indexes this.
     pub fn events(&self) -> &[EventFormat] {
         &self.events
@@ -217,6 +410,21 @@ impl Collector {
     /// The requested events that could not be opened.
     pub fn unavailable(&self) -> &[UnavailableEvent] {
         &self.unavailable
+    }
+
+    /// What was opened in a reduced form, in words (e.g. a CPU clock that samples idle).
+    pub fn notes(&self) -> &[String] {
+        &self.notes
+    }
+
+    /// Whether CPU-clock samples are being collected.
+    pub fn has_cpu_clock(&self) -> bool {
+        self.sources.iter().any(|s| s.kind == SourceKind::CpuClock)
+    }
+
+    /// Whether MMAP2/COMM side-band records are being collected.
+    pub fn has_mmap_records(&self) -> bool {
+        self.sources.iter().any(|s| s.kind == SourceKind::SideBand)
     }
 
     /// The CPUs collected from.
@@ -247,8 +455,9 @@ impl Collector {
         Ok(())
     }
 
-    /// Hands every record collected since the last drain to `f`, CPU by CPU, and frees
-    /// the ring space. Returns the number of records passed.
+    /// Hands every tracepoint record collected since the last drain to `f`, CPU by CPU,
+    /// and frees the ring space; CPU samples and mapping records are dropped (use
+    /// [`Collector::drain_all`] for them). Returns the number of records passed.
     ///
     /// Within one CPU records come in the order they were written, which is time order
     /// except that an event hit by an interrupt between taking its timestamp and writing
@@ -257,29 +466,97 @@ impl Collector {
     /// that tolerates that small disorder, e.g. by buffering a few milliseconds).
     pub fn drain(&mut self, mut f: impl FnMut(&TraceRecord<'_>)) -> usize {
         let mut passed = 0;
-        for cpu in &mut self.cpus {
+        self.drain_all(|collected| {
+            if let Collected::Trace(record) = collected {
+                f(&record);
+                passed += 1;
+            }
+        });
+        passed
+    }
+
+    /// Hands everything collected since the last drain to `f` — tracepoint records, CPU
+    /// samples, new mappings, exec/comm changes — CPU by CPU in ring order (see
+    /// [`Collector::drain`] about order), and frees the ring space. Returns how many.
+    ///
+    /// A mapping record comes on the CPU where the mmap happened, which may be after a
+    /// sample of another CPU that already uses the mapping: apply mappings before
+    /// unwinding the samples of the same drain, or merge by time first.
+    pub fn drain_all(&mut self, mut f: impl FnMut(Collected<'_>)) -> usize {
+        let mut passed = 0;
+        let Collector {
+            cpus,
+            ids,
+            sources,
+            events,
+            ..
+        } = self;
+        let source_of = |id| ids.get(id).map(|index| sources[index]);
+        for cpu in cpus.iter_mut() {
             let CpuRing { ring, lost, .. } = cpu;
-            ring.read(|bytes| match parse_record(bytes, self.sample_type) {
-                Record::Sample(sample) => {
-                    let Some(event) = self.ids.get(sample.id) else {
+            ring.read(|bytes| {
+                let record = parse_record_with(bytes, |id| source_of(id).map(|s| s.sample_type));
+                let collected = match record {
+                    Record::Sample(sample) => match source_of(sample.id).map(|s| s.kind) {
+                        Some(SourceKind::Trace(event)) => Collected::Trace(TraceRecord {
+                            cpu: sample.cpu,
+                            time_ns: sample.time,
+                            pid: sample.pid,
+                            tid: sample.tid,
+                            event,
+                            format: &events[event],
+                            raw: sample.raw,
+                            callchain: sample.callchain,
+                            user_regs: sample.user_regs,
+                            user_stack: sample.user_stack,
+                        }),
+                        Some(SourceKind::CpuClock) => Collected::CpuSample(CpuSampleRecord {
+                            cpu: sample.cpu,
+                            time_ns: sample.time,
+                            pid: sample.pid,
+                            tid: sample.tid,
+                            period_ns: sample.period,
+                            callchain: sample.callchain,
+                            user_regs: sample.user_regs,
+                            user_stack: sample.user_stack,
+                        }),
+                        Some(SourceKind::SideBand) | None => {
+                            *lost += 1;
+                            return;
+                        }
+                    },
+                    Record::Mmap2(m) => Collected::Mmap(MmapRecord {
+                        pid: m.pid,
+                        tid: m.tid,
+                        cpu: m.cpu,
+                        time_ns: m.time,
+                        mapping: Mapping {
+                            start: m.addr,
+                            end: m.addr.saturating_add(m.len),
+                            file_offset: m.pgoff,
+                            path: String::from_utf8_lossy(m.filename).into_owned(),
+                        },
+                    }),
+                    Record::Comm(c) => Collected::Comm(CommRecord {
+                        pid: c.pid,
+                        tid: c.tid,
+                        cpu: c.cpu,
+                        time_ns: c.time,
+                        comm: c.comm,
+                        exec: c.exec,
+                    }),
+                    Record::Lost { lost: n } => {
+                        *lost += n;
+                        return;
+                    }
+                    Record::Malformed | Record::UnknownId { .. } => {
                         *lost += 1;
                         return;
-                    };
-                    f(&TraceRecord {
-                        cpu: sample.cpu,
-                        time_ns: sample.time,
-                        pid: sample.pid,
-                        tid: sample.tid,
-                        event,
-                        format: &self.events[event],
-                        raw: sample.raw,
-                        callchain: sample.callchain,
-                    });
-                    passed += 1;
-                }
-                Record::Lost { lost: n } => *lost += n,
-                Record::Malformed => *lost += 1,
-                Record::Other { .. } => {}
+                    }
+                    Record::Other { .. } => return,
+                };
+                f(collected);
+                passed += 1;
             });
         }
         passed
@@ -330,7 +607,7 @@ impl Collector {
     }
 }
 
-/// Perf event id → index of the event, looked up for every record. The kernel hands out
+/// Perf event id → index of its source, looked up for every record. The kernel hands out
 /// ids consecutively, so the table is a vector indexed by `id − first id` (a linear search
 /// over the events of every CPU cost more than parsing the record).
 #[derive(Debug, Default)]
@@ -364,19 +641,66 @@ impl EventIds {
     }
 }
 
-/// A sampling tracepoint event: every hit is a sample (period 1) with [`SAMPLE_TYPE`],
-/// timestamped with CLOCK_MONOTONIC so that it lines up with the sysfs sampler. Opened
-/// disabled so that all CPUs start together on `enable`.
-fn tracepoint_attr(format: &EventFormat, pages: usize, sample_type: u64) -> PerfEventAttr {
+/// What every event of a ring shares: disabled at open so that all CPUs start together
+/// on `enable`, CLOCK_MONOTONIC timestamps (to line up with the sysfs sampler), a wake-up
+/// of `Collector::wait` when the ring is half full, and the `sample_id` trailer on
+/// non-sample records (the LOST, MMAP2 and COMM records' time and CPU).
+fn ring_attr(type_: u32, config: u64, pages: usize, sample_type: u64) -> PerfEventAttr {
     // SAFETY: sysconf has no preconditions.
     let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) } as usize;
-    let mut attr = PerfEventAttr::counting(PERF_TYPE_TRACEPOINT, format.id);
-    attr.sample_period = 1;
+    let mut attr = PerfEventAttr::counting(type_, config);
     attr.sample_type = sample_type;
-    attr.flags = FLAG_DISABLED | FLAG_USE_CLOCKID | FLAG_WATERMARK;
+    attr.flags = FLAG_DISABLED | FLAG_USE_CLOCKID | FLAG_WATERMARK | FLAG_SAMPLE_ID_ALL;
     attr.clockid = libc::CLOCK_MONOTONIC;
-    // Wake a poller of the descriptor (`Collector::wait`) when the ring is half full.
     attr.wakeup_events = (page * pages / 2).min(u32::MAX as usize) as u32;
+    attr
+}
+
+/// Asks for the user registers and `stack_bytes` of user stack when `sample_type` has
+/// them.
+fn with_user_stack(mut attr: PerfEventAttr, stack_bytes: u32) -> PerfEventAttr {
+    if attr.sample_type & STACK_SAMPLE_TYPE == STACK_SAMPLE_TYPE {
+        attr.sample_regs_user = USER_REGS_MASK;
+        attr.sample_stack_user = stack_bytes;
+    }
+    attr
+}
+
+/// A sampling tracepoint event: every hit is a sample (period 1) of `sample_type`
+/// ([`SAMPLE_TYPE`], with a call chain or user stack on request).
+fn tracepoint_attr(
+    format: &EventFormat,
+    pages: usize,
+    sample_type: u64,
+    stack_bytes: u32,
+) -> PerfEventAttr {
+    let mut attr = ring_attr(PERF_TYPE_TRACEPOINT, format.id, pages, sample_type);
+    attr.sample_period = 1;
+    with_user_stack(attr, stack_bytes)
+}
+
+/// The CPU-clock sampler: an hrtimer per CPU at `hz` (frequency mode, so the period in
+/// each sample is the CPU time it stands for), with stacks, not while the CPU idles.
+fn cpu_clock_attr(hz: u32, pages: usize, stack_bytes: u32) -> PerfEventAttr {
+    let sample_type = SAMPLE_TYPE & !PERF_SAMPLE_RAW | STACK_SAMPLE_TYPE;
+    let mut attr = ring_attr(
+        PERF_TYPE_SOFTWARE,
+        PERF_COUNT_SW_CPU_CLOCK,
+        pages,
+        sample_type,
+    );
+    attr.sample_period = u64::from(hz.max(1));
+    attr.flags |= FLAG_FREQ | FLAG_EXCLUDE_IDLE;
+    with_user_stack(attr, stack_bytes)
+}
+
+/// The side-band event: a dummy software event (it never samples) that writes MMAP2
+/// records of executable mappings and COMM records (exec flagged). One per CPU, because
+/// the kernel writes each record to the events of the CPU where it happened.
+fn side_band_attr() -> PerfEventAttr {
+    let mut attr = ring_attr(PERF_TYPE_SOFTWARE, PERF_COUNT_SW_DUMMY, 1, SAMPLE_TYPE);
+    attr.flags |= FLAG_MMAP | FLAG_MMAP2 | FLAG_COMM | FLAG_COMM_EXEC;
+    attr.sample_period = 1;
     attr
 }
 
@@ -445,7 +769,7 @@ fn map_failed(cpu: u32, pages: usize, err: std::io::Error) -> SysError {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::fixture::FixtureTree;
     use crate::perf_caps::{tracefs_dir, MOUNT_TRACEFS_FIX};
@@ -516,7 +840,7 @@ mod tests {
     #[test]
     fn attr_samples_every_hit_with_the_monotonic_clock() {
         let format = EventFormat::parse("sched", SCHED_SWITCH).unwrap();
-        let attr = tracepoint_attr(&format, 4, SAMPLE_TYPE);
+        let attr = tracepoint_attr(&format, 4, SAMPLE_TYPE, 2048);
         assert_eq!(
             (attr.type_, attr.config, attr.sample_period),
             (PERF_TYPE_TRACEPOINT, 372, 1)
@@ -535,7 +859,12 @@ mod tests {
     /// Runs `body` where tracefs is mounted at /sys/kernel/tracing. When the host has not
     /// mounted it, re-runs this one test in a private mount namespace (`unshare -m`) that
     /// mounts it, so the host's mounts stay as they were. Prints why when it skips.
-    fn with_tracefs(body: impl FnOnce(&Roots)) {
+    ///
+    /// Live tests run one at a time: they record system-wide, and one test's load (a
+    /// spinning thread) would change what another one sees (no switch to idle).
+    pub(crate) fn with_tracefs(body: impl FnOnce(&Roots)) {
+        static LIVE: std::sync::Mutex<()> = std::sync::Mutex::new(());
+        let _one_at_a_time = LIVE.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
         // libtest names each test's thread after the test's full path.
         let test = std::thread::current().name().unwrap().to_string();
         let roots = Roots::default();
@@ -835,6 +1164,7 @@ exec "$0" --exact "$1" --nocapture --test-threads=1"#;
             let options = CollectorOptions {
                 buffer_pages: 16,
                 callchains: true,
+                ..Default::default()
             };
             let mut c = Collector::open(roots, &["sched/sched_switch"], options).unwrap();
             // Nothing enabled yet: nothing to wait for.
@@ -855,6 +1185,146 @@ exec "$0" --exact "$1" --nocapture --test-threads=1"#;
             eprintln!("{outs} switch-outs of the sleeper, {with_kernel_frames} with kernel stacks");
             assert!(outs >= 20);
             assert_eq!(with_kernel_frames, outs);
+            assert_eq!(c.total_lost(), 0);
+        });
+    }
+
+    /// Stack events: the sleeper's switch-outs carry user registers that point into this
+    /// process's code, the copied stack (as much as asked for: a sleeping thread's stack
+    /// is deeper than that), and kernel frames; sched_wakeup in the same ring, opened
+    /// without stacks, carries none of it.
+    #[test]
+    fn live_stack_events_carry_user_regs_and_stack() {
+        with_tracefs(|roots| {
+            let options = CollectorOptions {
+                buffer_pages: 64,
+                stack_events: vec!["sched/sched_switch".to_string()],
+                user_stack_bytes: 1000, // rounded up to 1000 (a multiple of 8)
+                ..Default::default()
+            };
+            let events = ["sched/sched_switch", "sched/sched_wakeup"];
+            let mut c = Collector::open(roots, &events, options).unwrap();
+            c.enable().unwrap();
+            let sleeper = run_sleeper(30, Duration::from_millis(1));
+            c.disable().unwrap();
+            let maps =
+                crate::procfs::maps::read_executable_maps(roots, std::process::id()).unwrap();
+            let (mut outs, mut good, mut wakeups) = (0, 0, 0);
+            c.drain(|r| {
+                if r.event == 1 {
+                    wakeups += 1;
+                    assert!(r.callchain.is_empty() && r.user_regs.is_none());
+                    assert!(r.user_stack.is_empty());
+                    return;
+                }
+                if r.tid != sleeper.tid {
+                    return;
+                }
+                outs += 1;
+                let regs = r.user_regs.expect("a user thread has user registers");
+                let in_code = maps.iter().any(|m| m.contains(regs.ip));
+                let kernel = r.callchain.frames().filter(|f| !f.user).count();
+                let user: Vec<u64> = r
+                    .callchain
+                    .frames()
+                    .filter(|f| f.user)
+                    .map(|f| f.ip)
+                    .collect();
+                assert!(r.user_stack.len() <= 1000, "{}", r.user_stack.len());
+                assert!(kernel >= 1, "no kernel frames");
+                assert_eq!(
+                    user.first(),
+                    Some(&regs.ip),
+                    "user chain starts at the user ip"
+                );
+                if in_code && r.user_stack.len() >= 512 && regs.sp != 0 {
+                    good += 1;
+                }
+            });
+            eprintln!("{outs} switch-outs with stacks ({good} complete), {wakeups} wake-ups");
+            assert!(outs >= 30, "{outs}");
+            assert_eq!(good, outs);
+            assert_eq!(c.total_lost(), 0);
+        });
+    }
+
+    /// CPU-clock samples land on a spinning thread at about the requested rate, their
+    /// periods add up to its CPU time, and a child's exec shows up as a COMM (exec) record
+    /// followed by MMAP2 records of its executable and libc.
+    #[test]
+    fn live_cpu_clock_samples_and_mappings() {
+        with_tracefs(|roots| {
+            let options = CollectorOptions {
+                buffer_pages: 256,
+                cpu_clock_hz: Some(1000),
+                mmap_records: true,
+                ..Default::default()
+            };
+            let mut c = Collector::open(roots, &["sched/sched_process_exec"], options).unwrap();
+            assert!(c.has_cpu_clock(), "{:?}", c.unavailable());
+            assert!(c.has_mmap_records(), "{:?}", c.unavailable());
+            eprintln!("notes: {:?}", c.notes());
+            c.enable().unwrap();
+            let spinner = std::thread::spawn(|| {
+                // SAFETY: gettid has no preconditions.
+                let tid = unsafe { libc::gettid() } as u32;
+                let cpu_ns = || {
+                    let mut ts = libc::timespec {
+                        tv_sec: 0,
+                        tv_nsec: 0,
+                    };
+                    // SAFETY: writes into a local timespec.
+                    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+                    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+                };
+                let start = cpu_ns();
+                let mut x = 0u64;
+                while cpu_ns() - start < 200_000_000 {
+                    for i in 0..10_000u64 {
+                        x = x.wrapping_add(std::hint::black_box(i));
+                    }
+                }
+                std::hint::black_box(x);
+                (tid, cpu_ns() - start)
+            });
+            let child = Command::new("/bin/true").spawn().unwrap();
+            let child_pid = child.id();
+            let mut child = child;
+            child.wait().unwrap();
+            let (tid, cpu_time) = spinner.join().unwrap();
+            c.disable().unwrap();
+            let (mut samples, mut period, mut with_user) = (0u64, 0u64, 0u64);
+            let (mut exec_comm, mut mmaps) = (false, Vec::new());
+            c.drain_all(|collected| match collected {
+                Collected::CpuSample(s) if s.tid == tid => {
+                    samples += 1;
+                    period += s.period_ns;
+                    if s.user_regs.is_some() && !s.user_stack.is_empty() {
+                        with_user += 1;
+                    }
+                }
+                Collected::Comm(comm) if comm.pid == child_pid => exec_comm |= comm.exec,
+                Collected::Mmap(m) if m.pid == child_pid => mmaps.push(m.mapping.path),
+                _ => {}
+            });
+            eprintln!(
+                "spinner: {samples} samples, {with_user} with user stacks, periods {period} ns \
+                 vs {cpu_time} ns CPU time; child mmaps {mmaps:?}; lost {:?}",
+                c.lost()
+            );
+            assert!(
+                samples >= 100,
+                "{samples} samples in 200 ms of CPU at 1 kHz"
+            );
+            // The spinner runs in user mode nearly all the time.
+            assert!(with_user * 10 >= samples * 9, "{with_user} of {samples}");
+            let ratio = period as f64 / cpu_time as f64;
+            assert!(
+                (0.7..1.3).contains(&ratio),
+                "periods {period} vs CPU time {cpu_time}"
+            );
+            assert!(exec_comm, "no COMM exec record for the child");
+            assert!(mmaps.iter().any(|p| p.contains("libc")), "{mmaps:?}");
             assert_eq!(c.total_lost(), 0);
         });
     }

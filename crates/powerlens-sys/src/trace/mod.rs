@@ -4,8 +4,9 @@
 //! - [`format`]: parse `<tracefs>/events/<system>/<name>/format` into an [`EventFormat`]
 //!   and decode raw payloads by field name ([`EventFormat::decode`] → [`Decoded`] with
 //!   `u64`/`i64`/`str`/`bytes` accessors). Pure, no I/O.
-//! - [`ring`]: one mmap'd perf ring buffer ([`ring::Ring`]) and its records
-//!   (`PERF_RECORD_SAMPLE` of [`ring::SAMPLE_TYPE`], `PERF_RECORD_LOST`).
+//! - [`ring`]: one mmap'd perf ring buffer ([`ring::Ring`]).
+//! - [`records`]: its records decoded: samples (each by its event's sample type, found
+//!   from the identifier), `PERF_RECORD_LOST`, `PERF_RECORD_MMAP2`, `PERF_RECORD_COMM`.
 //! - [`collector`]: [`Collector`], the API most callers want.
 //!
 //! ```no_run
@@ -38,7 +39,11 @@
 //!   sampler and of `clock_gettime(CLOCK_MONOTONIC)`.
 //! - One ring per CPU; records of one CPU come in write order (time order up to nesting by
 //!   interrupts); merging CPUs by time is the caller's job.
-//! - Call stacks on request ([`CollectorOptions::callchains`], [`ring::Callchain`]);
+//! - Call stacks on request ([`CollectorOptions::callchains`], [`ring::Callchain`]); user
+//!   registers and stack copies for DWARF unwinding on chosen events
+//!   ([`CollectorOptions::stack_events`], see [`crate::unwind`]); CPU-clock samples
+//!   ([`CollectorOptions::cpu_clock_hz`]) and new executable mappings
+//!   ([`CollectorOptions::mmap_records`]) through [`Collector::drain_all`];
 //!   [`Collector::wait`] blocks until a ring is half full.
 //! - Lost records are counted per CPU ([`Collector::lost`]), never silently dropped.
 //! - Needs tracefs mounted (errors say `mount -t tracefs nodev /sys/kernel/tracing`) and
@@ -47,11 +52,14 @@
 pub mod collector;
 pub mod format;
 pub mod mount;
+pub mod records;
 pub mod ring;
 
 pub use collector::{
-    monotonic_now_ns, Collector, CollectorOptions, TraceRecord, UnavailableEvent, EXITED,
+    monotonic_now_ns, Collected, Collector, CollectorOptions, CommRecord, CpuSampleRecord,
+    MmapRecord, TraceRecord, UnavailableEvent, CPU_CLOCK_EVENT, DEFAULT_USER_STACK_BYTES, EXITED,
+    MMAP_EVENT,
 };
 pub use format::{Decoded, EventFormat, Field, FieldKind, FormatError};
 pub use mount::ensure_tracefs;
-pub use ring::{Callchain, Frame};
+pub use records::{Callchain, Frame, UserRegs};

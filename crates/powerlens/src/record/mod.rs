@@ -367,6 +367,7 @@ fn open_collector(
     let options = CollectorOptions {
         buffer_pages: opts.buffer_pages,
         callchains: false,
+        ..Default::default()
     };
     let has_waking = powerlens_sys::perf_caps::tracepoint_id(roots, "sched/sched_waking").is_ok();
     match Collector::open(roots, &recorded_event_names(has_waking), options) {

@@ -292,6 +292,8 @@ mod tests {
             format,
             raw,
             callchain: Callchain::default(),
+            user_regs: None,
+            user_stack: &[],
         }
     }
 
