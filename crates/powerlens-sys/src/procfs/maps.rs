@@ -104,7 +104,7 @@ garbage
     #[test]
     fn reads_this_process() {
         let maps = read_executable_maps(&Roots::default(), std::process::id()).unwrap();
-        let here = keeps_executable_lines_with_their_offsets as usize as u64;
+        let here = keeps_executable_lines_with_their_offsets as *const () as usize as u64;
         let own = maps
             .iter()
             .find(|m| m.contains(here))
