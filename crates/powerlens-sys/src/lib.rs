@@ -18,6 +18,7 @@ pub mod perf_caps;
 pub mod procfs;
 pub mod roots;
 pub mod settings;
+pub mod symbolize;
 pub mod sysfs;
 pub mod topology;
 pub mod trace;
