@@ -12,15 +12,20 @@ use std::fmt::{self, Write};
 use powerlens_core::sched::report::{
     CpuReport, ProcessRow, RecordingReport, ThreadRow, WakeupCounts,
 };
+use powerlens_core::stacks::grid::FunctionRow;
 
 use crate::table::{csv_field, sig, Table};
 
-/// Grid rows: one per thread or one per process.
+/// Grid rows: one per thread, process, function or call stack.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum By {
     #[default]
     Thread,
     Process,
+    /// `report.functions`, grouped by function (innermost user frame or inclusive).
+    Function,
+    /// `report.functions`, one row per call stack.
+    Stack,
 }
 
 impl By {
@@ -28,6 +33,17 @@ impl By {
         match self {
             By::Thread => "thread",
             By::Process => "process",
+            By::Function => "function",
+            By::Stack => "stack",
+        }
+    }
+
+    /// This grid's bit in [`Column::grids`].
+    fn bit(self) -> u8 {
+        match self {
+            By::Thread => THREAD,
+            By::Process => PROCESS,
+            By::Function | By::Stack => FUNCTION,
         }
     }
 }
@@ -71,13 +87,12 @@ impl fmt::Display for UnknownColumn {
 
 impl std::error::Error for UnknownColumn {}
 
-/// Which grids a column belongs to.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum In {
-    Both,
-    Thread,
-    Process,
-}
+// Which grids a column belongs to: a set of these bits.
+const THREAD: u8 = 1;
+const PROCESS: u8 = 2;
+const FUNCTION: u8 = 4;
+const BOTH: u8 = THREAD | PROCESS;
+const ALL: u8 = THREAD | PROCESS | FUNCTION;
 
 /// One grid column.
 #[derive(Debug, Clone, Copy)]
@@ -92,7 +107,7 @@ pub struct Column {
     pub default: bool,
     /// Summed in the totals row.
     total: Total,
-    grids: In,
+    grids: u8,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -109,7 +124,7 @@ const fn col(
     description: &'static str,
     default: bool,
     total: Total,
-    grids: In,
+    grids: u8,
 ) -> Column {
     Column {
         key,
@@ -123,14 +138,30 @@ const fn col(
 
 /// Every column, in grid order.
 const COLUMNS: &[Column] = &[
-    col("tid", "tid", "thread id", true, Total::None, In::Thread),
+    col(
+        "function",
+        "function",
+        "the function: innermost frame of the program's own code (--inclusive: anywhere on the stack); module+offset when unresolved",
+        true,
+        Total::None,
+        FUNCTION,
+    ),
+    col(
+        "module",
+        "module",
+        "the executable or library of the function",
+        true,
+        Total::None,
+        FUNCTION,
+    ),
+    col("tid", "tid", "thread id", true, Total::None, THREAD),
     col(
         "pid",
         "pid",
         "process id (from the recording's thread table; '-' when unknown)",
         true,
         Total::None,
-        In::Both,
+        BOTH,
     ),
     col(
         "comm",
@@ -138,7 +169,7 @@ const COLUMNS: &[Column] = &[
         "thread or process name",
         true,
         Total::None,
-        In::Both,
+        BOTH,
     ),
     col(
         "threads",
@@ -146,7 +177,7 @@ const COLUMNS: &[Column] = &[
         "threads of the process seen in the trace",
         true,
         Total::Sum,
-        In::Process,
+        PROCESS,
     ),
     col(
         "cpu_time_s",
@@ -154,7 +185,7 @@ const COLUMNS: &[Column] = &[
         "time running on a CPU",
         true,
         Total::Sum,
-        In::Both,
+        ALL,
     ),
     col(
         "sync_switches",
@@ -162,7 +193,7 @@ const COLUMNS: &[Column] = &[
         "synchronization context switches: switched out blocked (sleep, lock, I/O)",
         true,
         Total::Sum,
-        In::Both,
+        ALL,
     ),
     col(
         "preempt_switches",
@@ -170,7 +201,7 @@ const COLUMNS: &[Column] = &[
         "preemption context switches: switched out while still runnable",
         true,
         Total::Sum,
-        In::Both,
+        ALL,
     ),
     col(
         "wait_time_s",
@@ -178,7 +209,7 @@ const COLUMNS: &[Column] = &[
         "wait time: blocked, from a synchronization switch-out to the wake-up",
         true,
         Total::Sum,
-        In::Both,
+        ALL,
     ),
     col(
         "inactive_time_s",
@@ -186,7 +217,7 @@ const COLUMNS: &[Column] = &[
         "inactive time: runnable but not running (after a wake-up or a preemption)",
         true,
         Total::Sum,
-        In::Both,
+        ALL,
     ),
     col(
         "migrations",
@@ -194,7 +225,7 @@ const COLUMNS: &[Column] = &[
         "moves from one CPU to another",
         true,
         Total::Sum,
-        In::Both,
+        BOTH,
     ),
     col(
         "wakeups_received_total",
@@ -202,7 +233,7 @@ const COLUMNS: &[Column] = &[
         "wake-ups received, all causes",
         true,
         Total::Sum,
-        In::Both,
+        BOTH,
     ),
     col(
         "wakeups_thread",
@@ -210,7 +241,7 @@ const COLUMNS: &[Column] = &[
         "wake-ups received from another thread",
         false,
         Total::Sum,
-        In::Both,
+        BOTH,
     ),
     col(
         "wakeups_timer",
@@ -218,7 +249,7 @@ const COLUMNS: &[Column] = &[
         "wake-ups received from a timer callback",
         false,
         Total::Sum,
-        In::Both,
+        BOTH,
     ),
     col(
         "wakeups_irq",
@@ -226,7 +257,7 @@ const COLUMNS: &[Column] = &[
         "wake-ups received from a hardware interrupt handler",
         false,
         Total::Sum,
-        In::Both,
+        BOTH,
     ),
     col(
         "wakeups_softirq",
@@ -234,7 +265,7 @@ const COLUMNS: &[Column] = &[
         "wake-ups received from a softirq",
         false,
         Total::Sum,
-        In::Both,
+        BOTH,
     ),
     col(
         "wakeups_ipi",
@@ -242,7 +273,7 @@ const COLUMNS: &[Column] = &[
         "wake-ups received from an IPI or a CPU's idle task (remote, no thread behind it)",
         false,
         Total::Sum,
-        In::Both,
+        BOTH,
     ),
     col(
         "wakeups_caused",
@@ -250,7 +281,7 @@ const COLUMNS: &[Column] = &[
         "wake-ups this thread issued to other threads",
         true,
         Total::Sum,
-        In::Both,
+        ALL,
     ),
     col(
         "idle_wakeups",
@@ -258,7 +289,7 @@ const COLUMNS: &[Column] = &[
         "times it ran first on a CPU that had just left idle",
         true,
         Total::Sum,
-        In::Both,
+        ALL,
     ),
     col(
         "idle_time_s",
@@ -266,7 +297,7 @@ const COLUMNS: &[Column] = &[
         "idle time of the CPUs before those idle wake-ups (VTune's Idle Time)",
         false,
         Total::Sum,
-        In::Both,
+        BOTH,
     ),
     col(
         "mean_idle_before_wakeup_us",
@@ -274,7 +305,7 @@ const COLUMNS: &[Column] = &[
         "mean idle duration of the CPU before those idle wake-ups",
         true,
         Total::WeightedBy("idle_wakeups"),
-        In::Both,
+        ALL,
     ),
     col(
         "frequency_mhz",
@@ -282,7 +313,39 @@ const COLUMNS: &[Column] = &[
         "mean CPU frequency while it ran (power:cpu_frequency records only)",
         false,
         Total::WeightedBy("cpu_time_s"),
-        In::Both,
+        BOTH,
+    ),
+    col(
+        "samples",
+        "samples",
+        "cpu-clock samples behind the CPU time",
+        false,
+        Total::Sum,
+        FUNCTION,
+    ),
+    col(
+        "idle_after_s",
+        "idle after s",
+        "idle time of the CPU right after a thread blocked here and left it idle",
+        true,
+        Total::Sum,
+        FUNCTION,
+    ),
+    col(
+        "idle_states_after",
+        "idle states after",
+        "of that idle time, per power:cpu_idle state (NAME:seconds)",
+        false,
+        Total::None,
+        FUNCTION,
+    ),
+    col(
+        "stack",
+        "stack",
+        "the call stack, innermost first (--by stack)",
+        true,
+        Total::None,
+        FUNCTION,
     ),
     col(
         "effective_parallelism",
@@ -290,7 +353,7 @@ const COLUMNS: &[Column] = &[
         "mean number of its threads running while at least one runs",
         true,
         Total::None,
-        In::Process,
+        PROCESS,
     ),
     col(
         "energy_j",
@@ -298,7 +361,7 @@ const COLUMNS: &[Column] = &[
         "energy attributed (see the method below the grid)",
         true,
         Total::Sum,
-        In::Both,
+        ALL,
     ),
 ];
 
@@ -306,11 +369,8 @@ const COLUMNS: &[Column] = &[
 pub fn columns(by: By) -> Vec<&'static Column> {
     COLUMNS
         .iter()
-        .filter(|c| match c.grids {
-            In::Both => true,
-            In::Thread => by == By::Thread,
-            In::Process => by == By::Process,
-        })
+        .filter(|c| c.grids & by.bit() != 0)
+        .filter(|c| c.key != "stack" || by == By::Stack)
         .collect()
 }
 
@@ -497,6 +557,45 @@ fn process_row(p: &ProcessRow) -> Row {
     }
 }
 
+fn function_row(f: &FunctionRow, i: usize) -> Row {
+    let idle_states = f
+        .idle_states_after
+        .iter()
+        .map(|s| format!("{}:{}", s.name, sig(s.time_s, 3)))
+        .collect::<Vec<_>>()
+        .join(" ");
+    Row {
+        key: (false, i as u32),
+        values: vec![
+            ("function", Value::Text(f.function.clone())),
+            ("module", Value::Text(short_module(&f.module).to_string())),
+            ("cpu_time_s", Value::Float(f.cpu_time_s)),
+            ("samples", Value::Int(f.samples)),
+            ("sync_switches", Value::Int(f.sync_switches)),
+            ("preempt_switches", Value::Int(f.preempt_switches)),
+            ("wait_time_s", Value::Float(f.wait_time_s)),
+            ("inactive_time_s", Value::Float(f.inactive_time_s)),
+            ("wakeups_caused", Value::Int(f.wakeups_caused)),
+            ("idle_wakeups", Value::Int(f.idle_wakeups)),
+            (
+                "mean_idle_before_wakeup_us",
+                opt_f(f.mean_idle_before_wakeup_us),
+            ),
+            ("idle_after_s", Value::Float(f.idle_after_s)),
+            ("idle_states_after", Value::Text(idle_states)),
+            (
+                "stack",
+                Value::Text(f.stack.as_deref().unwrap_or_default().join(" <- ")),
+            ),
+            ("energy_j", opt_f(f.energy_j)),
+        ],
+    }
+}
+
+fn short_module(path: &str) -> &str {
+    path.rsplit('/').next().unwrap_or(path)
+}
+
 fn find(by: By, option: &'static str, name: &str) -> Result<&'static Column, UnknownColumn> {
     let cols = columns(by);
     cols.iter()
@@ -542,6 +641,12 @@ fn rows(report: &RecordingReport, opts: &GridOptions) -> Result<Vec<Row>, Unknow
     let mut rows: Vec<Row> = match opts.by {
         By::Thread => report.threads.iter().map(thread_row).collect(),
         By::Process => report.processes.iter().map(process_row).collect(),
+        By::Function | By::Stack => report
+            .functions
+            .iter()
+            .enumerate()
+            .map(|(i, f)| function_row(f, i))
+            .collect(),
     };
     rows.sort_by(|a, b| {
         let (x, y) = (a.get(sort), b.get(sort));
@@ -624,13 +729,16 @@ pub fn grid(report: &RecordingReport, opts: &GridOptions) -> Result<String, Unkn
     // The label goes in the name column, else the first column without a total.
     match cols
         .iter()
-        .position(|c| c.key == "comm")
+        .position(|c| c.key == "comm" || c.key == "function")
         .or_else(|| cols.iter().position(|c| c.total == Total::None))
     {
         Some(i) => totals[i] = label,
         None => totals.insert(0, label),
     }
-    t.row(totals);
+    // Inclusive rows overlap (a caller holds its callees' figures): no total.
+    if report.function_grouping.as_deref() != Some("function_inclusive") {
+        t.row(totals);
+    }
     Ok(t.render())
 }
 

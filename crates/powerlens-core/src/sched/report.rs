@@ -358,6 +358,13 @@ pub struct RecordingReport {
     pub energy: EnergyReport,
     /// Every figure that could not be computed, with the reason.
     pub unavailable: Vec<UnavailableFigure>,
+    /// The function or stack grid (`report --by function|stack`), when asked for and the
+    /// recording has stacks; empty otherwise.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub functions: Vec<crate::stacks::grid::FunctionRow>,
+    /// How `functions` is grouped: `function`, `function_inclusive` or `stack`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub function_grouping: Option<String>,
 }
 
 fn secs(ns: u64) -> f64 {
@@ -687,6 +694,8 @@ pub fn build(summary: &SchedSummary, ctx: &RecordingContext) -> RecordingReport 
         balance,
         energy,
         unavailable: missing,
+        functions: Vec::new(),
+        function_grouping: None,
     }
 }
 

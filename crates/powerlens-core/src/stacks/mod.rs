@@ -77,6 +77,19 @@ pub fn is_system_module(path: &str) -> bool {
     name.starts_with("ld-linux") || name.starts_with("ld-musl") || (is_library && in_system_dir)
 }
 
+/// The frames to look up for a stack, innermost first: frame 0 as it is, every return
+/// address one byte back, inside the call that it follows.
+pub fn lookups(frames: &[FrameRef]) -> impl Iterator<Item = FrameRef> + '_ {
+    frames.iter().enumerate().map(|(depth, f)| FrameRef {
+        module: f.module,
+        offset: if depth == 0 {
+            f.offset
+        } else {
+            f.offset.saturating_sub(1)
+        },
+    })
+}
+
 /// A function (or, where symbols are missing, a module and offset) that frames resolve to.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct Function {
@@ -127,16 +140,7 @@ impl ResolvedStacks {
                 out.innermost_user.resize(i + 1, None);
             }
             let mut resolved = Vec::with_capacity(frames.len());
-            for (depth, frame) in frames.iter().enumerate() {
-                // Return addresses point after the call: look up the call itself.
-                let lookup = if depth == 0 {
-                    *frame
-                } else {
-                    FrameRef {
-                        offset: frame.offset.saturating_sub(1),
-                        ..*frame
-                    }
-                };
+            for (frame, lookup) in frames.iter().zip(lookups(frames)) {
                 let fid = *frame_cache.entry(lookup).or_insert_with(|| {
                     let module = modules
                         .get(&frame.module)

@@ -23,8 +23,15 @@ Examples:
   powerlens report powerlens.rec                 # then: why did it cost what it cost
 
 Collection is system-wide (every CPU: sched_switch, wake-ups, migrations, fork/exec/exit,
-cpu_idle, cpu_frequency, IRQ, softirq, timer and IPI entries and exits); the report focuses
-on the target's process tree and shows everything else as other processes.
+cpu_idle, cpu_frequency, IRQ, softirq, timer arming and expiry, IPI entries and exits); the
+report focuses on the target's process tree and shows everything else as other processes.
+
+Call stacks (kernel and user) are recorded where threads block or are preempted, where they
+wake others, where timers are armed, and in CPU-time samples (-F, default 999 Hz). User
+stacks are unwound with the binaries' DWARF unwind tables (.eh_frame), so programs and
+libraries built without frame pointers (Debian's glibc) unwind too; the stacks are
+symbolized at the end of the recording, while every binary still exists. --no-stacks
+turns all of this off.
 
 Needs root (or CAP_PERFMON with perf_event_paranoid ≤ 0) and tracefs; powerlens mounts
 tracefs privately when it is missing. Without those privileges it records a REDUCED profile
@@ -62,6 +69,17 @@ pub struct RecordArgs {
     #[arg(long, value_name = "PAGES", default_value_t = 1024)]
     pub buffer_pages: usize,
 
+    /// Do not record call stacks (nor CPU-time samples): smaller files and less overhead,
+    /// but no `report --by function|stack`, no stacks in wake-up causes.
+    #[arg(long)]
+    pub no_stacks: bool,
+
+    /// CPU-time samples per second per CPU (the cpu-clock software event, with stacks):
+    /// the resolution of per-function CPU time and energy.
+    #[arg(short = 'F', long, value_name = "HZ", default_value_t = 999,
+          value_parser = clap::value_parser!(u32).range(1..=100_000))]
+    pub frequency: u32,
+
     /// Record only the reduced procfs profile, even when tracing is possible.
     #[arg(long)]
     pub reduced: bool,
@@ -98,6 +116,7 @@ pub fn execute(global: &GlobalArgs, args: RecordArgs) -> anyhow::Result<ExitCode
         reduced: args.reduced,
         show_output: !args.quiet_command,
         meter: args.meter.options(),
+        stacks_hz: (!args.no_stacks).then_some(args.frequency),
     };
     let summary = record::record(&roots, &options)?;
     for note in &summary.notes {

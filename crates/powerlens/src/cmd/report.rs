@@ -10,6 +10,10 @@ use clap::{Args, ValueEnum};
 
 use powerlens_core::sched::analysis::SchedSummary;
 use powerlens_core::sched::report as model;
+use powerlens_core::stacks::attribution::{StackAnalysis, StackCharges};
+use powerlens_core::stacks::grid::{self, Grouping};
+use powerlens_core::stacks::ResolvedStacks;
+use powerlens_sys::Roots;
 
 use powerlens_core::provenance::Provenance;
 use powerlens_report::html;
@@ -18,7 +22,7 @@ use powerlens_store::recording::RecordingReader;
 
 use crate::cli::GlobalArgs;
 use crate::progress;
-use crate::record::{context, meta, reduced, replay, MODE_REDUCED};
+use crate::record::{context, meta, reduced, replay, symbols, MODE_REDUCED};
 
 #[derive(Debug, Args)]
 #[command(after_long_help = "\
@@ -70,6 +74,20 @@ pub struct ReportArgs {
     #[arg(long)]
     pub all_processes: bool,
 
+    /// With --by function: totals for every function anywhere on the stack (inclusive),
+    /// not only the innermost frame of the program's own code.
+    #[arg(long)]
+    pub inclusive: bool,
+
+    /// Print the caller/callee tree of the recorded stacks (outermost first), weighed by
+    /// the --sort metric (default cpu_time_s); branches under 1% are cut.
+    #[arg(long, conflicts_with_all = ["json", "csv", "format"])]
+    pub tree: bool,
+
+    /// Write the stacks in another format instead of the grid.
+    #[arg(long, value_enum, conflicts_with_all = ["json", "csv"])]
+    pub format: Option<FormatArg>,
+
     /// Print the whole report as JSON.
     #[arg(long, conflicts_with = "csv")]
     pub json: bool,
@@ -89,17 +107,47 @@ pub struct ReportArgs {
 pub enum ByArg {
     Process,
     Thread,
+    /// Per function: the innermost frame of the program's own code (needs stacks).
+    Function,
+    /// Per call stack (needs stacks).
+    Stack,
 }
 
-pub fn execute(_global: &GlobalArgs, args: ReportArgs) -> anyhow::Result<ExitCode> {
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum FormatArg {
+    /// Folded stacks for flame-graph tools (flamegraph.pl, inferno, speedscope): one line
+    /// per stack, `thread;outer;…;inner VALUE`, weighed by the --sort metric.
+    Folded,
+}
+
+pub fn execute(global: &GlobalArgs, args: ReportArgs) -> anyhow::Result<ExitCode> {
     let by = match args.by {
         ByArg::Process => By::Process,
         ByArg::Thread => By::Thread,
+        ByArg::Function => By::Function,
+        ByArg::Stack => By::Stack,
     };
     if args.list {
         print!("{}", view::list_columns(by));
         return Ok(ExitCode::SUCCESS);
     }
+    if args.inclusive && by != By::Function {
+        anyhow::bail!("--inclusive goes with --by function (it sums every function on each stack)");
+    }
+    let stack_output = args.tree || args.format.is_some();
+    let metric = args.sort.clone().unwrap_or_else(|| "cpu_time_s".into());
+    if stack_output && !grid::STACK_METRICS.contains(&metric.as_str()) {
+        anyhow::bail!(
+            "--sort {metric}: folded stacks and trees weigh stacks by one of {}",
+            grid::STACK_METRICS.join(", ")
+        );
+    }
+    let grouping = match by {
+        By::Function if args.inclusive => Some(Grouping::FunctionInclusive),
+        By::Function => Some(Grouping::Function),
+        By::Stack => Some(Grouping::Stack),
+        _ => None,
+    };
     let grid = GridOptions {
         by,
         sort: args.sort.clone(),
@@ -107,7 +155,41 @@ pub fn execute(_global: &GlobalArgs, args: ReportArgs) -> anyhow::Result<ExitCod
         show: args.show.clone(),
         hide: args.hide.clone(),
     };
-    let (report, span) = analyse(&args.recording, args.all_processes)?;
+    let needs_stacks = grouping.is_some() || stack_output;
+    let roots = global.roots()?;
+    let analysed = analyse(
+        &args.recording,
+        &AnalyseOptions {
+            all_processes: args.all_processes,
+            grouping,
+            stacks: needs_stacks,
+            roots: &roots,
+        },
+    )?;
+    let (report, span) = (analysed.report, analysed.span);
+    if needs_stacks && analysed.stacks.is_none() {
+        anyhow::bail!(
+            "{} has no call stacks: {}",
+            args.recording.display(),
+            analysed.no_stacks_reason
+        );
+    }
+    if let Some((charges, resolved)) = &analysed.stacks {
+        if args.tree {
+            print!(
+                "{}",
+                grid::tree(charges, &report.threads, resolved, &metric, TREE_MIN_PCT)
+            );
+            return Ok(ExitCode::SUCCESS);
+        }
+        if args.format == Some(FormatArg::Folded) {
+            print!(
+                "{}",
+                grid::folded(charges, &report.threads, resolved, &metric)
+            );
+            return Ok(ExitCode::SUCCESS);
+        }
+    }
     if let Some(path) = &args.html {
         // Check the grid options before the second pass over the events.
         view::grid_cells(&report, &grid).map_err(|e| anyhow::anyhow!("{e}"))?;
@@ -128,6 +210,9 @@ pub fn execute(_global: &GlobalArgs, args: ReportArgs) -> anyhow::Result<ExitCod
     }
     Ok(ExitCode::SUCCESS)
 }
+
+/// Branches of `--tree` below this share of the total are cut.
+const TREE_MIN_PCT: f64 = 1.0;
 
 /// Threads drawn in the HTML timeline, and its time bins.
 const TIMELINE_THREADS: usize = 20;
@@ -194,23 +279,71 @@ fn write_html(
     super::export::write_whole(path, page.as_bytes())
 }
 
-/// Reads and analyses a recording: one pass over its events, memory bounded by threads
-/// and CPUs. Also returns the analysed interval (first event, end), CLOCK_MONOTONIC ns.
-pub fn analyse(
-    path: &std::path::Path,
-    all_processes: bool,
-) -> anyhow::Result<(model::RecordingReport, (u64, u64))> {
+/// What to analyse besides the thread grid.
+pub struct AnalyseOptions<'a> {
+    pub all_processes: bool,
+    /// Fill `report.functions` grouped this way (needs stacks).
+    pub grouping: Option<Grouping>,
+    /// Analyse the call stacks (when the recording has them).
+    pub stacks: bool,
+    pub roots: &'a Roots,
+}
+
+/// A recording analysed.
+pub struct Analysed {
+    pub report: model::RecordingReport,
+    /// The analysed interval (first event, end), CLOCK_MONOTONIC ns.
+    pub span: (u64, u64),
+    /// The per-stack charges and the resolved stacks, when asked for and recorded.
+    pub stacks: Option<(StackCharges, ResolvedStacks)>,
+    /// Why `stacks` is `None`.
+    pub no_stacks_reason: String,
+}
+
+/// Reads and analyses a recording: one pass over its events, memory bounded by threads,
+/// CPUs and distinct stacks.
+pub fn analyse(path: &std::path::Path, opts: &AnalyseOptions<'_>) -> anyhow::Result<Analysed> {
     let reader = RecordingReader::open(path)
         .with_context(|| format!("opening the recording {}", path.display()))?;
     let mut ctx = context::read(&reader)?;
-    if all_processes {
+    if opts.all_processes {
         ctx.target_pids = None;
     }
     let mode = reader.meta(meta::MODE)?;
-    let summary: SchedSummary = if mode.as_ref().and_then(|m| m.as_str()) == Some(MODE_REDUCED) {
-        reduced::summary(&reader)?
+    let reduced = mode.as_ref().and_then(|m| m.as_str()) == Some(MODE_REDUCED);
+    let mut no_stacks_reason = String::new();
+    let resolved = if !opts.stacks {
+        None
+    } else if reduced {
+        no_stacks_reason = "it is a reduced recording (procfs samples, no trace); record as root or with a lower kernel.perf_event_paranoid".into();
+        None
     } else {
-        let mut analysis = ctx.analysis();
+        let r = symbols::resolve(&reader, opts.roots)?;
+        if r.is_none() {
+            no_stacks_reason = match reader.meta(meta::STACKS)? {
+                Some(v) if v["recorded"] == false => format!(
+                    "they were not recorded ({})",
+                    v["reason"].as_str().unwrap_or("--no-stacks")
+                ),
+                _ => "it was recorded without them (before powerlens recorded stacks, or with --no-stacks); record again".into(),
+            };
+        }
+        r
+    };
+    if let Some(r) = &resolved {
+        if r.symbolized > 0 {
+            eprintln!(
+                "symbolized {} frames (cached in the recording)",
+                r.symbolized
+            );
+        }
+        if let Some(note) = &r.kernel_note {
+            eprintln!("note: kernel frames are unnamed: {note}");
+        }
+    }
+    let (summary, charges): (SchedSummary, Option<StackCharges>) = if reduced {
+        (reduced::summary(&reader)?, None)
+    } else {
         let total = reader.event_count()?;
         if total == 0 {
             anyhow::bail!(
@@ -218,29 +351,75 @@ pub fn analyse(
                 path.display()
             );
         }
-        let bar = progress::bar(total, "analysing");
-        let stats = replay::replay(
-            &reader,
-            |e, context| analysis.feed_in_context(e, context),
-            |n| bar.set_position(n),
-        )?;
-        bar.finish_and_clear();
         let stop = reader.meta(meta::STOP)?;
         let end_ns = stop
             .as_ref()
             .and_then(|s| s["monotonic_ns"].as_u64())
             .unwrap_or(0);
+        let bar = progress::bar(total, "analysing");
+        let (stats, result) = if resolved.is_some() {
+            let mut analysis = StackAnalysis::new(ctx.analysis());
+            let stats = replay::replay(
+                &reader,
+                |e, context| analysis.feed_in_context(e, context),
+                |n| bar.set_position(n),
+            )?;
+            let (summary, charges) = analysis.finish(end_ns);
+            (stats, (summary, Some(charges)))
+        } else {
+            let mut analysis = ctx.analysis();
+            let stats = replay::replay(
+                &reader,
+                |e, context| analysis.feed_in_context(e, context),
+                |n| bar.set_position(n),
+            )?;
+            (stats, (analysis.finish(end_ns), None))
+        };
+        bar.finish_and_clear();
         if stats.reordered > 0 {
             eprintln!(
                 "note: {} events arrived out of order by microseconds and were moved to the previous event's time",
                 stats.reordered
             );
         }
-        analysis.finish(end_ns)
+        result
     };
     let busy_s = summary.threads.iter().map(|t| t.cpu_time_ns).sum::<u64>() as f64 / 1e9;
     let interval = (summary.start_ns, summary.end_ns);
     ctx.energy = context::energy(&reader, interval, busy_s)?;
     ctx.sysfs_idle = context::sysfs_idle(&reader, interval)?;
-    Ok((model::build(&summary, &ctx), interval))
+    let mut report = model::build(&summary, &ctx);
+    let stacks = match (charges, resolved) {
+        (Some(charges), Some(resolved)) => Some((charges, resolved.stacks)),
+        _ => None,
+    };
+    if let (Some(grouping), Some((charges, resolved))) = (opts.grouping, &stacks) {
+        let names: Vec<(u32, String)> = ctx
+            .idle_states
+            .as_ref()
+            .map(|states| states.iter().map(|s| (s.index, s.name.clone())).collect())
+            .unwrap_or_default();
+        let state_name = |i: u32| {
+            names
+                .iter()
+                .find(|(k, _)| *k == i)
+                .map(|(_, n)| n.clone())
+                .unwrap_or_else(|| format!("state{i}"))
+        };
+        report.functions = grid::rows(charges, &report.threads, resolved, grouping, &state_name);
+        report.function_grouping = Some(
+            match grouping {
+                Grouping::Function => "function",
+                Grouping::FunctionInclusive => "function_inclusive",
+                Grouping::Stack => "stack",
+            }
+            .into(),
+        );
+    }
+    Ok(Analysed {
+        report,
+        span: interval,
+        stacks,
+        no_stacks_reason,
+    })
 }

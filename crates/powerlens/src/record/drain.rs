@@ -9,24 +9,41 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use powerlens_core::sched::event::{Event, Tid};
+use powerlens_core::sched::event::{Event, EventKind, StackId, Tid};
 use powerlens_store::recording::ThreadRow;
-use powerlens_sys::trace::{monotonic_now_ns, Collector, EXITED};
+use powerlens_sys::trace::{monotonic_now_ns, Collected, Collector, EXITED};
+use powerlens_sys::unwind::UnwindStats;
 use powerlens_sys::Roots;
 
 use super::convert::Converter;
+use super::stacks::{RawStack, StackRecorder};
 use super::threads::ThreadTable;
 
 /// An event and its context: the thread current on the CPU when it fired (the tid of the
 /// perf sample's header, 0 for the idle task), `None` when perf could not say.
 pub type InContext = (Event, Option<Tid>);
 
-/// What one drain produced: events per ring CPU, in ring order, and the thread-table rows
-/// that changed.
+/// What one drain produced: events per ring CPU, in ring order, the thread-table rows
+/// that changed, and the modules and stacks first seen.
 #[derive(Debug, Default)]
 pub struct Batch {
     pub events: Vec<(u32, Vec<InContext>)>,
     pub threads: Vec<ThreadRow>,
+    pub modules: Vec<(u32, String)>,
+    pub stacks: Vec<(StackId, Vec<u8>)>,
+}
+
+impl Batch {
+    fn push(&mut self, cpu: u32, event: Event, context: Option<Tid>) {
+        let slot = match self.events.iter().position(|(c, _)| *c == cpu) {
+            Some(i) => i,
+            None => {
+                self.events.push((cpu, Vec::new()));
+                self.events.len() - 1
+            }
+        };
+        self.events[slot].1.push((event, context));
+    }
 }
 
 /// How the collection ended.
@@ -38,6 +55,8 @@ pub struct DrainEnd {
     pub threads: usize,
     /// When the tracepoints were disabled (CLOCK_MONOTONIC ns): no event is later.
     pub disabled_ns: u64,
+    /// With stacks: distinct stacks and how unwinding went.
+    pub stacks: Option<(usize, UnwindStats)>,
 }
 
 pub struct Drainer {
@@ -55,6 +74,7 @@ impl Drainer {
         collector: Collector,
         converter: Converter,
         threads: ThreadTable,
+        stacks: Option<StackRecorder>,
         roots: Roots,
     ) -> Drainer {
         let (tx, rx) = mpsc::channel();
@@ -62,7 +82,14 @@ impl Drainer {
         let flag = stop.clone();
         let handle = std::thread::Builder::new()
             .name("powerlens-drain".into())
-            .spawn(move || run(collector, converter, threads, &roots, &flag, &tx))
+            .spawn(move || {
+                let state = State {
+                    converter,
+                    threads,
+                    stacks,
+                };
+                run(collector, state, &roots, &flag, &tx)
+            })
             .expect("spawning the drain thread");
         Drainer {
             stop,
@@ -93,10 +120,101 @@ impl Drop for Drainer {
     }
 }
 
+/// What the drain thread keeps between drains.
+struct State {
+    converter: Converter,
+    threads: ThreadTable,
+    stacks: Option<StackRecorder>,
+}
+
+impl State {
+    /// Converts one collected record into events (an event, and its stack after it).
+    fn take(&mut self, c: Collected<'_>, batch: &mut Batch) {
+        match c {
+            Collected::Trace(r) => {
+                let Some(e) = self.converter.convert(&r, &mut self.threads) else {
+                    return;
+                };
+                let context = (r.tid != EXITED).then_some(r.tid);
+                if let (Some(stacks), EventKind::Fork { child, .. }) = (&mut self.stacks, &e.kind) {
+                    // In the parent's context: the header's pid is the parent process.
+                    stacks.fork(r.pid, *child);
+                }
+                let (time_ns, cpu) = (e.time_ns, e.cpu);
+                batch.push(cpu, e, context);
+                let raw = RawStack {
+                    pid: r.pid,
+                    callchain: r.callchain,
+                    user_regs: r.user_regs,
+                    user_stack: r.user_stack,
+                };
+                self.push_stack(&raw, time_ns, cpu, context, batch);
+            }
+            Collected::CpuSample(s) => {
+                self.threads.observe_current(s.cpu, s.pid, s.tid);
+                let context = Some(s.tid);
+                let sample = EventKind::CpuSample {
+                    tid: s.tid,
+                    period_ns: s.period_ns,
+                };
+                batch.push(
+                    s.cpu,
+                    Event {
+                        time_ns: s.time_ns,
+                        cpu: s.cpu,
+                        kind: sample,
+                    },
+                    context,
+                );
+                let raw = RawStack {
+                    pid: s.pid,
+                    callchain: s.callchain,
+                    user_regs: s.user_regs,
+                    user_stack: s.user_stack,
+                };
+                self.push_stack(&raw, s.time_ns, s.cpu, context, batch);
+            }
+            Collected::Mmap(m) => {
+                if let Some(stacks) = &mut self.stacks {
+                    stacks.mmap(m);
+                }
+            }
+            // The exec's COMM record comes before the new image's MMAP2 records (the
+            // sched_process_exec tracepoint comes after them): the old mappings go here.
+            Collected::Comm(c) if c.exec => {
+                if let Some(stacks) = &mut self.stacks {
+                    stacks.exec(c.pid);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    fn push_stack(
+        &mut self,
+        raw: &RawStack<'_>,
+        time_ns: u64,
+        cpu: u32,
+        context: Option<Tid>,
+        batch: &mut Batch,
+    ) {
+        let Some(stacks) = &mut self.stacks else {
+            return;
+        };
+        if let Some(id) = stacks.intern(raw) {
+            let stack = Event {
+                time_ns,
+                cpu,
+                kind: EventKind::Stack { id },
+            };
+            batch.push(cpu, stack, context);
+        }
+    }
+}
+
 fn run(
     mut collector: Collector,
-    converter: Converter,
-    mut threads: ThreadTable,
+    mut state: State,
     roots: &Roots,
     stop: &AtomicBool,
     tx: &Sender<Batch>,
@@ -111,31 +229,26 @@ fn run(
             collector.wait(WAIT)?;
         }
         let mut batch = Batch::default();
-        collector.drain(|r| {
-            if let Some(e) = converter.convert(r, &mut threads) {
-                let context = (r.tid != EXITED).then_some(r.tid);
-                let slot = match batch.events.iter().position(|(cpu, _)| *cpu == r.cpu) {
-                    Some(i) => i,
-                    None => {
-                        batch.events.push((r.cpu, Vec::new()));
-                        batch.events.len() - 1
-                    }
-                };
-                batch.events[slot].1.push((e, context));
-            }
-        });
+        collector.drain_all(|c| state.take(c, &mut batch));
         if last {
             // Threads no record named (they never ran while recorded) get their process
             // from procfs while they still exist.
-            threads.resolve_missing_pids(roots);
+            state.threads.resolve_missing_pids(roots);
         }
-        batch.threads = threads.take_changed();
+        batch.threads = state.threads.take_changed();
+        if let Some(stacks) = &mut state.stacks {
+            (batch.modules, batch.stacks) = stacks.take_new();
+        }
         // A closed channel means the writer gave up (a write error): stop collecting.
         if tx.send(batch).is_err() || last {
             return Ok(DrainEnd {
                 lost: collector.lost(),
-                threads: threads.len(),
+                threads: state.threads.len(),
                 disabled_ns,
+                stacks: state
+                    .stacks
+                    .as_ref()
+                    .map(|s| (s.distinct_stacks(), s.unwind_stats())),
             });
         }
     }

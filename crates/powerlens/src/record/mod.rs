@@ -12,6 +12,8 @@ pub mod drain;
 pub mod reduced;
 pub mod replay;
 pub mod sampler;
+pub mod stacks;
+pub mod symbols;
 pub mod threads;
 
 use std::path::{Path, PathBuf};
@@ -24,7 +26,7 @@ use serde_json::{json, Value};
 
 use powerlens_core::codec::ChunkEncoder;
 use powerlens_core::run::ExitStatus;
-use powerlens_store::recording::RecordingWriter;
+use powerlens_store::recording::{RecordingReader, RecordingWriter};
 use powerlens_sys::machine::MachineInfo;
 use powerlens_sys::trace::{monotonic_now_ns, Collector, CollectorOptions};
 use powerlens_sys::{topology, Roots, SysError};
@@ -34,6 +36,7 @@ use crate::{exec, interrupt};
 use convert::{recorded_event_names, Converter};
 use drain::Drainer;
 use sampler::{Sampler, SamplerConfig, ThreadScope};
+use stacks::StackRecorder;
 use threads::ThreadTable;
 
 /// Metadata keys of a recording (docs/FORMAT.md).
@@ -50,6 +53,11 @@ pub mod meta {
     pub const NOTES: &str = "notes";
     pub const CODEC: &str = "codec_version";
     pub const SAMPLE_INTERVAL: &str = "sample_interval_s";
+    /// Whether call stacks were recorded, with the cpu-clock rate, or why not:
+    /// `{"recorded": bool, "cpu_clock_hz": n, "reason": "…"}`.
+    pub const STACKS: &str = "stacks";
+    /// How user stacks were unwound (counts), written at the end.
+    pub const UNWIND: &str = "unwind";
 }
 
 /// A full recording (trace) or the procfs fallback.
@@ -81,6 +89,9 @@ pub struct RecordOptions {
     pub reduced: bool,
     pub show_output: bool,
     pub meter: MeterOptions,
+    /// Call stacks on the stack events and cpu-clock samples at this rate (Hz); `None`
+    /// for no stacks (`--no-stacks`).
+    pub stacks_hz: Option<u32>,
 }
 
 /// What the user is told at the end.
@@ -98,6 +109,9 @@ pub struct RecordSummary {
     pub stopped_early: Option<String>,
     pub notes: Vec<String>,
 }
+
+/// How much larger the rings are when records carry stacks.
+const STACK_RING_FACTOR: usize = 4;
 
 /// Events buffered per ring CPU until the next flush.
 const CHUNK_EVENTS: usize = 16_384;
@@ -193,8 +207,11 @@ pub fn record(roots: &Roots, opts: &RecordOptions) -> anyhow::Result<RecordSumma
             recorder
                 .writer
                 .set_meta(meta::UNAVAILABLE, &json!(unavailable))?;
+            let stack_meta = stacks_meta(&c, opts.stacks_hz);
+            recorder.writer.set_meta(meta::STACKS, &stack_meta)?;
+            let stacks = (stack_meta["recorded"] == true).then(|| StackRecorder::new(roots));
             c.enable()?;
-            Some(Drainer::start(c, converter, threads, roots.clone()))
+            Some(Drainer::start(c, converter, threads, stacks, roots.clone()))
         }
         None => {
             // A reduced recording: the threads that exist now, then procfs samples.
@@ -283,6 +300,7 @@ pub fn record(roots: &Roots, opts: &RecordOptions) -> anyhow::Result<RecordSumma
     let mut stop_ns = monotonic_now_ns();
     let mut lost = Vec::new();
     let mut thread_count = recorder_threads;
+    let mut stack_stats = None;
     if let Some(d) = drainer {
         let (batches, end) = d.stop()?;
         for b in batches {
@@ -291,6 +309,7 @@ pub fn record(roots: &Roots, opts: &RecordOptions) -> anyhow::Result<RecordSumma
         lost = end.lost;
         thread_count = end.threads;
         stop_ns = end.disabled_ns;
+        stack_stats = end.stacks;
     }
     recorder.take_samples(sampler.stop().into_iter());
     if let (Some(pid), None) = (child, exit.as_ref()) {
@@ -323,11 +342,38 @@ pub fn record(roots: &Roots, opts: &RecordOptions) -> anyhow::Result<RecordSumma
     });
     // After a write error the file keeps what the last flush committed; writing more
     // would only fail again.
+    if let Some((distinct, u)) = stack_stats {
+        let _ = recorder.writer.set_meta(
+            meta::UNWIND,
+            &json!({
+                "distinct_stacks": distinct,
+                "user_stacks": u.stacks,
+                "unwound_complete": u.complete,
+                "spliced_with_frame_pointers": u.spliced,
+                "frame_pointers_only": u.fp_only,
+                "unreadable_modules": u.unreadable_modules,
+            }),
+        );
+    }
     let mut counts = (recorder.events, recorder.samples);
     if !write_failed {
         match recorder.finish(&stop, &lost, &notes) {
             Ok(c) => counts = c,
             Err(e) => stopped_early = Some(format!("{e:#}")),
+        }
+    }
+    if !write_failed && stack_stats.is_some() {
+        // Symbolize now, while every module the stacks name still exists (a test binary
+        // in a temporary directory, a rebuilt program): reports read the cache.
+        let bar = crate::progress::spinner("symbolizing the call stacks");
+        let cached = RecordingReader::open(&opts.output)
+            .map_err(anyhow::Error::from)
+            .and_then(|reader| symbols::resolve(&reader, roots));
+        bar.finish_and_clear();
+        if let Err(e) = cached {
+            notes.push(format!(
+                "the stacks were not symbolized ({e:#}); report symbolizes them when it runs"
+            ));
         }
     }
     let (events, samples) = counts;
@@ -364,10 +410,22 @@ fn open_collector(
             return Ok(None);
         }
     }
-    let options = CollectorOptions {
-        buffer_pages: opts.buffer_pages,
-        callchains: false,
-        ..Default::default()
+    let options = match opts.stacks_hz {
+        Some(hz) => CollectorOptions {
+            // A stack record carries a 2 KiB copy of the user stack: rings sized for
+            // about as many records as without stacks.
+            buffer_pages: opts.buffer_pages * STACK_RING_FACTOR,
+            callchains: false,
+            stack_events: stacks::STACK_EVENTS.iter().map(|s| s.to_string()).collect(),
+            cpu_clock_hz: Some(hz),
+            mmap_records: true,
+            ..Default::default()
+        },
+        None => CollectorOptions {
+            buffer_pages: opts.buffer_pages,
+            callchains: false,
+            ..Default::default()
+        },
     };
     let has_waking = powerlens_sys::perf_caps::tracepoint_id(roots, "sched/sched_waking").is_ok();
     match Collector::open(roots, &recorded_event_names(has_waking), options) {
@@ -377,6 +435,26 @@ fn open_collector(
             Ok(None)
         }
         Err(e) => Err(e).context("opening the tracepoints"),
+    }
+}
+
+/// The `stacks` metadata: recorded with the cpu-clock rate, or not and why.
+fn stacks_meta(c: &Collector, hz: Option<u32>) -> Value {
+    match hz {
+        None => json!({"recorded": false, "reason": "--no-stacks"}),
+        Some(hz) if c.has_cpu_clock() => json!({
+            "recorded": true,
+            "cpu_clock_hz": hz,
+            "events": stacks::STACK_EVENTS,
+            "mappings": c.has_mmap_records(),
+        }),
+        Some(_) => json!({
+            "recorded": true,
+            "cpu_clock_hz": null,
+            "events": stacks::STACK_EVENTS,
+            "mappings": c.has_mmap_records(),
+            "reason": "the cpu-clock event could not be opened: no CPU-time samples, so per-function CPU time and energy are unavailable",
+        }),
     }
 }
 
@@ -509,6 +587,14 @@ struct Recorder {
 impl Recorder {
     /// Adds a drained batch: events to the pending ones, thread rows straight to the file.
     fn take(&mut self, batch: drain::Batch) {
+        // Modules and stacks first: events name them. A failure is a failing disk, which
+        // the next flush reports.
+        for (id, path) in &batch.modules {
+            let _ = self.writer.add_module(*id, path);
+        }
+        for (id, frames) in &batch.stacks {
+            let _ = self.writer.add_stack(*id, frames);
+        }
         for (cpu, mut events) in batch.events {
             match self.pending.iter_mut().find(|(c, _)| *c == cpu) {
                 Some((_, pending)) => pending.append(&mut events),

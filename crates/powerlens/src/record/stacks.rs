@@ -1,0 +1,178 @@
+//! The recorder's side of call stacks: each stack record's kernel frames and unwound user
+//! frames become (module, offset) frames while the process's mappings are known, and each
+//! distinct stack gets an id once. The ids go into the event stream (a `Stack` event after
+//! the event it belongs to); new modules and stacks go to the file with the next batch.
+
+use std::collections::HashMap;
+
+use powerlens_core::sched::event::StackId;
+use powerlens_core::stacks::{encode_frames, FrameRef};
+use powerlens_sys::trace::{Callchain, MmapRecord, UserRegs};
+use powerlens_sys::unwind::{UnwindStats, UserUnwinder};
+use powerlens_sys::Roots;
+
+use super::symbols::KERNEL_MODULE;
+
+/// Module of user addresses outside every known mapping (offsets are the addresses).
+pub const UNKNOWN_MODULE: &str = "[unknown]";
+
+/// The tracepoints whose records carry stacks: where a thread blocks or is preempted, who
+/// wakes whom, who arms the timers that later end idle periods.
+pub const STACK_EVENTS: [&str; 5] = [
+    "sched/sched_switch",
+    "sched/sched_waking",
+    "sched/sched_wakeup",
+    "timer/hrtimer_start",
+    "timer/timer_start",
+];
+
+fn intern_module(
+    modules: &mut HashMap<String, u32>,
+    new: &mut Vec<(u32, String)>,
+    path: &str,
+) -> u32 {
+    if let Some(&id) = modules.get(path) {
+        return id;
+    }
+    let id = modules.len() as u32;
+    modules.insert(path.to_string(), id);
+    new.push((id, path.to_string()));
+    id
+}
+
+/// Modules (id, path) and stacks (id, encoded frames) first seen since the last batch.
+pub type NewEntries = (Vec<(u32, String)>, Vec<(StackId, Vec<u8>)>);
+
+/// What one stack record holds.
+pub struct RawStack<'a> {
+    pub pid: u32,
+    pub callchain: Callchain<'a>,
+    pub user_regs: Option<UserRegs>,
+    pub user_stack: &'a [u8],
+}
+
+pub struct StackRecorder {
+    unwinder: UserUnwinder,
+    modules: HashMap<String, u32>,
+    stacks: HashMap<Vec<u8>, StackId>,
+    /// Created since the last [`StackRecorder::take_new`].
+    new_modules: Vec<(u32, String)>,
+    new_stacks: Vec<(StackId, Vec<u8>)>,
+    // Scratch buffers, reused for every record.
+    fp_user: Vec<u64>,
+    user: Vec<u64>,
+    frames: Vec<FrameRef>,
+    blob: Vec<u8>,
+}
+
+impl StackRecorder {
+    pub fn new(roots: &Roots) -> Self {
+        let mut s = StackRecorder {
+            unwinder: UserUnwinder::new(roots),
+            modules: HashMap::new(),
+            stacks: HashMap::new(),
+            new_modules: Vec::new(),
+            new_stacks: Vec::new(),
+            fp_user: Vec::new(),
+            user: Vec::new(),
+            frames: Vec::new(),
+            blob: Vec::new(),
+        };
+        s.module(KERNEL_MODULE);
+        s.module(UNKNOWN_MODULE);
+        s
+    }
+
+    fn module(&mut self, path: &str) -> u32 {
+        intern_module(&mut self.modules, &mut self.new_modules, path)
+    }
+
+    pub fn mmap(&mut self, r: MmapRecord) {
+        self.unwinder.add_mapping(r.pid, r.mapping);
+    }
+
+    pub fn exec(&mut self, pid: u32) {
+        self.unwinder.exec(pid);
+    }
+
+    /// A new process `child` starts with a copy of `parent`'s address space.
+    pub fn fork(&mut self, parent_pid: u32, child: u32) {
+        if parent_pid != child {
+            self.unwinder.fork(parent_pid, child);
+        }
+    }
+
+    /// The id of a record's stack; `None` when the record has no frames.
+    pub fn intern(&mut self, raw: &RawStack<'_>) -> Option<StackId> {
+        if raw.callchain.is_empty() && raw.user_regs.is_none() {
+            return None;
+        }
+        let kernel = self.module(KERNEL_MODULE);
+        self.frames.clear();
+        self.frames.extend(
+            raw.callchain
+                .frames()
+                .filter(|f| !f.user)
+                .map(|f| FrameRef {
+                    module: kernel,
+                    offset: f.ip,
+                }),
+        );
+        raw.callchain.user_ips(&mut self.fp_user);
+        if raw.pid != 0 {
+            self.unwinder.user_frames(
+                raw.pid,
+                raw.user_regs,
+                raw.user_stack,
+                &self.fp_user,
+                &mut self.user,
+            );
+        } else {
+            self.user.clear();
+        }
+        // Sorted by address, not overlapping (the unwinder trims overlaps).
+        let maps = self.unwinder.maps(raw.pid);
+        for &addr in &self.user {
+            let i = maps.partition_point(|m| m.end <= addr);
+            let frame = match maps.get(i).filter(|m| m.contains(addr)) {
+                Some(m) => FrameRef {
+                    module: intern_module(&mut self.modules, &mut self.new_modules, &m.path),
+                    offset: m.file_offset_of(addr),
+                },
+                None => FrameRef {
+                    module: intern_module(&mut self.modules, &mut self.new_modules, UNKNOWN_MODULE),
+                    offset: addr,
+                },
+            };
+            self.frames.push(frame);
+        }
+        if self.frames.is_empty() {
+            return None;
+        }
+        self.blob.clear();
+        encode_frames(&self.frames, &mut self.blob);
+        if let Some(&id) = self.stacks.get(&self.blob) {
+            return Some(id);
+        }
+        let id = self.stacks.len() as StackId;
+        self.stacks.insert(self.blob.clone(), id);
+        self.new_stacks.push((id, self.blob.clone()));
+        Some(id)
+    }
+
+    /// Modules and stacks first seen since the last call, for the file.
+    pub fn take_new(&mut self) -> NewEntries {
+        (
+            std::mem::take(&mut self.new_modules),
+            std::mem::take(&mut self.new_stacks),
+        )
+    }
+
+    pub fn distinct_stacks(&self) -> usize {
+        self.stacks.len()
+    }
+
+    pub fn unwind_stats(&self) -> UnwindStats {
+        self.unwinder.stats()
+    }
+}

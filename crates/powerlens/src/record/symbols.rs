@@ -1,0 +1,104 @@
+//! A recording's call stacks resolved to functions: the stack and module tables read from
+//! the file, each distinct frame symbolized once — from the recording's symbol cache when
+//! an earlier `record` or `report` filled it, else by reading the modules (ELF symbol
+//! tables, kallsyms) — and the new names saved back into the cache.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+
+use powerlens_core::stacks::{decode_frames, lookups, FrameRef, ResolvedStacks};
+use powerlens_store::recording::{RecordingReader, SymbolRow};
+use powerlens_sys::procfs::maps::Mapping;
+use powerlens_sys::symbolize::Symbolizer;
+use powerlens_sys::Roots;
+
+/// The module name the recorder gives kernel frames (offsets are addresses).
+pub const KERNEL_MODULE: &str = "[kernel]";
+
+/// What resolving found.
+pub struct Resolved {
+    pub stacks: ResolvedStacks,
+    /// Frames newly symbolized (0 when the cache had them all).
+    pub symbolized: usize,
+    /// Why the kernel's frames have no names, when they have none.
+    pub kernel_note: Option<String>,
+}
+
+/// Reads and resolves the recording's stacks. `None` when the recording has none.
+pub fn resolve(reader: &RecordingReader, roots: &Roots) -> anyhow::Result<Option<Resolved>> {
+    let modules: HashMap<u32, String> = reader.modules()?.into_iter().collect();
+    let mut stacks = Vec::new();
+    let mut damaged = 0usize;
+    reader.stacks(|id, bytes| match decode_frames(bytes) {
+        Ok(frames) => stacks.push((id, frames)),
+        Err(_) => damaged += 1,
+    })?;
+    if damaged > 0 {
+        eprintln!("warning: {damaged} damaged stacks in the recording are shown as [no stack]");
+    }
+    if stacks.is_empty() {
+        return Ok(None);
+    }
+    let mut names: HashMap<FrameRef, Option<String>> = reader
+        .symbols()?
+        .into_iter()
+        .map(|r| {
+            (
+                FrameRef {
+                    module: r.module,
+                    offset: r.offset,
+                },
+                r.function,
+            )
+        })
+        .collect();
+    // Frames the cache lacks, by module.
+    let mut missing: BTreeMap<u32, Vec<u64>> = BTreeMap::new();
+    let mut seen = HashSet::new();
+    for (_, frames) in &stacks {
+        for f in lookups(frames) {
+            if !names.contains_key(&f) && seen.insert(f) {
+                missing.entry(f.module).or_default().push(f.offset);
+            }
+        }
+    }
+    let mut kernel_note = None;
+    let mut new_rows = Vec::new();
+    if !missing.is_empty() {
+        let mut symbolizer = Symbolizer::new(roots);
+        for (module, offsets) in missing {
+            let path = modules.get(&module).map(String::as_str).unwrap_or("");
+            let found = if path == KERNEL_MODULE {
+                kernel_note = symbolizer.kernel_unavailable_reason();
+                symbolizer.kernel(&offsets)
+            } else {
+                // Frames are file offsets already: a mapping of the whole file at 0.
+                let whole = Mapping {
+                    start: 0,
+                    end: u64::MAX,
+                    file_offset: 0,
+                    path: path.to_string(),
+                };
+                symbolizer.user(std::slice::from_ref(&whole), &offsets)
+            };
+            for (offset, symbol) in offsets.into_iter().zip(found) {
+                names.insert(FrameRef { module, offset }, symbol.function.clone());
+                new_rows.push(SymbolRow {
+                    module,
+                    offset,
+                    function: symbol.function,
+                });
+            }
+        }
+        if let Err(e) = reader.save_symbols(&new_rows) {
+            eprintln!(
+                "note: the symbols were not cached in the recording ({e}); the next report symbolizes again"
+            );
+        }
+    }
+    let lookup = |f: FrameRef| names.get(&f).cloned().flatten();
+    Ok(Some(Resolved {
+        stacks: ResolvedStacks::resolve(&stacks, &modules, &lookup),
+        symbolized: new_rows.len(),
+        kernel_note,
+    }))
+}
