@@ -1,0 +1,314 @@
+//! Call stacks end to end: `record` a frame-pointer C program with named functions (one
+//! sleeps briefly in a loop, one spins, one waits on a condition variable another
+//! signals), then `report --by function`. The oracles: the kernel's own per-thread
+//! voluntary switch counts around each function (getrusage, printed by the program), the
+//! thread grid of the same report (CPU time), and exact sums (energy). Needs root and gcc;
+//! skips saying why otherwise.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use serde_json::Value;
+
+mod common;
+use common::{json, stderr, with_tracefs};
+
+/// Live recordings trace every CPU: one at a time, so one test's load is not another's.
+static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    SERIAL.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+fn is_root() -> bool {
+    // SAFETY: geteuid has no preconditions.
+    unsafe { libc::geteuid() == 0 }
+}
+
+/// The test program, built in `dir`; `None` (after saying why) without gcc.
+fn build_program(dir: &Path) -> Option<PathBuf> {
+    let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/stack_program.c");
+    let out = dir.join("stack_program");
+    let built = Command::new("gcc")
+        .args(["-O2", "-g", "-fno-omit-frame-pointer", "-pthread", "-o"])
+        .arg(&out)
+        .arg(&source)
+        .status();
+    match built {
+        Ok(s) if s.success() => Some(out),
+        Ok(s) => panic!("gcc failed on {}: {s}", source.display()),
+        Err(e) => {
+            eprintln!("skipped: gcc is needed to build the test program ({e})");
+            None
+        }
+    }
+}
+
+struct Recorded {
+    _dir: tempfile::TempDir,
+    rec: PathBuf,
+    /// `name=value` lines the program printed.
+    printed: Vec<(String, i64)>,
+}
+
+fn record_program() -> Option<Recorded> {
+    if !is_root() {
+        eprintln!("skipped: recording tracepoints needs root");
+        return None;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let program = build_program(dir.path())?;
+    let rec = dir.path().join("s.rec");
+    let out = with_tracefs(
+        &[
+            env!("CARGO_BIN_EXE_powerlens"),
+            "record",
+            "-o",
+            rec.to_str().unwrap(),
+            "--",
+            program.to_str().unwrap(),
+        ],
+        &[],
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    let printed = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| {
+            let (k, v) = l.split_once('=')?;
+            Some((k.to_string(), v.trim().parse().ok()?))
+        })
+        .collect();
+    Some(Recorded {
+        _dir: dir,
+        rec,
+        printed,
+    })
+}
+
+fn report(rec: &Path, args: &[&str]) -> (Value, String) {
+    let mut all = vec![
+        env!("CARGO_BIN_EXE_powerlens"),
+        "report",
+        rec.to_str().unwrap(),
+    ];
+    all.extend_from_slice(args);
+    let out = with_tracefs(&all, &[]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    (json(&out), stderr(&out))
+}
+
+fn function<'a>(report: &'a Value, name: &str) -> &'a Value {
+    report["functions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["function"] == name)
+        .unwrap_or_else(|| panic!("no row for {name} in {:#}", report["functions"]))
+}
+
+#[test]
+fn functions_get_their_sleeps_waits_wakeups_and_cpu_time() {
+    let _serial = serial();
+    let Some(r) = record_program() else {
+        return;
+    };
+    let printed = |k: &str| {
+        r.printed
+            .iter()
+            .find(|(n, _)| n == k)
+            .unwrap_or_else(|| panic!("the program did not print {k}: {:?}", r.printed))
+            .1 as u64
+    };
+    let (v, err) = report(&r.rec, &["--by", "function", "--json"]);
+    // record symbolized the stacks while the program existed: report reads the cache.
+    assert!(!err.contains("symbolized"), "{err}");
+    assert_eq!(v["function_grouping"], "function");
+
+    // Sleeps: each nanosleep of 200 µs blocks once, as the kernel counted them. (A
+    // voluntary switch the thread makes between its last getrusage and the loop's end is
+    // the one allowed difference, as in tests/record.rs.)
+    let sleeper = function(&v, "short_sleeper");
+    let oracle = printed("short_sleeper_voluntary");
+    let sync = sleeper["sync_switches"].as_u64().unwrap();
+    assert!(
+        sync.abs_diff(oracle) <= 1,
+        "short_sleeper: {sync} sync switches, the kernel counted {oracle}"
+    );
+    assert!(sleeper["wait_time_s"].as_f64().unwrap() >= oracle as f64 * 150e-6);
+    assert!(
+        sleeper["module"].as_str().unwrap().ends_with("/stack_program"),
+        "{sleeper:#}"
+    );
+
+    // Waits: the condition variable's waits (and the mutex's, inside pthread_cond_wait)
+    // are condvar_waiter's, behind glibc frames that keep no frame pointers.
+    let waiter = function(&v, "condvar_waiter");
+    let oracle = printed("condvar_waiter_voluntary");
+    let sync = waiter["sync_switches"].as_u64().unwrap();
+    assert!(
+        sync.abs_diff(oracle) <= 1,
+        "condvar_waiter: {sync} sync switches, the kernel counted {oracle}"
+    );
+    assert!(waiter["wait_time_s"].as_f64().unwrap() > 0.05, "{waiter:#}");
+
+    // Wake-ups: every time the waiter blocked (on the condition variable, or on the mutex
+    // inside pthread_cond_wait), the signaller woke it: with the signal or the unlock.
+    let signaller = function(&v, "condvar_signaller");
+    let woke = signaller["wakeups_caused"].as_u64().unwrap();
+    assert!(
+        woke.abs_diff(oracle) <= 2,
+        "condvar_signaller woke others {woke} times, the waiter blocked {oracle} times: {signaller:#}"
+    );
+
+    // CPU time: the spinner's samples are its thread's CPU time (within the sampling
+    // error of ~1 ms per sample), and no other function comes near.
+    let spinner = function(&v, "spinner");
+    let spinner_cpu = spinner["cpu_time_s"].as_f64().unwrap();
+    let thread_cpu = v["threads"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["cpu_time_s"].as_f64().unwrap())
+        .fold(0.0, f64::max);
+    assert!(
+        (spinner_cpu - thread_cpu).abs() <= 0.1 * thread_cpu + 0.005,
+        "spinner sampled {spinner_cpu} s, its thread ran {thread_cpu} s"
+    );
+    for f in v["functions"].as_array().unwrap() {
+        if f["function"] != "spinner" {
+            assert!(
+                f["cpu_time_s"].as_f64().unwrap() < spinner_cpu / 4.0,
+                "{f:#}"
+            );
+        }
+    }
+
+    // Energy: the function rows split the threads' energy exactly.
+    let sum = |rows: &Value| -> f64 {
+        rows.as_array()
+            .unwrap()
+            .iter()
+            .map(|r| r["energy_j"].as_f64().unwrap())
+            .sum()
+    };
+    let (functions, threads) = (sum(&v["functions"]), sum(&v["threads"]));
+    assert!(
+        (functions - threads).abs() <= 1e-9 * threads.max(1.0),
+        "functions {functions} J, threads {threads} J"
+    );
+}
+
+/// The other stack views of the same recording: inclusive totals see main above every
+/// function it calls; per stack rows carry their frames; folded stacks and the tree
+/// are weighed by the --sort metric.
+#[test]
+fn inclusive_stack_folded_and_tree_views() {
+    let _serial = serial();
+    let Some(r) = record_program() else {
+        return;
+    };
+    let (inclusive, _) = report(&r.rec, &["--by", "function", "--inclusive", "--json"]);
+    let main = function(&inclusive, "main");
+    let sleeper = function(&inclusive, "short_sleeper");
+    assert!(main["sync_switches"].as_u64().unwrap() >= sleeper["sync_switches"].as_u64().unwrap());
+
+    let (stacks, _) = report(&r.rec, &["--by", "stack", "--json"]);
+    let row = stacks["functions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["function"] == "short_sleeper")
+        .unwrap();
+    let frames: Vec<&str> = row["stack"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f.as_str().unwrap())
+        .collect();
+    let at = |name: &str| frames.iter().position(|f| f.starts_with(name));
+    assert!(
+        at("short_sleeper") < at("main") && at("main").is_some(),
+        "innermost first: {frames:?}"
+    );
+
+    let out = with_tracefs(
+        &[
+            env!("CARGO_BIN_EXE_powerlens"),
+            "report",
+            r.rec.to_str().unwrap(),
+            "--format",
+            "folded",
+            "--sort",
+            "sync_switches",
+        ],
+        &[],
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    let folded = String::from_utf8_lossy(&out.stdout);
+    let line = folded
+        .lines()
+        .find(|l| l.contains(";short_sleeper;"))
+        .unwrap_or_else(|| panic!("{folded}"));
+    let (path, weight) = line.rsplit_once(' ').unwrap();
+    assert!(path.starts_with("stack_program;"), "{line}");
+    assert!(weight.parse::<u64>().unwrap() >= 250, "{line}");
+
+    let out = with_tracefs(
+        &[
+            env!("CARGO_BIN_EXE_powerlens"),
+            "report",
+            r.rec.to_str().unwrap(),
+            "--tree",
+        ],
+        &[],
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    let tree = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        tree.lines()
+            .any(|l| l.trim_end().ends_with("spinner (stack_program)")),
+        "{tree}"
+    );
+}
+
+/// Asking for stacks that were not recorded names the problem and the fix.
+#[test]
+fn a_recording_without_stacks_says_so() {
+    let _serial = serial();
+    if !is_root() {
+        eprintln!("skipped: recording tracepoints needs root");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let rec = dir.path().join("n.rec");
+    let out = with_tracefs(
+        &[
+            env!("CARGO_BIN_EXE_powerlens"),
+            "record",
+            "--no-stacks",
+            "-o",
+            rec.to_str().unwrap(),
+            "--",
+            "sleep",
+            "0.05",
+        ],
+        &[],
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    let out = with_tracefs(
+        &[
+            env!("CARGO_BIN_EXE_powerlens"),
+            "report",
+            rec.to_str().unwrap(),
+            "--by",
+            "function",
+        ],
+        &[],
+    );
+    assert!(!out.status.success());
+    let err = stderr(&out);
+    assert!(
+        err.contains("has no call stacks") && err.contains("--no-stacks"),
+        "{err}"
+    );
+}
