@@ -257,10 +257,6 @@ impl WakeupAnalysis {
         self.groups.entry(key).or_default()
     }
 
-    fn idle(&self, cpu: u32) -> bool {
-        self.cpus[cpu as usize].current == Some(IDLE_TID)
-    }
-
     /// Consumes one event recorded in the context of task `context` (the task current on
     /// the event's CPU, from the perf sample header), in time order.
     pub fn feed_in_context(&mut self, e: &Event, context: Option<Tid>) {
