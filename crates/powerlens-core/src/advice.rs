@@ -25,7 +25,7 @@ pub const BUSY_SHARE: f64 = 0.10;
 pub const IMBALANCE_MIN: f64 = 1.5;
 /// imbalance: a thread works when its CPU time is at least this share of the busiest's
 /// (a launcher thread that only spawns and joins is not part of the balance).
-pub const WORKER_SHARE: f64 = 0.01;
+pub const WORKER_SHARE: f64 = 0.05;
 /// imbalance / polling: CPU seconds below which nothing is worth saying.
 pub const MIN_CPU_S: f64 = 0.05;
 /// frequency-drop: a compute-bound thread (CPU time ≥ this share of the recording)…

@@ -27,6 +27,12 @@
 //! woke a thread onto this CPU, with its stack (the `Stack` record after its wake-up); with
 //! no such wake-up either → `ipi` (an unexplained remote wake-up, as the grid's `ipi`).
 //!
+//! A timer is charged to the thread that armed it (`armed_by_tid`) only while one thread
+//! ever armed its address: kernel timers such as the tick are re-armed from whatever
+//! context runs (the idle task, any thread's syscall exit) and belong to no thread; they
+//! and timers armed before the recording are grouped per CPU. (Expiries before a second
+//! thread's arming is seen stay with the first thread.)
+//!
 //! **Timers** are followed beyond idle exits: every expiry of a group counts in
 //! `expiries`, because a timer's period does not depend on whether the CPU happened to be
 //! idle (on a loaded machine few expiries are idle exits, on the deployment machine most
@@ -173,7 +179,6 @@ struct Group {
 struct Armed {
     tid: Option<Tid>,
     stack: Option<StackId>,
-    cpu: u32,
 }
 
 /// A wake-up from another CPU targeting an idle CPU, not yet explained by an exit.
@@ -229,6 +234,9 @@ impl Default for Cpu {
 pub struct WakeupAnalysis {
     cpus: Vec<Cpu>,
     armed: HashMap<u64, Armed>,
+    /// Timer address → the one thread that ever armed it, or `None` once a second one did
+    /// (a kernel timer such as the tick, re-armed from whatever context runs).
+    owners: HashMap<u64, Option<Tid>>,
     groups: HashMap<Key, Group>,
     /// Per-group first-seen order, for deterministic output.
     order: Vec<Key>,
@@ -337,17 +345,19 @@ impl WakeupAnalysis {
                 if self.armed.len() >= MAX_ARMED_TIMERS {
                     self.armed.clear();
                 }
+                if self.owners.len() >= MAX_ARMED_TIMERS {
+                    self.owners.clear();
+                }
                 let c = self.cpu(cpu);
                 let tid = if c.depth == 0 { c.current } else { None };
+                let owner = self.owners.entry(*timer).or_insert(tid);
+                if *owner != tid {
+                    *owner = None;
+                }
+                let tid = *owner;
+                let c = self.cpu(cpu);
                 c.last = Last::Arm { timer: *timer };
-                self.armed.insert(
-                    *timer,
-                    Armed {
-                        tid,
-                        stack: None,
-                        cpu,
-                    },
-                );
+                self.armed.insert(*timer, Armed { tid, stack: None });
             }
             EventKind::Stack { id } => match last {
                 Last::Wakeup { target, seq } => {
@@ -376,14 +386,17 @@ impl WakeupAnalysis {
         let timer_key = match kind {
             InterruptKind::Timer { timer, function } => {
                 let armed = self.armed.remove(timer);
-                let armed_by = armed.and_then(|a| a.tid);
+                // A timer armed by more than one thread belongs to none of them.
+                let shared = self.owners.get(timer).is_some_and(|o| o.is_none());
+                let armed_by = armed.and_then(|a| a.tid).filter(|_| !shared);
                 let key = Key::Timer {
                     stack: armed.and_then(|a| a.stack),
                     function: *function,
                     armed_by,
-                    cpu: match (armed, armed_by) {
-                        (Some(a), Some(IDLE_TID)) => Some(a.cpu),
-                        _ => None,
+                    // Kernel timers (no owner, or the idle task) are per CPU: the tick.
+                    cpu: match armed_by {
+                        None | Some(IDLE_TID) => Some(cpu),
+                        Some(_) => None,
                     },
                 };
                 let g = self.group(key.clone());
@@ -930,6 +943,34 @@ mod tests {
             causes.iter().all(|c| c.coalescible == Some(false)),
             "{causes:#?}"
         );
+    }
+
+    #[test]
+    fn a_timer_rearmed_by_several_threads_belongs_to_none() {
+        // The tick: one address, re-armed by whichever thread runs (and the idle task).
+        let mut s = Stream::new();
+        s.switch(0, 0, 1, IDLE_TID);
+        for k in 1..=10u64 {
+            let armer = if k % 2 == 0 { 42 } else { 43 };
+            s.arm(k * 4 * MS - MS, 0, armer, 0x71c, 1).ev(
+                k * 4 * MS - MS,
+                0,
+                IDLE_TID,
+                EventKind::Stack { id: 1 },
+            );
+            s.timer_fires(k * 4 * MS, 0, 0x71c, 0xf00);
+        }
+        let causes = s.a.finish(41 * MS);
+        // Its first expiry, before a second thread armed it, went to the first armer; the
+        // 9 after it to no thread.
+        assert_eq!(causes.len(), 2, "{causes:#?}");
+        assert_eq!(
+            (causes[1].armed_by_tid, causes[1].expiries),
+            (Some(43), Some(1))
+        );
+        assert_eq!(causes[0].armed_by_tid, None);
+        assert_eq!(causes[0].expiries, Some(9));
+        assert_eq!(causes[0].period_us, Some(4000.0));
     }
 
     #[test]

@@ -8,8 +8,10 @@ use std::process::ExitCode;
 use anyhow::Context;
 use clap::{Args, ValueEnum};
 
+use powerlens_core::advice::{self, JudgedStates};
 use powerlens_core::sched::analysis::SchedSummary;
 use powerlens_core::sched::report as model;
+use powerlens_core::sched::wakeups::WakeupAnalysis;
 
 use powerlens_core::provenance::Provenance;
 use powerlens_report::html;
@@ -83,6 +85,15 @@ pub struct ReportArgs {
     /// (sortable) and every section of the text report. Opens offline; prints cleanly.
     #[arg(long, value_name = "FILE", conflicts_with_all = ["json", "csv"])]
     pub html: Option<PathBuf>,
+
+    /// Judge the advice against a target machine's idle states instead of this machine's:
+    /// a built-in table (server = skylake-server: C6 with a 600 µs target residency;
+    /// client = skylake-client: C10, 5 ms) or a JSON FILE, `{"states": [{"name",
+    /// "latency_us", "target_residency_us"}, …]}` or `powerlens info --json` saved on the
+    /// target. The machine you profile on is often not the one you deploy on, and a VM's
+    /// idle states (haltpoll, 1 µs) hide sleeps too short for a real CPU's deep states.
+    #[arg(long, value_name = "NAME|FILE")]
+    pub target: Option<String>,
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
@@ -107,7 +118,8 @@ pub fn execute(_global: &GlobalArgs, args: ReportArgs) -> anyhow::Result<ExitCod
         show: args.show.clone(),
         hide: args.hide.clone(),
     };
-    let (report, span) = analyse(&args.recording, args.all_processes)?;
+    let (mut report, span) = analyse(&args.recording, args.all_processes)?;
+    give_advice(&mut report, args.target.as_deref())?;
     if let Some(path) = &args.html {
         // Check the grid options before the second pass over the events.
         view::grid_cells(&report, &grid).map_err(|e| anyhow::anyhow!("{e}"))?;
@@ -207,10 +219,12 @@ pub fn analyse(
         ctx.target_pids = None;
     }
     let mode = reader.meta(meta::MODE)?;
+    let mut causes = Vec::new();
     let summary: SchedSummary = if mode.as_ref().and_then(|m| m.as_str()) == Some(MODE_REDUCED) {
         reduced::summary(&reader)?
     } else {
         let mut analysis = ctx.analysis();
+        let mut wakeups = WakeupAnalysis::new();
         let total = reader.event_count()?;
         if total == 0 {
             anyhow::bail!(
@@ -221,7 +235,10 @@ pub fn analyse(
         let bar = progress::bar(total, "analysing");
         let stats = replay::replay(
             &reader,
-            |e, context| analysis.feed_in_context(e, context),
+            |e, context| {
+                analysis.feed_in_context(e, context);
+                wakeups.feed_in_context(e, context);
+            },
             |n| bar.set_position(n),
         )?;
         bar.finish_and_clear();
@@ -236,11 +253,52 @@ pub fn analyse(
                 stats.reordered
             );
         }
+        causes = wakeups.finish(end_ns);
         analysis.finish(end_ns)
     };
     let busy_s = summary.threads.iter().map(|t| t.cpu_time_ns).sum::<u64>() as f64 / 1e9;
     let interval = (summary.start_ns, summary.end_ns);
     ctx.energy = context::energy(&reader, interval, busy_s)?;
     ctx.sysfs_idle = context::sysfs_idle(&reader, interval)?;
-    Ok((model::build(&summary, &ctx), interval))
+    let mut report = model::build(&summary, &ctx);
+    model::attach_wakeup_causes(&mut report, causes, &ctx);
+    Ok((report, interval))
+}
+
+/// Runs the advice rules on `report`, judged against `target` (a built-in table's name or
+/// a JSON file) or else this machine's idle states.
+fn give_advice(report: &mut model::RecordingReport, target: Option<&str>) -> anyhow::Result<()> {
+    let states = match target {
+        None => JudgedStates::this_machine(report),
+        Some(t) => Some(target_states(t)?),
+    };
+    report.advice_judged_against = states.as_ref().map(|s| s.source.clone());
+    report.advice = advice::advise(&advice::AdviceInput {
+        report,
+        // Per-function rows come with the recording's stacks (powerlens_core::stacks).
+        functions: &[],
+        states,
+        max_frequency_mhz: None,
+    });
+    Ok(())
+}
+
+/// `--target NAME|FILE`: a built-in table, else a file; the error names the fix.
+fn target_states(target: &str) -> anyhow::Result<JudgedStates> {
+    if let Some((source, states)) = advice::targets::builtin(target) {
+        return Ok(JudgedStates { source, states });
+    }
+    let path = std::path::Path::new(target);
+    let text = std::fs::read_to_string(path).map_err(|e| {
+        anyhow::anyhow!(
+            "--target {target}: not a built-in table ({}) and not a readable file ({e}); name a table, or save `powerlens info --json` on the target machine and pass that file",
+            advice::targets::builtin_names().join(", ")
+        )
+    })?;
+    let states =
+        advice::targets::parse(&text).map_err(|e| anyhow::anyhow!("--target {target}: {e}"))?;
+    Ok(JudgedStates {
+        source: format!("target {}", path.display()),
+        states,
+    })
 }
