@@ -118,8 +118,10 @@ pub fn execute(_global: &GlobalArgs, args: ReportArgs) -> anyhow::Result<ExitCod
         show: args.show.clone(),
         hide: args.hide.clone(),
     };
+    // A bad --target fails before the (long) analysis.
+    let target = args.target.as_deref().map(target_states).transpose()?;
     let (mut report, span) = analyse(&args.recording, args.all_processes)?;
-    give_advice(&mut report, args.target.as_deref())?;
+    give_advice(&mut report, target);
     if let Some(path) = &args.html {
         // Check the grid options before the second pass over the events.
         view::grid_cells(&report, &grid).map_err(|e| anyhow::anyhow!("{e}"))?;
@@ -265,13 +267,10 @@ pub fn analyse(
     Ok((report, interval))
 }
 
-/// Runs the advice rules on `report`, judged against `target` (a built-in table's name or
-/// a JSON file) or else this machine's idle states.
-fn give_advice(report: &mut model::RecordingReport, target: Option<&str>) -> anyhow::Result<()> {
-    let states = match target {
-        None => JudgedStates::this_machine(report),
-        Some(t) => Some(target_states(t)?),
-    };
+/// Runs the advice rules on `report`, judged against `target`'s idle states or else this
+/// machine's.
+fn give_advice(report: &mut model::RecordingReport, target: Option<JudgedStates>) {
+    let states = target.or_else(|| JudgedStates::this_machine(report));
     report.advice_judged_against = states.as_ref().map(|s| s.source.clone());
     report.advice = advice::advise(&advice::AdviceInput {
         report,
@@ -280,7 +279,6 @@ fn give_advice(report: &mut model::RecordingReport, target: Option<&str>) -> any
         states,
         max_frequency_mhz: None,
     });
-    Ok(())
 }
 
 /// `--target NAME|FILE`: a built-in table, else a file; the error names the fix.
