@@ -1091,6 +1091,83 @@ pub fn energy(report: &RecordingReport) -> String {
     out
 }
 
+/// Wake-up causes shown in the text view (JSON has them all).
+pub const WAKEUP_CAUSES_SHOWN: usize = 10;
+
+/// The top wake-up causes: idle exits per second by cause, and the period of timers.
+pub fn wakeup_causes(report: &RecordingReport) -> String {
+    if report.wakeup_causes.is_empty() {
+        return String::new();
+    }
+    let mut t = Table::new([
+        "kind",
+        "idle exits",
+        "per s",
+        "cause",
+        "thread",
+        "expiries/s",
+        "period µs",
+        "periodic",
+        "coalescible",
+    ]);
+    let yes_no = |b: Option<bool>| match b {
+        Some(true) => "yes".to_string(),
+        Some(false) => "no".to_string(),
+        None => String::new(),
+    };
+    for c in report.wakeup_causes.iter().take(WAKEUP_CAUSES_SHOWN) {
+        let cause = match (&c.function, &c.irq, &c.timer_function) {
+            (Some(f), _, _) => f.clone(),
+            (None, Some(irq), _) => irq.clone(),
+            (None, None, Some(addr)) => addr.clone(),
+            _ => String::new(),
+        };
+        let thread = match (c.tid(), &c.comm) {
+            (Some(tid), Some(comm)) => format!("{comm} ({tid})"),
+            (Some(tid), None) => tid.to_string(),
+            _ => String::new(),
+        };
+        t.row([
+            c.kind.clone(),
+            c.count.to_string(),
+            sig(c.per_s, 4),
+            cause,
+            thread,
+            c.expiries_per_s.map(|v| sig(v, 4)).unwrap_or_default(),
+            c.period_us.map(|v| sig(v, 4)).unwrap_or_default(),
+            yes_no(c.periodic),
+            yes_no(c.coalescible),
+        ]);
+    }
+    let mut out = t.render();
+    let more = report
+        .wakeup_causes
+        .len()
+        .saturating_sub(WAKEUP_CAUSES_SHOWN);
+    if more > 0 {
+        let _ = writeln!(out, "({more} more in --json)");
+    }
+    out
+}
+
+/// The advice, each with its evidence and suggestion, and what it was judged against.
+pub fn advice(report: &RecordingReport) -> String {
+    let mut out = String::new();
+    let judged = report
+        .advice_judged_against
+        .as_deref()
+        .unwrap_or("no idle states (this machine declares none; give --target server, client or a file) — short-sleeps not judged");
+    let _ = writeln!(out, "judged against: {judged}");
+    if report.advice.is_empty() {
+        let _ = writeln!(out, "no rule fired");
+    }
+    for a in &report.advice {
+        let _ = writeln!(out, "[{}] {}", a.rule, a.evidence);
+        let _ = writeln!(out, "  → {}", a.suggestion);
+    }
+    out
+}
+
 /// Everything that could not be computed, with the reason and the fix.
 pub fn unavailable(report: &RecordingReport) -> String {
     let mut out = String::new();
@@ -1117,8 +1194,17 @@ pub fn text(report: &RecordingReport, opts: &GridOptions) -> Result<String, Unkn
         out.push_str("\nthread balance\n");
         out.push_str(&b);
     }
+    let w = wakeup_causes(report);
+    if !w.is_empty() {
+        out.push_str("\nwake-up causes (idle exits; timers also by expiries)\n");
+        out.push_str(&w);
+    }
     out.push('\n');
     out.push_str(&energy(report));
+    if !report.cpus.is_empty() {
+        out.push_str("\nadvice\n");
+        out.push_str(&advice(report));
+    }
     let u = unavailable(report);
     if !u.is_empty() {
         out.push('\n');

@@ -136,7 +136,10 @@ fn functions_get_their_sleeps_waits_wakeups_and_cpu_time() {
     );
     assert!(sleeper["wait_time_s"].as_f64().unwrap() >= oracle as f64 * 150e-6);
     assert!(
-        sleeper["module"].as_str().unwrap().ends_with("/stack_program"),
+        sleeper["module"]
+            .as_str()
+            .unwrap()
+            .ends_with("/stack_program"),
         "{sleeper:#}"
     );
 

@@ -6,6 +6,7 @@ pub mod attribution;
 pub mod event;
 pub mod reduced;
 pub mod report;
+pub mod wakeups;
 
 #[cfg(test)]
 mod tests;

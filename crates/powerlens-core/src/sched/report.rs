@@ -12,6 +12,8 @@ use serde::{Deserialize, Serialize};
 use super::analysis::{SchedAnalysis, SchedSummary, ThreadStats, WakeupCauses};
 use super::attribution::{attribute_weighted, frequency_weights};
 use super::event::Tid;
+use super::wakeups::WakeupCause;
+use crate::advice::Advice;
 use crate::provenance::Provenance;
 
 /// One thread of the recording's thread table.
@@ -365,6 +367,17 @@ pub struct RecordingReport {
     /// How `functions` is grouped: `function`, `function_inclusive` or `stack`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub function_grouping: Option<String>,
+    /// What ended the CPUs' idle periods, most idle exits first
+    /// ([`super::wakeups`]; empty until [`attach_wakeup_causes`]).
+    #[serde(default)]
+    pub wakeup_causes: Vec<WakeupCause>,
+    /// Advice from the rules of [`crate::advice`] (empty until the caller runs them).
+    #[serde(default)]
+    pub advice: Vec<Advice>,
+    /// The idle states the advice was judged against (`this machine`, `target server
+    /// (…)`); `None` when there were none and the idle rules could not be judged.
+    #[serde(default)]
+    pub advice_judged_against: Option<String>,
 }
 
 fn secs(ns: u64) -> f64 {
@@ -696,7 +709,29 @@ pub fn build(summary: &SchedSummary, ctx: &RecordingContext) -> RecordingReport 
         unavailable: missing,
         functions: Vec::new(),
         function_grouping: None,
+        wakeup_causes: Vec::new(),
+        advice: Vec::new(),
+        advice_judged_against: None,
     }
+}
+
+/// Adds the wake-up causes of the recording's stream to the report, each waker or arming
+/// thread named from the thread table.
+pub fn attach_wakeup_causes(
+    report: &mut RecordingReport,
+    mut causes: Vec<WakeupCause>,
+    ctx: &RecordingContext,
+) {
+    for c in &mut causes {
+        if let Some(tid) = c.tid().filter(|t| *t != 0) {
+            c.comm = ctx
+                .threads
+                .iter()
+                .find(|t| t.tid == tid)
+                .map(|t| t.comm.clone());
+        }
+    }
+    report.wakeup_causes = causes;
 }
 
 /// Percent of idle wake-ups after at least `threshold_ns` of idle, when the analysis counted

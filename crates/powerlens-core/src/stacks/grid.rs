@@ -219,6 +219,22 @@ fn row(
     }
 }
 
+/// The target's charges per thread and function (the innermost user frame of each stack;
+/// stacks without frames left out), for rules that cite a thread's function.
+pub fn per_thread_functions(
+    charges: &StackCharges,
+    threads: &[ThreadRow],
+    stacks: &ResolvedStacks,
+) -> Vec<(Tid, FunctionId, StackMetrics)> {
+    let mut acc: BTreeMap<(Tid, FunctionId), StackMetrics> = BTreeMap::new();
+    for (t, stack, m) in target_charges(charges, threads) {
+        if let Some(f) = stacks.innermost_user(stack) {
+            acc.entry((t.tid, f)).or_default().add(m);
+        }
+    }
+    acc.into_iter().map(|((tid, f), m)| (tid, f, m)).collect()
+}
+
 /// A metric of a stack as an integer for folded stacks and trees: µs for times, a count
 /// for counts, µJ for energy.
 pub fn metric_value(metric: &str, m: &StackMetrics, energy_j: f64) -> Option<u64> {

@@ -374,12 +374,12 @@ mod tests {
         let lines: Vec<&str> = text.lines().collect();
         assert_eq!(lines[0], COLUMNS.join(","));
         assert_eq!(lines.len(), 5);
-        assert_eq!(lines[1], "10,1,wakeup,7,seven,,,,,,1,,,,,,,");
+        assert_eq!(lines[1], "10,1,wakeup,7,seven,,,,,,1,,,,,,,,,,,");
         assert_eq!(
             lines[2],
-            "20,1,switch,,,0,swapper,preempted,7,seven,,,,,,,,"
+            "20,1,switch,,,0,swapper,preempted,7,seven,,,,,,,,,,,,"
         );
-        assert_eq!(lines[3], "30,1,exec,7,\"a,\"\"b\"\"\",,,,,,,,,,,,,");
+        assert_eq!(lines[3], "30,1,exec,7,\"a,\"\"b\"\"\",,,,,,,,,,,,,,,,,");
         for l in &lines {
             // Quoted commas aside, every row has the header's cells.
             let unquoted: String = l.split('"').step_by(2).collect();

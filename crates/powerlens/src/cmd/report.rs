@@ -8,8 +8,10 @@ use std::process::ExitCode;
 use anyhow::Context;
 use clap::{Args, ValueEnum};
 
+use powerlens_core::advice::{self, FunctionEvidence, JudgedStates};
 use powerlens_core::sched::analysis::SchedSummary;
 use powerlens_core::sched::report as model;
+use powerlens_core::sched::wakeups::{self, WakeupAnalysis};
 use powerlens_core::stacks::attribution::{StackAnalysis, StackCharges};
 use powerlens_core::stacks::grid::{self, Grouping};
 use powerlens_core::stacks::ResolvedStacks;
@@ -101,6 +103,15 @@ pub struct ReportArgs {
     /// (sortable) and every section of the text report. Opens offline; prints cleanly.
     #[arg(long, value_name = "FILE", conflicts_with_all = ["json", "csv"])]
     pub html: Option<PathBuf>,
+
+    /// Judge the advice against a target machine's idle states instead of this machine's:
+    /// a built-in table (server = skylake-server: C6 with a 600 µs target residency;
+    /// client = skylake-client: C10, 5 ms) or a JSON FILE, `{"states": [{"name",
+    /// "latency_us", "target_residency_us"}, …]}` or `powerlens info --json` saved on the
+    /// target. The machine you profile on is often not the one you deploy on, and a VM's
+    /// idle states (haltpoll, 1 µs) hide sleeps too short for a real CPU's deep states.
+    #[arg(long, value_name = "NAME|FILE")]
+    pub target: Option<String>,
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
@@ -155,6 +166,8 @@ pub fn execute(global: &GlobalArgs, args: ReportArgs) -> anyhow::Result<ExitCode
         show: args.show.clone(),
         hide: args.hide.clone(),
     };
+    // A bad --target fails before the (long) analysis.
+    let target = args.target.as_deref().map(target_states).transpose()?;
     let needs_stacks = grouping.is_some() || stack_output;
     let roots = global.roots()?;
     let analysed = analyse(
@@ -162,11 +175,18 @@ pub fn execute(global: &GlobalArgs, args: ReportArgs) -> anyhow::Result<ExitCode
         &AnalyseOptions {
             all_processes: args.all_processes,
             grouping,
-            stacks: needs_stacks,
+            // Also without --by function: wake-up causes and advice name functions.
+            stacks: true,
             roots: &roots,
         },
     )?;
-    let (report, span) = (analysed.report, analysed.span);
+    let (mut report, span) = (analysed.report, analysed.span);
+    let evidence = analysed
+        .stacks
+        .as_ref()
+        .map(|(charges, resolved)| function_evidence(charges, &report.threads, resolved))
+        .unwrap_or_default();
+    give_advice(&mut report, target, &evidence);
     if needs_stacks && analysed.stacks.is_none() {
         anyhow::bail!(
             "{} has no call stacks: {}",
@@ -341,6 +361,7 @@ pub fn analyse(path: &std::path::Path, opts: &AnalyseOptions<'_>) -> anyhow::Res
             eprintln!("note: kernel frames are unnamed: {note}");
         }
     }
+    let mut causes = Vec::new();
     let (summary, charges): (SchedSummary, Option<StackCharges>) = if reduced {
         (reduced::summary(&reader)?, None)
     } else {
@@ -357,11 +378,15 @@ pub fn analyse(path: &std::path::Path, opts: &AnalyseOptions<'_>) -> anyhow::Res
             .and_then(|s| s["monotonic_ns"].as_u64())
             .unwrap_or(0);
         let bar = progress::bar(total, "analysing");
+        let mut wakeups = WakeupAnalysis::new();
         let (stats, result) = if resolved.is_some() {
             let mut analysis = StackAnalysis::new(ctx.analysis());
             let stats = replay::replay(
                 &reader,
-                |e, context| analysis.feed_in_context(e, context),
+                |e, context| {
+                    analysis.feed_in_context(e, context);
+                    wakeups.feed_in_context(e, context);
+                },
                 |n| bar.set_position(n),
             )?;
             let (summary, charges) = analysis.finish(end_ns);
@@ -370,11 +395,15 @@ pub fn analyse(path: &std::path::Path, opts: &AnalyseOptions<'_>) -> anyhow::Res
             let mut analysis = ctx.analysis();
             let stats = replay::replay(
                 &reader,
-                |e, context| analysis.feed_in_context(e, context),
+                |e, context| {
+                    analysis.feed_in_context(e, context);
+                    wakeups.feed_in_context(e, context);
+                },
                 |n| bar.set_position(n),
             )?;
             (stats, (analysis.finish(end_ns), None))
         };
+        causes = wakeups.finish(end_ns);
         bar.finish_and_clear();
         if stats.reordered > 0 {
             eprintln!(
@@ -393,6 +422,13 @@ pub fn analyse(path: &std::path::Path, opts: &AnalyseOptions<'_>) -> anyhow::Res
         (Some(charges), Some(resolved)) => Some((charges, resolved.stacks)),
         _ => None,
     };
+    if let Some((_, resolved)) = &stacks {
+        wakeups::resolve(&mut causes, &|id| {
+            let f = resolved.innermost_user(id)?;
+            Some((resolved.function(f).name.clone(), resolved.describe(id)))
+        });
+    }
+    model::attach_wakeup_causes(&mut report, causes, &ctx);
     if let (Some(grouping), Some((charges, resolved))) = (opts.grouping, &stacks) {
         let names: Vec<(u32, String)> = ctx
             .idle_states
@@ -421,5 +457,65 @@ pub fn analyse(path: &std::path::Path, opts: &AnalyseOptions<'_>) -> anyhow::Res
         span: interval,
         stacks,
         no_stacks_reason,
+    })
+}
+
+/// Per thread and function (innermost user frame), what the advice rules cite.
+fn function_evidence(
+    charges: &StackCharges,
+    threads: &[model::ThreadRow],
+    resolved: &ResolvedStacks,
+) -> Vec<FunctionEvidence> {
+    grid::per_thread_functions(charges, threads, resolved)
+        .into_iter()
+        .map(|(tid, f, m)| {
+            let f = resolved.function(f);
+            FunctionEvidence {
+                function: f.name.clone(),
+                module: f.module.clone(),
+                tid,
+                cpu_time_s: m.cpu_ns as f64 / 1e9,
+                sync_switches: m.sync_switches,
+                preempt_switches: m.preempt_switches,
+                idle_wakeups: m.idle_wakeups,
+            }
+        })
+        .collect()
+}
+
+/// Runs the advice rules on `report`, judged against `target`'s idle states or else this
+/// machine's.
+fn give_advice(
+    report: &mut model::RecordingReport,
+    target: Option<JudgedStates>,
+    functions: &[FunctionEvidence],
+) {
+    let states = target.or_else(|| JudgedStates::this_machine(report));
+    report.advice_judged_against = states.as_ref().map(|s| s.source.clone());
+    report.advice = advice::advise(&advice::AdviceInput {
+        report,
+        functions,
+        states,
+        max_frequency_mhz: None,
+    });
+}
+
+/// `--target NAME|FILE`: a built-in table, else a file; the error names the fix.
+fn target_states(target: &str) -> anyhow::Result<JudgedStates> {
+    if let Some((source, states)) = advice::targets::builtin(target) {
+        return Ok(JudgedStates { source, states });
+    }
+    let path = std::path::Path::new(target);
+    let text = std::fs::read_to_string(path).map_err(|e| {
+        anyhow::anyhow!(
+            "--target {target}: not a built-in table ({}) and not a readable file ({e}); name a table, or save `powerlens info --json` on the target machine and pass that file",
+            advice::targets::builtin_names().join(", ")
+        )
+    })?;
+    let states =
+        advice::targets::parse(&text).map_err(|e| anyhow::anyhow!("--target {target}: {e}"))?;
+    Ok(JudgedStates {
+        source: format!("target {}", path.display()),
+        states,
     })
 }

@@ -1,0 +1,1019 @@
+//! Wake-up forensics: every idle exit classified by what ended it, grouped into causes
+//! (`report`'s "Wake-up causes", JSON `wakeup_causes[]`).
+//!
+//! **Idle exit.** A CPU is idle while its idle task (tid 0) is current: from a switch to
+//! tid 0 to the next switch away from it. The CPU leaves idle, and pays the exit's energy
+//! and latency, each time an interrupt reaches it there, whether or not a thread runs
+//! afterwards (a tick that wakes nobody costs as much as one that does). So an idle exit
+//! is either
+//! - the first interrupt context entered while the idle task is current, after the idle
+//!   period began or after the previous exit's interrupts ended; interrupt contexts that
+//!   start within [`MERGE_GAP_NS`] of the previous one's end are the same exit (a hardware
+//!   interrupt runs its handler, then its softirqs, then the timers it found expired). When
+//!   the CPU records `power:cpu_idle`, an idle-state entry ends the previous exit instead
+//!   of the gap (perf delivers no `cpu_idle` records on VMs whose cpuidle driver is
+//!   `none`, which is why the gap exists); or
+//! - a switch from the idle task to a thread that no such interrupt explains: a remote
+//!   wake-up that needed no interrupt (polling idle states: POLL, haltpoll), or one whose
+//!   interrupt was not recorded.
+//!
+//! **Cause** of an exit, from its first interrupt context: a timer callback → `timer`
+//! (grouped by the stack that armed it, else by callback and arming thread); a hardware
+//! interrupt → `irq` with its name; a softirq with no traced hardware interrupt before it
+//! → `irq` too, named `softirq:NAME` (softirqs run on the way out of a hardware interrupt
+//! whose entry some kernels do not trace, e.g. the local APIC timer); an IPI → `ipi`, with
+//! the thread on another CPU whose wake-up targeted this CPU during the idle period when
+//! there is one. An exit without an interrupt → `thread`: the thread on another CPU that
+//! woke a thread onto this CPU, with its stack (the `Stack` record after its wake-up); with
+//! no such wake-up either → `ipi` (an unexplained remote wake-up, as the grid's `ipi`).
+//!
+//! A timer is charged to the thread that armed it (`armed_by_tid`) only while one thread
+//! ever armed its address: kernel timers such as the tick are re-armed from whatever
+//! context runs (the idle task, any thread's syscall exit) and belong to no thread; they
+//! and timers armed before the recording are grouped per CPU. (Expiries before a second
+//! thread's arming is seen stay with the first thread.)
+//!
+//! **Timers** are followed beyond idle exits: every expiry of a group counts in
+//! `expiries`, because a timer's period does not depend on whether the CPU happened to be
+//! idle (on a loaded machine few expiries are idle exits, on the deployment machine most
+//! may be). The period is the median interval between successive expiries of a group; the
+//! group is periodic with at least [`MIN_PERIODIC_SAMPLES`] intervals and an interquartile
+//! range under [`PERIODIC_MAX_IQR`] of the median. See [`coalescing`] for when periodic
+//! timers could be coalesced.
+//!
+//! Memory grows with CPUs, distinct causes and in-flight timers; each timer group keeps at
+//! most [`MAX_EXPIRY_TIMES`] expiry times for its statistics.
+
+use std::collections::HashMap;
+
+use serde::{Deserialize, Serialize};
+
+use super::event::{Event, EventKind, InterruptKind, StackId, Tid, IDLE_TID};
+
+/// Interrupt contexts closer than this to the end of the previous one on the same CPU
+/// belong to the same idle exit (handler, softirqs and expired timers of one interrupt
+/// run back to back within microseconds; a CPU idle for less than this saves nothing).
+pub const MERGE_GAP_NS: u64 = 20_000;
+
+/// Intervals a timer group needs before it can be called periodic.
+pub const MIN_PERIODIC_SAMPLES: usize = 5;
+
+/// A group is periodic when (Q3 − Q1) / median of its intervals is below this.
+pub const PERIODIC_MAX_IQR: f64 = 0.25;
+
+/// Expiry times kept per timer group for period and alignment (the first ones).
+pub const MAX_EXPIRY_TIMES: usize = 4096;
+
+/// In-flight timers (armed, not yet expired) remembered at most; beyond it the table is
+/// cleared and timers armed before that are attributed to their callback only.
+pub const MAX_ARMED_TIMERS: usize = 1 << 16;
+
+/// A periodic timer faster than this is worth coalescing on its own (raise its slack or
+/// period): 100 wake-ups per second or more.
+pub const SHORT_PERIOD_US: f64 = 10_000.0;
+
+/// Two timers' expiries are aligned when closer than this (or a quarter of the shorter
+/// period, if smaller).
+pub const ALIGNED_NS: u64 = 1_000_000;
+
+/// One cause of idle exits (or, for timers, a periodic source of expiries).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct WakeupCause {
+    /// `timer`, `irq`, `ipi` or `thread`.
+    pub kind: String,
+    /// Idle exits caused.
+    pub count: u64,
+    /// Idle exits caused per second of recording.
+    pub per_s: f64,
+    /// The interrupt's name (`irq`; a softirq is `softirq:NAME`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub irq: Option<String>,
+    /// The thread on another CPU whose wake-up caused the exit (`thread`, `ipi`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub waker_tid: Option<Tid>,
+    /// The thread that armed the timer (`timer`), when its arming was recorded.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub armed_by_tid: Option<Tid>,
+    /// The command name of `waker_tid` or `armed_by_tid`, from the thread table.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub comm: Option<String>,
+    /// Kernel address of the timer callback, hex (`timer`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub timer_function: Option<String>,
+    /// The waker's or arming stack in the recording's stack table.
+    #[serde(skip)]
+    pub stack_id: Option<StackId>,
+    /// The innermost user function of `stack_id`, once resolved ([`resolve`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub function: Option<String>,
+    /// The frames of `stack_id`, innermost first, `function (module)`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stack: Option<Vec<String>>,
+    /// Every expiry of the timer group, idle or not (`timer`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub expiries: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub expiries_per_s: Option<f64>,
+    /// Median interval between successive expiries (`timer`, ≥ 1 interval).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub period_us: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub periodic: Option<bool>,
+    /// For periodic timers: whether they could be coalesced ([`coalescing`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub coalescible: Option<bool>,
+    /// Why, in a few words.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub coalesce_with: Option<String>,
+}
+
+impl WakeupCause {
+    /// The thread this cause is charged to: the waker or the arming thread.
+    pub fn tid(&self) -> Option<Tid> {
+        self.waker_tid.or(self.armed_by_tid)
+    }
+}
+
+/// Fills `function` and `stack` from `stack_id` with the recording's stack resolver:
+/// `stack id → (innermost user function, frames innermost first as "function (module)")`.
+pub fn resolve(
+    causes: &mut [WakeupCause],
+    resolver: &dyn Fn(StackId) -> Option<(String, Vec<String>)>,
+) {
+    for c in causes {
+        if let Some((function, frames)) = c.stack_id.and_then(resolver) {
+            c.function = Some(function);
+            c.stack = Some(frames);
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+enum Key {
+    /// `cpu` only for timers armed by the idle task (per-CPU kernel timers: the tick).
+    Timer {
+        stack: Option<StackId>,
+        function: u64,
+        armed_by: Option<Tid>,
+        cpu: Option<u32>,
+    },
+    Irq(String),
+    Ipi {
+        waker: Option<Tid>,
+        stack: Option<StackId>,
+    },
+    Thread {
+        waker: Tid,
+        stack: Option<StackId>,
+    },
+}
+
+#[derive(Default)]
+struct Group {
+    count: u64,
+    expiries: u64,
+    times: Vec<u64>,
+}
+
+#[derive(Clone, Copy)]
+struct Armed {
+    tid: Option<Tid>,
+    stack: Option<StackId>,
+}
+
+/// A wake-up from another CPU targeting an idle CPU, not yet explained by an exit.
+#[derive(Clone, Copy)]
+struct RemoteWake {
+    waker: Option<Tid>,
+    stack: Option<StackId>,
+    seq: u64,
+}
+
+/// What the next `Stack` record on a CPU belongs to.
+#[derive(Clone, Copy)]
+enum Last {
+    Other,
+    Wakeup { target: u32, seq: u64 },
+    Arm { timer: u64 },
+}
+
+#[derive(Clone, Copy)]
+struct Exit {
+    /// End of its latest interrupt context (or its start while one is open).
+    last_ns: u64,
+    /// An idle-state entry since: the next interrupt is a new exit.
+    closed: bool,
+}
+
+struct Cpu {
+    current: Option<Tid>,
+    /// Interrupt contexts open, innermost last: the group each timer expiry went to.
+    depth: u32,
+    exit: Option<Exit>,
+    remote: Option<RemoteWake>,
+    saw_cpu_idle: bool,
+    last: Last,
+}
+
+impl Default for Cpu {
+    fn default() -> Self {
+        Cpu {
+            current: None,
+            depth: 0,
+            exit: None,
+            remote: None,
+            saw_cpu_idle: false,
+            last: Last::Other,
+        }
+    }
+}
+
+/// The streaming analyser: feed every event with its context (as
+/// [`super::analysis::SchedAnalysis::feed_in_context`]), then [`WakeupAnalysis::finish`].
+#[derive(Default)]
+pub struct WakeupAnalysis {
+    cpus: Vec<Cpu>,
+    armed: HashMap<u64, Armed>,
+    /// Timer address → the one thread that ever armed it, or `None` once a second one did
+    /// (a kernel timer such as the tick, re-armed from whatever context runs).
+    owners: HashMap<u64, Option<Tid>>,
+    groups: HashMap<Key, Group>,
+    /// Per-group first-seen order, for deterministic output.
+    order: Vec<Key>,
+    seq: u64,
+    start_ns: Option<u64>,
+    last_ns: u64,
+}
+
+impl WakeupAnalysis {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    fn cpu(&mut self, cpu: u32) -> &mut Cpu {
+        let i = cpu as usize;
+        if self.cpus.len() <= i {
+            self.cpus.resize_with(i + 1, Cpu::default);
+        }
+        &mut self.cpus[i]
+    }
+
+    fn group(&mut self, key: Key) -> &mut Group {
+        if !self.groups.contains_key(&key) {
+            self.order.push(key.clone());
+        }
+        self.groups.entry(key).or_default()
+    }
+
+    /// Consumes one event recorded in the context of task `context` (the task current on
+    /// the event's CPU, from the perf sample header), in time order.
+    pub fn feed_in_context(&mut self, e: &Event, context: Option<Tid>) {
+        let t = e.time_ns.max(self.last_ns);
+        self.start_ns.get_or_insert(t);
+        self.last_ns = t;
+        let cpu = e.cpu;
+        // The sample's context is the task current when the event fired: it corrects a
+        // current task whose switch was lost. A switch fires in its `prev`'s context.
+        if let (Some(ctx), false) = (
+            context,
+            matches!(
+                e.kind,
+                EventKind::Switch { .. } | EventKind::Frequency { .. }
+            ),
+        ) {
+            let c = self.cpu(cpu);
+            if c.current != Some(ctx) {
+                c.current = Some(ctx);
+                c.exit = None;
+                c.remote = None;
+            }
+        }
+        let last = std::mem::replace(&mut self.cpu(cpu).last, Last::Other);
+        match &e.kind {
+            EventKind::Switch { next, .. } => {
+                let was_idle = self.cpu(cpu).current == Some(IDLE_TID);
+                let c = self.cpu(cpu);
+                c.depth = 0;
+                c.current = Some(*next);
+                if *next == IDLE_TID {
+                    c.exit = None;
+                    c.remote = None;
+                } else if was_idle {
+                    self.thread_runs(cpu, t);
+                }
+            }
+            EventKind::IdleEnter { .. } => {
+                let c = self.cpu(cpu);
+                c.saw_cpu_idle = true;
+                if let Some(x) = &mut c.exit {
+                    x.closed = true;
+                }
+            }
+            EventKind::InterruptEnter(kind) => self.interrupt(cpu, t, kind),
+            EventKind::InterruptExit => {
+                let c = self.cpu(cpu);
+                c.depth = c.depth.saturating_sub(1);
+                if let Some(x) = &mut c.exit {
+                    x.last_ns = t;
+                }
+            }
+            EventKind::Wakeup { target_cpu, .. } => {
+                let target = *target_cpu;
+                let issuing = self.cpu(cpu);
+                // The waker is the thread running the wake-up, unless an interrupt handler
+                // or the idle task issued it.
+                let waker = match (issuing.current, issuing.depth) {
+                    (Some(tid), 0) if tid != IDLE_TID => Some(tid),
+                    _ => None,
+                };
+                if target != cpu {
+                    self.seq += 1;
+                    let seq = self.seq;
+                    self.cpu(target);
+                    let tc = &mut self.cpus[target as usize];
+                    if tc.current == Some(IDLE_TID) && tc.remote.is_none() {
+                        tc.remote = Some(RemoteWake {
+                            waker,
+                            stack: None,
+                            seq,
+                        });
+                    }
+                    self.cpu(cpu).last = Last::Wakeup { target, seq };
+                }
+            }
+            EventKind::TimerArm { timer, .. } => {
+                if self.armed.len() >= MAX_ARMED_TIMERS {
+                    self.armed.clear();
+                }
+                if self.owners.len() >= MAX_ARMED_TIMERS {
+                    self.owners.clear();
+                }
+                let c = self.cpu(cpu);
+                let tid = if c.depth == 0 { c.current } else { None };
+                let owner = self.owners.entry(*timer).or_insert(tid);
+                if *owner != tid {
+                    *owner = None;
+                }
+                let tid = *owner;
+                let c = self.cpu(cpu);
+                c.last = Last::Arm { timer: *timer };
+                self.armed.insert(*timer, Armed { tid, stack: None });
+            }
+            EventKind::Stack { id } => match last {
+                Last::Wakeup { target, seq } => {
+                    if let Some(r) = self
+                        .cpus
+                        .get_mut(target as usize)
+                        .and_then(|c| c.remote.as_mut())
+                        .filter(|r| r.seq == seq)
+                    {
+                        r.stack = Some(*id);
+                    }
+                }
+                Last::Arm { timer } => {
+                    if let Some(a) = self.armed.get_mut(&timer) {
+                        a.stack = Some(*id);
+                    }
+                }
+                Last::Other => {}
+            },
+            _ => {}
+        }
+    }
+
+    fn interrupt(&mut self, cpu: u32, t: u64, kind: &InterruptKind) {
+        // Every timer expiry counts for its group, idle or not.
+        let timer_key = match kind {
+            InterruptKind::Timer { timer, function } => {
+                let armed = self.armed.remove(timer);
+                // A timer armed by more than one thread belongs to none of them.
+                let shared = self.owners.get(timer).is_some_and(|o| o.is_none());
+                let armed_by = armed.and_then(|a| a.tid).filter(|_| !shared);
+                let key = Key::Timer {
+                    stack: armed.and_then(|a| a.stack),
+                    function: *function,
+                    armed_by,
+                    // Kernel timers (no owner, or the idle task) are per CPU: the tick.
+                    cpu: match armed_by {
+                        None | Some(IDLE_TID) => Some(cpu),
+                        Some(_) => None,
+                    },
+                };
+                let g = self.group(key.clone());
+                g.expiries += 1;
+                if g.times.len() < MAX_EXPIRY_TIMES {
+                    g.times.push(t);
+                }
+                Some(key)
+            }
+            _ => None,
+        };
+        let c = self.cpu(cpu);
+        let depth = c.depth;
+        c.depth += 1;
+        if c.current != Some(IDLE_TID) || depth > 0 {
+            if let Some(x) = &mut c.exit {
+                x.last_ns = x.last_ns.max(t);
+            }
+            return;
+        }
+        let continues = match c.exit {
+            Some(x) if c.saw_cpu_idle => !x.closed,
+            Some(x) => t.saturating_sub(x.last_ns) <= MERGE_GAP_NS,
+            None => false,
+        };
+        c.exit = Some(Exit {
+            last_ns: t,
+            closed: false,
+        });
+        if continues {
+            return;
+        }
+        let remote = c.remote.take();
+        let key = match kind {
+            InterruptKind::Timer { .. } => timer_key.expect("a timer has its key"),
+            InterruptKind::Irq(name) => Key::Irq(name.clone()),
+            InterruptKind::SoftIrq(name) => Key::Irq(format!("softirq:{name}")),
+            InterruptKind::Ipi => Key::Ipi {
+                waker: remote.and_then(|r| r.waker),
+                stack: remote.and_then(|r| r.stack),
+            },
+        };
+        self.group(key).count += 1;
+    }
+
+    /// A thread is switched in on an idle CPU: an exit of its own unless the interrupt
+    /// that just ran explains it.
+    fn thread_runs(&mut self, cpu: u32, t: u64) {
+        let c = &mut self.cpus[cpu as usize];
+        let explained = match c.exit {
+            Some(x) if c.saw_cpu_idle => !x.closed,
+            Some(x) => c.depth > 0 || t.saturating_sub(x.last_ns) <= MERGE_GAP_NS,
+            None => false,
+        };
+        c.exit = None;
+        let remote = c.remote.take();
+        if explained {
+            return;
+        }
+        let key = match remote {
+            Some(RemoteWake {
+                waker: Some(waker),
+                stack,
+                ..
+            }) => Key::Thread { waker, stack },
+            _ => Key::Ipi {
+                waker: None,
+                stack: None,
+            },
+        };
+        self.group(key).count += 1;
+    }
+
+    /// The causes, most idle exits first (then most expiries). Timer groups are listed
+    /// when they caused an exit or expired often enough to have a period; per-second
+    /// figures are over `end_ns` − the first event.
+    pub fn finish(self, end_ns: u64) -> Vec<WakeupCause> {
+        let start = self.start_ns.unwrap_or(end_ns);
+        let elapsed_s = (end_ns.max(self.last_ns) - start) as f64 / 1e9;
+        let rate = |n: u64| {
+            if elapsed_s > 0.0 {
+                n as f64 / elapsed_s
+            } else {
+                0.0
+            }
+        };
+        let mut groups = self.groups;
+        let mut out: Vec<(WakeupCause, Vec<u64>)> = Vec::new();
+        for key in self.order {
+            let g = groups.remove(&key).expect("every ordered key has a group");
+            let is_timer = matches!(key, Key::Timer { .. });
+            if g.count == 0 && !(is_timer && g.expiries > MIN_PERIODIC_SAMPLES as u64) {
+                continue;
+            }
+            let mut c = WakeupCause {
+                kind: String::new(),
+                count: g.count,
+                per_s: rate(g.count),
+                irq: None,
+                waker_tid: None,
+                armed_by_tid: None,
+                comm: None,
+                timer_function: None,
+                stack_id: None,
+                function: None,
+                stack: None,
+                expiries: None,
+                expiries_per_s: None,
+                period_us: None,
+                periodic: None,
+                coalescible: None,
+                coalesce_with: None,
+            };
+            match key {
+                Key::Timer {
+                    stack,
+                    function,
+                    armed_by,
+                    ..
+                } => {
+                    c.kind = "timer".into();
+                    c.armed_by_tid = armed_by;
+                    c.stack_id = stack;
+                    c.timer_function = (function != 0).then(|| format!("{function:#x}"));
+                    c.expiries = Some(g.expiries);
+                    c.expiries_per_s = Some(rate(g.expiries));
+                    if let Some((median, periodic)) = period(&g.times) {
+                        c.period_us = Some(median / 1e3);
+                        c.periodic = Some(periodic);
+                    }
+                }
+                Key::Irq(name) => {
+                    c.kind = "irq".into();
+                    c.irq = Some(name);
+                }
+                Key::Ipi { waker, stack } => {
+                    c.kind = "ipi".into();
+                    c.waker_tid = waker;
+                    c.stack_id = stack;
+                }
+                Key::Thread { waker, stack } => {
+                    c.kind = "thread".into();
+                    c.waker_tid = Some(waker);
+                    c.stack_id = stack;
+                }
+            }
+            out.push((c, g.times));
+        }
+        coalescing(&mut out);
+        let mut causes: Vec<WakeupCause> = out.into_iter().map(|(c, _)| c).collect();
+        causes.sort_by(|a, b| {
+            b.count
+                .cmp(&a.count)
+                .then(b.expiries.unwrap_or(0).cmp(&a.expiries.unwrap_or(0)))
+        });
+        causes
+    }
+}
+
+/// Median interval (ns) of successive times and whether they are periodic.
+fn period(times: &[u64]) -> Option<(f64, bool)> {
+    let mut d: Vec<f64> = times.windows(2).map(|w| (w[1] - w[0]) as f64).collect();
+    if d.is_empty() {
+        return None;
+    }
+    d.sort_by(f64::total_cmp);
+    let q = |p: f64| d[((d.len() - 1) as f64 * p).round() as usize];
+    let median = crate::stats::median(&d);
+    let periodic = d.len() >= MIN_PERIODIC_SAMPLES
+        && median > 0.0
+        && (q(0.75) - q(0.25)) / median < PERIODIC_MAX_IQR;
+    Some((median, periodic))
+}
+
+/// Share of `a`'s times within `window_ns` of one of `b`'s (both ascending).
+fn aligned_share(a: &[u64], b: &[u64], window_ns: u64) -> f64 {
+    if a.is_empty() || b.is_empty() {
+        return 0.0;
+    }
+    let mut j = 0;
+    let mut near = 0;
+    for &t in a {
+        while j + 1 < b.len() && b[j + 1] <= t {
+            j += 1;
+        }
+        let d = |x: u64| x.abs_diff(t);
+        let nearest = d(b[j]).min(b.get(j + 1).map(|&x| d(x)).unwrap_or(u64::MAX));
+        if nearest <= window_ns {
+            near += 1;
+        }
+    }
+    near as f64 / a.len() as f64
+}
+
+/// Marks the periodic timer groups that could be coalesced, with a note saying why:
+/// - **pairs**: two periodic groups whose periods are within 10% of an integer ratio
+///   (1:1 up to 1:8, so one common multiple serves both) and whose expiries are not
+///   aligned: fewer than half of the slower group's expiries fall within [`ALIGNED_NS`]
+///   (or a quarter of the faster period, if smaller) of one of the faster group's.
+///   Merged, the slower timer's wake-ups would ride on the faster one's.
+/// - **fast**: a periodic group with a period under [`SHORT_PERIOD_US`] is coalescible on
+///   its own: a larger timer slack (`prctl(PR_SET_TIMERSLACK)`) or a longer period lets
+///   the kernel batch its expiries with others.
+///
+/// Other periodic groups get `coalescible: false`; non-periodic ones `None`.
+pub fn coalescing(groups: &mut [(WakeupCause, Vec<u64>)]) {
+    let periodic: Vec<usize> = (0..groups.len())
+        .filter(|&i| groups[i].0.periodic == Some(true))
+        .collect();
+    for &i in &periodic {
+        groups[i].0.coalescible = Some(false);
+    }
+    for (n, &i) in periodic.iter().enumerate() {
+        for &j in &periodic[n + 1..] {
+            let (pi, pj) = (
+                groups[i].0.period_us.unwrap_or(0.0),
+                groups[j].0.period_us.unwrap_or(0.0),
+            );
+            let (fast, slow) = if pi <= pj { (i, j) } else { (j, i) };
+            let (pf, ps) = (pi.min(pj), pi.max(pj));
+            if pf <= 0.0 {
+                continue;
+            }
+            let ratio = ps / pf;
+            let whole = ratio.round();
+            if !(1.0..=8.0).contains(&whole) || (ratio - whole).abs() > 0.1 * whole {
+                continue;
+            }
+            let window = ALIGNED_NS.min((pf * 1e3 / 4.0) as u64);
+            let share = aligned_share(&groups[slow].1, &groups[fast].1, window);
+            if share >= 0.5 {
+                continue;
+            }
+            for (me, other) in [(fast, slow), (slow, fast)] {
+                let note = format!(
+                    "{} (period {:.0} µs): {:.0}% of expiries aligned",
+                    describe(&groups[other].0),
+                    groups[other].0.period_us.unwrap_or(0.0),
+                    share * 100.0
+                );
+                let c = &mut groups[me].0;
+                c.coalescible = Some(true);
+                c.coalesce_with = Some(match c.coalesce_with.take() {
+                    Some(prev) => format!("{prev}; {note}"),
+                    None => note,
+                });
+            }
+        }
+    }
+    for &i in &periodic {
+        let c = &mut groups[i].0;
+        if c.coalescible == Some(false) && c.period_us.is_some_and(|p| p < SHORT_PERIOD_US) {
+            c.coalescible = Some(true);
+            c.coalesce_with = Some(format!(
+                "its own period is under {} ms: raise the timer slack or the period",
+                SHORT_PERIOD_US / 1e3
+            ));
+        }
+    }
+}
+
+/// A cause in a few words: `timer 0x… armed by tid N`, `irq NAME`, …
+pub fn describe(c: &WakeupCause) -> String {
+    let who = c
+        .function
+        .clone()
+        .or_else(|| c.timer_function.clone())
+        .unwrap_or_else(|| "?".into());
+    match c.kind.as_str() {
+        "timer" => match c.armed_by_tid {
+            Some(tid) => format!("timer {who} armed by tid {tid}"),
+            None => format!("timer {who}"),
+        },
+        "irq" => format!("irq {}", c.irq.as_deref().unwrap_or("?")),
+        kind => match c.waker_tid {
+            Some(tid) => format!("{kind} from tid {tid}"),
+            None => kind.to_string(),
+        },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sched::event::SwitchedOut;
+
+    const US: u64 = 1_000;
+    const MS: u64 = 1_000_000;
+
+    struct Stream {
+        a: WakeupAnalysis,
+    }
+
+    impl Stream {
+        fn new() -> Self {
+            Stream {
+                a: WakeupAnalysis::new(),
+            }
+        }
+        fn ev(&mut self, t: u64, cpu: u32, ctx: Tid, kind: EventKind) -> &mut Self {
+            self.a.feed_in_context(
+                &Event {
+                    time_ns: t,
+                    cpu,
+                    kind,
+                },
+                Some(ctx),
+            );
+            self
+        }
+        fn switch(&mut self, t: u64, cpu: u32, prev: Tid, next: Tid) -> &mut Self {
+            let how = SwitchedOut::Blocked;
+            self.ev(t, cpu, prev, EventKind::Switch { prev, how, next })
+        }
+        fn timer_fires(&mut self, t: u64, cpu: u32, timer: u64, function: u64) -> &mut Self {
+            self.ev(
+                t,
+                cpu,
+                IDLE_TID,
+                EventKind::InterruptEnter(InterruptKind::Timer { timer, function }),
+            )
+            .ev(t + 2 * US, cpu, IDLE_TID, EventKind::InterruptExit)
+        }
+        fn arm(&mut self, t: u64, cpu: u32, tid: Tid, timer: u64, stack: StackId) -> &mut Self {
+            self.ev(
+                t,
+                cpu,
+                tid,
+                EventKind::TimerArm {
+                    timer,
+                    function: 0xf00,
+                },
+            )
+            .ev(t, cpu, tid, EventKind::Stack { id: stack })
+        }
+        /// A thread `tid` on `cpu` that sleeps on a timer armed with stack 7 and is woken by
+        /// it every `period` for `n` periods, starting at `t0`, the CPU idle in between.
+        fn periodic_sleeper(&mut self, cpu: u32, tid: Tid, t0: u64, period: u64, n: u64) {
+            for k in 0..n {
+                let t = t0 + k * period;
+                // Runs 50 µs, arms its timer (a different address each time, like an
+                // on-stack hrtimer_sleeper), sleeps.
+                self.switch(t, cpu, IDLE_TID, tid)
+                    .arm(t + 40 * US, cpu, tid, 0x1000 + k, 7)
+                    .switch(t + 50 * US, cpu, tid, IDLE_TID)
+                    .timer_fires(t + period - 3 * US, cpu, 0x1000 + k, 0xf00)
+                    .ev(
+                        t + period - 2 * US,
+                        cpu,
+                        IDLE_TID,
+                        EventKind::Wakeup {
+                            tid,
+                            target_cpu: cpu,
+                            new_thread: false,
+                        },
+                    );
+            }
+        }
+    }
+
+    #[test]
+    fn periodic_timer_wakeups_are_one_timer_cause_with_its_period() {
+        let mut s = Stream::new();
+        // 1 ms period from 1 ms: 100 periods over 100 ms, each ending in a timer exit
+        // (the first switch-in is the stream's first event: no idle before it).
+        s.periodic_sleeper(0, 42, MS, MS, 100);
+        let causes = s.a.finish(101 * MS);
+        assert_eq!(causes.len(), 1, "{causes:#?}");
+        let c = &causes[0];
+        assert_eq!(c.kind, "timer");
+        // Arms 0..99 expire at the start of periods 1..100: the last period's switch-in
+        // is past the stream; every expiry is an exit.
+        assert_eq!(c.count, 100);
+        assert_eq!(c.expiries, Some(100));
+        // 100 exits over 101 ms − 1 ms (the first event).
+        assert!((c.per_s - 1000.0).abs() < 1e-6, "{}", c.per_s);
+        assert_eq!(c.armed_by_tid, Some(42));
+        assert_eq!(c.stack_id, Some(7));
+        assert_eq!(c.timer_function.as_deref(), Some("0xf00"));
+        assert_eq!(c.period_us, Some(1000.0));
+        assert_eq!(c.periodic, Some(true));
+        // Alone, 1 ms < 10 ms: coalescible by raising its slack.
+        assert_eq!(c.coalescible, Some(true));
+    }
+
+    #[test]
+    fn an_irq_exit_is_named_and_its_softirq_is_the_same_exit() {
+        let mut s = Stream::new();
+        s.switch(0, 0, 5, IDLE_TID)
+            .ev(
+                MS,
+                0,
+                0,
+                EventKind::InterruptEnter(InterruptKind::Irq("virtio0-input.0".into())),
+            )
+            .ev(MS + 5 * US, 0, 0, EventKind::InterruptExit)
+            // The softirq of the same interrupt, 1 µs later: not a second exit.
+            .ev(
+                MS + 6 * US,
+                0,
+                0,
+                EventKind::InterruptEnter(InterruptKind::SoftIrq("NET_RX".into())),
+            )
+            .ev(MS + 9 * US, 0, 0, EventKind::InterruptExit)
+            .switch(MS + 12 * US, 0, IDLE_TID, 5);
+        let causes = s.a.finish(2 * MS);
+        assert_eq!(causes.len(), 1, "{causes:#?}");
+        assert_eq!(causes[0].kind, "irq");
+        assert_eq!(causes[0].irq.as_deref(), Some("virtio0-input.0"));
+        assert_eq!(causes[0].count, 1);
+        assert_eq!(causes[0].per_s, 500.0);
+    }
+
+    #[test]
+    fn a_remote_wakeup_without_interrupt_names_the_waker_and_its_stack() {
+        let mut s = Stream::new();
+        s.switch(0, 1, 8, IDLE_TID).switch(0, 0, IDLE_TID, 30);
+        // Thread 30 on cpu0 wakes thread 8 onto idle cpu1 (a polling state: no IPI).
+        s.ev(
+            MS,
+            0,
+            30,
+            EventKind::Wakeup {
+                tid: 8,
+                target_cpu: 1,
+                new_thread: false,
+            },
+        )
+        .ev(MS, 0, 30, EventKind::Stack { id: 3 })
+        .switch(MS + 4 * US, 1, IDLE_TID, 8);
+        let causes = s.a.finish(2 * MS);
+        assert_eq!(causes.len(), 1, "{causes:#?}");
+        let c = &causes[0];
+        assert_eq!(c.kind, "thread");
+        assert_eq!((c.waker_tid, c.stack_id, c.count), (Some(30), Some(3), 1));
+        // The same with a reschedule IPI delivering it: kind ipi, still naming the waker.
+        let mut s = Stream::new();
+        s.switch(0, 1, 8, IDLE_TID).switch(0, 0, IDLE_TID, 30);
+        s.ev(
+            MS,
+            0,
+            30,
+            EventKind::Wakeup {
+                tid: 8,
+                target_cpu: 1,
+                new_thread: false,
+            },
+        )
+        .ev(MS, 0, 30, EventKind::Stack { id: 3 })
+        .ev(
+            MS + 2 * US,
+            1,
+            0,
+            EventKind::InterruptEnter(InterruptKind::Ipi),
+        )
+        .ev(MS + 3 * US, 1, 0, EventKind::InterruptExit)
+        .switch(MS + 4 * US, 1, IDLE_TID, 8);
+        let causes = s.a.finish(2 * MS);
+        assert_eq!(causes.len(), 1, "{causes:#?}");
+        assert_eq!(causes[0].kind, "ipi");
+        assert_eq!(causes[0].waker_tid, Some(30));
+        assert_eq!(causes[0].stack_id, Some(3));
+    }
+
+    #[test]
+    fn an_interrupt_in_idle_that_wakes_nobody_is_an_exit() {
+        let mut s = Stream::new();
+        s.switch(0, 0, 5, IDLE_TID);
+        // Three ticks 4 ms apart, no thread runs: three exits. A busy CPU's tick is none.
+        for k in 1..=3 {
+            s.timer_fires(k * 4 * MS, 0, 0xaaa, 0xbbb);
+        }
+        let tick = InterruptKind::Timer {
+            timer: 0xaaa,
+            function: 0xbbb,
+        };
+        s.switch(13 * MS, 0, IDLE_TID, 5)
+            .ev(14 * MS, 0, 5, EventKind::InterruptEnter(tick))
+            .ev(14 * MS + 2 * US, 0, 5, EventKind::InterruptExit);
+        let causes = s.a.finish(20 * MS);
+        assert_eq!(causes.len(), 2, "{causes:#?}");
+        assert_eq!(causes[0].kind, "timer");
+        assert_eq!(causes[0].count, 3);
+        assert_eq!(causes[0].expiries, Some(4));
+        // The switch to 5 at 13 ms comes 1 ms after the last tick and no remote wake-up
+        // targeted the CPU: an exit nothing recorded explains, counted as `ipi`.
+        assert_eq!((causes[1].kind.as_str(), causes[1].count), ("ipi", 1));
+    }
+
+    #[test]
+    fn unaligned_periodic_timers_of_4_and_8_ms_are_coalescible() {
+        let mut s = Stream::new();
+        s.switch(0, 0, 1, IDLE_TID).switch(0, 1, 2, IDLE_TID);
+        // Timer A on cpu0 every 4 ms from 4 ms; timer B on cpu1 every 8 ms from 2 ms: B's
+        // expiries sit 2 ms from A's, never within 1 ms.
+        let mut events = Vec::new();
+        for k in 1..=50u64 {
+            events.push((k * 4 * MS, 0u32, 0xa0 + k, 0xa));
+        }
+        for k in 0..25u64 {
+            events.push((2 * MS + k * 8 * MS, 1u32, 0xb0 + k, 0xb));
+        }
+        events.sort();
+        for (t, cpu, timer, f) in events {
+            s.timer_fires(t, cpu, timer, f);
+        }
+        let causes = s.a.finish(201 * MS);
+        assert_eq!(causes.len(), 2, "{causes:#?}");
+        let a = causes
+            .iter()
+            .find(|c| c.timer_function.as_deref() == Some("0xa"))
+            .unwrap();
+        let b = causes
+            .iter()
+            .find(|c| c.timer_function.as_deref() == Some("0xb"))
+            .unwrap();
+        assert_eq!((a.period_us, b.period_us), (Some(4000.0), Some(8000.0)));
+        assert_eq!((a.periodic, b.periodic), (Some(true), Some(true)));
+        assert_eq!((a.coalescible, b.coalescible), (Some(true), Some(true)));
+        assert!(b
+            .coalesce_with
+            .as_deref()
+            .unwrap()
+            .contains("0% of expiries aligned"));
+        assert_eq!((a.count, b.count), (50, 25));
+
+        // Aligned (B 0.1 ms after every other A): not coalescible. Periods of 20 and
+        // 40 ms, above the 10 ms of the single-timer rule, so only the pair rule speaks.
+        let mut s = Stream::new();
+        s.switch(0, 0, 1, IDLE_TID).switch(0, 1, 2, IDLE_TID);
+        let mut events = Vec::new();
+        for k in 1..=20u64 {
+            events.push((k * 20 * MS, 0u32, 0xa0 + k, 0xa));
+        }
+        for k in 1..=10u64 {
+            events.push((k * 40 * MS + 100 * US, 1u32, 0xb0 + k, 0xb));
+        }
+        events.sort();
+        for (t, cpu, timer, f) in events {
+            s.timer_fires(t, cpu, timer, f);
+        }
+        let causes = s.a.finish(401 * MS);
+        assert!(
+            causes.iter().all(|c| c.coalescible == Some(false)),
+            "{causes:#?}"
+        );
+    }
+
+    #[test]
+    fn a_timer_rearmed_by_several_threads_belongs_to_none() {
+        // The tick: one address, re-armed by whichever thread runs (and the idle task).
+        let mut s = Stream::new();
+        s.switch(0, 0, 1, IDLE_TID);
+        for k in 1..=10u64 {
+            let armer = if k % 2 == 0 { 42 } else { 43 };
+            s.arm(k * 4 * MS - MS, 0, armer, 0x71c, 1).ev(
+                k * 4 * MS - MS,
+                0,
+                IDLE_TID,
+                EventKind::Stack { id: 1 },
+            );
+            s.timer_fires(k * 4 * MS, 0, 0x71c, 0xf00);
+        }
+        let causes = s.a.finish(41 * MS);
+        // Its first expiry, before a second thread armed it, went to the first armer; the
+        // 9 after it to no thread.
+        assert_eq!(causes.len(), 2, "{causes:#?}");
+        assert_eq!(
+            (causes[1].armed_by_tid, causes[1].expiries),
+            (Some(43), Some(1))
+        );
+        assert_eq!(causes[0].armed_by_tid, None);
+        assert_eq!(causes[0].expiries, Some(9));
+        assert_eq!(causes[0].period_us, Some(4000.0));
+    }
+
+    #[test]
+    fn irregular_timers_are_not_periodic() {
+        let mut s = Stream::new();
+        s.switch(0, 0, 1, IDLE_TID);
+        let mut t = 0;
+        for k in 0..20u64 {
+            t += MS * (1 + (k * 7) % 5);
+            s.timer_fires(t, 0, 0x100 + k, 0xc);
+        }
+        let causes = s.a.finish(t + MS);
+        assert_eq!(causes[0].periodic, Some(false));
+        assert_eq!(causes[0].coalescible, None);
+    }
+
+    #[test]
+    fn resolve_fills_function_and_stack() {
+        let mut causes = vec![WakeupCause {
+            kind: "thread".into(),
+            count: 1,
+            per_s: 1.0,
+            irq: None,
+            waker_tid: Some(3),
+            armed_by_tid: None,
+            comm: None,
+            timer_function: None,
+            stack_id: Some(9),
+            function: None,
+            stack: None,
+            expiries: None,
+            expiries_per_s: None,
+            period_us: None,
+            periodic: None,
+            coalescible: None,
+            coalesce_with: None,
+        }];
+        resolve(&mut causes, &|id| {
+            (id == 9).then(|| ("main".to_string(), vec!["main (app)".to_string()]))
+        });
+        assert_eq!(causes[0].function.as_deref(), Some("main"));
+        let json = serde_json::to_value(&causes[0]).unwrap();
+        assert!(json.get("stack_id").is_none());
+        assert_eq!(json["stack"][0], "main (app)");
+    }
+}
