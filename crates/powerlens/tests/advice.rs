@@ -28,12 +28,17 @@ fn bin() -> &'static str {
     env!("CARGO_BIN_EXE_powerlens")
 }
 
-/// Records `powerlens workload ARGS…` and returns `report --json --target server`.
-fn record_and_report(dir: &Path, workload: &[&str]) -> Value {
+/// Records `[taskset -c 0] powerlens workload ARGS…` and returns `report --json --target
+/// server`. Pinned to cpu0 where the oracle needs every idle-context event: this
+/// project's VMs lose some of cpu1's (docs/REPORT.md, "Lost events").
+fn record_and_report(dir: &Path, workload: &[&str], pin_to_cpu0: bool) -> Value {
     let rec = dir.join("w.rec");
     let _ = std::fs::remove_file(&rec);
-    let mut args = vec![bin(), "record", "-o", rec.to_str().unwrap(), "--", bin()];
-    args.push("workload");
+    let mut args = vec![bin(), "record", "-o", rec.to_str().unwrap(), "--"];
+    if pin_to_cpu0 {
+        args.extend_from_slice(&["taskset", "-c", "0"]);
+    }
+    args.extend_from_slice(&[bin(), "workload"]);
     args.extend_from_slice(workload);
     let out = with_tracefs(&args, &[]);
     assert!(out.status.success(), "record: {}", stderr(&out));
@@ -62,14 +67,21 @@ fn rules(report: &Value) -> Vec<String> {
 
 fn fires(workload: &[&str], rule: &str) -> (bool, Value) {
     let dir = tempfile::tempdir().unwrap();
-    let r = record_and_report(dir.path(), workload);
+    let r = record_and_report(dir.path(), workload, false);
+    (rules(&r).iter().any(|x| x == rule), r)
+}
+
+/// [`fires`] with the workload pinned to cpu0, for sleepers whose wake-ups are the oracle.
+fn fires_on_cpu0(workload: &[&str], rule: &str) -> (bool, Value) {
+    let dir = tempfile::tempdir().unwrap();
+    let r = record_and_report(dir.path(), workload, true);
     (rules(&r).iter().any(|x| x == rule), r)
 }
 
 #[test]
 fn short_sleeps_fires_on_200us_sleeps_and_not_on_200ms_against_a_server() {
     let Some(_serial) = live() else { return };
-    let (yes, r) = fires(
+    let (yes, r) = fires_on_cpu0(
         &["sleepy", "--period", "200us", "--duration", "1s"],
         "short-sleeps",
     );
@@ -92,7 +104,7 @@ fn short_sleeps_fires_on_200us_sleeps_and_not_on_200ms_against_a_server() {
     assert!(a["value"].as_f64().unwrap() < 200.0, "{a:#}");
     assert_eq!(a["threshold"], 600.0);
     assert!(a["suggestion"].as_str().unwrap().contains("C6"), "{a:#}");
-    let (yes, r) = fires(
+    let (yes, r) = fires_on_cpu0(
         &["sleepy", "--period", "200ms", "--duration", "1s"],
         "short-sleeps",
     );
@@ -123,7 +135,15 @@ fn preemption_fires_on_four_spinners_on_two_cpus_and_not_on_one() {
 fn imbalance_fires_on_imbalanced_and_not_on_barrier() {
     let Some(_serial) = live() else { return };
     let (yes, r) = fires(
-        &["imbalanced", "--threads", "2", "--work", "300000"],
+        &[
+            "imbalanced",
+            "--threads",
+            "2",
+            "--work",
+            "300000",
+            "--share",
+            "0.95",
+        ],
         "imbalance",
     );
     assert!(yes, "{:#}", r["advice"]);
@@ -140,7 +160,7 @@ fn imbalance_fires_on_imbalanced_and_not_on_barrier() {
 #[test]
 fn a_sleepy_recording_shows_its_periodic_timer_and_timer_coalescing() {
     let Some(_serial) = live() else { return };
-    let (yes, r) = fires(
+    let (yes, r) = fires_on_cpu0(
         &["sleepy", "--period", "2ms", "--duration", "1s"],
         "timer-coalescing",
     );
@@ -164,7 +184,7 @@ fn a_sleepy_recording_shows_its_periodic_timer_and_timer_coalescing() {
     assert!((1800.0..=2400.0).contains(&period), "{timer:#}");
     assert_eq!(timer["periodic"], true, "{timer:#}");
     assert!(yes, "{:#}", r["advice"]);
-    let (yes, r) = fires(
+    let (yes, r) = fires_on_cpu0(
         &["sleepy", "--period", "200ms", "--duration", "1s"],
         "timer-coalescing",
     );

@@ -243,11 +243,43 @@ pub struct WakeupAnalysis {
     seq: u64,
     start_ns: Option<u64>,
     last_ns: u64,
+    /// Stack id → the id its causes are grouped under (see [`WakeupAnalysis::group_stacks`]).
+    stack_group: Vec<StackId>,
+    /// Timer callbacks left out (the recorder's own sampling timer), and their expiries.
+    ignored_callbacks: Vec<u64>,
+    ignored_expiries: u64,
 }
 
 impl WakeupAnalysis {
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// Groups causes by `group[stack]` instead of by exact stack: the report maps every
+    /// stack to the first one with the same innermost user function, so that a sleep loop
+    /// is one timer cause even when its kernel frames (or an unwound frame) vary between
+    /// iterations. Stacks beyond the table keep their own id.
+    pub fn group_stacks(mut self, group: Vec<StackId>) -> Self {
+        self.stack_group = group;
+        self
+    }
+
+    /// Leaves out the expiries of timers with this callback: the recorder's own cpu-clock
+    /// sampling timer (`perf_swevent_hrtimer`) wakes CPUs only because powerlens is
+    /// measuring, and is not a cause the program can act on. Counted in
+    /// [`WakeupAnalysis::ignored_expiries`].
+    pub fn ignore_timer_callback(mut self, function: u64) -> Self {
+        self.ignored_callbacks.push(function);
+        self
+    }
+
+    /// Expiries of ignored timers seen so far.
+    pub fn ignored_expiries(&self) -> u64 {
+        self.ignored_expiries
+    }
+
+    fn stack_key(&self, id: StackId) -> StackId {
+        self.stack_group.get(id as usize).copied().unwrap_or(id)
     }
 
     fn cpu(&mut self, cpu: u32) -> &mut Cpu {
@@ -359,29 +391,37 @@ impl WakeupAnalysis {
                 c.last = Last::Arm { timer: *timer };
                 self.armed.insert(*timer, Armed { tid, stack: None });
             }
-            EventKind::Stack { id } => match last {
-                Last::Wakeup { target, seq } => {
+            EventKind::Stack { id } => match (last, self.stack_key(*id)) {
+                (Last::Wakeup { target, seq }, id) => {
                     if let Some(r) = self
                         .cpus
                         .get_mut(target as usize)
                         .and_then(|c| c.remote.as_mut())
                         .filter(|r| r.seq == seq)
                     {
-                        r.stack = Some(*id);
+                        r.stack = Some(id);
                     }
                 }
-                Last::Arm { timer } => {
+                (Last::Arm { timer }, id) => {
                     if let Some(a) = self.armed.get_mut(&timer) {
-                        a.stack = Some(*id);
+                        a.stack = Some(id);
                     }
                 }
-                Last::Other => {}
+                (Last::Other, _) => {}
             },
             _ => {}
         }
     }
 
     fn interrupt(&mut self, cpu: u32, t: u64, kind: &InterruptKind) {
+        if let InterruptKind::Timer { function, .. } = kind {
+            if self.ignored_callbacks.contains(function) {
+                // Still an interrupt context, for the exit that closes it.
+                self.ignored_expiries += 1;
+                self.cpu(cpu).depth += 1;
+                return;
+            }
+        }
         // Every timer expiry counts for its group, idle or not.
         let timer_key = match kind {
             InterruptKind::Timer { timer, function } => {

@@ -189,6 +189,19 @@ impl ResolvedStacks {
         &self.functions[id as usize]
     }
 
+    /// For every stack id, the first stack id with the same innermost user function (its
+    /// own id when it has none): the key to group stacks that differ only in frames the
+    /// program does not own.
+    pub fn group_by_innermost_user(&self) -> Vec<StackId> {
+        let mut first: HashMap<FunctionId, StackId> = HashMap::new();
+        (0..self.stacks.len() as StackId)
+            .map(|id| match self.innermost_user(id) {
+                Some(f) => *first.entry(f).or_insert(id),
+                None => id,
+            })
+            .collect()
+    }
+
     /// The stack as text, innermost first: `function (module file name)` per frame.
     pub fn describe(&self, id: StackId) -> Vec<String> {
         self.frames(id)

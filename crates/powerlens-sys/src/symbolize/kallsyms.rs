@@ -87,6 +87,14 @@ impl KernelSymbols {
         self.starts.len()
     }
 
+    /// The start address of the function `name` (a kernel symbol, not a module's).
+    pub fn address_of(&self, name: &str) -> Option<u64> {
+        self.starts
+            .iter()
+            .find(|(_, i)| &*self.names[*i as usize] == name)
+            .map(|(addr, _)| *addr)
+    }
+
     pub fn is_empty(&self) -> bool {
         self.starts.is_empty()
     }
@@ -104,6 +112,18 @@ impl KernelSymbols {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn address_of_a_name() {
+        let t = KernelSymbols::parse(
+            "ffffffff81442220 t perf_swevent_hrtimer\nffffffff81000000 T _stext\n",
+        );
+        assert_eq!(
+            t.address_of("perf_swevent_hrtimer"),
+            Some(0xffffffff81442220)
+        );
+        assert_eq!(t.address_of("nonesuch"), None);
+    }
 
     const TEXT: &str = "\
 ffffffff81000000 T _stext

@@ -378,7 +378,18 @@ pub fn analyse(path: &std::path::Path, opts: &AnalyseOptions<'_>) -> anyhow::Res
             .and_then(|s| s["monotonic_ns"].as_u64())
             .unwrap_or(0);
         let bar = progress::bar(total, "analysing");
-        let mut wakeups = WakeupAnalysis::new();
+        let mut wakeups = WakeupAnalysis::new().group_stacks(
+            resolved
+                .as_ref()
+                .map(|r| r.stacks.group_by_innermost_user())
+                .unwrap_or_default(),
+        );
+        let sampling_timer = reader
+            .meta(meta::STACKS)?
+            .and_then(|v| v["sampling_timer_function"].as_u64());
+        if let Some(f) = sampling_timer {
+            wakeups = wakeups.ignore_timer_callback(f);
+        }
         let (stats, result) = if resolved.is_some() {
             let mut analysis = StackAnalysis::new(ctx.analysis());
             let stats = replay::replay(
@@ -403,6 +414,12 @@ pub fn analyse(path: &std::path::Path, opts: &AnalyseOptions<'_>) -> anyhow::Res
             )?;
             (stats, (analysis.finish(end_ns), None))
         };
+        if wakeups.ignored_expiries() > 0 {
+            eprintln!(
+                "note: {} expiries of powerlens's own cpu-clock sampling timer are left out of the wake-up causes",
+                wakeups.ignored_expiries()
+            );
+        }
         causes = wakeups.finish(end_ns);
         bar.finish_and_clear();
         if stats.reordered > 0 {

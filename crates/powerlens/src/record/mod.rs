@@ -207,7 +207,7 @@ pub fn record(roots: &Roots, opts: &RecordOptions) -> anyhow::Result<RecordSumma
             recorder
                 .writer
                 .set_meta(meta::UNAVAILABLE, &json!(unavailable))?;
-            let stack_meta = stacks_meta(&c, opts.stacks_hz);
+            let stack_meta = stacks_meta(&c, opts.stacks_hz, roots);
             recorder.writer.set_meta(meta::STACKS, &stack_meta)?;
             let stacks = (stack_meta["recorded"] == true).then(|| StackRecorder::new(roots));
             c.enable()?;
@@ -439,7 +439,7 @@ fn open_collector(
 }
 
 /// The `stacks` metadata: recorded with the cpu-clock rate, or not and why.
-fn stacks_meta(c: &Collector, hz: Option<u32>) -> Value {
+fn stacks_meta(c: &Collector, hz: Option<u32>, roots: &Roots) -> Value {
     match hz {
         None => json!({"recorded": false, "reason": "--no-stacks"}),
         Some(hz) if c.has_cpu_clock() => json!({
@@ -447,6 +447,9 @@ fn stacks_meta(c: &Collector, hz: Option<u32>) -> Value {
             "cpu_clock_hz": hz,
             "events": stacks::STACK_EVENTS,
             "mappings": c.has_mmap_records(),
+            // The sampling timer's callback: its expiries are powerlens's own wake-ups,
+            // which report leaves out of the wake-up causes.
+            "sampling_timer_function": sampling_timer_function(roots),
         }),
         Some(_) => json!({
             "recorded": true,
@@ -456,6 +459,14 @@ fn stacks_meta(c: &Collector, hz: Option<u32>) -> Value {
             "reason": "the cpu-clock event could not be opened: no CPU-time samples, so per-function CPU time and energy are unavailable",
         }),
     }
+}
+
+/// The kernel address of the cpu-clock event's hrtimer callback, from kallsyms; `None`
+/// when kallsyms hides it.
+fn sampling_timer_function(roots: &Roots) -> Option<u64> {
+    powerlens_sys::symbolize::kallsyms::KernelSymbols::read(&roots.proc("kallsyms"))
+        .ok()?
+        .address_of("perf_swevent_hrtimer")
 }
 
 /// Idle power before recording, for the idle row of the attribution. `None` without a meter
