@@ -5,7 +5,12 @@
 #      (pingpong, >= 1 million events), medians of interleaved timings and their ratio;
 #   2. recording overhead: pingpong bare, under `powerlens record` and under `perf record -a`
 #      with the same tracepoints, interleaved rounds, slowdowns against bare;
-#   3. peak memory of report on a recording and on one about four times longer.
+#   3. peak memory of report on a recording and on one about four times longer;
+#   4. call stacks (issue 5): report of the same workload recorded with stacks against
+#      without (target: stacks at most double the analysis time), and report's first run
+#      on a recording whose symbol cache was emptied against a cached run.
+# Sections 1-3 record with --no-stacks, as issue 4's benchmark did; section 2 also records
+# with stacks beside `perf record -a -g` with cpu-clock samples at the same rate.
 # Needs root (tracepoints), perf (Debian linux-perf) and sqlite3. Usage:
 #   scripts/bench-record.sh [PINGPONG_ITERATIONS]      (default 300000)
 set -euo pipefail
@@ -29,7 +34,7 @@ print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)' "$@"
 
 echo "== 1. report vs perf sched timehist -s, same run (pingpong --iterations $iterations)"
 perf sched record -q -o "$dir/perf.data" -- \
-    "$pl" record -o "$dir/pp.rec" --quiet-command -- \
+    "$pl" record --no-stacks -o "$dir/pp.rec" --quiet-command -- \
     "$pl" workload pingpong --iterations "$iterations" 2>"$dir/record.log"
 events=$(sqlite3 "$dir/pp.rec" 'SELECT sum(events) FROM chunks')
 perf_size=$(stat -c %s "$dir/perf.data")
@@ -53,17 +58,20 @@ events_list=$(sqlite3 "$dir/pp.rec" "SELECT value FROM meta WHERE key = 'events'
 wall() { python3 -c 'import json, sys; print(json.load(sys.stdin)["wall_s"])'; }
 for _ in $(seq "$rounds"); do
     bare=$("$pl" workload pingpong --iterations "$iterations" --json | wall)
-    ours=$("$pl" record -o "$dir/o.rec" -- "$pl" workload pingpong --iterations "$iterations" --json 2>/dev/null | wall)
+    ours=$("$pl" record --no-stacks -o "$dir/o.rec" -- "$pl" workload pingpong --iterations "$iterations" --json 2>/dev/null | wall)
     theirs=$(perf record -q -a -e "$events_list" -o "$dir/o.data" -- \
         "$pl" workload pingpong --iterations "$iterations" --json 2>/dev/null | wall)
-    echo "$bare $ours $theirs"
+    ours_stacks=$("$pl" record -o "$dir/o.rec" -- "$pl" workload pingpong --iterations "$iterations" --json 2>/dev/null | wall)
+    theirs_stacks=$(perf record -q -a -g -F 999 -e "$events_list,cpu-clock" -o "$dir/o.data" -- \
+        "$pl" workload pingpong --iterations "$iterations" --json 2>/dev/null | wall)
+    echo "$bare $ours $theirs $ours_stacks $theirs_stacks"
 done >"$dir/overhead.times"
-awk '{print $2/$1}' "$dir/overhead.times" | median >"$dir/ours"
-awk '{print $3/$1}' "$dir/overhead.times" | median >"$dir/theirs"
+ratio() { awk -v c="$1" '{print $c/$1}' "$dir/overhead.times" | median; }
 bare_s=$(awk '{print $1}' "$dir/overhead.times" | median)
 lost=$(grep -o '[0-9]* records LOST' "$dir/record.log" || echo "no records lost")
-awk -v b="$bare_s" -v o="$(cat "$dir/ours")" -v t="$(cat "$dir/theirs")" 'BEGIN {
-    printf "bare %.3f s; slowdown under powerlens record %.3fx, under perf record -a %.3fx (medians of per-round ratios)\n", b, o, t }'
+awk -v b="$bare_s" -v o="$(ratio 2)" -v t="$(ratio 3)" -v os="$(ratio 4)" -v ts="$(ratio 5)" 'BEGIN {
+    printf "bare %.3f s; slowdown under powerlens record --no-stacks %.3fx, under perf record -a %.3fx\n", b, o, t
+    printf "with stacks: powerlens record %.3fx, perf record -a -g -F 999 (+cpu-clock) %.3fx (medians of per-round ratios)\n", os, ts }'
 echo "powerlens record on the first run: $lost"
 
 echo
@@ -74,3 +82,31 @@ short_events=$(sqlite3 "$dir/short.rec" 'SELECT sum(events) FROM chunks')
 short_kib=$(peak_kib "$pl" report "$dir/short.rec" --json)
 long_kib=$(peak_kib "$pl" report "$dir/pp.rec" --json)
 echo "report of $short_events events: $short_kib KiB; of $events events: $long_kib KiB"
+
+echo
+echo "== 4. call stacks: report with stacks against without, same workload"
+"$pl" record -o "$dir/st.rec" --quiet-command -- \
+    "$pl" workload pingpong --iterations "$iterations" 2>/dev/null
+st_events=$(sqlite3 "$dir/st.rec" 'SELECT sum(events) FROM chunks')
+stacks=$(sqlite3 "$dir/st.rec" 'SELECT count(*) FROM stacks')
+for _ in $(seq "$rounds"); do
+    t0=$(now_ns); "$pl" report "$dir/pp.rec" --json >/dev/null; t1=$(now_ns)
+    "$pl" report "$dir/st.rec" --json >/dev/null 2>&1; t2=$(now_ns)
+    "$pl" report "$dir/st.rec" --by function --json >/dev/null 2>&1; t3=$(now_ns)
+    echo "$(( t1 - t0 )) $(( t2 - t1 )) $(( t3 - t2 ))"
+done >"$dir/stacks.times"
+plain_ms=$(awk '{print $1/1e6}' "$dir/stacks.times" | median)
+with_ms=$(awk '{print $2/1e6}' "$dir/stacks.times" | median)
+func_ms=$(awk '{print $3/1e6}' "$dir/stacks.times" | median)
+awk -v e="$events" -v se="$st_events" -v s="$stacks" -v a="$plain_ms" -v b="$with_ms" -v c="$func_ms" 'BEGIN {
+    printf "without stacks: %d events, %.1f ms; with stacks: %d events (%d distinct stacks), %.1f ms (%.2fx), --by function %.1f ms (%.2fx)\n",
+        e, a, se, s, b, b / a, c, c / a }'
+# Symbolization: the first report on a recording without its cache, then a cached one.
+for _ in $(seq 3); do
+    sqlite3 "$dir/st.rec" 'DELETE FROM symbols'
+    t0=$(now_ns); "$pl" report "$dir/st.rec" --by function --json >/dev/null 2>&1; t1=$(now_ns)
+    "$pl" report "$dir/st.rec" --by function --json >/dev/null 2>&1; t2=$(now_ns)
+    echo "$(( t1 - t0 )) $(( t2 - t1 ))"
+done >"$dir/symbols.times"
+awk -v n="$(sqlite3 "$dir/st.rec" 'SELECT count(*) FROM symbols')" '{a+=$1; b+=$2} END {
+    printf "report --by function symbolizing %d frames: %.1f ms; with the cache: %.1f ms (means of 3)\n", n, a/NR/1e6, b/NR/1e6 }' "$dir/symbols.times"

@@ -142,7 +142,7 @@ fn imbalance_fires_on_imbalanced_and_not_on_barrier() {
             "--work",
             "300000",
             "--share",
-            "0.95",
+            "0.9",
         ],
         "imbalance",
     );
