@@ -669,6 +669,11 @@ pub fn page(input: &HtmlInput<'_>) -> Result<String, UnknownColumn> {
         Some(svg) => page.svg(&svg),
         None => page.unavailable("a reduced recording has no wake-up events."),
     }
+    let causes = recording::wakeup_causes(r);
+    if !causes.is_empty() {
+        page.note("What ended the CPUs' idle periods (timers with the function that armed them):");
+        page.pre(&causes);
+    }
 
     page.h2("Frequency over time");
     match frequency_svg(input.timeline, input.frequency_samples) {
@@ -714,6 +719,9 @@ pub fn page(input: &HtmlInput<'_>) -> Result<String, UnknownColumn> {
     page.section_pre("System", &recording::system(r));
     page.section_pre("Thread balance", &recording::balance(r));
     page.section_pre("Energy", &recording::energy(r));
+    if !r.cpus.is_empty() {
+        page.section_pre("Advice", &recording::advice(r));
+    }
     page.section_pre("Unavailable", &recording::unavailable(r));
     Ok(page.finish())
 }

@@ -174,6 +174,15 @@ impl ResolvedStacks {
         out
     }
 
+    /// Stack ids run from 0 to this (ids never recorded have no frames).
+    pub fn len(&self) -> usize {
+        self.stacks.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.stacks.is_empty()
+    }
+
     /// The stack's functions, innermost first; empty for an unknown id or [`NO_STACK`].
     pub fn frames(&self, id: StackId) -> &[FunctionId] {
         self.stacks.get(id as usize).map_or(&[], Vec::as_slice)

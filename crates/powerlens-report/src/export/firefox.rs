@@ -16,12 +16,15 @@ use std::collections::HashMap;
 use std::io::{self, Write};
 
 use fxprof_processed_profile::{
-    CategoryColor, CategoryHandle, CounterHandle, MarkerFieldFlags, MarkerFieldFormat,
-    MarkerTiming, ProcessHandle, Profile, ReferenceTimestamp, SamplingInterval, StaticSchemaMarker,
-    StaticSchemaMarkerField, StringHandle, ThreadHandle, Timestamp,
+    CategoryColor, CategoryHandle, CounterHandle, CpuDelta, Frame, FrameFlags, FrameInfo,
+    MarkerFieldFlags, MarkerFieldFormat, MarkerTiming, ProcessHandle, Profile, ReferenceTimestamp,
+    SamplingInterval, StackHandle, StaticSchemaMarker, StaticSchemaMarkerField, StringHandle,
+    ThreadHandle, Timestamp,
 };
 
-use powerlens_core::sched::event::{Event, EventKind, InterruptKind, SwitchedOut, Tid, IDLE_TID};
+use powerlens_core::sched::event::{
+    Event, EventKind, InterruptKind, StackId, SwitchedOut, Tid, IDLE_TID,
+};
 
 use super::{Counter, Counts, ThreadInfo};
 
@@ -133,6 +136,8 @@ struct ThreadTrack {
 struct CpuContext {
     current: Tid,
     interrupts: Vec<InterruptKind>,
+    /// A CPU-time sample whose stack may follow: (tid, time, period).
+    sample: Option<(Tid, u64, u64)>,
 }
 
 /// Marker counts, for the summary and the tests.
@@ -142,7 +147,14 @@ pub struct MarkerCounts {
     pub runnable: u64,
     pub blocked: u64,
     pub wakeups: u64,
+    /// CPU-time samples written, and of them those with a stack.
+    pub samples: u64,
+    pub samples_with_stacks: u64,
 }
+
+/// The frames of a recording's stacks, for the profile's call trees: by stack id, each
+/// frame's text (`function (module)`) innermost first, and whether it is the kernel's.
+pub type StackFrames = Vec<Vec<(String, bool)>>;
 
 struct Names {
     running: StringHandle,
@@ -159,6 +171,8 @@ struct Categories {
     runnable: CategoryHandle,
     blocked: CategoryHandle,
     wakeup: CategoryHandle,
+    /// Kernel frames of sampled stacks.
+    kernel: CategoryHandle,
 }
 
 /// Builds a Firefox Profiler profile from the event stream.
@@ -176,6 +190,11 @@ pub struct FirefoxWriter {
     counts: Counts,
     markers: MarkerCounts,
     last_ns: u64,
+    stacks: StackFrames,
+    /// Interned stacks per thread (a profile's stack table is per thread).
+    stack_handles: HashMap<(Tid, StackId), Option<StackHandle>>,
+    user_frames: CategoryHandle,
+    kernel_frames: CategoryHandle,
 }
 
 impl FirefoxWriter {
@@ -194,6 +213,7 @@ impl FirefoxWriter {
             runnable: profile.add_category("Runnable", CategoryColor::Yellow),
             blocked: profile.add_category("Blocked", CategoryColor::LightBlue),
             wakeup: profile.add_category("Wake-up", CategoryColor::Orange),
+            kernel: profile.add_category("Kernel", CategoryColor::Red),
         };
         let names = Names {
             running: profile.intern_string("Running"),
@@ -204,6 +224,7 @@ impl FirefoxWriter {
             woken: profile.intern_string("woken"),
             empty: profile.intern_string(""),
         };
+        let (user_frames, kernel_frames) = (categories.running, categories.kernel);
         Self {
             profile,
             start_ns,
@@ -217,7 +238,62 @@ impl FirefoxWriter {
             counts: Counts::default(),
             markers: MarkerCounts::default(),
             last_ns: start_ns,
+            stacks: Vec::new(),
+            stack_handles: HashMap::new(),
+            user_frames,
+            kernel_frames,
         }
+    }
+
+    /// The recording's stacks: CPU-time samples then carry their call stacks, and the
+    /// profile has a call tree and a flame graph per thread.
+    pub fn set_stacks(&mut self, stacks: StackFrames) {
+        self.stacks = stacks;
+    }
+
+    /// Writes the CPU-time sample pending on `cpu`, with `stack` when one came.
+    fn flush_sample(&mut self, ci: usize, stack: Option<StackId>) {
+        let Some((tid, t, period)) = self.cpus[ci].sample.take() else {
+            return;
+        };
+        let handle = self.thread(tid, t).handle;
+        let stack_handle = match stack {
+            Some(id) => match self.stack_handles.get(&(tid, id)) {
+                Some(h) => *h,
+                None => {
+                    let frames: Vec<FrameInfo> = self
+                        .stacks
+                        .get(id as usize)
+                        .map(|frames| {
+                            frames
+                                .iter()
+                                .rev()
+                                .map(|(name, kernel)| FrameInfo {
+                                    frame: Frame::Label(self.profile.intern_string(name)),
+                                    category_pair: if *kernel {
+                                        self.kernel_frames.into()
+                                    } else {
+                                        self.user_frames.into()
+                                    },
+                                    flags: FrameFlags::empty(),
+                                })
+                                .collect()
+                        })
+                        .unwrap_or_default();
+                    let h = self.profile.intern_stack_frames(handle, frames.into_iter());
+                    self.stack_handles.insert((tid, id), h);
+                    h
+                }
+            },
+            None => None,
+        };
+        self.markers.samples += 1;
+        if stack_handle.is_some() {
+            self.markers.samples_with_stacks += 1;
+        }
+        let ts = self.ts(t);
+        self.profile
+            .add_sample(handle, ts, stack_handle, CpuDelta::from_nanos(period), 1);
     }
 
     fn ts(&self, t: u64) -> Timestamp {
@@ -387,7 +463,15 @@ impl FirefoxWriter {
             self.cpus.resize(ci + 1, CpuContext::default());
         }
         let t = e.time_ns;
+        // A sample's stack comes right after it on the same CPU, or not at all.
+        match e.kind {
+            EventKind::Stack { id } => return self.flush_sample(ci, Some(id)),
+            _ => self.flush_sample(ci, None),
+        }
         match &e.kind {
+            EventKind::CpuSample { tid, period_ns } => {
+                self.cpus[ci].sample = Some((*tid, t, *period_ns));
+            }
             EventKind::Switch { prev, how, next } => {
                 self.cpus[ci].current = *next;
                 // A context switch ends every interrupt context of the CPU.
@@ -484,6 +568,9 @@ impl FirefoxWriter {
     /// Closes every open interval at `end_ns` (the recording's stop; the last event's time
     /// when earlier) and writes the profile as JSON.
     pub fn finish<W: Write>(mut self, end_ns: u64, out: W) -> io::Result<(Counts, MarkerCounts)> {
+        for ci in 0..self.cpus.len() {
+            self.flush_sample(ci, None);
+        }
         let end = end_ns.max(self.last_ns);
         let mut open: Vec<(Tid, ThreadHandle, State)> = self
             .threads
@@ -509,6 +596,103 @@ mod tests {
     }
 
     /// The markers of thread `name` as (marker name, start ms, end ms or null).
+    /// Each sample of thread `name`: its CPU delta (µs) and its stack's frame names,
+    /// outermost first, read back through the profile's stack, frame and func tables.
+    fn samples(profile: &Value, name: &str) -> Vec<(u64, Vec<String>)> {
+        let thread = profile["threads"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|t| t["name"] == name)
+            .unwrap_or_else(|| panic!("no thread {name}"));
+        let strings = profile["shared"]["stringArray"]
+            .as_array()
+            .or_else(|| thread["stringArray"].as_array())
+            .unwrap();
+        let (samples, stacks) = (&thread["samples"], &thread["stackTable"]);
+        let (frames, funcs) = (&thread["frameTable"], &thread["funcTable"]);
+        (0..samples["length"].as_u64().unwrap() as usize)
+            .map(|i| {
+                let mut names = Vec::new();
+                let mut stack = samples["stack"][i].as_u64();
+                while let Some(s) = stack {
+                    let frame = stacks["frame"][s as usize].as_u64().unwrap() as usize;
+                    let func = frames["func"][frame].as_u64().unwrap() as usize;
+                    let n = funcs["name"][func].as_u64().unwrap() as usize;
+                    names.push(strings[n].as_str().unwrap().to_string());
+                    stack = stacks["prefix"][s as usize].as_u64();
+                }
+                names.reverse();
+                let delta = samples["threadCPUDelta"][i].as_u64().unwrap_or(0);
+                (delta, names)
+            })
+            .collect()
+    }
+
+    /// CPU-time samples carry the stack that follows them (and none when none does), with
+    /// their period as CPU delta; a stack's frames go outermost first.
+    #[test]
+    fn cpu_samples_carry_their_stacks() {
+        let threads = [ThreadInfo {
+            tid: 7,
+            pid: Some(7),
+            ppid: None,
+            comm: "app".into(),
+        }];
+        let mut w = FirefoxWriter::new("t", &threads, 0, 0.0);
+        w.set_stacks(vec![
+            vec![
+                ("spin (app)".to_string(), false),
+                ("main (app)".to_string(), false),
+            ],
+            vec![
+                ("__schedule ([kernel])".to_string(), true),
+                ("main (app)".to_string(), false),
+            ],
+        ]);
+        let sample = |t| {
+            ev(
+                t,
+                0,
+                EventKind::CpuSample {
+                    tid: 7,
+                    period_ns: 1_001_000,
+                },
+            )
+        };
+        for e in [
+            sample(1_000_000),
+            ev(1_000_000, 0, EventKind::Stack { id: 0 }),
+            sample(2_000_000),
+            ev(2_000_000, 0, EventKind::Stack { id: 1 }),
+            sample(3_000_000),
+            ev(3_000_000, 0, EventKind::Stack { id: 0 }),
+            // No stack follows this one.
+            sample(4_000_000),
+        ] {
+            w.event(&e);
+        }
+        let mut out = Vec::new();
+        let (_, counts) = w.finish(5_000_000, &mut out).unwrap();
+        assert_eq!((counts.samples, counts.samples_with_stacks), (4, 3));
+        let profile: Value = serde_json::from_slice(&out).unwrap();
+        let got = samples(&profile, "app");
+        let spin = vec!["main (app)".to_string(), "spin (app)".to_string()];
+        let kernel = vec![
+            "main (app)".to_string(),
+            "__schedule ([kernel])".to_string(),
+        ];
+        assert_eq!(
+            got,
+            vec![
+                (1001, spin.clone()),
+                (1001, kernel),
+                (1001, spin),
+                (1001, vec![])
+            ]
+        );
+    }
+
     fn markers(profile: &Value, name: &str) -> Vec<(String, f64, Option<f64>)> {
         let thread = profile["threads"]
             .as_array()
@@ -630,7 +814,9 @@ mod tests {
                 running: 3, // thread 7 twice, thread 8 once (to the end)
                 runnable: 3,
                 blocked: 1,
-                wakeups: 2
+                wakeups: 2,
+                samples: 0,
+                samples_with_stacks: 0,
             }
         );
         let profile: Value = serde_json::from_slice(&out).unwrap();

@@ -12,8 +12,10 @@ use anyhow::{bail, Context};
 use clap::{Args, ValueEnum};
 
 use powerlens_core::sched::event::Event;
+use powerlens_core::sched::event::StackId;
+use powerlens_core::stacks::ResolvedStacks;
 use powerlens_report::export::events::{EventWriter, Flavour};
-use powerlens_report::export::firefox::FirefoxWriter;
+use powerlens_report::export::firefox::{FirefoxWriter, StackFrames};
 use powerlens_report::export::perfetto::PerfettoWriter;
 use powerlens_report::export::{self, Counter, Counts, EnergySample, ThreadInfo};
 use powerlens_store::recording::RecordingReader;
@@ -21,7 +23,7 @@ use powerlens_store::recording::RecordingReader;
 use crate::cli::GlobalArgs;
 use crate::interrupt;
 use crate::progress;
-use crate::record::{meta, replay, sampler, MODE_REDUCED};
+use crate::record::{meta, replay, sampler, symbols, MODE_REDUCED};
 
 #[derive(Debug, Args)]
 #[command(after_long_help = "\
@@ -134,8 +136,13 @@ impl Sink for FirefoxSink {
         let (counts, markers) = this.writer.finish(this.end_ns, &mut out)?;
         out.flush()?;
         eprintln!(
-            "markers: {} running, {} runnable, {} blocked intervals, {} wake-ups",
-            markers.running, markers.runnable, markers.blocked, markers.wakeups
+            "markers: {} running, {} runnable, {} blocked intervals, {} wake-ups; {} CPU samples ({} with call stacks)",
+            markers.running,
+            markers.runnable,
+            markers.blocked,
+            markers.wakeups,
+            markers.samples,
+            markers.samples_with_stacks
         );
         Ok(counts)
     }
@@ -218,7 +225,7 @@ impl Target {
     }
 }
 
-pub fn execute(_global: &GlobalArgs, args: ExportArgs) -> anyhow::Result<ExitCode> {
+pub fn execute(global: &GlobalArgs, args: ExportArgs) -> anyhow::Result<ExitCode> {
     let reader = RecordingReader::open(&args.recording)
         .with_context(|| format!("opening the recording {}", args.recording.display()))?;
     let mode = reader.meta(meta::MODE)?;
@@ -258,6 +265,12 @@ Record with tracepoints (as root, with CAP_PERFMON, or with kernel.perf_event_pa
         stop_ns,
     };
     let cpus = reader.cpus()?;
+    // The Firefox profile's call trees need the stacks' names.
+    let stacks = if args.format == Format::Firefox {
+        symbols::resolve(&reader, &global.roots()?)?.map(|r| stack_frames(&r.stacks))
+    } else {
+        None
+    };
 
     // Ctrl-C stops the export and removes the partial file (the previous FILE stays).
     interrupt::install();
@@ -270,6 +283,7 @@ Record with tracepoints (as root, with CAP_PERFMON, or with kernel.perf_event_pa
         &counters,
         &title,
         clock,
+        stacks,
     );
     let counts = match written {
         Ok(c) => c,
@@ -328,7 +342,22 @@ Record with tracepoints (as root, with CAP_PERFMON, or with kernel.perf_event_pa
     Ok(ExitCode::SUCCESS)
 }
 
+/// Each stack's frames as the Firefox profile names them, innermost first.
+fn stack_frames(stacks: &ResolvedStacks) -> StackFrames {
+    (0..stacks.len() as StackId)
+        .map(|id| {
+            stacks
+                .frames(id)
+                .iter()
+                .zip(stacks.describe(id))
+                .map(|(f, text)| (text, stacks.function(*f).module == symbols::KERNEL_MODULE))
+                .collect()
+        })
+        .collect()
+}
+
 /// One pass over the events into the chosen writer.
+#[allow(clippy::too_many_arguments)]
 fn write(
     reader: &RecordingReader,
     format: Format,
@@ -337,11 +366,15 @@ fn write(
     counters: &[Counter],
     title: &str,
     clock: Clock,
+    stacks: Option<StackFrames>,
 ) -> anyhow::Result<Counts> {
     let mut sink: Box<dyn Sink> = match format {
         Format::Firefox => {
             let mut writer = FirefoxWriter::new(title, threads, clock.start_ns, clock.start_unix_s);
             writer.counters(counters);
+            if let Some(stacks) = stacks {
+                writer.set_stacks(stacks);
+            }
             Box::new(FirefoxSink {
                 writer,
                 out,
