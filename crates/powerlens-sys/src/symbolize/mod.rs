@@ -48,6 +48,20 @@ pub struct Symbol {
     pub line: Option<u32>,
 }
 
+impl std::fmt::Display for Symbol {
+    /// The function, or `module+0xoffset` (module by file name) for a frame without one,
+    /// so unnamed frames of one library still group and can be looked up with addr2line.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &self.function {
+            Some(function) => f.write_str(function),
+            None => {
+                let module = self.module.rsplit('/').next().unwrap_or(&self.module);
+                write!(f, "{module}+{:#x}", self.offset)
+            }
+        }
+    }
+}
+
 /// What a module offset resolved to; cached so each distinct frame is looked up once.
 #[derive(Debug, Clone, Default)]
 struct Resolved {

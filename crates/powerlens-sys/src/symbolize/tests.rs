@@ -286,6 +286,9 @@ fn frames_without_a_readable_module_keep_module_and_offset() {
             (module, offset, &None)
         );
     }
+    assert_eq!(got[0].to_string(), "libgone.so+0x2010");
+    assert_eq!(got[1].to_string(), "libold.so (deleted)+0x1020");
+    assert_eq!(got[2].to_string(), "[vdso]+0x30");
     let failed: Vec<&str> = sym.failed_modules().map(|(m, _)| m).collect();
     assert!(failed.contains(&"/nonexistent/libgone.so"), "{failed:?}");
     assert!(failed.contains(&not_elf.as_str()), "{failed:?}");
@@ -330,6 +333,8 @@ fn kernel_fixture_resolves_to_the_nearest_preceding_symbol() {
     );
     assert!(got.iter().all(|s| s.module == KERNEL_MODULE));
     assert_eq!(got[0].offset, 0xffffffff81000432);
+    assert_eq!(got[0].to_string(), "schedule");
+    assert_eq!(got[3].to_string(), "[kernel]+0x10");
 }
 
 #[test]
