@@ -44,11 +44,9 @@
 //! Memory grows with CPUs, distinct causes and in-flight timers; each timer group keeps at
 //! most [`MAX_EXPIRY_TIMES`] expiry times for its statistics.
 
-use std::collections::HashMap;
-
 use serde::{Deserialize, Serialize};
 
-use super::event::{Event, EventKind, InterruptKind, StackId, Tid, IDLE_TID};
+use super::event::{Event, EventKind, InterruptKind, KeyMap, StackId, Tid, IDLE_TID};
 
 /// Interrupt contexts closer than this to the end of the previous one on the same CPU
 /// belong to the same idle exit (handler, softirqs and expired timers of one interrupt
@@ -233,11 +231,11 @@ impl Default for Cpu {
 #[derive(Default)]
 pub struct WakeupAnalysis {
     cpus: Vec<Cpu>,
-    armed: HashMap<u64, Armed>,
+    armed: KeyMap<u64, Armed>,
     /// Timer address → the one thread that ever armed it, or `None` once a second one did
     /// (a kernel timer such as the tick, re-armed from whatever context runs).
-    owners: HashMap<u64, Option<Tid>>,
-    groups: HashMap<Key, Group>,
+    owners: KeyMap<u64, Option<Tid>>,
+    groups: KeyMap<Key, Group>,
     /// Per-group first-seen order, for deterministic output.
     order: Vec<Key>,
     seq: u64,
