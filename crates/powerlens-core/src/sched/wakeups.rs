@@ -280,23 +280,37 @@ impl WakeupAnalysis {
         self.stack_group.get(id as usize).copied().unwrap_or(id)
     }
 
+    /// Called several times per event: the common case is one bounds check, the growth
+    /// path is kept out of line.
+    #[inline]
     fn cpu(&mut self, cpu: u32) -> &mut Cpu {
         let i = cpu as usize;
         if self.cpus.len() <= i {
-            self.cpus.resize_with(i + 1, Cpu::default);
+            self.grow_cpus(i + 1);
         }
         &mut self.cpus[i]
     }
 
+    #[cold]
+    #[inline(never)]
+    fn grow_cpus(&mut self, len: usize) {
+        self.cpus.resize_with(len, Cpu::default);
+    }
+
+    /// One hash lookup: this runs at every idle exit and timer expiry.
     fn group(&mut self, key: Key) -> &mut Group {
-        if !self.groups.contains_key(&key) {
-            self.order.push(key.clone());
+        match self.groups.entry(key) {
+            std::collections::hash_map::Entry::Occupied(o) => o.into_mut(),
+            std::collections::hash_map::Entry::Vacant(v) => {
+                self.order.push(v.key().clone());
+                v.insert(Group::default())
+            }
         }
-        self.groups.entry(key).or_default()
     }
 
     /// Consumes one event recorded in the context of task `context` (the task current on
     /// the event's CPU, from the perf sample header), in time order.
+    #[inline]
     pub fn feed_in_context(&mut self, e: &Event, context: Option<Tid>) {
         let t = e.time_ns.max(self.last_ns);
         self.start_ns.get_or_insert(t);
