@@ -91,6 +91,8 @@ impl Symbolizer {
         let inner = blazesym::symbolize::Symbolizer::builder()
             // A stack frame has one function; inlined callees are not shown and cost time.
             .enable_inlined_fns(false)
+            // `demangle` below: blazesym would demangle a plain C `w` into `wchar_t`.
+            .enable_demangling(false)
             .build();
         Symbolizer {
             inner,
@@ -312,7 +314,7 @@ fn unnamed(module: &str, offset: u64) -> Symbol {
 fn resolved(result: Symbolized<'_>) -> Resolved {
     match result {
         Symbolized::Sym(sym) => Resolved {
-            function: Some(sym.name.into_owned()),
+            function: Some(demangle(&sym.name)),
             file: sym
                 .code_info
                 .as_ref()
@@ -321,6 +323,26 @@ fn resolved(result: Symbolized<'_>) -> Resolved {
         },
         Symbolized::Unknown(_) => Resolved::default(),
     }
+}
+
+/// A symbol name for people: Rust (legacy `_ZN…E` and v0 `_R…`, without the hash) and C++
+/// (`_Z…`) names demangled; any other name as it is. Only mangled-looking names are tried:
+/// a C++ demangler reads `w`, `s` or `i` as the types `wchar_t`, `short`, `int`.
+pub fn demangle(name: &str) -> String {
+    if name.starts_with("_R") || name.starts_with("_ZN") {
+        if let Ok(d) = rustc_demangle::try_demangle(name) {
+            return format!("{d:#}");
+        }
+    }
+    if name.starts_with("_Z") {
+        if let Some(d) = cpp_demangle::Symbol::new(name)
+            .ok()
+            .and_then(|sym| sym.demangle().ok())
+        {
+            return d;
+        }
+    }
+    name.to_string()
 }
 
 #[cfg(test)]

@@ -481,3 +481,74 @@ fn ten_thousand_libc_addresses() {
         "only {must} sampled offsets in exported functions"
     );
 }
+
+/// Plain C names that a C++ demangler would read as types: blazesym's demangler turned a
+/// static `w` into `wchar_t` and `s` into `short` (Itanium's builtin type codes). Only
+/// mangled-looking names are demangled now.
+#[test]
+fn short_static_function_names_come_from_the_symbol_table() {
+    let dir = tempfile::tempdir().unwrap();
+    let src = dir.path().join("short.c");
+    let exe = dir.path().join("short");
+    std::fs::write(
+        &src,
+        "static volatile int sink;\n\
+         __attribute__((noinline)) static void w(void) { sink++; }\n\
+         __attribute__((noinline)) static void s(void) { sink += 2; }\n\
+         __attribute__((noinline)) void add(void) { sink += 3; }\n\
+         int main(void) { w(); s(); add(); return sink; }\n",
+    )
+    .unwrap();
+    match Command::new("gcc")
+        .args(["-O2", "-g", "-o"])
+        .arg(&exe)
+        .arg(&src)
+        .status()
+    {
+        Ok(st) => assert!(st.success()),
+        Err(e) => {
+            eprintln!("skipped: cannot run gcc ({e})");
+            return;
+        }
+    }
+    let out = Command::new("nm").arg(&exe).output().expect("nm");
+    let addr_of = |name: &str| {
+        String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .find_map(|l| {
+                let f: Vec<&str> = l.split_whitespace().collect();
+                (f.len() == 3 && f[2] == name).then(|| u64::from_str_radix(f[0], 16).unwrap())
+            })
+            .unwrap_or_else(|| panic!("nm has no {name}"))
+    };
+    // In a gcc PIE the code segment's file offsets equal its addresses.
+    let whole = Mapping {
+        start: 0,
+        end: u64::MAX,
+        file_offset: 0,
+        path: exe.display().to_string(),
+    };
+    let mut sym = Symbolizer::new(&crate::Roots::default());
+    let names: Vec<Option<String>> = sym
+        .user(&[whole], &[addr_of("w"), addr_of("s"), addr_of("add")])
+        .into_iter()
+        .map(|s| s.function)
+        .collect();
+    assert_eq!(
+        names,
+        [Some("w".into()), Some("s".into()), Some("add".into())]
+    );
+}
+
+#[test]
+fn only_mangled_names_are_demangled() {
+    assert_eq!(demangle("w"), "w");
+    assert_eq!(demangle("s"), "s");
+    assert_eq!(demangle("main"), "main");
+    assert_eq!(demangle("_ZN3foo3barE"), "foo::bar");
+    assert_eq!(
+        demangle("_ZN4core3ptr13drop_in_place17h0123456789abcdefE"),
+        "core::ptr::drop_in_place"
+    );
+    assert_eq!(demangle("_Z3addii"), "add(int, int)");
+}
