@@ -10,6 +10,9 @@
 
 pub mod attribution;
 pub mod grid;
+mod system;
+
+pub use system::is_system_module;
 
 use std::collections::HashMap;
 
@@ -51,30 +54,6 @@ pub fn decode_frames(bytes: &[u8]) -> Result<Vec<FrameRef>, CodecError> {
         });
     }
     Ok(out)
-}
-
-/// Whether a module belongs to the system rather than to the program: the kernel, the
-/// vdso, the dynamic loader and shared libraries under the system library directories.
-/// Executables are the program's own code wherever they live (`/usr/bin/python3` is what
-/// the user profiles), as are libraries outside the system directories.
-pub fn is_system_module(path: &str) -> bool {
-    if path.starts_with('[') {
-        // [kernel], [vdso], [vsyscall], [unknown]; anonymous JIT code is "[anon]", also
-        // not attributable to a named function of the program.
-        return true;
-    }
-    let name = path.rsplit('/').next().unwrap_or(path);
-    let is_library = name.contains(".so");
-    let in_system_dir = [
-        "/lib/",
-        "/lib64/",
-        "/usr/lib/",
-        "/usr/lib64/",
-        "/usr/libexec/",
-    ]
-    .iter()
-    .any(|d| path.starts_with(d));
-    name.starts_with("ld-linux") || name.starts_with("ld-musl") || (is_library && in_system_dir)
 }
 
 /// The frames to look up for a stack, innermost first: frame 0 as it is, every return
@@ -151,7 +130,8 @@ impl ResolvedStacks {
                         None => (format!("{}+{:#x}", short(&module), frame.offset), false),
                     };
                     let f = Function {
-                        system: is_system_module(&module),
+                        // Stacks are shared by every process: no one main executable to exempt.
+                        system: is_system_module(&module, None),
                         name,
                         module,
                         resolved: ok,
@@ -250,29 +230,6 @@ mod tests {
         assert_eq!(decode_frames(&[]).unwrap(), vec![]);
         assert!(decode_frames(&bytes[..bytes.len() - 1]).is_err());
         assert!(decode_frames(&[0x80; 11]).is_err());
-    }
-
-    #[test]
-    fn system_modules() {
-        for system in [
-            "[kernel]",
-            "[vdso]",
-            "/usr/lib/x86_64-linux-gnu/libc.so.6",
-            "/lib/x86_64-linux-gnu/libpthread.so.0",
-            "/usr/lib64/ld-linux-x86-64.so.2",
-            "/lib64/ld-linux-x86-64.so.2",
-        ] {
-            assert!(is_system_module(system), "{system}");
-        }
-        for own in [
-            "/tmp/t",
-            "/usr/bin/python3",
-            "/opt/app/lib/libfoo.so",
-            "/home/me/target/release/app",
-            "/usr/lib/firefox/firefox",
-        ] {
-            assert!(!is_system_module(own), "{own}");
-        }
     }
 
     /// The user view skips libc and the kernel; return addresses are looked up one byte

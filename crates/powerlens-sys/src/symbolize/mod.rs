@@ -12,7 +12,6 @@
 //! and show it (`libfoo.so+0x1234`). Nothing here fails a whole batch.
 
 pub mod kallsyms;
-mod system;
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -24,7 +23,6 @@ use serde::{Deserialize, Serialize};
 use crate::procfs::maps::Mapping;
 use crate::Roots;
 use kallsyms::KernelSymbols;
-pub use system::is_system_module;
 
 /// Module name of kernel frames.
 pub const KERNEL_MODULE: &str = "[kernel]";

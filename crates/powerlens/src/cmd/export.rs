@@ -19,6 +19,7 @@ use powerlens_report::export::firefox::{FirefoxWriter, StackFrames};
 use powerlens_report::export::perfetto::PerfettoWriter;
 use powerlens_report::export::{self, Counter, Counts, EnergySample, ThreadInfo};
 use powerlens_store::recording::RecordingReader;
+use powerlens_sys::symbolize::KERNEL_MODULE;
 
 use crate::cli::GlobalArgs;
 use crate::interrupt;
@@ -350,7 +351,7 @@ fn stack_frames(stacks: &ResolvedStacks) -> StackFrames {
                 .frames(id)
                 .iter()
                 .zip(stacks.describe(id))
-                .map(|(f, text)| (text, stacks.function(*f).module == symbols::KERNEL_MODULE))
+                .map(|(f, text)| (text, stacks.function(*f).module == KERNEL_MODULE))
                 .collect()
         })
         .collect()

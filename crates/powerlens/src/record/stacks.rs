@@ -7,14 +7,10 @@ use std::collections::HashMap;
 
 use powerlens_core::sched::event::StackId;
 use powerlens_core::stacks::{encode_frames, FrameRef};
+use powerlens_sys::symbolize::{KERNEL_MODULE, UNKNOWN_MODULE};
 use powerlens_sys::trace::{Callchain, MmapRecord, UserRegs};
 use powerlens_sys::unwind::{UnwindStats, UserUnwinder};
 use powerlens_sys::Roots;
-
-use super::symbols::KERNEL_MODULE;
-
-/// Module of user addresses outside every known mapping (offsets are the addresses).
-pub const UNKNOWN_MODULE: &str = "[unknown]";
 
 /// The tracepoints whose records carry stacks: where a thread blocks or is preempted, who
 /// wakes whom, who arms the timers that later end idle periods.

@@ -8,11 +8,8 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use powerlens_core::stacks::{decode_frames, lookups, FrameRef, ResolvedStacks};
 use powerlens_store::recording::{RecordingReader, SymbolRow};
 use powerlens_sys::procfs::maps::Mapping;
-use powerlens_sys::symbolize::Symbolizer;
+use powerlens_sys::symbolize::{Symbolizer, KERNEL_MODULE};
 use powerlens_sys::Roots;
-
-/// The module name the recorder gives kernel frames (offsets are addresses).
-pub const KERNEL_MODULE: &str = "[kernel]";
 
 /// What resolving found.
 pub struct Resolved {
