@@ -10,6 +10,7 @@ use clap::{Args, ValueEnum};
 
 use powerlens_core::advice::{self, FunctionEvidence, JudgedStates};
 use powerlens_core::sched::analysis::SchedSummary;
+use powerlens_core::sched::event::{Event, Tid};
 use powerlens_core::sched::report as model;
 use powerlens_core::sched::wakeups::{self, WakeupAnalysis};
 use powerlens_core::stacks::attribution::{StackAnalysis, StackCharges};
@@ -392,26 +393,16 @@ pub fn analyse(path: &std::path::Path, opts: &AnalyseOptions<'_>) -> anyhow::Res
         }
         let (stats, result) = if resolved.is_some() {
             let mut analysis = StackAnalysis::new(ctx.analysis());
-            let stats = replay::replay(
-                &reader,
-                |e, context| {
-                    analysis.feed_in_context(e, context);
-                    wakeups.feed_in_context(e, context);
-                },
-                |n| bar.set_position(n),
-            )?;
+            let stats = one_pass(&reader, &mut wakeups, &bar, |e, c| {
+                analysis.feed_in_context(e, c)
+            })?;
             let (summary, charges) = analysis.finish(end_ns);
             (stats, (summary, Some(charges)))
         } else {
             let mut analysis = ctx.analysis();
-            let stats = replay::replay(
-                &reader,
-                |e, context| {
-                    analysis.feed_in_context(e, context);
-                    wakeups.feed_in_context(e, context);
-                },
-                |n| bar.set_position(n),
-            )?;
+            let stats = one_pass(&reader, &mut wakeups, &bar, |e, c| {
+                analysis.feed_in_context(e, c)
+            })?;
             (stats, (analysis.finish(end_ns), None))
         };
         if wakeups.ignored_expiries() > 0 {
@@ -475,6 +466,24 @@ pub fn analyse(path: &std::path::Path, opts: &AnalyseOptions<'_>) -> anyhow::Res
         stacks,
         no_stacks_reason,
     })
+}
+
+/// One pass over the events: the thread analysis `feed` (with the per-stack layer when there
+/// are stacks) and the wake-up forensics side by side. Generic, not `dyn`: it runs per event.
+fn one_pass(
+    reader: &RecordingReader,
+    wakeups: &mut WakeupAnalysis,
+    bar: &indicatif::ProgressBar,
+    mut feed: impl FnMut(&Event, Option<Tid>),
+) -> anyhow::Result<replay::ReplayStats> {
+    replay::replay(
+        reader,
+        |e, context| {
+            feed(e, context);
+            wakeups.feed_in_context(e, context);
+        },
+        |n| bar.set_position(n),
+    )
 }
 
 /// Per thread and function (innermost user frame), what the advice rules cite.
