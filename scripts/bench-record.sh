@@ -23,14 +23,8 @@ pl=$PWD/target/release/powerlens
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
 
-now_ns() { date +%s%N; }
-median() { sort -g | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }
-# Peak resident set of a command, in KiB (the kernel's own maxrss of the child).
-peak_kib() {
-    python3 -c 'import resource, subprocess, sys
-subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL, check=True)
-print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)' "$@"
-}
+# shellcheck source=scripts/bench-lib.sh
+source scripts/bench-lib.sh  # the script has cd'd to the repository root
 
 echo "== 1. report vs perf sched timehist -s, same run (pingpong --iterations $iterations)"
 perf sched record -q -o "$dir/perf.data" -- \
