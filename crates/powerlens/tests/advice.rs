@@ -5,23 +5,20 @@
 //! VMs have: their unit tests in powerlens-core cover them on synthetic input.
 
 use std::path::Path;
-use std::sync::Mutex;
 
 use serde_json::Value;
 
 mod common;
-use common::{json, stderr, with_tracefs};
+use common::{is_root, json, serial, stderr, with_tracefs};
 
-/// Live recordings trace every CPU: one at a time.
-static SERIAL: Mutex<()> = Mutex::new(());
-
+/// For a test that records live: the serial lock (live recordings trace every CPU), or
+/// `None`, saying why, when not root.
 fn live() -> Option<std::sync::MutexGuard<'static, ()>> {
-    // SAFETY: geteuid has no preconditions.
-    if unsafe { libc::geteuid() } != 0 {
+    if !is_root() {
         eprintln!("skipped: recording tracepoints needs root");
         return None;
     }
-    Some(SERIAL.lock().unwrap_or_else(|p| p.into_inner()))
+    Some(serial())
 }
 
 fn bin() -> &'static str {

@@ -527,8 +527,7 @@ fn a_recording_without_events_says_what_is_missing() {
 /// frequency events.
 #[test]
 fn live_perfetto_counts_equal_the_recordings() {
-    // SAFETY: geteuid has no preconditions.
-    if unsafe { libc::geteuid() } != 0 {
+    if !common::is_root() {
         eprintln!("skipped: recording tracepoints needs root");
         return;
     }
@@ -695,8 +694,7 @@ fn firefox_profile_has_threads_state_markers_and_power_counters() {
 /// its temporary is left (a 64 KiB tmpfs in a private mount namespace; root).
 #[test]
 fn a_full_disk_fails_the_export_and_leaves_nothing() {
-    // SAFETY: geteuid has no preconditions.
-    if unsafe { libc::geteuid() } != 0 {
+    if !common::is_root() {
         eprintln!("skipped: needs root to mount a small tmpfs");
         return;
     }

@@ -173,8 +173,7 @@ fn sweep_page_draws_the_plot_and_the_table() {
 /// them, the scatter one point per kept datapoint, the histogram one polygon per result.
 #[test]
 fn wake_report_page_has_the_table_scatter_and_histograms() {
-    // SAFETY: geteuid has no preconditions.
-    if unsafe { libc::geteuid() } != 0 {
+    if !common::is_root() {
         eprintln!("skipped: powerlens wake needs root (SCHED_FIFO, cpuidle)");
         return;
     }

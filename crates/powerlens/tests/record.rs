@@ -5,20 +5,12 @@
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
-use std::sync::Mutex;
 
 use powerlens_sys::fixture::{FakeMeter, FixtureTree};
 use serde_json::Value;
 
 mod common;
-use common::{json, stderr, with_tracefs};
-
-/// Live recordings trace every CPU: one at a time, so one test's load is not another's.
-static SERIAL: Mutex<()> = Mutex::new(());
-
-fn serial() -> std::sync::MutexGuard<'static, ()> {
-    SERIAL.lock().unwrap_or_else(|p| p.into_inner())
-}
+use common::{is_root, json, serial, stderr, with_tracefs};
 
 /// For a test that records live: the serial lock, or `None`, saying why, when not root.
 fn live_recording() -> Option<std::sync::MutexGuard<'static, ()>> {
@@ -27,11 +19,6 @@ fn live_recording() -> Option<std::sync::MutexGuard<'static, ()>> {
         return None;
     }
     Some(serial())
-}
-
-fn is_root() -> bool {
-    // SAFETY: geteuid has no preconditions.
-    unsafe { libc::geteuid() == 0 }
 }
 
 fn bin() -> &'static str {

@@ -2,8 +2,6 @@
 //! test thread advances at a known power, wrapping at a small `max_energy_range_uj`. On real
 //! hardware the same path reads RAPL; here the oracle is the power we set, P × wall time.
 
-use std::sync::Mutex;
-
 use powerlens_sys::fixture::{FakeMeter, FixtureTree};
 
 mod common;
@@ -14,13 +12,9 @@ fn powerlens(tree: &FixtureTree, db: &std::path::Path, args: &[&str]) -> std::pr
     common::powerlens(&tree.roots().sysfs, db, args)
 }
 
-/// The fake meters are threads that must write every millisecond; tests in this binary run
-/// one at a time so they do not starve each other's meters on a 2-core machine.
-static SERIAL: Mutex<()> = Mutex::new(());
-
-fn serial() -> std::sync::MutexGuard<'static, ()> {
-    SERIAL.lock().unwrap_or_else(|p| p.into_inner())
-}
+// The fake meters are threads that must write every millisecond; tests in this binary run
+// one at a time (common::serial) so they do not starve each other's meters on 2 cores.
+use common::serial;
 
 #[test]
 fn energy_is_power_times_time_across_many_wraps() {

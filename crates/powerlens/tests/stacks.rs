@@ -11,19 +11,7 @@ use std::process::Command;
 use serde_json::Value;
 
 mod common;
-use common::{json, stderr, with_tracefs};
-
-/// Live recordings trace every CPU: one at a time, so one test's load is not another's.
-static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
-
-fn serial() -> std::sync::MutexGuard<'static, ()> {
-    SERIAL.lock().unwrap_or_else(|p| p.into_inner())
-}
-
-fn is_root() -> bool {
-    // SAFETY: geteuid has no preconditions.
-    unsafe { libc::geteuid() == 0 }
-}
+use common::{is_root, json, serial, stderr, with_tracefs};
 
 /// The test program, built in `dir`; `None` (after saying why) without gcc.
 fn build_program(dir: &Path) -> Option<PathBuf> {

@@ -11,10 +11,7 @@ use std::time::Duration;
 
 use powerlens_sys::fixture::{FixtureTree, IdleStateSpec};
 
-fn is_root() -> bool {
-    // SAFETY: geteuid has no preconditions.
-    unsafe { libc::geteuid() == 0 }
-}
+use common::is_root;
 
 /// A KVM guest's cpuidle as other boots of this project's VMs have it: two CPUs, the
 /// haltpoll driver, POLL (0 µs) and haltpoll idle (1 µs).

@@ -141,3 +141,17 @@ pub fn assert_renders_in_chromium(html: &Path, markup: &str, tag: &str) {
         "screenshot {page_png} bytes vs blank {blank_png}"
     );
 }
+
+/// Running as root (live tracing, tmpfs mounts, cpuidle settings).
+pub fn is_root() -> bool {
+    // SAFETY: geteuid has no preconditions.
+    unsafe { libc::geteuid() == 0 }
+}
+
+/// Live tests that trace every CPU or steer a fake meter by wall time run one at a time
+/// within a test binary, so that one test's load is not another's (cargo runs the
+/// binaries one after another).
+pub fn serial() -> std::sync::MutexGuard<'static, ()> {
+    static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    SERIAL.lock().unwrap_or_else(|p| p.into_inner())
+}
