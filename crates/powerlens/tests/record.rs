@@ -109,6 +109,7 @@ fn live_switch_counts_equal_the_kernels() {
         let (_dir, rec) = scratch();
         let mut args = vec![
             "record",
+            "--no-stacks", // see record_live
             "-o",
             rec.to_str().unwrap(),
             "--",
@@ -271,6 +272,7 @@ fn live_times_agree_with_perf_sched_timehist() {
             "--",
             bin(),
             "record",
+            "--no-stacks", // see record_live
             "-o",
             rec.to_str().unwrap(),
             "--",
@@ -328,10 +330,12 @@ fn live_times_agree_with_perf_sched_timehist() {
     }
 }
 
-/// `powerlens record -o REC OPTIONS… -- COMMAND…` (no `--` without a command) where
-/// tracefs is mounted, with `env` added.
+/// `powerlens record --no-stacks -o REC OPTIONS… -- COMMAND…` (no `--` without a command)
+/// where tracefs is mounted, with `env` added. Without stacks: these oracles are the
+/// scheduler's figures, and this debug build unwinds a stack in ~20 µs, so a ping-pong's
+/// records can outrun its drain (tests/stacks.rs and tests/advice.rs record with stacks).
 fn record_live(rec: &Path, options: &[&str], command: &[&str], env: &[(&str, &Path)]) -> Output {
-    let mut args = vec![bin(), "record", "-o", rec.to_str().unwrap()];
+    let mut args = vec![bin(), "record", "--no-stacks", "-o", rec.to_str().unwrap()];
     args.extend_from_slice(options);
     if !command.is_empty() {
         args.push("--");
