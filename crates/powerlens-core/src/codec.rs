@@ -12,7 +12,7 @@
 
 use std::collections::HashMap;
 
-use crate::sched::event::{Event, EventKind, InterruptKind, SwitchedOut, Tid, TidMap};
+use crate::sched::event::{Event, EventKind, InterruptKind, Name, SwitchedOut, Tid, TidMap};
 
 /// Version of the chunk encoding, the first varint of every chunk. Version 2 added the
 /// codes from [`IRQ_ENTER_TIMER_ID`] on; version-1 chunks (a subset) still decode.
@@ -87,6 +87,12 @@ pub enum CodecError {
         left: usize,
         at: usize,
     },
+}
+
+impl From<Box<CodecError>> for CodecError {
+    fn from(e: Box<CodecError>) -> CodecError {
+        *e
+    }
 }
 
 /// Builds one chunk from events pushed in time order.
@@ -371,17 +377,7 @@ fn decode_checked(
     out: &mut Vec<Event>,
     mut contexts: Option<&mut Vec<Option<Tid>>>,
 ) -> Result<(), CodecError> {
-    let Some(body_len) = data.len().checked_sub(4) else {
-        return Err(CodecError::Truncated {
-            at: data.len(),
-            needed: 4 - data.len(),
-        });
-    };
-    let stored = u32::from_le_bytes(data[body_len..].try_into().expect("four bytes"));
-    let computed = crc32(&data[..body_len]);
-    if stored != computed {
-        return Err(CodecError::Checksum { stored, computed });
-    }
+    let body_len = checked_body_len(data)?;
     let (start, context_start) = (out.len(), contexts.as_ref().map_or(0, |c| c.len()));
     let result = decode_unchecked(&data[..body_len], out, contexts.as_deref_mut());
     if result.is_err() {
@@ -393,6 +389,22 @@ fn decode_checked(
     result
 }
 
+/// The length of the chunk's body once its CRC trailer checks out.
+fn checked_body_len(data: &[u8]) -> Result<usize, CodecError> {
+    let Some(body_len) = data.len().checked_sub(4) else {
+        return Err(CodecError::Truncated {
+            at: data.len(),
+            needed: 4 - data.len(),
+        });
+    };
+    let stored = u32::from_le_bytes(data[body_len..].try_into().expect("four bytes"));
+    let computed = crc32(&data[..body_len]);
+    if stored != computed {
+        return Err(CodecError::Checksum { stored, computed });
+    }
+    Ok(body_len)
+}
+
 /// Decodes a chunk without its CRC trailer (`data` ends where the checksum would start).
 /// The parser itself must survive any bytes; tests exercise it directly.
 fn decode_unchecked(
@@ -401,12 +413,53 @@ fn decode_unchecked(
     mut contexts: Option<&mut Vec<Option<Tid>>>,
 ) -> Result<(), CodecError> {
     let mut r = Reader { data, pos: 0 };
+    let decoded: Res<()> = (|| {
+        let (mut state, tables) = read_header(&mut r)?;
+        out.reserve(state.left as usize);
+        while state.left > 0 {
+            let (event, context) = state.next_event(&mut r, &tables)?;
+            out.push(event);
+            if let Some(c) = contexts.as_deref_mut() {
+                c.push(context);
+            }
+        }
+        state.check_end(&r)
+    })();
+    Ok(decoded?)
+}
+
+/// The decoder's results. The error is boxed so that a result is two words, returned in
+/// registers: the reads return one per varint, a few per event, and a 40-byte error
+/// inline made every one of them go through memory.
+type Res<T> = Result<T, Box<CodecError>>;
+
+/// A chunk's interned thread ids and strings.
+#[derive(Default)]
+struct Tables {
+    tids: Vec<Tid>,
+    strings: Vec<Name>,
+}
+
+/// Where the decoding of a chunk's events stands: what each event's deltas and flags are
+/// relative to.
+struct DecodeState {
+    version: u64,
+    count: u64,
+    /// Events not decoded yet.
+    left: u64,
+    time: u64,
+    cpu: u32,
+    context: Option<Tid>,
+}
+
+/// Reads a chunk's header and tables, leaving `r` at its first event.
+fn read_header(r: &mut Reader<'_>) -> Res<(DecodeState, Tables)> {
     let version = r.varint()?;
     if !(OLDEST_VERSION..=CODEC_VERSION as u64).contains(&version) {
-        return Err(CodecError::Version {
+        return Err(Box::new(CodecError::Version {
             found: u32::try_from(version).unwrap_or(u32::MAX),
             supported: CODEC_VERSION,
-        });
+        }));
     }
     let at = r.pos;
     let count = r.varint()?;
@@ -429,29 +482,40 @@ fn decode_unchecked(
         let at = r.pos;
         let bytes = r.take(len)?;
         let s = std::str::from_utf8(bytes).map_err(|_| CodecError::Utf8 { at })?;
-        strings.push(s.to_owned());
+        strings.push(Name::new(s));
     }
-    out.reserve(count as usize);
-    let mut time = base;
-    let mut cpu = 0u32;
-    let mut context: Option<Tid> = None;
-    for _ in 0..count {
+    let state = DecodeState {
+        version,
+        count,
+        left: count,
+        time: base,
+        cpu: 0,
+        context: None,
+    };
+    Ok((state, Tables { tids, strings }))
+}
+
+impl DecodeState {
+    /// The next event and its context; `self.left` must be above zero.
+    #[inline]
+    fn next_event(&mut self, r: &mut Reader<'_>, tables: &Tables) -> Res<(Event, Option<Tid>)> {
+        let Tables { tids, strings } = tables;
         let at = r.pos;
         let tag = r.byte()?;
         let code = tag & CODE_MASK;
         let bad_tag = code > LAST_CODE
-            || (version < 2 && code >= IRQ_ENTER_TIMER_ID)
+            || (self.version < 2 && code >= IRQ_ENTER_TIMER_ID)
             || (tag & FLAG_SAME_TARGET != 0 && code != WAKEUP && code != WAKEUP_NEW);
         if bad_tag {
-            return Err(CodecError::Tag { at, tag });
+            return Err(Box::new(CodecError::Tag { at, tag }));
         }
-        time = time.wrapping_add(r.varint()?);
+        self.time = self.time.wrapping_add(r.varint()?);
         if tag & FLAG_CPU != 0 {
-            cpu = r.varint_u32()?;
+            self.cpu = r.varint_u32()?;
         }
         if tag & FLAG_CONTEXT != 0 {
             let at = r.pos;
-            context = match r.varint()? {
+            self.context = match r.varint()? {
                 0 => None,
                 i => Some(*tids.get((i - 1) as usize).ok_or(CodecError::Index {
                     what: "context thread id",
@@ -461,10 +525,11 @@ fn decode_unchecked(
                 })?),
             };
         }
+        let cpu = self.cpu;
         let kind = match code {
             SWITCH_PREEMPTED | SWITCH_BLOCKED | SWITCH_EXITED => {
-                let prev = *r.index(&tids, "thread id")?;
-                let next = *r.index(&tids, "thread id")?;
+                let prev = *r.index(tids, "thread id")?;
+                let next = *r.index(tids, "thread id")?;
                 let how = match code {
                     SWITCH_PREEMPTED => SwitchedOut::Preempted,
                     SWITCH_BLOCKED => SwitchedOut::Blocked,
@@ -473,7 +538,7 @@ fn decode_unchecked(
                 EventKind::Switch { prev, how, next }
             }
             WAKEUP | WAKEUP_NEW => {
-                let t = *r.index(&tids, "thread id")?;
+                let t = *r.index(tids, "thread id")?;
                 let target_cpu = if tag & FLAG_SAME_TARGET != 0 {
                     cpu
                 } else {
@@ -486,20 +551,20 @@ fn decode_unchecked(
                 }
             }
             MIGRATE => EventKind::Migrate {
-                tid: *r.index(&tids, "thread id")?,
+                tid: *r.index(tids, "thread id")?,
                 from: r.varint_u32()?,
                 to: r.varint_u32()?,
             },
             FORK => EventKind::Fork {
-                parent: *r.index(&tids, "thread id")?,
-                child: *r.index(&tids, "thread id")?,
+                parent: *r.index(tids, "thread id")?,
+                child: *r.index(tids, "thread id")?,
             },
             EXEC => EventKind::Exec {
-                tid: *r.index(&tids, "thread id")?,
-                comm: r.index(&strings, "string")?.clone(),
+                tid: *r.index(tids, "thread id")?,
+                comm: *r.index(strings, "string")?,
             },
             EXIT => EventKind::Exit {
-                tid: *r.index(&tids, "thread id")?,
+                tid: *r.index(tids, "thread id")?,
             },
             IDLE_ENTER => EventKind::IdleEnter {
                 state: r.varint_u32()?,
@@ -521,39 +586,42 @@ fn decode_unchecked(
                 id: r.varint_u32()?,
             },
             CPU_SAMPLE => EventKind::CpuSample {
-                tid: *r.index(&tids, "thread id")?,
+                tid: *r.index(tids, "thread id")?,
                 period_ns: r.varint()?,
             },
             IRQ_ENTER_IRQ => {
-                EventKind::InterruptEnter(InterruptKind::Irq(r.index(&strings, "string")?.clone()))
+                EventKind::InterruptEnter(InterruptKind::Irq(*r.index(strings, "string")?))
             }
-            IRQ_ENTER_SOFTIRQ => EventKind::InterruptEnter(InterruptKind::SoftIrq(
-                r.index(&strings, "string")?.clone(),
-            )),
+            IRQ_ENTER_SOFTIRQ => {
+                EventKind::InterruptEnter(InterruptKind::SoftIrq(*r.index(strings, "string")?))
+            }
             IRQ_ENTER_IPI => EventKind::InterruptEnter(InterruptKind::Ipi),
             IRQ_EXIT => EventKind::InterruptExit,
             FREQUENCY => EventKind::Frequency { khz: r.varint()? },
             _ => EventKind::Runtime {
-                tid: *r.index(&tids, "thread id")?,
+                tid: *r.index(tids, "thread id")?,
                 ns: r.varint()?,
             },
         };
-        out.push(Event {
-            time_ns: time,
+        self.left -= 1;
+        let event = Event {
+            time_ns: self.time,
             cpu,
             kind,
-        });
-        if let Some(c) = contexts.as_deref_mut() {
-            c.push(context);
+        };
+        Ok((event, self.context))
+    }
+
+    /// After the last event: the body must end there.
+    fn check_end(&self, r: &Reader<'_>) -> Res<()> {
+        if r.pos != r.data.len() {
+            return Err(Box::new(CodecError::Trailing {
+                count: r.data.len() - r.pos,
+                events: self.count,
+            }));
         }
+        Ok(())
     }
-    if r.pos != data.len() {
-        return Err(CodecError::Trailing {
-            count: data.len() - r.pos,
-            events: count,
-        });
-    }
-    Ok(())
 }
 
 pub(crate) struct Reader<'a> {
@@ -563,22 +631,22 @@ pub(crate) struct Reader<'a> {
 
 impl<'a> Reader<'a> {
     #[inline]
-    fn byte(&mut self) -> Result<u8, CodecError> {
+    fn byte(&mut self) -> Res<u8> {
         match self.data.get(self.pos) {
             Some(&b) => {
                 self.pos += 1;
                 Ok(b)
             }
-            None => Err(CodecError::Truncated {
+            None => Err(Box::new(CodecError::Truncated {
                 at: self.pos,
                 needed: 1,
-            }),
+            })),
         }
     }
 
     /// Unsigned LEB128, at most ten bytes, no bits beyond the 64th.
     #[inline(always)]
-    pub(crate) fn varint(&mut self) -> Result<u64, CodecError> {
+    pub(crate) fn varint(&mut self) -> Res<u64> {
         // One- and two-byte values (tags' fields, table indexes, most time deltas) inline.
         if let Some(&[b0, b1]) = self.data.get(self.pos..self.pos + 2) {
             if b0 < 0x80 {
@@ -594,14 +662,14 @@ impl<'a> Reader<'a> {
     }
 
     #[inline(never)]
-    fn varint_slow(&mut self) -> Result<u64, CodecError> {
+    fn varint_slow(&mut self) -> Res<u64> {
         let start = self.pos;
         let mut value = 0u64;
         let mut shift = 0;
         loop {
             let b = self.byte()?;
             if shift == 63 && b > 1 {
-                return Err(CodecError::Varint { at: start });
+                return Err(Box::new(CodecError::Varint { at: start }));
             }
             value |= ((b & 0x7F) as u64) << shift;
             if b < 0x80 {
@@ -613,31 +681,33 @@ impl<'a> Reader<'a> {
 
     /// A varint index into a chunk table.
     #[inline(always)]
-    fn index<'t, T>(&mut self, table: &'t [T], what: &'static str) -> Result<&'t T, CodecError> {
+    fn index<'t, T>(&mut self, table: &'t [T], what: &'static str) -> Res<&'t T> {
         let at = self.pos;
         let i = self.varint()?;
-        table.get(i as usize).ok_or(CodecError::Index {
-            what,
-            index: i,
-            len: table.len(),
-            at,
+        table.get(i as usize).ok_or_else(|| {
+            Box::new(CodecError::Index {
+                what,
+                index: i,
+                len: table.len(),
+                at,
+            })
         })
     }
 
     #[inline]
-    fn varint_u32(&mut self) -> Result<u32, CodecError> {
+    fn varint_u32(&mut self) -> Res<u32> {
         let at = self.pos;
         let v = self.varint()?;
-        u32::try_from(v).map_err(|_| CodecError::Varint { at })
+        u32::try_from(v).map_err(|_| Box::new(CodecError::Varint { at }))
     }
 
-    fn take(&mut self, len: u64) -> Result<&'a [u8], CodecError> {
+    fn take(&mut self, len: u64) -> Res<&'a [u8]> {
         let left = self.data.len() - self.pos;
         if len > left as u64 {
-            return Err(CodecError::Truncated {
+            return Err(Box::new(CodecError::Truncated {
                 at: self.pos,
                 needed: (len - left as u64).min(usize::MAX as u64) as usize,
-            });
+            }));
         }
         let s = &self.data[self.pos..self.pos + len as usize];
         self.pos += len as usize;
@@ -646,21 +716,15 @@ impl<'a> Reader<'a> {
 
     /// A count of items of at least `min_bytes` each must fit in what is left, so a
     /// damaged count cannot make the decoder reserve gigabytes.
-    fn check_count(
-        &self,
-        what: &'static str,
-        count: u64,
-        min_bytes: u64,
-        at: usize,
-    ) -> Result<(), CodecError> {
+    fn check_count(&self, what: &'static str, count: u64, min_bytes: u64, at: usize) -> Res<()> {
         let left = self.data.len() - self.pos;
         if count.saturating_mul(min_bytes) > left as u64 {
-            return Err(CodecError::Count {
+            return Err(Box::new(CodecError::Count {
                 what,
                 count,
                 left,
                 at,
-            });
+            }));
         }
         Ok(())
     }
@@ -681,59 +745,9 @@ fn varint_len(v: u64) -> usize {
 }
 
 /// CRC-32 (IEEE 802.3, reflected polynomial 0xEDB88320, initial value and final XOR
-/// 0xFFFFFFFF): the checksum of zlib, PNG and Ethernet. Slice-by-8 tables.
+/// 0xFFFFFFFF): the checksum of zlib, PNG and Ethernet.
 fn crc32(data: &[u8]) -> u32 {
-    let t = &CRC_TABLES;
-    let mut crc = !0u32;
-    let mut chunks = data.chunks_exact(8);
-    for c in &mut chunks {
-        let lo = crc ^ u32::from_le_bytes([c[0], c[1], c[2], c[3]]);
-        let hi = u32::from_le_bytes([c[4], c[5], c[6], c[7]]);
-        crc = t[7][(lo & 0xFF) as usize]
-            ^ t[6][((lo >> 8) & 0xFF) as usize]
-            ^ t[5][((lo >> 16) & 0xFF) as usize]
-            ^ t[4][(lo >> 24) as usize]
-            ^ t[3][(hi & 0xFF) as usize]
-            ^ t[2][((hi >> 8) & 0xFF) as usize]
-            ^ t[1][((hi >> 16) & 0xFF) as usize]
-            ^ t[0][(hi >> 24) as usize];
-    }
-    for &b in chunks.remainder() {
-        crc = t[0][((crc ^ b as u32) & 0xFF) as usize] ^ (crc >> 8);
-    }
-    !crc
-}
-
-static CRC_TABLES: [[u32; 256]; 8] = crc_tables();
-
-const fn crc_tables() -> [[u32; 256]; 8] {
-    let mut t = [[0u32; 256]; 8];
-    let mut i = 0;
-    while i < 256 {
-        let mut c = i as u32;
-        let mut k = 0;
-        while k < 8 {
-            c = if c & 1 != 0 {
-                0xEDB8_8320 ^ (c >> 1)
-            } else {
-                c >> 1
-            };
-            k += 1;
-        }
-        t[0][i] = c;
-        i += 1;
-    }
-    let mut i = 0;
-    while i < 256 {
-        let mut j = 1;
-        while j < 8 {
-            let prev = t[j - 1][i];
-            t[j][i] = (prev >> 8) ^ t[0][(prev & 0xFF) as usize];
-            j += 1;
-        }
-        i += 1;
-    }
-    t
+    crc32fast::hash(data)
 }
 
 #[cfg(test)]
@@ -986,7 +1000,7 @@ mod tests {
                 u32::MAX,
                 Exec {
                     tid: u32::MAX,
-                    comm: String::new(),
+                    comm: Name::new(""),
                 },
             ),
             ev(
@@ -994,14 +1008,18 @@ mod tests {
                 7,
                 Exec {
                     tid: 1,
-                    comm: long.clone(),
+                    comm: Name::new(&long),
                 },
             ),
-            ev(u64::MAX, 7, InterruptEnter(InterruptKind::Irq(long))),
             ev(
                 u64::MAX,
                 7,
-                InterruptEnter(InterruptKind::SoftIrq(String::new())),
+                InterruptEnter(InterruptKind::Irq(Name::new(&long))),
+            ),
+            ev(
+                u64::MAX,
+                7,
+                InterruptEnter(InterruptKind::SoftIrq(Name::new(""))),
             ),
             ev(u64::MAX, 7, Frequency { khz: u64::MAX }),
             ev(u64::MAX, 7, IdleEnter { state: u32::MAX }),
@@ -1102,7 +1120,7 @@ mod tests {
                     },
                     7 => EventKind::Exec {
                         tid: tid(rng),
-                        comm: name(rng),
+                        comm: name(rng).into(),
                     },
                     8 => EventKind::Exit { tid: tid(rng) },
                     9 => EventKind::IdleEnter {
@@ -1113,8 +1131,8 @@ mod tests {
                         timer: 0,
                         function: 0,
                     }),
-                    12 => EventKind::InterruptEnter(InterruptKind::Irq(name(rng))),
-                    13 => EventKind::InterruptEnter(InterruptKind::SoftIrq(name(rng))),
+                    12 => EventKind::InterruptEnter(InterruptKind::Irq(name(rng).into())),
+                    13 => EventKind::InterruptEnter(InterruptKind::SoftIrq(name(rng).into())),
                     14 => EventKind::InterruptEnter(InterruptKind::Ipi),
                     15 => EventKind::InterruptExit,
                     16 => EventKind::Runtime {
@@ -1339,7 +1357,10 @@ mod tests {
             data: &[0xFF; 11],
             pos: 0,
         };
-        assert!(matches!(r.varint(), Err(CodecError::Varint { at: 0 })));
+        assert!(matches!(
+            r.varint().map_err(|e| *e),
+            Err(CodecError::Varint { at: 0 })
+        ));
         let mut max = Vec::new();
         put_varint(&mut max, u64::MAX);
         assert_eq!(max.len(), 10);

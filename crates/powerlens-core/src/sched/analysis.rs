@@ -437,7 +437,7 @@ impl<C: ThreadCharges> SchedAnalysis<C> {
                     c.stats.comm = parent_comm;
                 }
             }
-            EventKind::Exec { tid, comm } => self.thread(*tid).stats.comm = Some(comm.clone()),
+            EventKind::Exec { tid, comm } => self.thread(*tid).stats.comm = Some(comm.to_string()),
             EventKind::Exit { tid } => {
                 let th = self.thread(*tid);
                 // Still on its CPU until its last switch-out.
@@ -466,7 +466,7 @@ impl<C: ThreadCharges> SchedAnalysis<C> {
                 }
                 c.period_saw_cpu_idle = true;
             }
-            EventKind::InterruptEnter(kind) => self.cpu(e.cpu).interrupts.push((kind.clone(), t)),
+            EventKind::InterruptEnter(kind) => self.cpu(e.cpu).interrupts.push((*kind, t)),
             EventKind::InterruptExit => {
                 self.cpu(e.cpu).interrupts.pop();
             }

@@ -3,6 +3,8 @@
 
 use serde::{Deserialize, Serialize};
 
+pub use super::name::Name;
+
 /// Thread id; 0 is the idle task ("swapper") of a CPU.
 pub type Tid = u32;
 
@@ -85,22 +87,22 @@ pub enum SwitchedOut {
 }
 
 /// Why an interrupt context is active on a CPU, for attributing wake-ups and idle exits.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub enum InterruptKind {
     /// An hrtimer or timer-wheel callback: the kernel address of the timer (what its
     /// [`EventKind::TimerArm`] names) and of its callback; 0 when not recorded (recordings
     /// made before timer identities were kept).
     Timer { timer: u64, function: u64 },
     /// A hardware interrupt handler, with its name.
-    Irq(String),
+    Irq(Name),
     /// A softirq (network, block, RCU…), with its vector name.
-    SoftIrq(String),
+    SoftIrq(Name),
     /// An inter-processor interrupt (reschedule, function call).
     Ipi,
 }
 
 /// What happened.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub enum EventKind {
     /// sched_switch: `prev` left the CPU as `how`; `next` runs from now on.
     Switch {
@@ -121,7 +123,7 @@ pub enum EventKind {
     /// the recording's thread table (from each sample's pid/tid header) says that.
     Fork { parent: Tid, child: Tid },
     /// sched_process_exec: `tid` now runs `comm`.
-    Exec { tid: Tid, comm: String },
+    Exec { tid: Tid, comm: Name },
     /// sched_process_exit.
     Exit { tid: Tid },
     /// power:cpu_idle entry: the CPU asks for idle state `state` (a cpuidle index).
@@ -154,7 +156,7 @@ pub enum EventKind {
 pub type StackId = u32;
 
 /// One event on one CPU at one time (CLOCK_MONOTONIC nanoseconds).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct Event {
     pub time_ns: u64,
     pub cpu: u32,

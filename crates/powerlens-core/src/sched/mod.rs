@@ -4,6 +4,7 @@
 pub mod analysis;
 pub mod attribution;
 pub mod event;
+pub mod name;
 pub mod reduced;
 pub mod report;
 pub mod wakeups;

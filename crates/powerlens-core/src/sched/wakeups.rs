@@ -46,7 +46,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::event::{Event, EventKind, InterruptKind, KeyMap, StackId, Tid, IDLE_TID};
+use super::event::{Event, EventKind, InterruptKind, KeyMap, Name, StackId, Tid, IDLE_TID};
 
 /// Interrupt contexts closer than this to the end of the previous one on the same CPU
 /// belong to the same idle exit (handler, softirqs and expired timers of one interrupt
@@ -146,7 +146,7 @@ pub fn resolve(
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 enum Key {
     /// `cpu` only for timers armed by the idle task (per-CPU kernel timers: the tick).
     Timer {
@@ -155,7 +155,8 @@ enum Key {
         armed_by: Option<Tid>,
         cpu: Option<u32>,
     },
-    Irq(String),
+    Irq(Name),
+    SoftIrq(Name),
     Ipi {
         waker: Option<Tid>,
         stack: Option<StackId>,
@@ -302,7 +303,7 @@ impl WakeupAnalysis {
         match self.groups.entry(key) {
             std::collections::hash_map::Entry::Occupied(o) => o.into_mut(),
             std::collections::hash_map::Entry::Vacant(v) => {
-                self.order.push(v.key().clone());
+                self.order.push(*v.key());
                 v.insert(Group::default())
             }
         }
@@ -451,7 +452,7 @@ impl WakeupAnalysis {
                         Some(_) => None,
                     },
                 };
-                let g = self.group(key.clone());
+                let g = self.group(key);
                 g.expiries += 1;
                 if g.times.len() < MAX_EXPIRY_TIMES {
                     g.times.push(t);
@@ -484,8 +485,8 @@ impl WakeupAnalysis {
         let remote = c.remote.take();
         let key = match kind {
             InterruptKind::Timer { .. } => timer_key.expect("a timer has its key"),
-            InterruptKind::Irq(name) => Key::Irq(name.clone()),
-            InterruptKind::SoftIrq(name) => Key::Irq(format!("softirq:{name}")),
+            InterruptKind::Irq(name) => Key::Irq(*name),
+            InterruptKind::SoftIrq(name) => Key::SoftIrq(*name),
             InterruptKind::Ipi => Key::Ipi {
                 waker: remote.and_then(|r| r.waker),
                 stack: remote.and_then(|r| r.stack),
@@ -582,7 +583,11 @@ impl WakeupAnalysis {
                 }
                 Key::Irq(name) => {
                     c.kind = "irq".into();
-                    c.irq = Some(name);
+                    c.irq = Some(name.to_string());
+                }
+                Key::SoftIrq(name) => {
+                    c.kind = "irq".into();
+                    c.irq = Some(format!("softirq:{name}"));
                 }
                 Key::Ipi { waker, stack } => {
                     c.kind = "ipi".into();

@@ -135,7 +135,7 @@ impl<W: Write> EventWriter<W> {
     pub fn event(&mut self, e: &Event) -> io::Result<()> {
         self.counts.count(e.cpu, &e.kind);
         if let EventKind::Exec { tid, comm } = &e.kind {
-            self.comms.insert(*tid, comm.clone());
+            self.comms.insert(*tid, comm.to_string());
         }
         let comms = &self.comms;
         let name = |tid: Tid| -> Option<&str> {

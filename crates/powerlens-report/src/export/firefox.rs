@@ -537,7 +537,7 @@ impl FirefoxWriter {
                 let stack = &mut self.cpus[ci].interrupts;
                 // Bounded: a lost exit must not make the stack grow with the recording.
                 if stack.len() < 8 {
-                    stack.push(k.clone());
+                    stack.push(*k);
                 }
             }
             EventKind::InterruptExit => {
@@ -548,7 +548,7 @@ impl FirefoxWriter {
                 let handle = track.handle;
                 self.profile.set_thread_name(handle, comm);
                 if let Some(i) = self.info.get_mut(tid) {
-                    i.comm = comm.clone();
+                    i.comm = comm.to_string();
                 }
             }
             EventKind::Exit { tid } => {

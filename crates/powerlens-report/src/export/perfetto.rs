@@ -281,7 +281,7 @@ impl<W: Write> PerfettoWriter<W> {
                 SCHED_PROCESS_FORK
             }
             EventKind::Exec { tid, comm } => {
-                self.comms.insert(*tid, comm.clone());
+                self.comms.insert(*tid, comm.to_string());
                 string(body, 1, comm);
                 uint(body, 2, u64::from(*tid));
                 uint(body, 3, u64::from(*tid));

@@ -3,7 +3,7 @@
 //! fields are found by name in each event's tracepoint `format` once, when the converter is
 //! built, and read at their offsets for every record.
 
-use powerlens_core::sched::event::{Event, EventKind, InterruptKind, SwitchedOut};
+use powerlens_core::sched::event::{Event, EventKind, InterruptKind, Name, SwitchedOut};
 use powerlens_sys::trace::{EventFormat, Field, TraceRecord};
 
 use super::threads::ThreadTable;
@@ -206,7 +206,10 @@ impl Converter {
                 let filename = f[1].str(raw)?;
                 let comm = exec_comm(&filename);
                 threads.observe_comm(tid, &comm);
-                EventKind::Exec { tid, comm }
+                EventKind::Exec {
+                    tid,
+                    comm: comm.into(),
+                }
             }
             Tracepoint::Exit => EventKind::Exit {
                 tid: int(0)? as u32,
@@ -243,14 +246,14 @@ impl Converter {
                 });
             }
             Tracepoint::IrqEntry => {
-                EventKind::InterruptEnter(InterruptKind::Irq(f[0].str(raw)?.into_owned()))
+                EventKind::InterruptEnter(InterruptKind::Irq(Name::new(&f[0].str(raw)?)))
             }
             Tracepoint::SoftirqEntry => {
                 let vec = f[0].u64(raw)? as usize;
-                let name = SOFTIRQ_NAMES
-                    .get(vec)
-                    .map(|s| s.to_string())
-                    .unwrap_or_else(|| format!("softirq{vec}"));
+                let name = match SOFTIRQ_NAMES.get(vec) {
+                    Some(s) => Name::new(s),
+                    None => Name::new(&format!("softirq{vec}")),
+                };
                 EventKind::InterruptEnter(InterruptKind::SoftIrq(name))
             }
             Tracepoint::HrtimerEntry | Tracepoint::TimerEntry => {
