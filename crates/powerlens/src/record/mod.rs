@@ -15,6 +15,7 @@ pub mod sampler;
 pub mod stacks;
 pub mod symbols;
 pub mod threads;
+mod tournament;
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU32, Ordering};

@@ -1,19 +1,21 @@
-//! Reading a recording back as one time-ordered event stream. Each CPU's chunks are read and
-//! decoded by a prefetch thread — one chunk ahead of the one being consumed, per CPU — while
-//! this thread merges the CPUs by time (a k-way merge on a small heap) and feeds the caller.
-//! Decoding and analysis thus overlap, and memory holds at most two chunks per CPU whatever
-//! the length of the recording.
+//! Reading a recording back as one time-ordered event stream. A decode thread reads each
+//! CPU's chunks, decodes them and merges the CPUs by time (a k-way merge on a tournament tree)
+//! into batches; this thread only walks the batches and feeds the caller. On two cores the
+//! work splits about evenly: reading, decoding and merging there, the analysis here.
+//! Buffers go back and forth between the threads instead of being allocated per chunk, so
+//! memory holds one decoded chunk per CPU and a few batches whatever the length of the
+//! recording.
 
-use std::cmp::Reverse;
-use std::collections::BinaryHeap;
 use std::path::PathBuf;
-use std::sync::mpsc::{self, Receiver, Sender};
+use std::sync::mpsc::{self, Receiver, Sender, SyncSender};
 use std::thread::JoinHandle;
 
 use anyhow::{anyhow, Context};
 use powerlens_core::codec::decode_chunk_in_context;
 use powerlens_core::sched::event::{Event, Tid};
-use powerlens_store::recording::RecordingReader;
+use powerlens_store::recording::{ChunkCursor, RecordingReader};
+
+use super::tournament::TournamentTree;
 
 /// What the replay saw besides the events.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
@@ -25,189 +27,260 @@ pub struct ReplayStats {
     pub reordered: u64,
 }
 
-/// A decoded chunk of one CPU — its events and each one's context — `None` when that CPU
-/// has no more.
-type Decoded = anyhow::Result<Option<(Vec<Event>, Vec<Option<Tid>>)>>;
-
-/// The prefetch thread: it answers "the next chunk of stream i" requests in order, each
-/// with its own reader of the file (an SQLite connection is not shared across threads).
-struct Prefetcher {
-    requests: Option<Sender<usize>>,
-    replies: Vec<Receiver<Decoded>>,
-    handle: Option<JoinHandle<()>>,
-}
-
-impl Prefetcher {
-    fn start(path: PathBuf, cpus: Vec<u32>) -> Prefetcher {
-        let (requests, wanted) = mpsc::channel::<usize>();
-        let (senders, replies): (Vec<Sender<Decoded>>, Vec<Receiver<Decoded>>) =
-            cpus.iter().map(|_| mpsc::channel()).unzip();
-        let handle = std::thread::Builder::new()
-            .name("powerlens-decode".into())
-            .spawn(move || {
-                let reader = match RecordingReader::open(&path) {
-                    Ok(r) => r,
-                    Err(e) => {
-                        for s in &senders {
-                            let _ = s.send(Err(anyhow!("reopening the recording: {e}")));
-                        }
-                        return;
-                    }
-                };
-                let mut cursors: Vec<_> = cpus.iter().map(|&cpu| reader.chunks(cpu)).collect();
-                while let Ok(i) = wanted.recv() {
-                    let cpu = cpus[i];
-                    let decoded = cursors[i]
-                        .next_chunk()
-                        .with_context(|| format!("reading cpu{cpu}'s events"))
-                        .and_then(|chunk| {
-                            let Some(chunk) = chunk else { return Ok(None) };
-                            let mut events = Vec::with_capacity(chunk.events as usize);
-                            let mut contexts = Vec::with_capacity(chunk.events as usize);
-                            decode_chunk_in_context(&chunk.data, &mut events, &mut contexts)
-                                .with_context(|| {
-                                format!(
-                                    "cpu{cpu}'s chunk at {} ns is corrupt (the recording is damaged; events before it were read)",
-                                    chunk.first_ns
-                                )
-                            })?;
-                            Ok(Some((events, contexts)))
-                        });
-                    if senders[i].send(decoded).is_err() {
-                        return;
-                    }
-                }
-            })
-            .expect("spawning the decode thread");
-        Prefetcher {
-            requests: Some(requests),
-            replies,
-            handle: Some(handle),
-        }
-    }
-
-    fn request(&self, stream: usize) {
-        if let Some(r) = &self.requests {
-            let _ = r.send(stream);
-        }
-    }
-
-    fn receive(&self, stream: usize) -> Decoded {
-        self.replies[stream]
-            .recv()
-            .map_err(|_| anyhow!("the decode thread stopped"))?
-    }
-}
-
-impl Drop for Prefetcher {
-    fn drop(&mut self) {
-        // Hanging up the requests ends the thread's loop.
-        drop(self.requests.take());
-        if let Some(h) = self.handle.take() {
-            let _ = h.join();
-        }
-    }
-}
-
-/// One CPU's events: the chunk being consumed; the next one is already requested.
-struct Stream {
+/// Merged events, in time order, and for each the thread that was current on its CPU when
+/// it fired (when recorded).
+#[derive(Default)]
+struct Batch {
     events: Vec<Event>,
     contexts: Vec<Option<Tid>>,
-    next: usize,
-    done: bool,
 }
 
-impl Stream {
-    /// The time of the next event, taking the prefetched chunk when this one is used up
-    /// (and asking for the one after it).
-    fn peek_time(&mut self, i: usize, p: &Prefetcher) -> anyhow::Result<Option<u64>> {
-        while self.next >= self.events.len() {
-            if self.done {
-                return Ok(None);
-            }
-            match p.receive(i)? {
-                Some((events, contexts)) => {
-                    self.events = events;
-                    self.contexts = contexts;
-                    self.next = 0;
-                    p.request(i);
-                }
-                None => self.done = true,
-            }
-        }
-        Ok(Some(self.events[self.next].time_ns))
-    }
+/// Events per batch: large enough that the channel hand-over is rare, small enough that a
+/// few batches stay in the CPU caches' neighbourhood.
+const BATCH_EVENTS: usize = 8192;
+
+/// Batches in flight between the threads: the decode thread runs at most this far ahead.
+const BATCHES_AHEAD: usize = 2;
+
+/// What the decode thread sends: batches, then the end (or an error after the batches
+/// that came before it).
+enum Message {
+    Batch(Batch),
+    End { reordered: u64 },
+    Failed(anyhow::Error),
 }
 
 /// Calls `f` with every event of the recording in time order, with the thread that was
 /// current on its CPU when it fired (when recorded), and `progress` with the number of
-/// events delivered so far after each chunk's worth.
+/// events delivered so far after each batch.
 pub fn replay(
     reader: &RecordingReader,
     mut f: impl FnMut(&Event, Option<Tid>),
     mut progress: impl FnMut(u64),
 ) -> anyhow::Result<ReplayStats> {
     let cpus = reader.cpus()?;
-    let prefetcher = Prefetcher::start(reader.path().to_path_buf(), cpus.clone());
-    let mut streams: Vec<Stream> = cpus
-        .iter()
-        .enumerate()
-        .map(|(i, _)| {
-            prefetcher.request(i);
-            Stream {
-                events: Vec::new(),
-                contexts: Vec::new(),
-                next: 0,
-                done: false,
-            }
-        })
-        .collect();
-    let mut heap = BinaryHeap::with_capacity(streams.len());
-    for (i, s) in streams.iter_mut().enumerate() {
-        if let Some(t) = s.peek_time(i, &prefetcher)? {
-            heap.push(Reverse((t, i)));
-        }
-    }
+    let decoder = Decoder::start(reader.path().to_path_buf(), cpus);
     let mut stats = ReplayStats::default();
-    let mut last = 0u64;
-    while let Some(Reverse((_, i))) = heap.pop() {
-        // Deliver this CPU's events up to the next other CPU's head in one tight loop:
-        // events come in per-CPU bursts, and a heap operation per event cost a third of
-        // the report's time.
-        let limit = heap.peek().map_or(u64::MAX, |Reverse((t, _))| *t);
-        let s = &mut streams[i];
-        loop {
-            while let Some(e) = s.events.get(s.next) {
-                if e.time_ns > limit {
-                    break;
+    loop {
+        match decoder.next()? {
+            Message::Batch(batch) => {
+                for (e, context) in batch.events.iter().zip(&batch.contexts) {
+                    f(e, *context);
                 }
-                let context = s.contexts.get(s.next).copied().flatten();
-                if e.time_ns < last {
-                    stats.reordered += 1;
-                    let mut moved = e.clone();
-                    moved.time_ns = last;
-                    f(&moved, context);
-                } else {
-                    last = e.time_ns;
-                    f(e, context);
-                }
-                s.next += 1;
+                stats.events += batch.events.len() as u64;
+                progress(stats.events);
+                decoder.recycle(batch);
             }
-            if s.next < s.events.len() {
-                break;
+            Message::End { reordered } => {
+                stats.reordered = reordered;
+                return Ok(stats);
             }
-            // This chunk is used up: account for it, then go on with the next one if it
-            // still comes before the other CPUs' heads.
-            stats.events += s.events.len() as u64;
-            progress(stats.events);
-            match s.peek_time(i, &prefetcher)? {
-                Some(t) if t <= limit => continue,
-                _ => break,
-            }
-        }
-        if let Some(t) = s.peek_time(i, &prefetcher)? {
-            heap.push(Reverse((t, i)));
+            Message::Failed(e) => return Err(e),
         }
     }
-    Ok(stats)
+}
+
+/// The decode thread and its two channels: merged batches one way, emptied ones back.
+struct Decoder {
+    batches: Option<Receiver<Message>>,
+    empties: Option<Sender<Batch>>,
+    handle: Option<JoinHandle<()>>,
+}
+
+impl Decoder {
+    fn start(path: PathBuf, cpus: Vec<u32>) -> Decoder {
+        let (send, batches) = mpsc::sync_channel(BATCHES_AHEAD);
+        let (empties, recycled) = mpsc::channel();
+        let handle = std::thread::Builder::new()
+            .name("powerlens-decode".into())
+            .spawn(move || decode_and_merge(&path, &cpus, &send, &recycled))
+            .expect("spawning the decode thread");
+        Decoder {
+            batches: Some(batches),
+            empties: Some(empties),
+            handle: Some(handle),
+        }
+    }
+
+    fn next(&self) -> anyhow::Result<Message> {
+        self.batches
+            .as_ref()
+            .and_then(|b| b.recv().ok())
+            .ok_or_else(|| anyhow!("the decode thread stopped"))
+    }
+
+    fn recycle(&self, mut batch: Batch) {
+        batch.events.clear();
+        batch.contexts.clear();
+        if let Some(e) = &self.empties {
+            let _ = e.send(batch);
+        }
+    }
+}
+
+impl Drop for Decoder {
+    fn drop(&mut self) {
+        // Hanging up both channels ends the thread (a blocked send fails).
+        drop(self.batches.take());
+        drop(self.empties.take());
+        if let Some(h) = self.handle.take() {
+            let _ = h.join();
+        }
+    }
+}
+
+/// The decode thread's body: every CPU's stream merged into batches sent on `send`.
+fn decode_and_merge(
+    path: &std::path::Path,
+    cpus: &[u32],
+    send: &SyncSender<Message>,
+    recycled: &Receiver<Batch>,
+) {
+    let reader = match RecordingReader::open(path) {
+        Ok(r) => r,
+        Err(e) => {
+            let _ = send.send(Message::Failed(anyhow!("reopening the recording: {e}")));
+            return;
+        }
+    };
+    let mut merge = Merge::new(&reader, cpus);
+    loop {
+        let mut batch = recycled.try_recv().unwrap_or_else(|_| Batch {
+            events: Vec::with_capacity(BATCH_EVENTS),
+            contexts: Vec::with_capacity(BATCH_EVENTS),
+        });
+        let message = match merge.fill(&mut batch) {
+            Ok(()) if batch.events.is_empty() => Message::End {
+                reordered: merge.reordered,
+            },
+            Ok(()) => Message::Batch(batch),
+            Err(e) => {
+                // What came before the damage is delivered first.
+                if !batch.events.is_empty() && send.send(Message::Batch(batch)).is_err() {
+                    return;
+                }
+                Message::Failed(e)
+            }
+        };
+        let last = !matches!(message, Message::Batch(_));
+        if send.send(message).is_err() || last {
+            return;
+        }
+    }
+}
+
+/// One CPU's events: its decoded chunk being consumed (buffers reused from chunk to
+/// chunk).
+struct Stream<'a> {
+    cpu: u32,
+    cursor: ChunkCursor<'a>,
+    events: Vec<Event>,
+    contexts: Vec<Option<Tid>>,
+    next: usize,
+}
+
+impl Stream<'_> {
+    /// The time of the next event ([`TournamentTree::DONE`] after the last one), decoding
+    /// the next chunk when this one is used up.
+    #[inline]
+    fn head_time(&mut self) -> anyhow::Result<u64> {
+        match self.events.get(self.next) {
+            Some(e) => Ok(e.time_ns),
+            None => self.next_chunk(),
+        }
+    }
+
+    #[inline(never)]
+    fn next_chunk(&mut self) -> anyhow::Result<u64> {
+        let cpu = self.cpu;
+        loop {
+            self.events.clear();
+            self.contexts.clear();
+            self.next = 0;
+            let Some(chunk) = self
+                .cursor
+                .next_chunk()
+                .with_context(|| format!("reading cpu{cpu}'s events"))?
+            else {
+                return Ok(TournamentTree::DONE);
+            };
+            decode_chunk_in_context(&chunk.data, &mut self.events, &mut self.contexts)
+                .with_context(|| {
+                    format!(
+                        "cpu{cpu}'s chunk at {} ns is corrupt (the recording is damaged; events before it were read)",
+                        chunk.first_ns
+                    )
+                })?;
+            if let Some(e) = self.events.first() {
+                return Ok(e.time_ns);
+            }
+        }
+    }
+}
+
+/// The k-way merge of the CPUs' streams by time.
+struct Merge<'a> {
+    streams: Vec<Stream<'a>>,
+    /// Which stream's next event comes first; `None` until the first chunks are read.
+    order: Option<TournamentTree>,
+    last: u64,
+    reordered: u64,
+}
+
+impl<'a> Merge<'a> {
+    fn new(reader: &'a RecordingReader, cpus: &[u32]) -> Self {
+        Merge {
+            streams: cpus
+                .iter()
+                .map(|&cpu| Stream {
+                    cpu,
+                    cursor: reader.chunks(cpu),
+                    events: Vec::new(),
+                    contexts: Vec::new(),
+                    next: 0,
+                })
+                .collect(),
+            order: None,
+            last: 0,
+            reordered: 0,
+        }
+    }
+
+    /// Appends merged events to `batch` until it holds [`BATCH_EVENTS`] or every stream
+    /// is used up.
+    fn fill(&mut self, batch: &mut Batch) -> anyhow::Result<()> {
+        if self.streams.is_empty() {
+            return Ok(());
+        }
+        let order = match &mut self.order {
+            Some(order) => order,
+            None => {
+                let heads = self
+                    .streams
+                    .iter_mut()
+                    .map(Stream::head_time)
+                    .collect::<anyhow::Result<Vec<u64>>>()?;
+                self.order.insert(TournamentTree::new(heads))
+            }
+        };
+        while batch.events.len() < BATCH_EVENTS && order.min_key() != TournamentTree::DONE {
+            let s = &mut self.streams[order.winner()];
+            let mut e = s.events[s.next];
+            let context = s.contexts[s.next];
+            s.next += 1;
+            // A record nested by an interrupt across a drain boundary can come a few
+            // microseconds before one already delivered: it takes that one's time, so the
+            // analysis always sees time move forward.
+            if e.time_ns < self.last {
+                self.reordered += 1;
+                e.time_ns = self.last;
+            } else {
+                self.last = e.time_ns;
+            }
+            batch.events.push(e);
+            batch.contexts.push(context);
+            order.replace_winner(s.head_time()?);
+        }
+        Ok(())
+    }
 }
