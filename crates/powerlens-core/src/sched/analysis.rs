@@ -30,6 +30,7 @@ use std::collections::{BTreeMap, HashMap};
 use serde::{Deserialize, Serialize};
 
 use super::event::{Event, EventKind, InterruptKind, SwitchedOut, Tid, TidMap, IDLE_TID};
+use super::tid_table::TidTable;
 
 /// Internal marker: the CPU's current task is not known (after a lost switch).
 const UNKNOWN_TID: Tid = Tid::MAX;
@@ -271,7 +272,7 @@ impl ThreadCharges for () {}
 pub struct SchedAnalysis<C: ThreadCharges = ()> {
     /// The layer told about every charge.
     charges: C,
-    threads: TidMap<Thread>,
+    threads: TidTable<Thread>,
     cpus: Vec<Cpu>,
     start_ns: Option<u64>,
     last_ns: u64,
@@ -359,7 +360,7 @@ impl<C: ThreadCharges> SchedAnalysis<C> {
     #[inline]
     fn thread(&mut self, tid: Tid) -> &mut Thread {
         let (groups, group_of) = (&self.groups, &self.group_of);
-        self.threads.entry(tid).or_insert_with(|| {
+        self.threads.get_or_insert_with(tid, || {
             let group = group_of.get(&tid).copied().unwrap_or(NO_GROUP);
             Thread {
                 state: ThreadState::Unknown,
@@ -430,7 +431,7 @@ impl<C: ThreadCharges> SchedAnalysis<C> {
             } => self.wakeup(e.cpu, t, *tid, *new_thread, context),
             EventKind::Migrate { tid, .. } => self.thread(*tid).stats.migrations += 1,
             EventKind::Fork { child, parent } => {
-                let parent_comm = self.threads.get(parent).and_then(|p| p.stats.comm.clone());
+                let parent_comm = self.threads.get(*parent).and_then(|p| p.stats.comm.clone());
                 let c = self.thread(*child);
                 c.stats.parent = Some(*parent);
                 if c.stats.comm.is_none() {
@@ -506,7 +507,7 @@ impl<C: ThreadCharges> SchedAnalysis<C> {
         }
         let d = until.saturating_sub(c.seg_since.max(since));
         c.seg_since = until;
-        if let Some(th) = self.threads.get_mut(&tid) {
+        if let Some(th) = self.threads.get_mut(tid) {
             th.stats.freq_known_ns += d;
             th.stats.khz_ns += d as f64 * khz as f64;
         }
@@ -578,7 +579,7 @@ impl<C: ThreadCharges> SchedAnalysis<C> {
 
     /// Mean length of `tid`'s fully recorded runs, else of every thread's.
     fn mean_run(&self, tid: Tid) -> Option<u64> {
-        match self.threads.get(&tid) {
+        match self.threads.get(tid) {
             Some(th) if th.observed_runs > 0 => Some(th.observed_run_ns / th.observed_runs),
             _ if self.observed_runs > 0 => Some(self.observed_run_ns / self.observed_runs),
             _ => None,
@@ -589,7 +590,7 @@ impl<C: ThreadCharges> SchedAnalysis<C> {
     /// recorded), at that CPU's last recorded event; that CPU's task becomes unknown.
     /// Returns the time it was taken off.
     fn detach(&mut self, tid: Tid, cpu: u32, t: u64) -> Option<u64> {
-        let ThreadState::Running { cpu: other } = self.threads.get(&tid)?.state else {
+        let ThreadState::Running { cpu: other } = self.threads.get(tid)?.state else {
             return None;
         };
         if other == cpu {
@@ -685,7 +686,7 @@ impl<C: ThreadCharges> SchedAnalysis<C> {
             Some((cur, _)) if cur == prev => {}
             None if prev == IDLE_TID
                 || matches!(
-                    self.threads.get(&prev).map(|th| th.state),
+                    self.threads.get(prev).map(|th| th.state),
                     None | Some(ThreadState::Unknown)
                 ) =>
             {
@@ -713,7 +714,7 @@ impl<C: ThreadCharges> SchedAnalysis<C> {
                     if let Some(off) = self.detach(prev, cpu, t) {
                         not_before = not_before.max(off);
                     }
-                    match self.threads.get(&prev).map(|th| th.state) {
+                    match self.threads.get(prev).map(|th| th.state) {
                         Some(ThreadState::Runnable { since })
                         | Some(ThreadState::Blocked { since }) => {
                             not_before = not_before.max(since)
@@ -724,7 +725,7 @@ impl<C: ThreadCharges> SchedAnalysis<C> {
                 let mut inferred = not_before.min(t);
                 if prev != IDLE_TID
                     && !matches!(
-                        self.threads.get(&prev).map(|th| th.state),
+                        self.threads.get(prev).map(|th| th.state),
                         Some(ThreadState::Runnable { .. })
                     )
                 {

@@ -7,6 +7,7 @@ pub mod event;
 pub mod name;
 pub mod reduced;
 pub mod report;
+mod tid_table;
 pub mod wakeups;
 
 #[cfg(test)]
