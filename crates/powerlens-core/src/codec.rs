@@ -357,34 +357,14 @@ impl ChunkEncoder {
 }
 
 /// Decodes one chunk, appending its events to `out`. A damaged, truncated or foreign
-/// chunk is an error (and `out` is left as it was); never a panic.
+/// chunk is an error (and `out` is left as it was); never a panic. [`ChunkDecoder`] reads
+/// the events one at a time, with their contexts.
 pub fn decode_chunk(data: &[u8], out: &mut Vec<Event>) -> Result<(), CodecError> {
-    decode_checked(data, out, None)
-}
-
-/// As [`decode_chunk`], also appending each event's context (the thread current on its CPU
-/// when it fired, `None` when unknown) to `contexts`, one per event.
-pub fn decode_chunk_in_context(
-    data: &[u8],
-    out: &mut Vec<Event>,
-    contexts: &mut Vec<Option<Tid>>,
-) -> Result<(), CodecError> {
-    decode_checked(data, out, Some(contexts))
-}
-
-fn decode_checked(
-    data: &[u8],
-    out: &mut Vec<Event>,
-    mut contexts: Option<&mut Vec<Option<Tid>>>,
-) -> Result<(), CodecError> {
     let body_len = checked_body_len(data)?;
-    let (start, context_start) = (out.len(), contexts.as_ref().map_or(0, |c| c.len()));
-    let result = decode_unchecked(&data[..body_len], out, contexts.as_deref_mut());
+    let start = out.len();
+    let result = decode_unchecked(&data[..body_len], out);
     if result.is_err() {
         out.truncate(start);
-        if let Some(c) = contexts {
-            c.truncate(context_start);
-        }
     }
     result
 }
@@ -407,21 +387,13 @@ fn checked_body_len(data: &[u8]) -> Result<usize, CodecError> {
 
 /// Decodes a chunk without its CRC trailer (`data` ends where the checksum would start).
 /// The parser itself must survive any bytes; tests exercise it directly.
-fn decode_unchecked(
-    data: &[u8],
-    out: &mut Vec<Event>,
-    mut contexts: Option<&mut Vec<Option<Tid>>>,
-) -> Result<(), CodecError> {
+fn decode_unchecked(data: &[u8], out: &mut Vec<Event>) -> Result<(), CodecError> {
     let mut r = Reader { data, pos: 0 };
     let decoded: Res<()> = (|| {
         let (mut state, tables) = read_header(&mut r)?;
         out.reserve(state.left as usize);
         while state.left > 0 {
-            let (event, context) = state.next_event(&mut r, &tables)?;
-            out.push(event);
-            if let Some(c) = contexts.as_deref_mut() {
-                c.push(context);
-            }
+            out.push(state.next_event(&mut r, &tables)?.0);
         }
         state.check_end(&r)
     })();
@@ -624,6 +596,60 @@ impl DecodeState {
     }
 }
 
+/// One chunk decoded an event at a time, for merging the CPUs' chunks by time straight
+/// into one stream, without holding each chunk's decoded events first. The checksum is
+/// verified before the first event; bytes that pass it and still do not parse (a foreign
+/// encoder) are an error after the events before them.
+pub struct ChunkDecoder {
+    data: Vec<u8>,
+    body_len: usize,
+    pos: usize,
+    state: DecodeState,
+    tables: Tables,
+}
+
+impl ChunkDecoder {
+    /// Checks the chunk's CRC and reads its header and tables.
+    pub fn new(data: Vec<u8>) -> Result<Self, CodecError> {
+        let body_len = checked_body_len(&data)?;
+        let mut r = Reader {
+            data: &data[..body_len],
+            pos: 0,
+        };
+        let (state, tables) = read_header(&mut r)?;
+        let pos = r.pos;
+        Ok(ChunkDecoder {
+            data,
+            body_len,
+            pos,
+            state,
+            tables,
+        })
+    }
+
+    /// Decodes the next event and its context (the thread current on its CPU when it
+    /// fired) into `slot` and returns the event's time, or `None` after the last one.
+    /// Written in place rather than returned: a returned event went through the stack,
+    /// and copying it from there right after its fields were stored stalled the CPU.
+    #[inline]
+    pub fn next_event_into(
+        &mut self,
+        slot: &mut (Event, Option<Tid>),
+    ) -> Result<Option<u64>, CodecError> {
+        let mut r = Reader {
+            data: &self.data[..self.body_len],
+            pos: self.pos,
+        };
+        if self.state.left == 0 {
+            self.state.check_end(&r)?;
+            return Ok(None);
+        }
+        *slot = self.state.next_event(&mut r, &self.tables)?;
+        self.pos = r.pos;
+        Ok(Some(slot.0.time_ns))
+    }
+}
+
 pub(crate) struct Reader<'a> {
     pub(crate) data: &'a [u8],
     pub(crate) pos: usize,
@@ -783,8 +809,7 @@ mod tests {
         }
         let with = enc.finish();
         let plain = encode(&events);
-        let (mut out, mut ctx) = (Vec::new(), Vec::new());
-        decode_chunk_in_context(&with, &mut out, &mut ctx).unwrap();
+        let (out, ctx): (Vec<Event>, Vec<Option<Tid>>) = stream(&with).unwrap().into_iter().unzip();
         assert_eq!(out, events);
         assert_eq!(ctx, contexts);
         // Four changes (7, None, 0, 9): one varint each; tids 7, 0 and 9 interned once (the
@@ -794,9 +819,54 @@ mod tests {
         let mut out2 = Vec::new();
         decode_chunk(&with, &mut out2).unwrap();
         assert_eq!(out2, events);
-        let (mut out3, mut ctx3) = (Vec::new(), Vec::new());
-        decode_chunk_in_context(&plain, &mut out3, &mut ctx3).unwrap();
+        let ctx3: Vec<Option<Tid>> = stream(&plain)
+            .unwrap()
+            .into_iter()
+            .map(|(_, c)| c)
+            .collect();
         assert_eq!(ctx3, vec![None; 6]);
+    }
+
+    /// A chunk through [`ChunkDecoder`], one event at a time.
+    fn stream(bytes: &[u8]) -> Result<Vec<(Event, Option<Tid>)>, CodecError> {
+        let mut d = ChunkDecoder::new(bytes.to_vec())?;
+        let mut slot = (ev(0, 0, EventKind::IdleExit), None);
+        let mut out = Vec::new();
+        while let Some(t) = d.next_event_into(&mut slot)? {
+            assert_eq!(t, slot.0.time_ns, "the returned time is the event's");
+            out.push(slot);
+        }
+        Ok(out)
+    }
+
+    #[test]
+    fn the_streaming_decoder_reads_what_the_chunk_decoder_reads() {
+        let events: Vec<Event> = (0..3)
+            .flat_map(|i| every_kind(1_000 + i * 1_000_000, i as u32))
+            .collect();
+        let bytes = encode(&events);
+        let streamed: Vec<Event> = stream(&bytes)
+            .unwrap()
+            .into_iter()
+            .map(|(e, _)| e)
+            .collect();
+        assert_eq!(streamed, events);
+        // Damage is found before the first event (the checksum), or at the end (bytes
+        // after the last event, which a checksum computed over them does not catch).
+        let mut damaged = bytes.clone();
+        damaged[5] ^= 0x40;
+        assert!(matches!(stream(&damaged), Err(CodecError::Checksum { .. })));
+        let mut trailing = bytes[..bytes.len() - 4].to_vec();
+        trailing.push(0);
+        trailing.extend_from_slice(&crc32(&trailing).to_le_bytes());
+        assert!(matches!(
+            stream(&trailing),
+            Err(CodecError::Trailing { count: 1, .. })
+        ));
+        assert!(matches!(
+            decode_chunk(&trailing, &mut Vec::new()),
+            Err(CodecError::Trailing { count: 1, .. })
+        ));
     }
 
     fn round_trip(events: &[Event]) -> Vec<u8> {
@@ -1224,7 +1294,7 @@ mod tests {
             let body = &bytes[..len.min(bytes.len() - 4)];
             if body.len() < bytes.len() - 4 {
                 assert!(
-                    decode_unchecked(body, &mut out, None).is_err(),
+                    decode_unchecked(body, &mut out).is_err(),
                     "body cut at {len}"
                 );
             }
@@ -1297,7 +1367,7 @@ mod tests {
         put_varint(&mut data, 0);
         put_varint(&mut data, 1);
         put_varint(&mut data, u64::MAX); // a string "as long as memory"
-        let err = decode_unchecked(&data, &mut Vec::new(), None).unwrap_err();
+        let err = decode_unchecked(&data, &mut Vec::new()).unwrap_err();
         assert!(matches!(err, CodecError::Truncated { .. }), "{err}");
     }
 
@@ -1305,7 +1375,7 @@ mod tests {
     fn newer_version_is_refused() {
         let mut data = Vec::new();
         put_varint(&mut data, CODEC_VERSION as u64 + 1);
-        let err = decode_unchecked(&data, &mut Vec::new(), None).unwrap_err();
+        let err = decode_unchecked(&data, &mut Vec::new()).unwrap_err();
         assert_eq!(
             err,
             CodecError::Version {
@@ -1329,7 +1399,7 @@ mod tests {
             bytes.truncate(bytes.len() - 4);
             assert_eq!(bytes[0], CODEC_VERSION as u8);
             bytes[0] = 1;
-            decode_unchecked(&bytes, &mut Vec::new(), None)
+            decode_unchecked(&bytes, &mut Vec::new())
         };
         let old: Vec<Event> = every_kind(5_000, 1)
             .into_iter()

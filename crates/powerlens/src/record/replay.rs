@@ -11,8 +11,8 @@ use std::sync::mpsc::{self, Receiver, Sender, SyncSender};
 use std::thread::JoinHandle;
 
 use anyhow::{anyhow, Context};
-use powerlens_core::codec::decode_chunk_in_context;
-use powerlens_core::sched::event::{Event, Tid};
+use powerlens_core::codec::{ChunkDecoder, CodecError};
+use powerlens_core::sched::event::{Event, EventKind, Tid};
 use powerlens_store::recording::{ChunkCursor, RecordingReader};
 
 use super::tournament::TournamentTree;
@@ -169,34 +169,37 @@ fn decode_and_merge(
     }
 }
 
-/// One CPU's events: its decoded chunk being consumed (buffers reused from chunk to
-/// chunk).
+/// One CPU's events: the chunk being decoded, and its next event.
 struct Stream<'a> {
     cpu: u32,
     cursor: ChunkCursor<'a>,
-    events: Vec<Event>,
-    contexts: Vec<Option<Tid>>,
-    next: usize,
+    chunk: Option<ChunkDecoder>,
+    /// The time of the chunk's first event, to name a damaged one.
+    chunk_ns: u64,
+    /// The next event and its context (valid while the stream's key is not DONE).
+    head: (Event, Option<Tid>),
 }
 
 impl Stream<'_> {
-    /// The time of the next event ([`TournamentTree::DONE`] after the last one), decoding
-    /// the next chunk when this one is used up.
+    /// Decodes the next event into `head` and returns its time ([`TournamentTree::DONE`]
+    /// after the last one), reading the next chunk when this one is used up.
     #[inline]
-    fn head_time(&mut self) -> anyhow::Result<u64> {
-        match self.events.get(self.next) {
-            Some(e) => Ok(e.time_ns),
-            None => self.next_chunk(),
+    fn advance(&mut self) -> anyhow::Result<u64> {
+        if let Some(chunk) = &mut self.chunk {
+            match chunk.next_event_into(&mut self.head) {
+                Ok(Some(time)) => return Ok(time),
+                Ok(None) => {}
+                Err(e) => return Err(corrupt(self.cpu, self.chunk_ns, e)),
+            }
         }
+        self.next_chunk()
     }
 
     #[inline(never)]
     fn next_chunk(&mut self) -> anyhow::Result<u64> {
         let cpu = self.cpu;
         loop {
-            self.events.clear();
-            self.contexts.clear();
-            self.next = 0;
+            self.chunk = None;
             let Some(chunk) = self
                 .cursor
                 .next_chunk()
@@ -204,18 +207,24 @@ impl Stream<'_> {
             else {
                 return Ok(TournamentTree::DONE);
             };
-            decode_chunk_in_context(&chunk.data, &mut self.events, &mut self.contexts)
-                .with_context(|| {
-                    format!(
-                        "cpu{cpu}'s chunk at {} ns is corrupt (the recording is damaged; events before it were read)",
-                        chunk.first_ns
-                    )
-                })?;
-            if let Some(e) = self.events.first() {
-                return Ok(e.time_ns);
+            self.chunk_ns = chunk.first_ns;
+            let mut decoder =
+                ChunkDecoder::new(chunk.data).map_err(|e| corrupt(cpu, chunk.first_ns, e))?;
+            if let Some(time) = decoder
+                .next_event_into(&mut self.head)
+                .map_err(|e| corrupt(cpu, chunk.first_ns, e))?
+            {
+                self.chunk = Some(decoder);
+                return Ok(time);
             }
         }
     }
+}
+
+fn corrupt(cpu: u32, first_ns: u64, e: CodecError) -> anyhow::Error {
+    anyhow::Error::new(e).context(format!(
+        "cpu{cpu}'s chunk at {first_ns} ns is corrupt (the recording is damaged; events before it were read)"
+    ))
 }
 
 /// The k-way merge of the CPUs' streams by time.
@@ -235,9 +244,16 @@ impl<'a> Merge<'a> {
                 .map(|&cpu| Stream {
                     cpu,
                     cursor: reader.chunks(cpu),
-                    events: Vec::new(),
-                    contexts: Vec::new(),
-                    next: 0,
+                    chunk: None,
+                    chunk_ns: 0,
+                    head: (
+                        Event {
+                            time_ns: 0,
+                            cpu,
+                            kind: EventKind::IdleExit,
+                        },
+                        None,
+                    ),
                 })
                 .collect(),
             order: None,
@@ -258,16 +274,14 @@ impl<'a> Merge<'a> {
                 let heads = self
                     .streams
                     .iter_mut()
-                    .map(Stream::head_time)
+                    .map(Stream::advance)
                     .collect::<anyhow::Result<Vec<u64>>>()?;
                 self.order.insert(TournamentTree::new(heads))
             }
         };
         while batch.events.len() < BATCH_EVENTS && order.min_key() != TournamentTree::DONE {
             let s = &mut self.streams[order.winner()];
-            let mut e = s.events[s.next];
-            let context = s.contexts[s.next];
-            s.next += 1;
+            let (mut e, context) = s.head;
             // A record nested by an interrupt across a drain boundary can come a few
             // microseconds before one already delivered: it takes that one's time, so the
             // analysis always sees time move forward.
@@ -279,7 +293,7 @@ impl<'a> Merge<'a> {
             }
             batch.events.push(e);
             batch.contexts.push(context);
-            order.replace_winner(s.head_time()?);
+            order.replace_winner(s.advance()?);
         }
         Ok(())
     }
