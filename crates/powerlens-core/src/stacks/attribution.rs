@@ -9,13 +9,11 @@
 //! go to the stack at which it last left the CPU — where it blocked or was preempted, which
 //! is also where it resumes. CPU time goes to the stacks of its samples.
 
-use std::collections::HashMap;
-
 use serde::{Deserialize, Serialize};
 
 use super::NO_STACK;
 use crate::sched::analysis::{SchedAnalysis, SchedSummary, ThreadCharges};
-use crate::sched::event::{Event, EventKind, StackId, SwitchedOut, Tid, TidMap, IDLE_TID};
+use crate::sched::event::{Event, EventKind, KeyMap, StackId, SwitchedOut, Tid, TidMap, IDLE_TID};
 
 /// What one thread did at one stack.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -55,8 +53,8 @@ impl StackMetrics {
 /// thread blocked at a stack (`(tid, stack, state) → ns`, from `power:cpu_idle`).
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct StackCharges {
-    pub by_thread_stack: HashMap<(Tid, StackId), StackMetrics>,
-    pub idle_states_after: HashMap<(Tid, StackId, u32), u64>,
+    pub by_thread_stack: KeyMap<(Tid, StackId), StackMetrics>,
+    pub idle_states_after: KeyMap<(Tid, StackId, u32), u64>,
     /// Stack events seen; zero means the recording has no stacks.
     pub stacks_seen: u64,
     /// CPU-time samples seen.
@@ -106,22 +104,40 @@ impl Default for CpuState {
 /// The layer. Use through [`StackAnalysis`].
 #[derive(Debug, Default)]
 pub struct StackAttribution {
+    /// Everything but `by_thread_stack`, which is built from `metrics` at the end.
     charges: StackCharges,
-    /// Where each thread last left a CPU.
-    parked: TidMap<StackId>,
+    /// The metrics per (thread, stack), in first-seen order, and each key's index there:
+    /// wait, inactive time and idle wake-ups go to a thread's parked stack several times
+    /// per context switch, and through `parked` they reach it without hashing the pair.
+    metrics: Vec<((Tid, StackId), StackMetrics)>,
+    slots: KeyMap<(Tid, StackId), u32>,
+    /// Where each thread last left a CPU, and that (thread, stack)'s index in `metrics`.
+    parked: TidMap<(StackId, u32)>,
     cpus: Vec<CpuState>,
 }
 
 impl StackAttribution {
-    fn metrics(&mut self, tid: Tid, stack: StackId) -> &mut StackMetrics {
-        self.charges
-            .by_thread_stack
-            .entry((tid, stack))
-            .or_default()
+    /// The index of (tid, stack)'s metrics, created on first sight.
+    fn slot(&mut self, tid: Tid, stack: StackId) -> u32 {
+        let metrics = &mut self.metrics;
+        *self.slots.entry((tid, stack)).or_insert_with(|| {
+            metrics.push(((tid, stack), StackMetrics::default()));
+            (metrics.len() - 1) as u32
+        })
     }
 
-    fn parked(&self, tid: Tid) -> StackId {
-        self.parked.get(&tid).copied().unwrap_or(NO_STACK)
+    fn metrics(&mut self, tid: Tid, stack: StackId) -> &mut StackMetrics {
+        let slot = self.slot(tid, stack);
+        &mut self.metrics[slot as usize].1
+    }
+
+    /// The metrics of the stack where `tid` last left a CPU ([`NO_STACK`] before that).
+    fn parked_metrics(&mut self, tid: Tid) -> &mut StackMetrics {
+        let slot = match self.parked.get(&tid) {
+            Some(&(_, slot)) => slot,
+            None => self.slot(tid, NO_STACK),
+        };
+        &mut self.metrics[slot as usize].1
     }
 
     fn cpu(&mut self, cpu: u32) -> &mut CpuState {
@@ -137,8 +153,9 @@ impl StackAttribution {
         let pending = std::mem::replace(&mut self.cpu(cpu).pending, Pending::None);
         match pending {
             Pending::Switch { prev, how } => {
-                self.parked.insert(prev, stack);
-                let m = self.metrics(prev, stack);
+                let slot = self.slot(prev, stack);
+                self.parked.insert(prev, (stack, slot));
+                let m = &mut self.metrics[slot as usize].1;
                 match how {
                     SwitchedOut::Blocked => m.sync_switches += 1,
                     SwitchedOut::Preempted => m.preempt_switches += 1,
@@ -228,24 +245,22 @@ impl StackAttribution {
             self.settle(cpu, NO_STACK);
             self.end_idle(cpu, end_ns);
         }
+        self.charges.by_thread_stack = self.metrics.into_iter().collect();
         self.charges
     }
 }
 
 impl ThreadCharges for StackAttribution {
     fn wait(&mut self, tid: Tid, ns: u64) {
-        let s = self.parked(tid);
-        self.metrics(tid, s).wait_ns += ns;
+        self.parked_metrics(tid).wait_ns += ns;
     }
 
     fn inactive(&mut self, tid: Tid, ns: u64) {
-        let s = self.parked(tid);
-        self.metrics(tid, s).inactive_ns += ns;
+        self.parked_metrics(tid).inactive_ns += ns;
     }
 
     fn idle_wakeup(&mut self, tid: Tid, idle_ns: u64) {
-        let s = self.parked(tid);
-        let m = self.metrics(tid, s);
+        let m = self.parked_metrics(tid);
         m.idle_wakeups += 1;
         m.idle_before_wakeups_ns += idle_ns;
     }
