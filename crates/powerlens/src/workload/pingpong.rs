@@ -120,8 +120,9 @@ mod tests {
             // and a token that arrives before the receiver sleeps costs no switch at all.
             assert!(counts.blocked_waits <= counts.receives, "{thread:?}");
             // Preemption turns some waits into involuntary switches (more so on a busy
-            // machine), but a thread that spun instead of sleeping would have none.
-            assert!(counts.blocked_waits >= 500, "{thread:?}");
+            // machine: 419 blocked waits against 300 preemptions was seen while other
+            // tests ran), but a thread that spun instead of sleeping would have none.
+            assert!(counts.blocked_waits >= 100, "{thread:?}");
         }
     }
 }
