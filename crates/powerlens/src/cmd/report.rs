@@ -393,14 +393,14 @@ pub fn analyse(path: &std::path::Path, opts: &AnalyseOptions<'_>) -> anyhow::Res
         }
         let (stats, result) = if resolved.is_some() {
             let mut analysis = StackAnalysis::new(ctx.analysis());
-            let stats = one_pass(&reader, &mut wakeups, &bar, |e, c| {
+            let stats = one_pass(&reader, &mut wakeups, true, &bar, |e, c| {
                 analysis.feed_in_context(e, c)
             })?;
             let (summary, charges) = analysis.finish(end_ns);
             (stats, (summary, Some(charges)))
         } else {
             let mut analysis = ctx.analysis();
-            let stats = one_pass(&reader, &mut wakeups, &bar, |e, c| {
+            let stats = one_pass(&reader, &mut wakeups, false, &bar, |e, c| {
                 analysis.feed_in_context(e, c)
             })?;
             (stats, (analysis.finish(end_ns), None))
@@ -470,20 +470,34 @@ pub fn analyse(path: &std::path::Path, opts: &AnalyseOptions<'_>) -> anyhow::Res
 
 /// One pass over the events: the thread analysis `feed` (with the per-stack layer when there
 /// are stacks) and the wake-up forensics side by side. Generic, not `dyn`: it runs per event.
+/// With the per-stack layer, the thread analysis is the heavier by far, so the forensics run
+/// on the decode thread; without it, decoding and the thread analysis already cost about
+/// the same, and the forensics stay on this thread.
 fn one_pass(
     reader: &RecordingReader,
     wakeups: &mut WakeupAnalysis,
+    forensics_on_decode_thread: bool,
     bar: &indicatif::ProgressBar,
     mut feed: impl FnMut(&Event, Option<Tid>),
 ) -> anyhow::Result<replay::ReplayStats> {
-    replay::replay(
-        reader,
-        |e, context| {
-            feed(e, context);
-            wakeups.feed_in_context(e, context);
-        },
-        |n| bar.set_position(n),
-    )
+    let progress = |n| bar.set_position(n);
+    if forensics_on_decode_thread {
+        replay::replay_with_side(
+            reader,
+            |e, context| wakeups.feed_in_context(e, context),
+            feed,
+            progress,
+        )
+    } else {
+        replay::replay(
+            reader,
+            |e, context| {
+                feed(e, context);
+                wakeups.feed_in_context(e, context);
+            },
+            progress,
+        )
+    }
 }
 
 /// Per thread and function (innermost user frame), what the advice rules cite.

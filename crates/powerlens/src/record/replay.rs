@@ -1,14 +1,14 @@
 //! Reading a recording back as one time-ordered event stream. A decode thread reads each
 //! CPU's chunks, decodes them and merges the CPUs by time (a k-way merge on a tournament tree)
 //! into batches; this thread only walks the batches and feeds the caller. On two cores the
-//! work splits about evenly: reading, decoding and merging there, the analysis here.
+//! work splits about evenly: reading, decoding and merging there, the analysis here (a
+//! caller with a heavier analysis can hand a second one to the decode thread:
+//! [`replay_with_side`]).
 //! Buffers go back and forth between the threads instead of being allocated per chunk, so
 //! memory holds one decoded chunk per CPU and a few batches whatever the length of the
 //! recording.
 
-use std::path::PathBuf;
-use std::sync::mpsc::{self, Receiver, Sender, SyncSender};
-use std::thread::JoinHandle;
+use std::sync::mpsc::{self, Receiver, SyncSender};
 
 use anyhow::{anyhow, Context};
 use powerlens_core::codec::{ChunkDecoder, CodecError};
@@ -55,84 +55,66 @@ enum Message {
 /// events delivered so far after each batch.
 pub fn replay(
     reader: &RecordingReader,
+    f: impl FnMut(&Event, Option<Tid>),
+    progress: impl FnMut(u64),
+) -> anyhow::Result<ReplayStats> {
+    replay_with_side(reader, |_, _| {}, f, progress)
+}
+
+/// As [`replay`], also calling `side` with every event, in the same order, on the decode
+/// thread: for a second analysis when `f`'s is the heavier, so the two cores share the
+/// work. `side` has seen an event before `f` does.
+pub fn replay_with_side(
+    reader: &RecordingReader,
+    mut side: impl FnMut(&Event, Option<Tid>) + Send,
     mut f: impl FnMut(&Event, Option<Tid>),
     mut progress: impl FnMut(u64),
 ) -> anyhow::Result<ReplayStats> {
     let cpus = reader.cpus()?;
-    let decoder = Decoder::start(reader.path().to_path_buf(), cpus);
-    let mut stats = ReplayStats::default();
-    loop {
-        match decoder.next()? {
-            Message::Batch(batch) => {
-                for (e, context) in batch.events.iter().zip(&batch.contexts) {
-                    f(e, *context);
-                }
-                stats.events += batch.events.len() as u64;
-                progress(stats.events);
-                decoder.recycle(batch);
-            }
-            Message::End { reordered } => {
-                stats.reordered = reordered;
-                return Ok(stats);
-            }
-            Message::Failed(e) => return Err(e),
-        }
-    }
-}
-
-/// The decode thread and its two channels: merged batches one way, emptied ones back.
-struct Decoder {
-    batches: Option<Receiver<Message>>,
-    empties: Option<Sender<Batch>>,
-    handle: Option<JoinHandle<()>>,
-}
-
-impl Decoder {
-    fn start(path: PathBuf, cpus: Vec<u32>) -> Decoder {
+    let path = reader.path().to_path_buf();
+    std::thread::scope(|scope| {
         let (send, batches) = mpsc::sync_channel(BATCHES_AHEAD);
-        let (empties, recycled) = mpsc::channel();
-        let handle = std::thread::Builder::new()
+        let (empties, recycled) = mpsc::channel::<Batch>();
+        let side = &mut side;
+        std::thread::Builder::new()
             .name("powerlens-decode".into())
-            .spawn(move || decode_and_merge(&path, &cpus, &send, &recycled))
-            .expect("spawning the decode thread");
-        Decoder {
-            batches: Some(batches),
-            empties: Some(empties),
-            handle: Some(handle),
+            .spawn_scoped(scope, move || {
+                decode_and_merge(&path, &cpus, side, &send, &recycled)
+            })
+            .context("starting the decode thread")?;
+        // Returning drops both channel ends, which ends the decode thread (a blocked send
+        // fails); the scope then joins it.
+        let mut stats = ReplayStats::default();
+        loop {
+            let message = batches
+                .recv()
+                .map_err(|_| anyhow!("the decode thread stopped"))?;
+            match message {
+                Message::Batch(mut batch) => {
+                    for (e, context) in batch.events.iter().zip(&batch.contexts) {
+                        f(e, *context);
+                    }
+                    stats.events += batch.events.len() as u64;
+                    progress(stats.events);
+                    batch.events.clear();
+                    batch.contexts.clear();
+                    let _ = empties.send(batch);
+                }
+                Message::End { reordered } => {
+                    stats.reordered = reordered;
+                    return Ok(stats);
+                }
+                Message::Failed(e) => return Err(e),
+            }
         }
-    }
-
-    fn next(&self) -> anyhow::Result<Message> {
-        self.batches
-            .as_ref()
-            .and_then(|b| b.recv().ok())
-            .ok_or_else(|| anyhow!("the decode thread stopped"))
-    }
-
-    fn recycle(&self, mut batch: Batch) {
-        batch.events.clear();
-        batch.contexts.clear();
-        if let Some(e) = &self.empties {
-            let _ = e.send(batch);
-        }
-    }
-}
-
-impl Drop for Decoder {
-    fn drop(&mut self) {
-        // Hanging up both channels ends the thread (a blocked send fails).
-        drop(self.batches.take());
-        drop(self.empties.take());
-        if let Some(h) = self.handle.take() {
-            let _ = h.join();
-        }
-    }
+    })
 }
 
 /// The decode thread's body: every CPU's stream merged into batches sent on `send`.
 fn decode_and_merge(
     path: &std::path::Path,
     cpus: &[u32],
+    side: &mut impl FnMut(&Event, Option<Tid>),
     send: &SyncSender<Message>,
     recycled: &Receiver<Batch>,
 ) {
@@ -149,7 +131,12 @@ fn decode_and_merge(
             events: Vec::with_capacity(BATCH_EVENTS),
             contexts: Vec::with_capacity(BATCH_EVENTS),
         });
-        let message = match merge.fill(&mut batch) {
+        let filled = merge.fill(&mut batch);
+        // The side consumer sees every merged event, those before a damaged chunk too.
+        for (e, context) in batch.events.iter().zip(&batch.contexts) {
+            side(e, *context);
+        }
+        let message = match filled {
             Ok(()) if batch.events.is_empty() => Message::End {
                 reordered: merge.reordered,
             },
