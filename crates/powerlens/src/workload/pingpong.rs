@@ -116,13 +116,12 @@ mod tests {
                 futex::switches_match_waits(usage.voluntary_switches, counts.blocked_waits),
                 "{thread:?}"
             );
-            // No bound on switches per receive: with two CPUs both threads can run at once,
-            // and a token that arrives before the receiver sleeps costs no switch at all.
+            // No floor on switches per receive: with two CPUs both threads can run at once,
+            // and a token that arrives before the receiver sleeps (before or during its
+            // FUTEX_WAIT, which then returns EAGAIN) costs no switch at all. A fresh-clone
+            // CI run on an idle machine saw 2000 receives with no blocked wait; a loaded
+            // one 419. The kernel's own count above is the oracle either way.
             assert!(counts.blocked_waits <= counts.receives, "{thread:?}");
-            // Preemption turns some waits into involuntary switches (more so on a busy
-            // machine: 419 blocked waits against 300 preemptions was seen while other
-            // tests ran), but a thread that spun instead of sleeping would have none.
-            assert!(counts.blocked_waits >= 100, "{thread:?}");
         }
     }
 }
