@@ -768,6 +768,20 @@ mod tests {
             let how = SwitchedOut::Blocked;
             self.ev(t, cpu, prev, EventKind::Switch { prev, how, next })
         }
+        /// Thread (or idle task) `waker`, current on `cpu`, wakes `tid` onto `target_cpu`.
+        fn wake(&mut self, t: u64, cpu: u32, waker: Tid, tid: Tid, target_cpu: u32) -> &mut Self {
+            let new_thread = false;
+            self.ev(
+                t,
+                cpu,
+                waker,
+                EventKind::Wakeup {
+                    tid,
+                    target_cpu,
+                    new_thread,
+                },
+            )
+        }
         fn timer_fires(&mut self, t: u64, cpu: u32, timer: u64, function: u64) -> &mut Self {
             self.ev(
                 t,
@@ -800,16 +814,7 @@ mod tests {
                     .arm(t + 40 * US, cpu, tid, 0x1000 + k, 7)
                     .switch(t + 50 * US, cpu, tid, IDLE_TID)
                     .timer_fires(t + period - 3 * US, cpu, 0x1000 + k, 0xf00)
-                    .ev(
-                        t + period - 2 * US,
-                        cpu,
-                        IDLE_TID,
-                        EventKind::Wakeup {
-                            tid,
-                            target_cpu: cpu,
-                            new_thread: false,
-                        },
-                    );
+                    .wake(t + period - 2 * US, cpu, IDLE_TID, tid, cpu);
             }
         }
     }
@@ -869,41 +874,26 @@ mod tests {
 
     #[test]
     fn a_remote_wakeup_without_interrupt_names_the_waker_and_its_stack() {
-        let mut s = Stream::new();
-        s.switch(0, 1, 8, IDLE_TID).switch(0, 0, IDLE_TID, 30);
-        // Thread 30 on cpu0 wakes thread 8 onto idle cpu1 (a polling state: no IPI).
-        s.ev(
-            MS,
-            0,
-            30,
-            EventKind::Wakeup {
-                tid: 8,
-                target_cpu: 1,
-                new_thread: false,
-            },
-        )
-        .ev(MS, 0, 30, EventKind::Stack { id: 3 })
-        .switch(MS + 4 * US, 1, IDLE_TID, 8);
+        // Thread 30 on cpu0 wakes thread 8 onto idle cpu1, from stack 3.
+        let remote_wake = || {
+            let mut s = Stream::new();
+            s.switch(0, 1, 8, IDLE_TID)
+                .switch(0, 0, IDLE_TID, 30)
+                .wake(MS, 0, 30, 8, 1)
+                .ev(MS, 0, 30, EventKind::Stack { id: 3 });
+            s
+        };
+        // A polling idle state: no IPI.
+        let mut s = remote_wake();
+        s.switch(MS + 4 * US, 1, IDLE_TID, 8);
         let causes = s.a.finish(2 * MS);
         assert_eq!(causes.len(), 1, "{causes:#?}");
         let c = &causes[0];
         assert_eq!(c.kind, "thread");
         assert_eq!((c.waker_tid, c.stack_id, c.count), (Some(30), Some(3), 1));
         // The same with a reschedule IPI delivering it: kind ipi, still naming the waker.
-        let mut s = Stream::new();
-        s.switch(0, 1, 8, IDLE_TID).switch(0, 0, IDLE_TID, 30);
+        let mut s = remote_wake();
         s.ev(
-            MS,
-            0,
-            30,
-            EventKind::Wakeup {
-                tid: 8,
-                target_cpu: 1,
-                new_thread: false,
-            },
-        )
-        .ev(MS, 0, 30, EventKind::Stack { id: 3 })
-        .ev(
             MS + 2 * US,
             1,
             0,
