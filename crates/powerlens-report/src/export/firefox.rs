@@ -595,10 +595,9 @@ mod tests {
         Event { time_ns, cpu, kind }
     }
 
-    /// The markers of thread `name` as (marker name, start ms, end ms or null).
-    /// Each sample of thread `name`: its CPU delta (µs) and its stack's frame names,
-    /// outermost first, read back through the profile's stack, frame and func tables.
-    fn samples(profile: &Value, name: &str) -> Vec<(u64, Vec<String>)> {
+    /// Thread `name` of the profile, and the string table its indexes point into (the
+    /// shared one, or the thread's own in older profile versions).
+    fn thread_and_strings<'a>(profile: &'a Value, name: &str) -> (&'a Value, &'a Vec<Value>) {
         let thread = profile["threads"]
             .as_array()
             .unwrap()
@@ -609,6 +608,13 @@ mod tests {
             .as_array()
             .or_else(|| thread["stringArray"].as_array())
             .unwrap();
+        (thread, strings)
+    }
+
+    /// Each sample of thread `name`: its CPU delta (µs) and its stack's frame names,
+    /// outermost first, read back through the profile's stack, frame and func tables.
+    fn samples(profile: &Value, name: &str) -> Vec<(u64, Vec<String>)> {
+        let (thread, strings) = thread_and_strings(profile, name);
         let (samples, stacks) = (&thread["samples"], &thread["stackTable"]);
         let (frames, funcs) = (&thread["frameTable"], &thread["funcTable"]);
         (0..samples["length"].as_u64().unwrap() as usize)
@@ -693,17 +699,9 @@ mod tests {
         );
     }
 
+    /// The markers of thread `name` as (marker name, start ms, end ms or null).
     fn markers(profile: &Value, name: &str) -> Vec<(String, f64, Option<f64>)> {
-        let thread = profile["threads"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|t| t["name"] == name)
-            .unwrap_or_else(|| panic!("no thread {name}"));
-        let strings = profile["shared"]["stringArray"]
-            .as_array()
-            .or_else(|| thread["stringArray"].as_array())
-            .unwrap();
+        let (thread, strings) = thread_and_strings(profile, name);
         let m = &thread["markers"];
         (0..m["length"].as_u64().unwrap() as usize)
             .map(|i| {
