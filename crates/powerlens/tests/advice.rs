@@ -9,17 +9,7 @@ use std::path::Path;
 use serde_json::Value;
 
 mod common;
-use common::{is_root, json, serial, stderr, with_tracefs};
-
-/// For a test that records live: the serial lock (live recordings trace every CPU), or
-/// `None`, saying why, when not root.
-fn live() -> Option<std::sync::MutexGuard<'static, ()>> {
-    if !is_root() {
-        eprintln!("skipped: recording tracepoints needs root");
-        return None;
-    }
-    Some(serial())
-}
+use common::{json, live_recording, stderr, with_tracefs};
 
 fn bin() -> &'static str {
     env!("CARGO_BIN_EXE_powerlens")
@@ -77,7 +67,9 @@ fn fires_on_cpu0(workload: &[&str], rule: &str) -> (bool, Value) {
 
 #[test]
 fn short_sleeps_fires_on_200us_sleeps_and_not_on_200ms_against_a_server() {
-    let Some(_serial) = live() else { return };
+    let Some(_serial) = live_recording() else {
+        return;
+    };
     let (yes, r) = fires_on_cpu0(
         &["sleepy", "--period", "200us", "--duration", "1s"],
         "short-sleeps",
@@ -110,7 +102,9 @@ fn short_sleeps_fires_on_200us_sleeps_and_not_on_200ms_against_a_server() {
 
 #[test]
 fn preemption_fires_on_four_spinners_on_two_cpus_and_not_on_one() {
-    let Some(_serial) = live() else { return };
+    let Some(_serial) = live_recording() else {
+        return;
+    };
     let cpus = std::thread::available_parallelism().unwrap().get();
     if cpus > 2 {
         eprintln!("skipped: 4 spinning threads oversubscribe only 2 CPUs, this machine has {cpus}");
@@ -130,7 +124,9 @@ fn preemption_fires_on_four_spinners_on_two_cpus_and_not_on_one() {
 
 #[test]
 fn imbalance_fires_on_imbalanced_and_not_on_barrier() {
-    let Some(_serial) = live() else { return };
+    let Some(_serial) = live_recording() else {
+        return;
+    };
     let (yes, r) = fires(
         &[
             "imbalanced",
@@ -156,7 +152,9 @@ fn imbalance_fires_on_imbalanced_and_not_on_barrier() {
 /// against the period, and its idle exits only for not exceeding them.
 #[test]
 fn a_sleepy_recording_shows_its_periodic_timer_and_timer_coalescing() {
-    let Some(_serial) = live() else { return };
+    let Some(_serial) = live_recording() else {
+        return;
+    };
     let (yes, r) = fires_on_cpu0(
         &["sleepy", "--period", "2ms", "--duration", "1s"],
         "timer-coalescing",

@@ -527,10 +527,9 @@ fn a_recording_without_events_says_what_is_missing() {
 /// frequency events.
 #[test]
 fn live_perfetto_counts_equal_the_recordings() {
-    if !common::is_root() {
-        eprintln!("skipped: recording tracepoints needs root");
+    let Some(_serial) = common::live_recording() else {
         return;
-    }
+    };
     let dir = tempfile::tempdir().unwrap();
     let rec = dir.path().join("p.rec");
     ok(with_tracefs(

@@ -10,16 +10,7 @@ use powerlens_sys::fixture::{FakeMeter, FixtureTree};
 use serde_json::Value;
 
 mod common;
-use common::{is_root, json, serial, stderr, with_tracefs};
-
-/// For a test that records live: the serial lock, or `None`, saying why, when not root.
-fn live_recording() -> Option<std::sync::MutexGuard<'static, ()>> {
-    if !is_root() {
-        eprintln!("skipped: recording tracepoints needs root");
-        return None;
-    }
-    Some(serial())
-}
+use common::{is_root, json, live_recording, serial, stderr, with_tracefs};
 
 fn bin() -> &'static str {
     env!("CARGO_BIN_EXE_powerlens")
@@ -462,25 +453,22 @@ fn report_refuses_what_is_not_a_recording() {
     );
 }
 
-/// Records a short whole-system recording (root only), for the tests that damage one.
-fn small_recording(dir: &Path) -> Option<PathBuf> {
-    if !is_root() {
-        eprintln!("skipped: recording tracepoints needs root");
-        return None;
-    }
+/// Records a short whole-system recording (root: see `live_recording`), for the tests
+/// that damage one.
+fn small_recording(dir: &Path) -> PathBuf {
     let rec = dir.join("small.rec");
     let out = record_live(&rec, &["-a", "--duration", "0.3"], &[], &[]);
     ok(&out);
-    Some(rec)
+    rec
 }
 
 #[test]
 fn damaged_and_newer_recordings_are_refused_with_the_reason() {
-    let _serial = serial();
-    let dir = tempfile::tempdir().unwrap();
-    let Some(rec) = small_recording(dir.path()) else {
+    let Some(_serial) = live_recording() else {
         return;
     };
+    let dir = tempfile::tempdir().unwrap();
+    let rec = small_recording(dir.path());
     let bytes = std::fs::read(&rec).unwrap();
     // Truncated in the middle.
     let cut = dir.path().join("cut.rec");

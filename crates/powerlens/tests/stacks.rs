@@ -11,7 +11,7 @@ use std::process::Command;
 use serde_json::Value;
 
 mod common;
-use common::{is_root, json, serial, stderr, with_tracefs};
+use common::{json, live_recording, stderr, with_tracefs};
 
 /// The test program, built in `dir`; `None` (after saying why) without gcc.
 fn build_program(dir: &Path) -> Option<PathBuf> {
@@ -39,11 +39,9 @@ struct Recorded {
     printed: Vec<(String, i64)>,
 }
 
+/// Builds and records the program (the caller holds `live_recording`'s lock); `None`,
+/// saying why, without gcc.
 fn record_program() -> Option<Recorded> {
-    if !is_root() {
-        eprintln!("skipped: recording tracepoints needs root");
-        return None;
-    }
     let dir = tempfile::tempdir().unwrap();
     let program = build_program(dir.path())?;
     let rec = dir.path().join("s.rec");
@@ -101,7 +99,9 @@ fn function<'a>(report: &'a Value, name: &str) -> &'a Value {
 
 #[test]
 fn functions_get_their_sleeps_waits_wakeups_and_cpu_time() {
-    let _serial = serial();
+    let Some(_serial) = live_recording() else {
+        return;
+    };
     let Some(r) = record_program() else {
         return;
     };
@@ -218,7 +218,9 @@ fn functions_get_their_sleeps_waits_wakeups_and_cpu_time() {
 /// are weighed by the --sort metric.
 #[test]
 fn inclusive_stack_folded_and_tree_views() {
-    let _serial = serial();
+    let Some(_serial) = live_recording() else {
+        return;
+    };
     let Some(r) = record_program() else {
         return;
     };
@@ -289,11 +291,9 @@ fn inclusive_stack_folded_and_tree_views() {
 /// Asking for stacks that were not recorded names the problem and the fix.
 #[test]
 fn a_recording_without_stacks_says_so() {
-    let _serial = serial();
-    if !is_root() {
-        eprintln!("skipped: recording tracepoints needs root");
+    let Some(_serial) = live_recording() else {
         return;
-    }
+    };
     let dir = tempfile::tempdir().unwrap();
     let rec = dir.path().join("n.rec");
     let out = with_tracefs(

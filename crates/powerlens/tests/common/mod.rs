@@ -155,3 +155,13 @@ pub fn serial() -> std::sync::MutexGuard<'static, ()> {
     static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
     SERIAL.lock().unwrap_or_else(|p| p.into_inner())
 }
+
+/// For a test that records live (tracepoints on every CPU): the serial lock, or `None`,
+/// saying why, when not root.
+pub fn live_recording() -> Option<std::sync::MutexGuard<'static, ()>> {
+    if !is_root() {
+        eprintln!("skipped: recording tracepoints needs root");
+        return None;
+    }
+    Some(serial())
+}
