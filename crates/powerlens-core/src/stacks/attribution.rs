@@ -111,8 +111,8 @@ pub struct StackAttribution {
     /// per context switch, and through `parked` they reach it without hashing the pair.
     metrics: Vec<((Tid, StackId), StackMetrics)>,
     slots: KeyMap<(Tid, StackId), u32>,
-    /// Where each thread last left a CPU, and that (thread, stack)'s index in `metrics`.
-    parked: TidMap<(StackId, u32)>,
+    /// Where each thread last left a CPU: that (thread, stack)'s index in `metrics`.
+    parked: TidMap<u32>,
     cpus: Vec<CpuState>,
 }
 
@@ -134,7 +134,7 @@ impl StackAttribution {
     /// The metrics of the stack where `tid` last left a CPU ([`NO_STACK`] before that).
     fn parked_metrics(&mut self, tid: Tid) -> &mut StackMetrics {
         let slot = match self.parked.get(&tid) {
-            Some(&(_, slot)) => slot,
+            Some(&slot) => slot,
             None => self.slot(tid, NO_STACK),
         };
         &mut self.metrics[slot as usize].1
@@ -154,7 +154,7 @@ impl StackAttribution {
         match pending {
             Pending::Switch { prev, how } => {
                 let slot = self.slot(prev, stack);
-                self.parked.insert(prev, (stack, slot));
+                self.parked.insert(prev, slot);
                 let m = &mut self.metrics[slot as usize].1;
                 match how {
                     SwitchedOut::Blocked => m.sync_switches += 1,
