@@ -542,6 +542,11 @@ fn live_perfetto_counts_equal_the_recordings() {
             "-o",
             rec.to_str().unwrap(),
             "--",
+            // On one CPU every handoff is a switch; on two idle CPUs the threads can pass
+            // the token without ever sleeping, and the floor on switches below would fail.
+            "taskset",
+            "-c",
+            "0",
             bin(),
             "workload",
             "pingpong",

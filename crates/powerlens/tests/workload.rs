@@ -14,20 +14,31 @@ fn measured() -> MutexGuard<'static, ()> {
 }
 
 fn powerlens(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_powerlens"))
-        .args(args)
-        .output()
-        .expect("run powerlens")
+    run(Command::new(env!("CARGO_BIN_EXE_powerlens")).args(args))
+}
+
+fn run(command: &mut Command) -> Output {
+    command.output().expect("run powerlens")
 }
 
 /// Runs a workload with `--json` and returns the parsed report.
 fn report(args: &[&str]) -> Value {
-    let mut all = vec!["workload"];
-    all.extend_from_slice(args);
-    all.push("--json");
+    report_from(Command::new(env!("CARGO_BIN_EXE_powerlens")), args)
+}
+
+/// Like [`report`], with the workload confined to CPU 0 (`taskset -c 0`), so that its
+/// threads take turns on one CPU and every handoff is a context switch.
+fn report_on_cpu0(args: &[&str]) -> Value {
+    let mut taskset = Command::new("taskset");
+    taskset.args(["-c", "0", env!("CARGO_BIN_EXE_powerlens")]);
+    report_from(taskset, args)
+}
+
+fn report_from(mut command: Command, args: &[&str]) -> Value {
+    command.arg("workload").args(args).arg("--json");
     let out = {
         let _serial = measured();
-        powerlens(&all)
+        run(&mut command)
     };
     assert!(
         out.status.success(),
@@ -145,7 +156,11 @@ fn switches_fit_waits(voluntary: u64, waits: u64) -> bool {
 
 #[test]
 fn pingpong_json_proves_every_handoff_and_wait() {
-    let r = report(&["pingpong", "--iterations", "500"]);
+    // On one CPU the receiver can only run once the passer is switched out, blocked in
+    // FUTEX_WAIT (voluntary) or preempted (involuntary). On two idle CPUs both threads run at
+    // once and the token can arrive before every FUTEX_WAIT (EAGAIN, no switch at all: a
+    // fresh-clone CI run saw 0 of 500), so the switch floor below holds only when pinned.
+    let r = report_on_cpu0(&["pingpong", "--iterations", "500"]);
     assert_eq!(r["work_unit"], "handoff");
     assert_eq!(u(&r, "work_units"), 1000);
     for t in threads(&r) {
