@@ -175,8 +175,10 @@ fn live_dwarf_unwinding_finds_the_frames_frame_pointers_lose() {
         let mut sample: Option<(crate::trace::UserRegs, Vec<u8>, Vec<u64>)> = None;
         let mut drain = |c: &mut Collector, unwinder: &mut UserUnwinder| {
             c.drain_all(|collected| match collected {
-                Collected::Comm(comm) if comm.exec => unwinder.exec(comm.pid),
-                Collected::Mmap(m) if m.pid == pid => unwinder.add_mapping(m.pid, m.mapping),
+                Collected::Comm(comm) if comm.exec => unwinder.exec(comm.pid, comm.time_ns),
+                Collected::Mmap(m) if m.pid == pid => {
+                    unwinder.add_mapping(m.pid, m.mapping, m.time_ns)
+                }
                 Collected::Trace(r) if r.pid == pid => {
                     let d = r.decoded();
                     let thread = match d.str("prev_comm").as_deref() {

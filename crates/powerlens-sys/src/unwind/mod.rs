@@ -18,8 +18,8 @@
 //! let mut unwinder = UserUnwinder::new(&Roots::default());
 //! let (mut fp, mut user) = (Vec::new(), Vec::new());
 //! collector.drain_all(|c| match c {
-//!     Collected::Mmap(m) => unwinder.add_mapping(m.pid, m.mapping),
-//!     Collected::Comm(c) if c.exec => unwinder.exec(c.pid),
+//!     Collected::Mmap(m) => unwinder.add_mapping(m.pid, m.mapping, m.time_ns),
+//!     Collected::Comm(c) if c.exec => unwinder.exec(c.pid, c.time_ns),
 //!     Collected::Trace(r) => {
 //!         r.callchain.user_ips(&mut fp);
 //!         unwinder.user_frames(r.pid, r.user_regs, r.user_stack, &fp, &mut user);
@@ -33,6 +33,12 @@
 //! Address convention of the frames produced: the first is the exact instruction pointer,
 //! every other is a *return address* (the instruction after the call), as in the kernel's
 //! call chains; a symbolizer looks up `address - 1` for those to land inside the call.
+//!
+//! Order: the collector hands records over CPU by CPU, so a process's fork (on its
+//! parent's CPU) can come after its exec and the new image's mappings (on its own CPU)
+//! when the drain falls behind, as it does on a saturated machine. Every change therefore
+//! carries its record's time, and a change older than the process's current image (its
+//! latest fork, exec or `/proc` snapshot) is ignored instead of undoing it.
 
 mod address_space;
 mod module;
@@ -46,7 +52,7 @@ use framehop::x86_64::{CacheX86_64, UnwindRegsX86_64, UnwinderX86_64};
 use framehop::Unwinder as _;
 
 use crate::procfs::maps::{read_executable_maps, Mapping};
-use crate::trace::UserRegs;
+use crate::trace::{monotonic_now_ns, UserRegs};
 use crate::Roots;
 
 use address_space::AddressSpace;
@@ -87,6 +93,9 @@ pub struct UnwindStats {
 #[derive(Default)]
 struct Process {
     space: AddressSpace,
+    /// When the current image began (CLOCK_MONOTONIC ns): the latest fork, exec or
+    /// `/proc` snapshot applied. Changes older than this are stale.
+    image_ns: u64,
     /// framehop's view of `space`, built on first use after each change.
     unwinder: Option<UnwinderX86_64<SectionBytes>>,
     /// When `/proc/PID/maps` was last read for it.
@@ -142,43 +151,65 @@ impl UserUnwinder {
     /// of it, but by then a short-lived one may be gone.
     pub fn snapshot(&mut self, pid: u32) -> Result<(), crate::SysError> {
         let maps = read_executable_maps(&self.roots, pid)?;
-        self.set_maps(pid, maps);
+        self.set_maps(pid, maps, monotonic_now_ns());
         self.process(pid).refreshed = Some(Instant::now());
         Ok(())
     }
 
-    /// Sets `pid`'s executable mappings (e.g. from a recording's stored snapshot).
-    pub fn set_maps(&mut self, pid: u32, maps: Vec<Mapping>) {
+    /// Sets `pid`'s executable mappings as they were at `seen_ns` (e.g. a `/proc`
+    /// snapshot): records older than that change nothing.
+    pub fn set_maps(&mut self, pid: u32, maps: Vec<Mapping>, seen_ns: u64) {
         let process = self.process(pid);
-        process.space = AddressSpace::from_maps(maps);
+        process.space = AddressSpace::from_maps(maps, seen_ns);
+        process.image_ns = seen_ns;
         process.unwinder = None;
     }
 
-    /// A new executable mapping of `pid` (an [`crate::trace::MmapRecord`]). For a process
-    /// not seen before, its current `/proc` mappings are read first, when it still exists.
-    pub fn add_mapping(&mut self, pid: u32, mapping: Mapping) {
+    /// A new executable mapping of `pid` made at `time_ns` (an
+    /// [`crate::trace::MmapRecord`]). For a process not seen before, its current `/proc`
+    /// mappings are read first, when it still exists. A mapping older than the process's
+    /// current image belonged to the image an exec replaced (or is in a snapshot already).
+    pub fn add_mapping(&mut self, pid: u32, mapping: Mapping, time_ns: u64) {
         if !self.processes.contains_key(&pid) {
             let _ = self.snapshot(pid);
         }
         let process = self.process(pid);
-        process.space.insert(mapping);
+        if time_ns < process.image_ns {
+            return;
+        }
+        process.space.insert(mapping, time_ns);
         process.unwinder = None;
     }
 
-    /// `child` was forked from `parent` (sched_process_fork): same mappings.
-    pub fn fork(&mut self, parent: u32, child: u32) {
-        let Some(space) = self.processes.get(&parent).map(|p| p.space.clone()) else {
+    /// `child` was forked from `parent` at `time_ns` (sched_process_fork): it starts with
+    /// the parent's mappings, plus any of its own made after the fork that were drained
+    /// first. Ignored when the child's image is newer (its exec was drained first).
+    pub fn fork(&mut self, parent: u32, child: u32, time_ns: u64) {
+        let Some(inherited) = self.processes.get(&parent).map(|p| p.space.clone()) else {
             return;
         };
         let process = self.process(child);
+        if time_ns < process.image_ns {
+            return;
+        }
+        let mut space = inherited;
+        for (mapping, mapped_ns) in process.space.since(time_ns) {
+            space.insert(mapping.clone(), mapped_ns);
+        }
         process.space = space;
+        process.image_ns = time_ns;
         process.unwinder = None;
     }
 
-    /// `pid` called exec: its mappings are gone; the new image's come as MMAP2 records.
-    pub fn exec(&mut self, pid: u32) {
+    /// `pid` called exec at `time_ns`: the old image's mappings are gone; the new image's
+    /// come as MMAP2 records (those drained before the exec are kept).
+    pub fn exec(&mut self, pid: u32, time_ns: u64) {
         let process = self.process(pid);
-        process.space = AddressSpace::default();
+        if time_ns < process.image_ns {
+            return;
+        }
+        process.space.retain_since(time_ns);
+        process.image_ns = time_ns;
         process.unwinder = None;
         process.refreshed = None;
     }
@@ -378,27 +409,65 @@ mod tests {
     fn fork_copies_exec_clears_exit_forgets() {
         let tree = FixtureTree::new();
         let mut u = UserUnwinder::new(&tree.roots());
-        u.set_maps(10, vec![mapping(0x1000, "/bin/a")]);
+        u.set_maps(10, vec![mapping(0x1000, "/bin/a")], 100);
         // A new process not in /proc: it starts from the record alone.
-        u.add_mapping(10, mapping(0x3000, "/lib/b.so"));
-        u.fork(10, 11);
-        u.fork(99, 12);
+        u.add_mapping(10, mapping(0x3000, "/lib/b.so"), 110);
+        u.fork(10, 11, 120);
+        u.fork(99, 12, 120);
         assert_eq!(u.maps(11), u.maps(10));
         assert_eq!(u.maps(11).len(), 2);
         assert!(u.maps(12).is_empty(), "unknown parent: nothing to inherit");
-        u.exec(11);
+        u.exec(11, 130);
         assert!(u.maps(11).is_empty());
-        u.add_mapping(11, mapping(0x9000, "/bin/c"));
+        u.add_mapping(11, mapping(0x9000, "/bin/c"), 140);
         assert_eq!(u.maps(11), [mapping(0x9000, "/bin/c")]);
         u.exit(10);
         assert!(u.maps(10).is_empty());
+    }
+
+    /// The order a saturated machine produced (the drain took the child's CPU first): the
+    /// child's exec and new mappings, then the fork on the parent's CPU, then a mapping of
+    /// the old image drained last. The child keeps its new image; before this, the late
+    /// fork replaced it with the parent's and the program's stacks came out unknown.
+    #[test]
+    fn changes_drained_out_of_order_apply_by_their_time() {
+        let tree = FixtureTree::new();
+        let mut u = UserUnwinder::new(&tree.roots());
+        u.set_maps(10, vec![mapping(0x1000, "/bin/recorder")], 100);
+        u.exec(11, 300);
+        u.add_mapping(11, mapping(0x5000, "/bin/program"), 310);
+        u.add_mapping(11, mapping(0x7000, "/lib/libc.so"), 320);
+        u.fork(10, 11, 200);
+        u.add_mapping(11, mapping(0x2000, "/bin/taskset"), 250);
+        let new_image = [
+            mapping(0x5000, "/bin/program"),
+            mapping(0x7000, "/lib/libc.so"),
+        ];
+        assert_eq!(u.maps(11), new_image);
+        // An exec drained after a mapping of its new image keeps that mapping.
+        u.add_mapping(12, mapping(0x9000, "/bin/next"), 510);
+        u.exec(12, 500);
+        assert_eq!(u.maps(12), [mapping(0x9000, "/bin/next")]);
+        // A fork drained after the child's own later mapping (no exec) adds the parent's.
+        u.add_mapping(13, mapping(0x6000, "/lib/plugin.so"), 610);
+        u.fork(10, 13, 600);
+        assert_eq!(
+            u.maps(13),
+            [
+                mapping(0x1000, "/bin/recorder"),
+                mapping(0x6000, "/lib/plugin.so")
+            ]
+        );
+        // A reused pid: the new fork is newer than the old process's image and replaces it.
+        u.fork(10, 11, 700);
+        assert_eq!(u.maps(11), [mapping(0x1000, "/bin/recorder")]);
     }
 
     #[test]
     fn unreadable_modules_fall_back_to_frame_pointers() {
         let tree = FixtureTree::new();
         let mut u = UserUnwinder::new(&tree.roots());
-        u.set_maps(5, vec![mapping(0x40_0000, "/nonexistent/prog")]);
+        u.set_maps(5, vec![mapping(0x40_0000, "/nonexistent/prog")], 0);
         // A frame-pointer stack: [bp] = caller's bp, [bp + 8] = return address.
         let sp = 0x7ff0_0000u64;
         let mut stack = vec![0u8; 48];

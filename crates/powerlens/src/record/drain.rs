@@ -138,7 +138,7 @@ impl State {
                 let context = (r.tid != EXITED).then_some(r.tid);
                 if let (Some(stacks), EventKind::Fork { child, .. }) = (&mut self.stacks, &e.kind) {
                     // In the parent's context: the header's pid is the parent process.
-                    stacks.fork(r.pid, *child);
+                    stacks.fork(r.pid, *child, e.time_ns);
                 }
                 let (time_ns, cpu) = (e.time_ns, e.cpu);
                 batch.push(cpu, e, context);
@@ -183,7 +183,7 @@ impl State {
             // sched_process_exec tracepoint comes after them): the old mappings go here.
             Collected::Comm(c) if c.exec => {
                 if let Some(stacks) = &mut self.stacks {
-                    stacks.exec(c.pid);
+                    stacks.exec(c.pid, c.time_ns);
                 }
             }
             _ => {}

@@ -84,17 +84,18 @@ impl StackRecorder {
     }
 
     pub fn mmap(&mut self, r: MmapRecord) {
-        self.unwinder.add_mapping(r.pid, r.mapping);
+        self.unwinder.add_mapping(r.pid, r.mapping, r.time_ns);
     }
 
-    pub fn exec(&mut self, pid: u32) {
-        self.unwinder.exec(pid);
+    pub fn exec(&mut self, pid: u32, time_ns: u64) {
+        self.unwinder.exec(pid, time_ns);
     }
 
-    /// A new process `child` starts with a copy of `parent`'s address space.
-    pub fn fork(&mut self, parent_pid: u32, child: u32) {
+    /// A new process `child` starts with a copy of `parent`'s address space. The times
+    /// matter: records come CPU by CPU, so a fork may be drained after the child's exec.
+    pub fn fork(&mut self, parent_pid: u32, child: u32, time_ns: u64) {
         if parent_pid != child {
-            self.unwinder.fork(parent_pid, child);
+            self.unwinder.fork(parent_pid, child, time_ns);
         }
     }
 
