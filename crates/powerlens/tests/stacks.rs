@@ -327,3 +327,53 @@ fn a_recording_without_stacks_says_so() {
         "{err}"
     );
 }
+
+/// The recorder drops the mappings of processes that exited (sched_process_exit's
+/// `group_dead`), so a long recording of many short processes does not hold them all. The
+/// oracle: a shell starts 40 `/bin/true` processes, each exited well before the recording
+/// ends (two drains at least), so each must be among the forgotten.
+#[test]
+fn exited_processes_are_forgotten_by_the_unwinder() {
+    let Some(_serial) = live_recording() else {
+        return;
+    };
+    let format =
+        std::fs::read_to_string("/sys/kernel/tracing/events/sched/sched_process_exit/format")
+            .unwrap_or_default();
+    if !format.contains("group_dead") {
+        eprintln!("skipped: this kernel's sched_process_exit has no group_dead field");
+        return;
+    }
+    let Ok(sqlite) = Command::new("sqlite3").arg("--version").output() else {
+        eprintln!("skipped: sqlite3 is not installed (scripts/test.sh installs it)");
+        return;
+    };
+    assert!(sqlite.status.success());
+    let dir = tempfile::tempdir().unwrap();
+    let rec = dir.path().join("e.rec");
+    let out = with_tracefs(
+        &[
+            env!("CARGO_BIN_EXE_powerlens"),
+            "record",
+            "-o",
+            rec.to_str().unwrap(),
+            "--",
+            "sh",
+            "-c",
+            "for i in $(seq 40); do /bin/true; done; sleep 0.5",
+        ],
+        &[],
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    let out = Command::new("sqlite3")
+        .arg(&rec)
+        .arg("select value from meta where key = 'unwind'")
+        .output()
+        .unwrap();
+    let unwind: Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("unwind meta: {e}: {}", String::from_utf8_lossy(&out.stdout)));
+    let forgotten = unwind["processes_forgotten"].as_u64().unwrap();
+    eprintln!("{unwind}");
+    // Other processes of the machine may exit meanwhile too (the recording is system-wide).
+    assert!(forgotten >= 40, "{forgotten} forgotten: {unwind}");
+}

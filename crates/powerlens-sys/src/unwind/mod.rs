@@ -87,6 +87,8 @@ pub struct UnwindStats {
     pub unreadable_modules: u64,
     /// Re-reads of `/proc/PID/maps` for addresses outside every known mapping.
     pub maps_refreshes: u64,
+    /// Processes forgotten after they exited (see [`UserUnwinder::exit`]).
+    pub processes_forgotten: u64,
 }
 
 /// The per-process state.
@@ -96,6 +98,9 @@ struct Process {
     /// When the current image began (CLOCK_MONOTONIC ns): the latest fork, exec or
     /// `/proc` snapshot applied. Changes older than this are stale.
     image_ns: u64,
+    /// Set when the whole process exited: the [`UserUnwinder::forget_exited`] round in
+    /// which that was seen.
+    exited_in_round: Option<u64>,
     /// framehop's view of `space`, built on first use after each change.
     unwinder: Option<UnwinderX86_64<SectionBytes>>,
     /// When `/proc/PID/maps` was last read for it.
@@ -114,6 +119,8 @@ pub struct UserUnwinder {
     modules: HashMap<String, Option<Arc<ModuleSections>>>,
     cache: Box<CacheX86_64>,
     modules_added: u32,
+    /// Calls to [`UserUnwinder::forget_exited`] so far.
+    forget_rounds: u64,
     stats: UnwindStats,
 }
 
@@ -137,6 +144,7 @@ impl UserUnwinder {
             modules: HashMap::new(),
             cache: Box::new(CacheX86_64::new()),
             modules_added: 0,
+            forget_rounds: 0,
             stats: UnwindStats::default(),
         }
     }
@@ -183,21 +191,22 @@ impl UserUnwinder {
 
     /// `child` was forked from `parent` at `time_ns` (sched_process_fork): it starts with
     /// the parent's mappings, plus any of its own made after the fork that were drained
-    /// first. Ignored when the child's image is newer (its exec was drained first).
+    /// first. Ignored when the child's image is newer (its exec was drained first). With
+    /// the parent unknown the child starts empty (read from `/proc` on first use), not with
+    /// the mappings of an earlier process that had its pid.
     pub fn fork(&mut self, parent: u32, child: u32, time_ns: u64) {
-        let Some(inherited) = self.processes.get(&parent).map(|p| p.space.clone()) else {
-            return;
-        };
+        let inherited = self.processes.get(&parent).map(|p| p.space.clone());
         let process = self.process(child);
         if time_ns < process.image_ns {
             return;
         }
-        let mut space = inherited;
+        let mut space = inherited.unwrap_or_default();
         for (mapping, mapped_ns) in process.space.since(time_ns) {
             space.insert(mapping.clone(), mapped_ns);
         }
         process.space = space;
         process.image_ns = time_ns;
+        process.exited_in_round = None; // a reused pid
         process.unwinder = None;
     }
 
@@ -214,9 +223,34 @@ impl UserUnwinder {
         process.refreshed = None;
     }
 
-    /// `pid` exited: forget it (after its last stack has been unwound).
-    pub fn exit(&mut self, pid: u32) {
-        self.processes.remove(&pid);
+    /// The whole process `pid` exited at `time_ns` (its last thread; sched_process_exit
+    /// with `group_dead`). It is forgotten by the second [`UserUnwinder::forget_exited`]
+    /// after this, not now: records of its other threads on CPUs drained later may still
+    /// come. Ignored when older than the process's current image (a reused pid).
+    pub fn exit(&mut self, pid: u32, time_ns: u64) {
+        let round = self.forget_rounds;
+        if let Some(process) = self.processes.get_mut(&pid) {
+            if time_ns >= process.image_ns {
+                process.exited_in_round = Some(round);
+            }
+        }
+    }
+
+    /// Forgets the processes whose exit was seen before the previous call. Call it after
+    /// each drain of all CPUs: everything recorded before an exit has been drained by the
+    /// end of the drain after the one that saw the exit.
+    pub fn forget_exited(&mut self) {
+        let round = self.forget_rounds;
+        let before = self.processes.len();
+        self.processes
+            .retain(|_, p| p.exited_in_round.is_none_or(|seen| seen + 1 > round));
+        self.stats.processes_forgotten += (before - self.processes.len()) as u64;
+        self.forget_rounds += 1;
+    }
+
+    /// Processes whose mappings are held.
+    pub fn processes(&self) -> usize {
+        self.processes.len()
     }
 
     /// The executable mappings known for `pid`, in address order.
@@ -421,8 +455,19 @@ mod tests {
         assert!(u.maps(11).is_empty());
         u.add_mapping(11, mapping(0x9000, "/bin/c"), 140);
         assert_eq!(u.maps(11), [mapping(0x9000, "/bin/c")]);
-        u.exit(10);
+        // Exit: kept through the drain that saw it and the next, then forgotten.
+        u.exit(10, 150);
+        u.forget_exited();
+        assert_eq!(u.maps(10).len(), 2, "records of other CPUs may still come");
+        u.forget_exited();
         assert!(u.maps(10).is_empty());
+        assert_eq!(u.stats().processes_forgotten, 1);
+        // A pid reused by a fork after its exit is not forgotten.
+        u.exit(11, 150);
+        u.fork(12, 11, 160);
+        u.forget_exited();
+        u.forget_exited();
+        assert_eq!(u.processes(), 2, "11 (reused) and 12");
     }
 
     /// The order a saturated machine produced (the drain took the child's CPU first): the

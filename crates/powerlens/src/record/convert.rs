@@ -127,6 +127,9 @@ pub struct Converter {
     /// By the collector's event index; `None` for an event this converter does not know
     /// or whose format lacks a field it needs.
     plans: Vec<Option<Plan>>,
+    /// sched_process_exit's event index and its `group_dead` field, where the kernel has
+    /// it (Linux 6.x): whether an exit ends the whole process.
+    group_dead: Option<(usize, Field)>,
     /// Events whose format lacked a needed field: (event, missing field).
     pub malformed: Vec<(String, String)>,
 }
@@ -156,7 +159,24 @@ impl Converter {
                 Some(Plan { tracepoint, fields })
             })
             .collect();
-        Converter { plans, malformed }
+        let group_dead = events.iter().enumerate().find_map(|(index, format)| {
+            let field = (format.full_name() == "sched/sched_process_exit")
+                .then(|| format.field("group_dead"))??;
+            Some((index, field.clone()))
+        });
+        Converter {
+            plans,
+            group_dead,
+            malformed,
+        }
+    }
+
+    /// Whether `r` is the exit of a process's last thread (`group_dead`); false for other
+    /// records, and for every record on kernels whose exit tracepoint lacks the field.
+    pub fn ends_process(&self, r: &TraceRecord<'_>) -> bool {
+        self.group_dead
+            .as_ref()
+            .is_some_and(|(index, field)| *index == r.event && field.u64(r.raw) == Some(1))
     }
 
     /// The event a record stands for, or `None` for a record that carries nothing the

@@ -136,9 +136,22 @@ impl State {
                     return;
                 };
                 let context = (r.tid != EXITED).then_some(r.tid);
-                if let (Some(stacks), EventKind::Fork { child, .. }) = (&mut self.stacks, &e.kind) {
-                    // In the parent's context: the header's pid is the parent process.
-                    stacks.fork(r.pid, *child, e.time_ns);
+                if let Some(stacks) = &mut self.stacks {
+                    match e.kind {
+                        // In the parent's context: the header's pid is the parent process.
+                        EventKind::Fork { child, .. } => stacks.fork(r.pid, child, e.time_ns),
+                        EventKind::Exit { tid } => {
+                            // A thread's clone made an entry under its tid, never looked
+                            // up (stacks go by process): it goes with the thread.
+                            if tid != r.pid {
+                                stacks.exit(tid, e.time_ns);
+                            }
+                            if self.converter.ends_process(&r) {
+                                stacks.exit(r.pid, e.time_ns);
+                            }
+                        }
+                        _ => {}
+                    }
                 }
                 let (time_ns, cpu) = (e.time_ns, e.cpu);
                 batch.push(cpu, e, context);
@@ -238,6 +251,7 @@ fn run(
         batch.threads = state.threads.take_changed();
         if let Some(stacks) = &mut state.stacks {
             (batch.modules, batch.stacks) = stacks.take_new();
+            stacks.forget_exited();
         }
         // A closed channel means the writer gave up (a write error): stop collecting.
         if tx.send(batch).is_err() || last {

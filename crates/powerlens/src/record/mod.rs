@@ -353,6 +353,8 @@ pub fn record(roots: &Roots, opts: &RecordOptions) -> anyhow::Result<RecordSumma
                 "spliced_with_frame_pointers": u.spliced,
                 "frame_pointers_only": u.fp_only,
                 "unreadable_modules": u.unreadable_modules,
+                "maps_refreshes": u.maps_refreshes,
+                "processes_forgotten": u.processes_forgotten,
             }),
         );
     }

@@ -91,6 +91,16 @@ impl StackRecorder {
         self.unwinder.exec(pid, time_ns);
     }
 
+    /// Process `pid`'s last thread exited: its mappings are dropped after the next drain.
+    pub fn exit(&mut self, pid: u32, time_ns: u64) {
+        self.unwinder.exit(pid, time_ns);
+    }
+
+    /// Called after each drain of all CPUs (see `UserUnwinder::forget_exited`).
+    pub fn forget_exited(&mut self) {
+        self.unwinder.forget_exited();
+    }
+
     /// A new process `child` starts with a copy of `parent`'s address space. The times
     /// matter: records come CPU by CPU, so a fork may be drained after the child's exec.
     pub fn fork(&mut self, parent_pid: u32, child: u32, time_ns: u64) {
