@@ -13,11 +13,13 @@
 # with stacks beside `perf record -a -g` with cpu-clock samples at the same rate.
 # Needs root (tracepoints), perf (Debian linux-perf) and sqlite3. Usage:
 #   scripts/bench-record.sh [PINGPONG_ITERATIONS]      (default 300000)
+# ROUNDS=N sets the interleaved rounds of sections 1, 2 and 4 (default 5); the recording
+# overhead needs about 20 to be read within a few percent on a noisy host.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 iterations=${1:-300000}
-rounds=5
+rounds=${ROUNDS:-5}
 cargo build --release --locked -q
 pl=$PWD/target/release/powerlens
 dir=$(mktemp -d)
@@ -66,6 +68,11 @@ lost=$(grep -o '[0-9]* records LOST' "$dir/record.log" || echo "no records lost"
 awk -v b="$bare_s" -v o="$(ratio 2)" -v t="$(ratio 3)" -v os="$(ratio 4)" -v ts="$(ratio 5)" 'BEGIN {
     printf "bare %.3f s; slowdown under powerlens record --no-stacks %.3fx, under perf record -a %.3fx\n", b, o, t
     printf "with stacks: powerlens record %.3fx, perf record -a -g -F 999 (+cpu-clock) %.3fx (medians of per-round ratios)\n", os, ts }'
+# The peers' ratio within each round cancels the host's drift between rounds.
+awk '{ r = $2 / $3; print r; if (r < 1) ahead++ } END { print "ahead", ahead + 0, NR > "/dev/stderr" }' \
+    "$dir/overhead.times" 2>"$dir/ahead" | median >"$dir/paired"
+awk -v p="$(cat "$dir/paired")" -v a="$(awk '{print $2}' "$dir/ahead")" -v n="$(awk '{print $3}' "$dir/ahead")" 'BEGIN {
+    printf "powerlens --no-stacks / perf record -a, same round: median %.3f; powerlens faster in %d of %d rounds\n", p, a, n }'
 echo "powerlens record on the first run: $lost"
 
 echo
