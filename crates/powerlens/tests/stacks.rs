@@ -39,29 +39,30 @@ struct Recorded {
     printed: Vec<(String, i64)>,
 }
 
+/// `powerlens record -o REC -- COMMAND…` with stacks (the default); asserts it succeeded.
+fn record_with_stacks(rec: &Path, command: &[&str]) -> std::process::Output {
+    let mut args = vec![
+        env!("CARGO_BIN_EXE_powerlens"),
+        "record",
+        "-o",
+        rec.to_str().unwrap(),
+        "--",
+    ];
+    args.extend_from_slice(command);
+    let out = with_tracefs(&args, &[]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    out
+}
+
 /// Builds and records the program (the caller holds `live_recording`'s lock); `None`,
 /// saying why, without gcc.
 fn record_program() -> Option<Recorded> {
     let dir = tempfile::tempdir().unwrap();
     let program = build_program(dir.path())?;
     let rec = dir.path().join("s.rec");
-    let out = with_tracefs(
-        &[
-            env!("CARGO_BIN_EXE_powerlens"),
-            "record",
-            "-o",
-            rec.to_str().unwrap(),
-            "--",
-            // On cpu0: this project's VMs lose some of cpu1's idle-context events (timer
-            // expiries among them; docs/REPORT.md, "Lost events").
-            "taskset",
-            "-c",
-            "0",
-            program.to_str().unwrap(),
-        ],
-        &[],
-    );
-    assert!(out.status.success(), "{}", stderr(&out));
+    // On cpu0: this project's VMs lose some of cpu1's idle-context events (timer expiries
+    // among them; docs/REPORT.md, "Lost events").
+    let out = record_with_stacks(&rec, &["taskset", "-c", "0", program.to_str().unwrap()]);
     let printed = String::from_utf8_lossy(&out.stdout)
         .lines()
         .filter_map(|l| {
@@ -351,20 +352,14 @@ fn exited_processes_are_forgotten_by_the_unwinder() {
     assert!(sqlite.status.success());
     let dir = tempfile::tempdir().unwrap();
     let rec = dir.path().join("e.rec");
-    let out = with_tracefs(
+    record_with_stacks(
+        &rec,
         &[
-            env!("CARGO_BIN_EXE_powerlens"),
-            "record",
-            "-o",
-            rec.to_str().unwrap(),
-            "--",
             "sh",
             "-c",
             "for i in $(seq 40); do /bin/true; done; sleep 0.5",
         ],
-        &[],
     );
-    assert!(out.status.success(), "{}", stderr(&out));
     let out = Command::new("sqlite3")
         .arg(&rec)
         .arg("select value from meta where key = 'unwind'")
