@@ -76,9 +76,11 @@ impl AddressSpace {
 
     /// Keeps only the mappings made at or after `since_ns` (those of a new image).
     pub(crate) fn retain_since(&mut self, since_ns: u64) {
-        let mut at = self.mapped_ns.iter();
-        self.maps.retain(|_| *at.next().unwrap() >= since_ns);
-        self.mapped_ns.retain(|&t| t >= since_ns);
+        (self.maps, self.mapped_ns) = std::mem::take(&mut self.maps)
+            .into_iter()
+            .zip(std::mem::take(&mut self.mapped_ns))
+            .filter(|&(_, at)| at >= since_ns)
+            .unzip();
     }
 
     /// The mappings made at or after `since_ns`, with their times.
