@@ -98,8 +98,8 @@ struct Process {
     /// When the current image began (CLOCK_MONOTONIC ns): the latest fork, exec or
     /// `/proc` snapshot applied. Changes older than this are stale.
     image_ns: u64,
-    /// Set when the whole process exited: the [`UserUnwinder::forget_exited`] round in
-    /// which that was seen.
+    /// Set by [`UserUnwinder::exit`]: the [`UserUnwinder::forget_exited`] round in which
+    /// the exit was seen.
     exited_in_round: Option<u64>,
     /// framehop's view of `space`, built on first use after each change.
     unwinder: Option<UnwinderX86_64<SectionBytes>>,
@@ -208,6 +208,7 @@ impl UserUnwinder {
         process.image_ns = time_ns;
         process.exited_in_round = None; // a reused pid
         process.unwinder = None;
+        process.refreshed = None; // a new image: /proc may be read for it at once
     }
 
     /// `pid` called exec at `time_ns`: the old image's mappings are gone; the new image's
@@ -223,10 +224,12 @@ impl UserUnwinder {
         process.refreshed = None;
     }
 
-    /// The whole process `pid` exited at `time_ns` (its last thread; sched_process_exit
-    /// with `group_dead`). It is forgotten by the second [`UserUnwinder::forget_exited`]
-    /// after this, not now: records of its other threads on CPUs drained later may still
-    /// come. Ignored when older than the process's current image (a reused pid).
+    /// The entry for `pid` is done with at `time_ns`: the whole process exited (its last
+    /// thread; sched_process_exit with `group_dead`), or `pid` is a thread that exited and
+    /// the entry was made by [`UserUnwinder::fork`], which cannot tell a thread's clone from
+    /// a new process. It is forgotten by the second [`UserUnwinder::forget_exited`] after
+    /// this, not now: records of other threads on CPUs drained later may still need it.
+    /// Ignored when older than the entry's current image (a reused pid).
     pub fn exit(&mut self, pid: u32, time_ns: u64) {
         let round = self.forget_rounds;
         if let Some(process) = self.processes.get_mut(&pid) {
@@ -243,14 +246,10 @@ impl UserUnwinder {
         let round = self.forget_rounds;
         let before = self.processes.len();
         self.processes
-            .retain(|_, p| p.exited_in_round.is_none_or(|seen| seen + 1 > round));
+            // Exits seen during the drain that just ended wait one more round.
+            .retain(|_, p| p.exited_in_round.is_none_or(|seen| seen >= round));
         self.stats.processes_forgotten += (before - self.processes.len()) as u64;
         self.forget_rounds += 1;
-    }
-
-    /// Processes whose mappings are held.
-    pub fn processes(&self) -> usize {
-        self.processes.len()
     }
 
     /// The executable mappings known for `pid`, in address order.
@@ -467,7 +466,7 @@ mod tests {
         u.fork(12, 11, 160);
         u.forget_exited();
         u.forget_exited();
-        assert_eq!(u.processes(), 2, "11 (reused) and 12");
+        assert_eq!(u.stats().processes_forgotten, 1, "11 was reused");
     }
 
     /// The order a saturated machine produced (the drain took the child's CPU first): the

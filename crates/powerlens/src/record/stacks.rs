@@ -91,7 +91,8 @@ impl StackRecorder {
         self.unwinder.exec(pid, time_ns);
     }
 
-    /// Process `pid`'s last thread exited: its mappings are dropped after the next drain.
+    /// `pid`'s entry is done with (its process exited, or it is an exited thread whose
+    /// clone made one): its mappings are dropped after the next drain.
     pub fn exit(&mut self, pid: u32, time_ns: u64) {
         self.unwinder.exit(pid, time_ns);
     }
