@@ -821,6 +821,10 @@ fn live_cpuidle_sysfs_counters_over_the_traced_interval() {
     stop.store(true, std::sync::atomic::Ordering::Relaxed);
     writer.join().unwrap();
     ok(&out);
+    // The sampler reads every 0.1 s (the default) from before the command starts until
+    // after it ends (20 readings over 1.9 s in a debug build): at least 8 while it slept.
+    let samples = summary_samples(&stderr(&out));
+    assert!(samples >= 8, "{samples} cpuidle samples");
     let report = report_json(&rec, &[]);
     let elapsed = report["system"]["elapsed_s"].as_f64().unwrap();
     for cpu in report["cpus"].as_array().unwrap() {
@@ -842,6 +846,43 @@ fn live_cpuidle_sysfs_counters_over_the_traced_interval() {
             "a state whose counters stand still"
         );
     }
+}
+
+/// The sample count of `record`'s summary line (`… and N samples of …`); 0 for "no samples".
+fn summary_samples(stderr: &str) -> u64 {
+    let line = stderr
+        .lines()
+        .find(|l| l.starts_with("recorded "))
+        .unwrap_or_else(|| panic!("no summary line in {stderr}"));
+    if line.contains(" and no samples (") {
+        return 0;
+    }
+    let before = line.split(" samples of ").next().unwrap();
+    before.rsplit(' ').next().unwrap().parse().unwrap()
+}
+
+/// With no meter, no cpuidle and no cpufreq to read, the summary says so and why rather
+/// than printing "0 samples" as if something had been measured as zero.
+#[test]
+fn live_summary_names_what_it_could_not_sample() {
+    let Some(_serial) = live_recording() else {
+        return;
+    };
+    let tree = fixture_with_live_tracing();
+    let (_dir, rec) = scratch();
+    let out = record_live(
+        &rec,
+        &[],
+        &["sleep", "0.05"],
+        &[("POWERLENS_SYSFS_ROOT", &tree.roots().sysfs)],
+    );
+    ok(&out);
+    let err = stderr(&out);
+    assert!(
+        err.contains("and no samples (no energy meter, cpuidle or cpufreq counters to read)"),
+        "{err}"
+    );
+    assert_eq!(summary_samples(&err), 0);
 }
 
 /// A sleeper pinned to cpu1, where this project's VMs lose every switch-in from idle (and

@@ -123,14 +123,20 @@ pub fn execute(global: &GlobalArgs, args: RecordArgs) -> anyhow::Result<ExitCode
         eprintln!("note: {note}");
     }
     eprintln!(
-        "recorded {} events{} and {} samples of {} threads over {:.2} s ({}) to {}",
+        "recorded {} events{} and {} of {} threads over {:.2} s ({}) to {}",
         summary.events,
         if summary.mode == record::MODE_REDUCED {
             " (REDUCED: procfs samples only)"
         } else {
             ""
         },
-        summary.samples,
+        match summary.samples {
+            // The sampler reads at start and stop at least: none means nothing to read.
+            0 if summary.mode != record::MODE_REDUCED => {
+                "no samples (no energy meter, cpuidle or cpufreq counters to read)".to_string()
+            }
+            n => format!("{n} samples"),
+        },
         summary.threads,
         summary.seconds,
         if summary.lost == 0 {
