@@ -157,14 +157,38 @@ pub struct SleepyArgs {
 /// functions of the VTune grid in "Power Battle: Windows 7 vs. Windows 8" (seed 000). K
 /// round trips are 2 × K handoffs; each thread waits K times.
 #[derive(Debug, Args)]
-#[command(after_help = "Example: powerlens workload pingpong --iterations 10000 --json")]
+#[command(
+    after_help = "Examples:\n  powerlens workload pingpong --iterations 10000 --json\n  powerlens workload pingpong --iterations 12000 --pin 0,1 --spinner 1   # pong shares cpu1 with a busy thread"
+)]
 pub struct PingpongArgs {
     /// Round trips of the token (ping → pong → ping).
     #[arg(long, value_name = "K", default_value = "10000", value_parser = parse_count)]
     pub iterations: u64,
 
+    /// Pin ping to CPU A and pong to CPU B (they may be the same CPU).
+    #[arg(long, value_name = "A,B", value_parser = parse_cpu_pair)]
+    pub pin: Option<[usize; 2]>,
+
+    /// Add a third thread, `spinner`, that computes on this CPU until the handoffs end: with
+    /// --pin, the player on that CPU preempts it at every handoff.
+    #[arg(long, value_name = "CPU")]
+    pub spinner: Option<usize>,
+
     #[command(flatten)]
     pub output: OutputArgs,
+}
+
+/// `A,B` for --pin: two CPU numbers.
+fn parse_cpu_pair(s: &str) -> Result<[usize; 2], String> {
+    let parse = |part: &str| {
+        part.trim()
+            .parse::<usize>()
+            .map_err(|_| format!("{part:?} is not a CPU number: give two, e.g. --pin 0,1"))
+    };
+    match s.split_once(',') {
+        Some((a, b)) => Ok([parse(a)?, parse(b)?]),
+        None => Err(format!("{s:?}: give ping's CPU and pong's, e.g. --pin 0,1")),
+    }
 }
 
 /// Phases of AVX2/AVX-512 code alternating with phases of scalar code.
@@ -310,6 +334,8 @@ pub fn execute(args: WorkloadArgs) -> anyhow::Result<ExitCode> {
         WorkloadCommand::Pingpong(a) => {
             let options = pingpong::PingpongOptions {
                 iterations: a.iterations,
+                pin: a.pin,
+                spinner: a.spinner,
             };
             emit(&pingpong::run(options)?, &a.output)
         }

@@ -20,7 +20,7 @@ use std::time::Duration;
 
 use serde::{Serialize, Serializer};
 
-pub use threads::{available_cpus, ThreadReport, WorkCounts, MAX_THREADS};
+pub use threads::{available_cpus, pin_to_cpu, ThreadReport, WorkCounts, MAX_THREADS};
 
 /// The outcome of one workload run. `O` are the options it ran with, `T` the
 /// workload-specific per-thread counts.

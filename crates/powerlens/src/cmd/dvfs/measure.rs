@@ -81,18 +81,7 @@ fn pin_to_current_cpu() -> Result<usize, String> {
         ));
     }
     let cpu = cpu as usize;
-    // SAFETY: the set is a zeroed, properly sized cpu_set_t that CPU_SET writes within.
-    let result = unsafe {
-        let mut set: libc::cpu_set_t = std::mem::zeroed();
-        libc::CPU_SET(cpu, &mut set);
-        libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set)
-    };
-    if result != 0 {
-        return Err(format!(
-            "sched_setaffinity failed: {}",
-            std::io::Error::last_os_error()
-        ));
-    }
+    crate::workload::pin_to_cpu(cpu).map_err(|e| format!("sched_setaffinity failed: {e}"))?;
     Ok(cpu)
 }
 

@@ -54,18 +54,8 @@ fn last_os_error(what: &str) -> String {
 
 /// Pins the calling thread to `cpu`.
 pub fn pin_to(cpu: u32) -> Result<(), String> {
-    // SAFETY: a zeroed cpu_set_t is the empty set; CPU_SET stays within its 1024 bits for
-    // the CPU numbers sysfs lists (checked against the online list before).
-    let rc = unsafe {
-        let mut set: libc::cpu_set_t = std::mem::zeroed();
-        libc::CPU_SET(cpu as usize, &mut set);
-        libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set)
-    };
-    if rc == 0 {
-        Ok(())
-    } else {
-        Err(last_os_error(&format!("sched_setaffinity(cpu{cpu})")))
-    }
+    crate::workload::pin_to_cpu(cpu as usize)
+        .map_err(|e| format!("sched_setaffinity(cpu{cpu}) failed: {e}"))
 }
 
 /// Pinned, SCHED_FIFO at [`FIFO_PRIORITY`], timer slack 1 ns: the thread wakes as soon as
