@@ -38,15 +38,21 @@ pub struct CollectorOptions {
     /// user registers ([`TraceRecord::user_regs`]) and a copy of the top of the user stack
     /// ([`TraceRecord::user_stack`]). Names not among the opened events are ignored.
     pub stack_events: Vec<String>,
-    /// Bytes of user stack copied per stack record, rounded up to a multiple of 8 and at
-    /// most 32 KiB. Every stack record carries it through the ring, so keep it modest:
-    /// 2 KiB reaches a few frames past libc's blocking calls, where the frame-pointer chain
-    /// takes over (`unwind`).
+    /// Bytes of user stack copied per record of a stack event, rounded up to a multiple of
+    /// 8 and at most 32 KiB. The kernel copies this much at every hit, in the context of
+    /// the thread that hit the tracepoint, and the record carries it through the ring:
+    /// on a switch-bound load it is most of what stacks cost. A few hundred bytes reach
+    /// past libc's blocking calls into the caller, where the frame-pointer chain takes
+    /// over (`unwind`).
     pub user_stack_bytes: u32,
     /// Sample what each CPU runs with the `cpu-clock` software event at this frequency
     /// (Hz), with call chain, user registers and user stack ([`CpuSampleRecord`]); `None`
     /// for no CPU samples.
     pub cpu_clock_hz: Option<u32>,
+    /// Bytes of user stack copied per CPU-clock sample (as `user_stack_bytes`). Samples
+    /// come at a fixed rate, not with every switch, so they can afford a deeper copy: it
+    /// unwinds more callers of code without frame pointers.
+    pub cpu_clock_stack_bytes: u32,
     /// Deliver `PERF_RECORD_MMAP2` records of new executable mappings ([`MmapRecord`]) and
     /// `PERF_RECORD_COMM` records ([`CommRecord`], flagged on exec), from one side-band
     /// event per CPU.
@@ -55,8 +61,8 @@ pub struct CollectorOptions {
 
 impl Default for CollectorOptions {
     /// 256 pages (1 MiB with 4 KiB pages) per CPU, about 9,000 sched_switch records
-    /// without call chains; no stacks, no CPU samples, no mappings; 2 KiB user stacks when
-    /// stack events are set.
+    /// without call chains; no stacks, no CPU samples, no mappings; 512-byte user stacks
+    /// when stack events are set, 4 KiB on CPU-clock samples.
     fn default() -> Self {
         CollectorOptions {
             buffer_pages: 256,
@@ -64,13 +70,20 @@ impl Default for CollectorOptions {
             stack_events: Vec::new(),
             user_stack_bytes: DEFAULT_USER_STACK_BYTES,
             cpu_clock_hz: None,
+            cpu_clock_stack_bytes: DEFAULT_SAMPLE_STACK_BYTES,
             mmap_records: false,
         }
     }
 }
 
-/// [`CollectorOptions::user_stack_bytes`] by default.
-pub const DEFAULT_USER_STACK_BYTES: u32 = 2048;
+/// [`CollectorOptions::user_stack_bytes`] by default: enough to unwind out of glibc's
+/// blocking calls (nanosleep, futex waits, poll) into the program's frame, which is what
+/// the function grid names; the frame-pointer chain continues from there where the
+/// program keeps frame pointers. A quarter of the 2 KiB copied before, which made stacks
+/// cost more than the tracepoints themselves on a switch-bound load (docs/PERFORMANCE.md).
+pub const DEFAULT_USER_STACK_BYTES: u32 = 512;
+/// [`CollectorOptions::cpu_clock_stack_bytes`] by default.
+pub const DEFAULT_SAMPLE_STACK_BYTES: u32 = 4096;
 /// Records are at most 64 KiB (a u16 size) with the call chain and the rest.
 const MAX_USER_STACK_BYTES: u32 = 32 * 1024;
 
@@ -231,6 +244,9 @@ pub struct Collector {
     ids: EventIds,
     /// The notes of what was degraded while opening (e.g. exclude_idle refused).
     notes: Vec<String>,
+    /// User-stack bytes asked of stack events and of CPU-clock samples, as the kernel
+    /// took them.
+    stack_bytes: (u32, u32),
 }
 
 impl Collector {
@@ -248,10 +264,8 @@ impl Collector {
         let tracefs = require_tracefs(roots)?;
         let cpus = topology::read_online(roots)?;
         let pages = options.buffer_pages.max(1).next_power_of_two();
-        let stack_bytes = options
-            .user_stack_bytes
-            .next_multiple_of(8)
-            .min(MAX_USER_STACK_BYTES);
+        let stack_bytes = user_stack_size(options.user_stack_bytes);
+        let sample_stack_bytes = user_stack_size(options.cpu_clock_stack_bytes);
         let mut collector = Collector {
             events: Vec::new(),
             unavailable: Vec::new(),
@@ -259,6 +273,7 @@ impl Collector {
             sources: Vec::new(),
             ids: EventIds::default(),
             notes: Vec::new(),
+            stack_bytes: (stack_bytes, sample_stack_bytes),
         };
         // Per source: its attribute, and a probe open on the first CPU that tells "the
         // kernel lacks it" (unavailable) from "not allowed" (an error for the whole
@@ -300,7 +315,7 @@ impl Collector {
             }
         }
         if let Some(hz) = options.cpu_clock_hz {
-            let mut attr = cpu_clock_attr(hz, pages, stack_bytes);
+            let mut attr = cpu_clock_attr(hz, pages, sample_stack_bytes);
             let mut opened = PerfCounter::open(&attr, -1, cpus[0] as i32);
             if opened.is_err() {
                 // Kernels that refuse exclude_idle on software events: sample the idle
@@ -415,6 +430,16 @@ impl Collector {
     /// What was opened in a reduced form, in words (e.g. a CPU clock that samples idle).
     pub fn notes(&self) -> &[String] {
         &self.notes
+    }
+
+    /// User-stack bytes copied per record of a stack event (a multiple of 8).
+    pub fn user_stack_bytes(&self) -> u32 {
+        self.stack_bytes.0
+    }
+
+    /// User-stack bytes copied per CPU-clock sample (a multiple of 8).
+    pub fn sample_stack_bytes(&self) -> u32 {
+        self.stack_bytes.1
     }
 
     /// Whether CPU-clock samples are being collected.
@@ -654,6 +679,12 @@ fn ring_attr(type_: u32, config: u64, pages: usize, sample_type: u64) -> PerfEve
     attr.clockid = libc::CLOCK_MONOTONIC;
     attr.wakeup_events = (page * pages / 2).min(u32::MAX as usize) as u32;
     attr
+}
+
+/// A requested user-stack size as the kernel takes it: a multiple of 8, at most
+/// [`MAX_USER_STACK_BYTES`].
+fn user_stack_size(bytes: u32) -> u32 {
+    bytes.next_multiple_of(8).min(MAX_USER_STACK_BYTES)
 }
 
 /// Asks for the user registers and `stack_bytes` of user stack when `sample_type` has

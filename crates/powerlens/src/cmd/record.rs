@@ -80,6 +80,14 @@ pub struct RecordArgs {
           value_parser = clap::value_parser!(u32).range(1..=100_000))]
     pub frequency: u32,
 
+    /// Bytes of each thread's user stack copied where it blocks, is preempted, wakes
+    /// another or arms a timer, for unwinding code without frame pointers (CPU-time
+    /// samples copy 4096). The kernel copies them at every such event, in the thread's own
+    /// time: larger reaches more callers in code without frame pointers and costs more.
+    #[arg(long, value_name = "BYTES", default_value_t = powerlens_sys::trace::DEFAULT_USER_STACK_BYTES,
+          value_parser = clap::value_parser!(u32).range(8..=32768))]
+    pub stack_bytes: u32,
+
     /// Record only the reduced procfs profile, even when tracing is possible.
     #[arg(long)]
     pub reduced: bool,
@@ -117,6 +125,7 @@ pub fn execute(global: &GlobalArgs, args: RecordArgs) -> anyhow::Result<ExitCode
         show_output: !args.quiet_command,
         meter: args.meter.options(),
         stacks_hz: (!args.no_stacks).then_some(args.frequency),
+        stack_bytes: args.stack_bytes,
     };
     let summary = record::record(&roots, &options)?;
     for note in &summary.notes {

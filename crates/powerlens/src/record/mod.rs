@@ -93,6 +93,8 @@ pub struct RecordOptions {
     /// Call stacks on the stack events and cpu-clock samples at this rate (Hz); `None`
     /// for no stacks (`--no-stacks`).
     pub stacks_hz: Option<u32>,
+    /// User-stack bytes copied per stack event (`--stack-bytes`).
+    pub stack_bytes: u32,
 }
 
 /// What the user is told at the end.
@@ -111,8 +113,9 @@ pub struct RecordSummary {
     pub notes: Vec<String>,
 }
 
-/// How much larger the rings are when records carry stacks.
-const STACK_RING_FACTOR: usize = 4;
+/// How much larger the rings are when records carry stacks (a call chain and a
+/// `--stack-bytes` copy of the user stack on about half the records).
+const STACK_RING_FACTOR: usize = 2;
 
 /// Events buffered per ring CPU until the next flush.
 const CHUNK_EVENTS: usize = 16_384;
@@ -415,11 +418,12 @@ fn open_collector(
     }
     let options = match opts.stacks_hz {
         Some(hz) => CollectorOptions {
-            // A stack record carries a 2 KiB copy of the user stack: rings sized for
-            // about as many records as without stacks.
+            // Stack records are larger: rings sized for about as many records as
+            // without stacks.
             buffer_pages: opts.buffer_pages * STACK_RING_FACTOR,
             callchains: false,
             stack_events: stacks::STACK_EVENTS.iter().map(|s| s.to_string()).collect(),
+            user_stack_bytes: opts.stack_bytes,
             cpu_clock_hz: Some(hz),
             mmap_records: true,
             ..Default::default()
@@ -448,6 +452,8 @@ fn stacks_meta(c: &Collector, hz: Option<u32>, roots: &Roots) -> Value {
         Some(hz) if c.has_cpu_clock() => json!({
             "recorded": true,
             "cpu_clock_hz": hz,
+            "user_stack_bytes": c.user_stack_bytes(),
+            "sample_stack_bytes": c.sample_stack_bytes(),
             "events": stacks::STACK_EVENTS,
             "mappings": c.has_mmap_records(),
             // The sampling timer's callback: its expiries are powerlens's own wake-ups,
@@ -457,6 +463,7 @@ fn stacks_meta(c: &Collector, hz: Option<u32>, roots: &Roots) -> Value {
         Some(_) => json!({
             "recorded": true,
             "cpu_clock_hz": null,
+            "user_stack_bytes": c.user_stack_bytes(),
             "events": stacks::STACK_EVENTS,
             "mappings": c.has_mmap_records(),
             "reason": "the cpu-clock event could not be opened: no CPU-time samples, so per-function CPU time and energy are unavailable",

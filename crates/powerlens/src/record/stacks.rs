@@ -110,9 +110,13 @@ impl StackRecorder {
         }
     }
 
-    /// The id of a record's stack; `None` when the record has no frames.
+    /// The id of a record's stack; `None` when the record has no frames, or is the idle
+    /// task's.
     pub fn intern(&mut self, raw: &RawStack<'_>) -> Option<StackId> {
-        if raw.callchain.is_empty() && raw.user_regs.is_none() {
+        // The idle task's stacks are the idle loop's kernel frames (its switch-outs, the
+        // tick timer it re-arms, wake-ups from interrupts it serves): a third of a
+        // switch-bound recording's stacks, and nothing an application owns.
+        if raw.pid == 0 || (raw.callchain.is_empty() && raw.user_regs.is_none()) {
             return None;
         }
         let kernel = self.module(KERNEL_MODULE);
@@ -127,17 +131,13 @@ impl StackRecorder {
                 }),
         );
         raw.callchain.user_ips(&mut self.fp_user);
-        if raw.pid != 0 {
-            self.unwinder.user_frames(
-                raw.pid,
-                raw.user_regs,
-                raw.user_stack,
-                &self.fp_user,
-                &mut self.user,
-            );
-        } else {
-            self.user.clear();
-        }
+        self.unwinder.user_frames(
+            raw.pid,
+            raw.user_regs,
+            raw.user_stack,
+            &self.fp_user,
+            &mut self.user,
+        );
         // Sorted by address, not overlapping (the unwinder trims overlaps).
         let maps = self.unwinder.maps(raw.pid);
         for &addr in &self.user {
