@@ -1,25 +1,34 @@
 #!/usr/bin/env bash
-# Benchmarks of `powerlens record` / `report` (issue 4), each side by side with its peer in
-# one run, because this machine is shared and noisy and only ratios mean much:
-#   1. report vs `perf sched timehist -s` on recordings of the SAME context-switch-heavy run
-#      (pingpong, >= 1 million events), medians of interleaved timings and their ratio;
-#   2. recording overhead: pingpong bare, under `powerlens record` and under `perf record -a`
-#      with the same tracepoints, interleaved rounds, slowdowns against bare;
-#   3. peak memory of report on a recording and on one about four times longer;
-#   4. call stacks (issue 5): report of the same workload recorded with stacks against
-#      without (target: stacks at most double the analysis time), and report's first run
-#      on a recording whose symbol cache was emptied against a cached run.
-# Sections 1-3 record with --no-stacks, as issue 4's benchmark did; section 2 also records
-# with stacks beside `perf record -a -g` with cpu-clock samples at the same rate.
+# Benchmarks of `powerlens record` / `report` on the path a user runs: the DEFAULT recording
+# (call stacks on, every event), each side by side with its peer in one run, because this
+# machine is shared and noisy and only ratios mean much (issues 4, 5 and 14):
+#   1. report vs `perf sched timehist -s` on recordings of the SAME ping-pong run
+#      (interleaved rounds, medians and the median of the per-round ratios); the
+#      `--no-stacks` recording of another run beside it;
+#   2. recording overhead on a switch-bound load (ping-pong, pong sharing cpu1 with a
+#      spinner): bare, under the default `powerlens record` and under `perf record -a -g`
+#      recording the same tracepoints (every hit) plus cpu-clock samples at the same rate,
+#      in paired rounds; `--no-stacks` beside `perf record -a` without call chains;
+#   3. peak memory of report on a default recording and on one four times longer;
+#   4. call stacks: report of the default recording against the --no-stacks one of the
+#      same workload, and report's first run on a recording whose symbol cache was emptied
+#      against a cached run.
 # Needs root (tracepoints), perf (Debian linux-perf) and sqlite3. Usage:
-#   scripts/bench-record.sh [PINGPONG_ITERATIONS]      (default 300000)
-# ROUNDS=N sets the interleaved rounds of sections 1, 2 and 4 (default 5); the recording
-# overhead needs about 20 to be read within a few percent on a noisy host.
+#   scripts/bench-record.sh [PINGPONG_ITERATIONS]      (default 110000, section 1, 3, 4)
+# ROUNDS=N sets the paired rounds (default 10); SECTIONS="1 2" runs only those sections;
+# LOAD_ITERATIONS=K sets section 2's round trips (default 12000, about 0.5 s bare).
+#
+# perf's peer in section 2 records every tracepoint hit: `-F` on perf's command line
+# would switch *every* event, tracepoints included, to frequency mode and sample them at
+# that rate (a few percent of the hits), which is how a 1.01x "overhead" was once
+# measured. The cpu-clock rate is set on that event alone (`cpu-clock/freq=HZ/`).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-iterations=${1:-300000}
-rounds=${ROUNDS:-5}
+iterations=${1:-110000}
+rounds=${ROUNDS:-10}
+sections=${SECTIONS:-1 2 3 4 5}
+load_iterations=${LOAD_ITERATIONS:-12000}
 cargo build --release --locked -q
 pl=$PWD/target/release/powerlens
 dir=$(mktemp -d)
@@ -28,86 +37,111 @@ trap 'rm -rf "$dir"' EXIT
 # shellcheck source=scripts/bench-lib.sh
 source scripts/bench-lib.sh  # the script has cd'd to the repository root
 
-echo "== 1. report vs perf sched timehist -s, same run (pingpong --iterations $iterations)"
-perf sched record -q -o "$dir/perf.data" -- \
-    "$pl" record --no-stacks -o "$dir/pp.rec" --quiet-command -- \
-    "$pl" workload pingpong --iterations "$iterations" 2>"$dir/record.log"
-events=$(sqlite3 "$dir/pp.rec" 'SELECT sum(events) FROM chunks')
-perf_size=$(stat -c %s "$dir/perf.data")
-rec_size=$(stat -c %s "$dir/pp.rec")
-echo "events in the recording: $events (powerlens file $((rec_size / 1024)) KiB, perf.data $((perf_size / 1024)) KiB)"
-for _ in $(seq "$rounds"); do
-    t0=$(now_ns); "$pl" report "$dir/pp.rec" --json >/dev/null; t1=$(now_ns)
-    perf sched timehist -s -i "$dir/perf.data" >/dev/null 2>&1; t2=$(now_ns)
-    echo "$(( t1 - t0 )) $(( t2 - t1 ))"
-done >"$dir/report.times"
-pl_ms=$(awk '{print $1/1e6}' "$dir/report.times" | median)
-perf_ms=$(awk '{print $2/1e6}' "$dir/report.times" | median)
-awk -v e="$events" -v a="$pl_ms" -v b="$perf_ms" 'BEGIN {
-    printf "powerlens report: %.1f ms (%.1f M events/s)   perf sched timehist -s: %.1f ms   ratio %.1fx\n",
-        a, e / a / 1e3, b, b / a }'
+wants() { [[ " $sections " == *" $1 "* ]]; }
+# The tracepoints a recording opened, as perf's -e list.
+perf_events() {
+    sqlite3 "$1" "SELECT value FROM meta WHERE key = 'events'" |
+        python3 -c 'import json, sys; print(",".join(e.replace("/", ":") for e in json.load(sys.stdin)))'
+}
+cpu_clock_hz() {
+    sqlite3 "$1" "SELECT value FROM meta WHERE key = 'stacks'" |
+        python3 -c 'import json, sys; print(json.load(sys.stdin).get("cpu_clock_hz") or 999)'
+}
+events_of() { sqlite3 "$1" 'SELECT sum(events) FROM chunks'; }
 
-echo
-echo "== 2. recording overhead on pingpong --iterations $iterations (wall time of the workload)"
-events_list=$(sqlite3 "$dir/pp.rec" "SELECT value FROM meta WHERE key = 'events'" |
-    python3 -c 'import json, sys; print(",".join(e.replace("/", ":") for e in json.load(sys.stdin)))')
-wall() { python3 -c 'import json, sys; print(json.load(sys.stdin)["wall_s"])'; }
-for _ in $(seq "$rounds"); do
-    bare=$("$pl" workload pingpong --iterations "$iterations" --json | wall)
-    ours=$("$pl" record --no-stacks -o "$dir/o.rec" -- "$pl" workload pingpong --iterations "$iterations" --json 2>/dev/null | wall)
-    theirs=$(perf record -q -a -e "$events_list" -o "$dir/o.data" -- \
-        "$pl" workload pingpong --iterations "$iterations" --json 2>/dev/null | wall)
-    ours_stacks=$("$pl" record -o "$dir/o.rec" -- "$pl" workload pingpong --iterations "$iterations" --json 2>/dev/null | wall)
-    theirs_stacks=$(perf record -q -a -g -F 999 -e "$events_list,cpu-clock" -o "$dir/o.data" -- \
-        "$pl" workload pingpong --iterations "$iterations" --json 2>/dev/null | wall)
-    echo "$bare $ours $theirs $ours_stacks $theirs_stacks"
-done >"$dir/overhead.times"
-ratio() { awk -v c="$1" '{print $c/$1}' "$dir/overhead.times" | median; }
-bare_s=$(awk '{print $1}' "$dir/overhead.times" | median)
-lost=$(grep -o '[0-9]* records LOST' "$dir/record.log" || echo "no records lost")
-awk -v b="$bare_s" -v o="$(ratio 2)" -v t="$(ratio 3)" -v os="$(ratio 4)" -v ts="$(ratio 5)" 'BEGIN {
-    printf "bare %.3f s; slowdown under powerlens record --no-stacks %.3fx, under perf record -a %.3fx\n", b, o, t
-    printf "with stacks: powerlens record %.3fx, perf record -a -g -F 999 (+cpu-clock) %.3fx (medians of per-round ratios)\n", os, ts }'
-# The peers' ratio within each round cancels the host's drift between rounds.
-awk '{ r = $2 / $3; print r; if (r < 1) ahead++ } END { print "ahead", ahead + 0, NR > "/dev/stderr" }' \
-    "$dir/overhead.times" 2>"$dir/ahead" | median >"$dir/paired"
-awk -v p="$(cat "$dir/paired")" -v a="$(awk '{print $2}' "$dir/ahead")" -v n="$(awk '{print $3}' "$dir/ahead")" 'BEGIN {
-    printf "powerlens --no-stacks / perf record -a, same round: median %.3f; powerlens faster in %d of %d rounds\n", p, a, n }'
-echo "powerlens record on the first run: $lost"
+# Section 1's recordings, also read by sections 3 and 4: the default one (pp.rec) recorded
+# together with perf sched record (pp.data), and a --no-stacks one of another run.
+if wants 1 || wants 3 || wants 4; then
+    perf sched record -q -o "$dir/perf.data" -- \
+        "$pl" record -o "$dir/pp.rec" --quiet-command -- \
+        "$pl" workload pingpong --iterations "$iterations" 2>"$dir/record.log"
+    "$pl" record --no-stacks -o "$dir/pn.rec" --quiet-command -- \
+        "$pl" workload pingpong --iterations "$iterations" 2>/dev/null
+fi
 
-echo
-echo "== 3. peak memory of report (kernel maxrss)"
-short=$(( iterations / 4 ))
-"$pl" record -o "$dir/short.rec" --quiet-command -- "$pl" workload pingpong --iterations "$short" 2>/dev/null
-short_events=$(sqlite3 "$dir/short.rec" 'SELECT sum(events) FROM chunks')
-short_kib=$(peak_kib "$pl" report "$dir/short.rec" --json)
-long_kib=$(peak_kib "$pl" report "$dir/pp.rec" --json)
-echo "report of $short_events events: $short_kib KiB; of $events events: $long_kib KiB"
+if wants 1; then
+    echo "== 1. report (default recording) vs perf sched timehist -s, same run (pingpong --iterations $iterations)"
+    events=$(events_of "$dir/pp.rec")
+    echo "events: $events in the default recording ($(( $(stat -c %s "$dir/pp.rec") / 1024 )) KiB), perf.data $(( $(stat -c %s "$dir/perf.data") / 1024 )) KiB; lost: $(grep -o '[0-9]* records LOST' "$dir/record.log" || echo none)"
+    for _ in $(seq "$rounds"); do
+        t0=$(now_ns); "$pl" report "$dir/pp.rec" --json >/dev/null 2>&1; t1=$(now_ns)
+        perf sched timehist -s -i "$dir/perf.data" >/dev/null 2>&1; t2=$(now_ns)
+        echo "$(( t1 - t0 )) $(( t2 - t1 ))"
+    done >"$dir/report.times"
+    pl_ms=$(awk '{print $1/1e6}' "$dir/report.times" | median)
+    perf_ms=$(awk '{print $2/1e6}' "$dir/report.times" | median)
+    paired=$(awk '{print $2/$1}' "$dir/report.times" | median)
+    awk -v e="$events" -v a="$pl_ms" -v b="$perf_ms" -v p="$paired" -v n="$rounds" 'BEGIN {
+        printf "powerlens report --json: %.1f ms (%.1f M events/s)   perf sched timehist -s: %.1f ms\n", a, e / a / 1e3, b
+        printf "report is %.1fx faster (medians); per-round ratio median %.1fx over %d rounds (target >= 5x)\n", b / a, p, n }'
+    echo
+fi
 
-echo
-echo "== 4. call stacks: report with stacks against without, same workload"
-"$pl" record -o "$dir/st.rec" --quiet-command -- \
-    "$pl" workload pingpong --iterations "$iterations" 2>/dev/null
-st_events=$(sqlite3 "$dir/st.rec" 'SELECT sum(events) FROM chunks')
-stacks=$(sqlite3 "$dir/st.rec" 'SELECT count(*) FROM stacks')
-for _ in $(seq "$rounds"); do
-    t0=$(now_ns); "$pl" report "$dir/pp.rec" --json >/dev/null; t1=$(now_ns)
-    "$pl" report "$dir/st.rec" --json >/dev/null 2>&1; t2=$(now_ns)
-    "$pl" report "$dir/st.rec" --by function --json >/dev/null 2>&1; t3=$(now_ns)
-    echo "$(( t1 - t0 )) $(( t2 - t1 )) $(( t3 - t2 ))"
-done >"$dir/stacks.times"
-plain_ms=$(awk '{print $1/1e6}' "$dir/stacks.times" | median)
-with_ms=$(awk '{print $2/1e6}' "$dir/stacks.times" | median)
-func_ms=$(awk '{print $3/1e6}' "$dir/stacks.times" | median)
-awk -v e="$events" -v se="$st_events" -v s="$stacks" -v a="$plain_ms" -v b="$with_ms" -v c="$func_ms" 'BEGIN {
-    printf "without stacks: %d events, %.1f ms; with stacks: %d events (%d distinct stacks), %.1f ms (%.2fx), --by function %.1f ms (%.2fx)\n",
-        e, a, se, s, b, b / a, c, c / a }'
-# Symbolization: the first report on a recording without its cache, then a cached one.
-for _ in $(seq 3); do
-    sqlite3 "$dir/st.rec" 'DELETE FROM symbols'
-    t0=$(now_ns); "$pl" report "$dir/st.rec" --by function --json >/dev/null 2>&1; t1=$(now_ns)
-    "$pl" report "$dir/st.rec" --by function --json >/dev/null 2>&1; t2=$(now_ns)
-    echo "$(( t1 - t0 )) $(( t2 - t1 ))"
-done >"$dir/symbols.times"
-awk -v n="$(sqlite3 "$dir/st.rec" 'SELECT count(*) FROM symbols')" '{a+=$1; b+=$2} END {
-    printf "report --by function symbolizing %d frames: %.1f ms; with the cache: %.1f ms (means of 3)\n", n, a/NR/1e6, b/NR/1e6 }' "$dir/symbols.times"
+if wants 2; then
+    echo "== 2. recording overhead: pingpong --iterations $load_iterations --pin 0,1 --spinner 1 (wall time of the workload)"
+    load=("$pl" workload pingpong --iterations "$load_iterations" --pin 0,1 --spinner 1 --json)
+    # The event list and rate come from a default recording of this load.
+    "$pl" record -o "$dir/load.rec" -- "${load[@]}" >/dev/null 2>&1
+    tracepoints=$(perf_events "$dir/load.rec")
+    hz=$(cpu_clock_hz "$dir/load.rec")
+    wall() { python3 -c 'import json, sys; print(json.load(sys.stdin)["wall_s"])'; }
+    for _ in $(seq "$rounds"); do
+        bare=$("${load[@]}" | wall)
+        ours=$("$pl" record -o "$dir/o.rec" -- "${load[@]}" 2>/dev/null | wall)
+        theirs=$(perf record -q -a -g -e "$tracepoints" -e "cpu-clock/freq=$hz/" -o "$dir/o.data" -- \
+            "${load[@]}" 2>/dev/null | wall)
+        ours_plain=$("$pl" record --no-stacks -o "$dir/o.rec" -- "${load[@]}" 2>/dev/null | wall)
+        theirs_plain=$(perf record -q -a -e "$tracepoints" -o "$dir/o.data" -- "${load[@]}" 2>/dev/null | wall)
+        echo "$bare $ours $theirs $ours_plain $theirs_plain"
+    done >"$dir/overhead.times"
+    ratio() { awk -v c="$1" '{print $c/$1}' "$dir/overhead.times" | median; }
+    paired() { awk -v a="$1" -v b="$2" '{print $a/$b}' "$dir/overhead.times" | median; }
+    ahead() { awk -v a="$1" -v b="$2" '$a < $b {n++} END {print n + 0}' "$dir/overhead.times"; }
+    awk -v b="$(awk '{print $1}' "$dir/overhead.times" | median)" \
+        -v o="$(ratio 2)" -v t="$(ratio 3)" -v p="$(paired 2 3)" -v a="$(ahead 2 3)" \
+        -v op="$(ratio 4)" -v tp="$(ratio 5)" -v pp="$(paired 4 5)" -v ap="$(ahead 4 5)" -v n="$rounds" 'BEGIN {
+        printf "bare %.3f s (median of %d)\n", b, n
+        printf "default powerlens record: slowdown %.3fx; perf record -a -g (+cpu-clock): %.3fx\n", o, t
+        printf "  powerlens / perf in the same round: median %.3f (target <= 1.05); powerlens faster in %d of %d rounds\n", p, a, n
+        printf "--no-stacks: slowdown %.3fx; perf record -a: %.3fx; same round: median %.3f, powerlens faster in %d of %d\n", op, tp, pp, ap, n }'
+    echo "records lost in the last default recording: $(sqlite3 "$dir/o.rec" "SELECT value FROM meta WHERE key = 'lost_records'")"
+    echo
+fi
+
+if wants 3; then
+    echo "== 3. peak memory of report on default recordings (kernel maxrss)"
+    short=$(( iterations / 4 ))
+    "$pl" record -o "$dir/short.rec" --quiet-command -- "$pl" workload pingpong --iterations "$short" 2>/dev/null
+    short_kib=$(peak_kib "$pl" report "$dir/short.rec" --json)
+    long_kib=$(peak_kib "$pl" report "$dir/pp.rec" --json)
+    echo "report of $(events_of "$dir/short.rec") events: $short_kib KiB; of $(events_of "$dir/pp.rec") events: $long_kib KiB"
+    echo
+fi
+
+if wants 4; then
+    echo "== 4. call stacks: report of the default recording against the --no-stacks one"
+    for _ in $(seq "$rounds"); do
+        t0=$(now_ns); "$pl" report "$dir/pn.rec" --json >/dev/null 2>&1; t1=$(now_ns)
+        "$pl" report "$dir/pp.rec" --json >/dev/null 2>&1; t2=$(now_ns)
+        "$pl" report "$dir/pp.rec" --by function --json >/dev/null 2>&1; t3=$(now_ns)
+        echo "$(( t1 - t0 )) $(( t2 - t1 )) $(( t3 - t2 ))"
+    done >"$dir/stacks.times"
+    plain_ms=$(awk '{print $1/1e6}' "$dir/stacks.times" | median)
+    with_ms=$(awk '{print $2/1e6}' "$dir/stacks.times" | median)
+    func_ms=$(awk '{print $3/1e6}' "$dir/stacks.times" | median)
+    awk -v e="$(events_of "$dir/pn.rec")" -v se="$(events_of "$dir/pp.rec")" \
+        -v s="$(sqlite3 "$dir/pp.rec" 'SELECT count(*) FROM stacks')" \
+        -v a="$plain_ms" -v b="$with_ms" -v c="$func_ms" 'BEGIN {
+        printf "--no-stacks: %d events, %.1f ms; default: %d events (%d distinct stacks), %.1f ms (%.2fx), --by function %.1f ms (%.2fx)\n",
+            e, a, se, s, b, b / a, c, c / a }'
+    # Symbolization: the first report on a recording without its cache, then a cached one.
+    for _ in $(seq 3); do
+        sqlite3 "$dir/pp.rec" 'DELETE FROM symbols'
+        t0=$(now_ns); "$pl" report "$dir/pp.rec" --by function --json >/dev/null 2>&1; t1=$(now_ns)
+        "$pl" report "$dir/pp.rec" --by function --json >/dev/null 2>&1; t2=$(now_ns)
+        echo "$(( t1 - t0 )) $(( t2 - t1 ))"
+    done >"$dir/symbols.times"
+    awk -v n="$(sqlite3 "$dir/pp.rec" 'SELECT count(*) FROM symbols')" '{a+=$1; b+=$2} END {
+        printf "report --by function symbolizing %d frames: %.1f ms; with the cache: %.1f ms (means of 3)\n", n, a/NR/1e6, b/NR/1e6 }' "$dir/symbols.times"
+    echo
+fi
