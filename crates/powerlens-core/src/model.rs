@@ -36,7 +36,7 @@ pub enum ModelError {
 
 impl Default for PowerModel {
     /// Default parameters from the Sandy Bridge laptop (4 cores, HT) measurements in Alex Shi's
-    /// power-aware scheduling series as quoted by Len Brown (LKML, 11 Apr 2013; seed 002):
+    /// power-aware scheduling series as quoted by Len Brown (LKML, 11 Apr 2013):
     /// `x` spinning shells drew 43.06 W at x = 1 and 59.07 W at x = 2 in "performance" mode,
     /// i.e. 16.0 W per added busy CPU and 27.06 W extrapolated to none busy. Beyond one busy
     /// thread per physical core the real curve flattens (HT, turbo limits); the model does not.

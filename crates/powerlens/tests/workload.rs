@@ -331,3 +331,21 @@ fn help_teaches_what_each_workload_models_with_an_example() {
         );
     }
 }
+
+/// Issue 17: help texts cite the studies by their titles, never by the project's internal
+/// file numbering ("seed 000"), which means nothing to a user.
+#[test]
+fn workload_help_cites_studies_by_title() {
+    for workload in ["spin", "barrier", "imbalanced", "sleepy", "pingpong", "avx"] {
+        let out = powerlens(&["workload", workload, "--help"]);
+        assert!(out.status.success());
+        let help = String::from_utf8_lossy(&out.stdout);
+        assert!(!help.contains("seed 0"), "{workload}: {help}");
+    }
+    let pingpong =
+        String::from_utf8_lossy(&powerlens(&["workload", "pingpong", "--help"]).stdout).to_string();
+    assert!(
+        pingpong.contains("\"Power Battle: Windows 7 vs. Windows 8\""),
+        "{pingpong}"
+    );
+}

@@ -42,7 +42,7 @@ pub struct OutputArgs {
 /// Busy loops on N threads for a fixed time: fully busy CPUs, no blocking.
 ///
 /// Models the CPU-bound loads of the single- vs multi-threaded power study ("Maximizing
-/// Power Savings on Mobile Platforms", seed 001): the same work on 1 or N CPUs, and the
+/// Power Savings on Mobile Platforms"): the same work on 1 or N CPUs, and the
 /// load the power model is calibrated with. Each thread's CPU time ≈ the wall time and it
 /// has almost no voluntary context switches.
 #[derive(Debug, Args)]
@@ -64,7 +64,7 @@ pub struct SpinArgs {
 
 /// Parallel-for loops, each ended by a barrier where early threads block.
 ///
-/// Models the OpenMP workload of "Power Battle: Windows 7 vs. Windows 8" (seed 000): a
+/// Models the OpenMP workload of "Power Battle: Windows 7 vs. Windows 8": a
 /// series of `#pragma omp for` loops with implicit barriers. Each of K iterations splits W
 /// compute units over the N threads (static schedule), then all wait at a barrier; waiting
 /// threads block (passive wait), so each wait is a synchronization context switch and a
@@ -95,7 +95,7 @@ pub struct BarrierArgs {
 /// One thread does most of the work; the others finish early and wait at the join.
 ///
 /// Models the imbalanced threading model of "Maximizing Power Savings on Mobile Platforms"
-/// (seed 001): one heavy thread (there, physics) and light ones (rendering). The run lasts
+/// ("Maximizing Power Savings on Mobile Platforms"): one heavy thread (there, physics) and light ones (rendering). The run lasts
 /// as long as the heavy thread, the CPUs are unevenly busy, and a per-core frequency
 /// governor may lower the frequency. Thread heavy-0 does SHARE of the work, light-1…
 /// split the rest.
@@ -123,7 +123,7 @@ pub struct ImbalancedArgs {
 /// A thread that wakes every PERIOD, works briefly and sleeps again.
 ///
 /// Models short vs long sleeps: the short waits "not efficient" for idle states in
-/// "Power Battle: Windows 7 vs. Windows 8" (seed 000) and race-to-idle in seed 001. The CPU
+/// "Power Battle: Windows 7 vs. Windows 8" and race-to-idle in "Maximizing Power Savings on Mobile Platforms". The CPU
 /// idles for about one period between bursts, so the period decides which C-states pay off
 /// and how many wake-ups per second the program causes. Wake-ups follow absolute deadlines,
 /// one per period, DURATION / PERIOD periods in all; a period whose deadline passed during
@@ -154,7 +154,7 @@ pub struct SleepyArgs {
 ///
 /// The pure synchronization load: each handoff is a wake-up caused by the other thread and
 /// a blocking wait (a voluntary context switch) by the passer, as in the synchronization
-/// functions of the VTune grid in "Power Battle: Windows 7 vs. Windows 8" (seed 000). K
+/// functions of the VTune grid in "Power Battle: Windows 7 vs. Windows 8". K
 /// round trips are 2 × K handoffs; each thread waits K times.
 #[derive(Debug, Args)]
 #[command(
@@ -194,7 +194,7 @@ fn parse_cpu_pair(s: &str) -> Result<[usize; 2], String> {
 /// Phases of AVX2/AVX-512 code alternating with phases of scalar code.
 ///
 /// Models the heterogeneous workloads of "Dim Silicon and the Case for Improved DVFS
-/// Policies" (seed 004): wide vector code lowers the core's frequency (license) and the
+/// Policies": wide vector code lowers the core's frequency (license) and the
 /// CPU restores it only ~670 µs after the last wide instruction, slowing the scalar code
 /// that follows. Each thread alternates U µs of the ISA's multiply-add kernel with U µs of
 /// the scalar kernel (with --isa scalar, both phases are scalar: the baseline). The ISA is
@@ -209,7 +209,7 @@ pub struct AvxArgs {
     pub isa: IsaArg,
 
     /// Length of each vector phase and each scalar phase, in microseconds (the default is
-    /// near the ~670 µs license timeout measured in seed 004).
+    /// near the ~670 µs license timeout measured in the dim-silicon study).
     #[arg(long, value_name = "U", default_value = "1000", value_parser = parse_count)]
     pub phase_us: u64,
 

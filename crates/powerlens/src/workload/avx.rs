@@ -1,6 +1,6 @@
 //! `avx`: phases of wide-vector code alternating with phases of scalar code.
 //!
-//! The dim-silicon study (seed 004): AVX2 and AVX-512 code makes Intel CPUs lower their
+//! "Dim Silicon and the Case for Improved DVFS Policies": AVX2 and AVX-512 code makes Intel CPUs lower their
 //! frequency (a "frequency license") and they raise it again only about 670 µs after the
 //! last wide instruction, which slows the scalar code that follows. Alternating U µs of
 //! vector and U µs of scalar code reproduces that heterogeneous workload; the phase length

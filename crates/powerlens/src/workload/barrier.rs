@@ -1,6 +1,6 @@
 //! `barrier`: a parallel-for loop with an implicit barrier after every iteration.
 //!
-//! The OpenMP workload of the Windows 7 vs Windows 8 power study (seed 000): each
+//! The OpenMP workload of the power study "Power Battle: Windows 7 vs. Windows 8": each
 //! `#pragma omp for` splits its iterations over the team (static schedule) and the team
 //! waits at the implicit barrier at the end. Waiting here is passive, as in an OpenMP
 //! runtime with OMP_WAIT_POLICY=passive: a thread that arrives early sleeps on a futex

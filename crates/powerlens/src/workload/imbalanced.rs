@@ -1,6 +1,6 @@
 //! `imbalanced`: one thread does most of the work, the others finish early and wait.
 //!
-//! The imbalanced threading model of the mobile power study (seed 001): a functional
+//! The imbalanced threading model of "Maximizing Power Savings on Mobile Platforms": a functional
 //! decomposition where one thread (physics) carries far more work than the others
 //! (rendering). The run lasts as long as the heavy thread; the light threads finish early
 //! and the team joins at the end, so the CPUs are far from evenly busy, which is what

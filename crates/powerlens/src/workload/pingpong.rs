@@ -4,7 +4,7 @@
 //! by a timer or a device), and the passer then blocks until the token comes back (a
 //! synchronization, i.e. voluntary, context switch). Almost no compute, so wake-up and
 //! switch costs are all there is, as in the synchronization functions of the VTune grid
-//! (seed 000).
+//! ("Power Battle: Windows 7 vs. Windows 8").
 //!
 //! With `pin` and `spinner`, one player can share its CPU with a busy thread: each handoff
 //! to it then preempts the spinner, the load on which the scheduler's runtime accounting

@@ -1,6 +1,6 @@
 //! `sleepy`: a thread that wakes up every period, works briefly and sleeps again.
 //!
-//! Short vs long sleeps (seed 000, "short barriers (waits) are not efficient"; seed 001,
+//! Short vs long sleeps ("Power Battle: Windows 7 vs. Windows 8": "short barriers (waits) are not efficient"; "Maximizing Power Savings on Mobile Platforms":
 //! race to idle): the CPU's idle periods last about one period, so the period decides
 //! which C-states pay off (target residency) and how many wake-ups per second the
 //! program causes. The thread sleeps until absolute deadlines `start + k × period`, so the

@@ -1,6 +1,6 @@
 //! `spin`: every thread computes without pause for a fixed time.
 //!
-//! The busy loop of the scheduler power studies (seed 001, single- vs multi-threaded
+//! The busy loop of the scheduler power studies ("Maximizing Power Savings on Mobile Platforms": single- vs multi-threaded
 //! power): N fully busy CPUs, no blocking, so each thread's CPU time equals the wall time
 //! and it has (almost) no voluntary context switches.
 
