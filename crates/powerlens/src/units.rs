@@ -1,7 +1,7 @@
 //! One parser for every duration flag (`--duration 2s`, `--period 200us`, `--work 0.5ms`).
 //!
-//! A unit is required: a bare `2` could mean seconds or milliseconds, and guessing wrong
-//! silently changes a measurement by a factor of a thousand.
+//! A bare number is seconds (`--duration 0.3`), as `sleep`, `perf` and stress-ng read it;
+//! with a unit, the unit says.
 
 use std::time::Duration;
 
@@ -15,10 +15,11 @@ const UNITS: &[(&str, f64)] = &[
     ("min", 60.0),
 ];
 
-const EXAMPLES: &str = "write a number and a unit, e.g. 2s, 500ms, 200us, 0.1s";
+const EXAMPLES: &str = "write seconds, or a number and a unit, e.g. 2, 2s, 500ms, 200us";
 
-/// Parses a strictly positive duration such as `2s`, `500ms`, `200us`, `0.1s` or `1.5min`.
-/// The error text says what is wrong and how to write it instead (clap prefixes the flag).
+/// Parses a strictly positive duration such as `2` (seconds), `2s`, `500ms`, `200us`,
+/// `0.1s` or `1.5min`. The error text says what is wrong and how to write it instead
+/// (clap prefixes the flag).
 pub fn parse_positive_duration(text: &str) -> Result<Duration, String> {
     let text = text.trim();
     let split = text
@@ -31,14 +32,17 @@ pub fn parse_positive_duration(text: &str) -> Result<Duration, String> {
     let value: f64 = number
         .parse()
         .map_err(|_| format!("'{number}' is not a number: {EXAMPLES}"))?;
-    if unit.is_empty() {
-        return Err(format!("'{text}' has no unit: {EXAMPLES}"));
-    }
-    let scale = UNITS
-        .iter()
-        .find(|(name, _)| *name == unit)
-        .map(|(_, scale)| *scale)
-        .ok_or_else(|| format!("unknown unit '{unit}' (known: ns, us, ms, s, min): {EXAMPLES}"))?;
+    let scale = if unit.is_empty() {
+        1.0
+    } else {
+        UNITS
+            .iter()
+            .find(|(name, _)| *name == unit)
+            .map(|(_, scale)| *scale)
+            .ok_or_else(|| {
+                format!("unknown unit '{unit}' (known: ns, us, ms, s, min): {EXAMPLES}")
+            })?
+    };
     let seconds = value * scale;
     if seconds <= 0.0 {
         return Err(format!(
@@ -62,17 +66,10 @@ pub fn parse_positive_number(text: &str) -> Result<f64, String> {
     }
 }
 
-/// Parses a duration given in seconds as the issue's `SECS` flags are documented
-/// (`--baseline 5`, `--window 10`): a bare number is seconds; with a unit, as
-/// [`parse_positive_duration`].
+/// The parser of the flags documented in seconds (`--baseline 5`, `--window 10`): the same
+/// as [`parse_positive_duration`], named for what their help says.
 pub fn parse_seconds(text: &str) -> Result<Duration, String> {
-    match text.trim().parse::<f64>() {
-        Ok(secs) if secs.is_finite() && secs > 0.0 => Ok(Duration::from_secs_f64(secs)),
-        Ok(_) => Err(format!(
-            "'{text}' is not positive: the duration must be greater than zero"
-        )),
-        Err(_) => parse_positive_duration(text),
-    }
+    parse_positive_duration(text)
 }
 
 /// As [`parse_seconds`], but 0 is allowed: for lengths where zero means "skip it".
@@ -136,9 +133,24 @@ mod tests {
     }
 
     #[test]
+    fn a_bare_number_is_seconds() {
+        assert_eq!(
+            parse_positive_duration("0.3").unwrap(),
+            Duration::from_millis(300)
+        );
+        assert_eq!(
+            parse_positive_duration(" 2 ").unwrap(),
+            Duration::from_secs(2)
+        );
+        assert!(parse_positive_duration("0")
+            .unwrap_err()
+            .contains("greater than zero"));
+        assert!(parse_positive_duration("inf").is_err());
+    }
+
+    #[test]
     fn rejects_with_a_reason() {
         let cases = [
-            ("2", "no unit"),
             ("ms", "no number"),
             ("", "no number"),
             ("2h", "unknown unit 'h'"),

@@ -259,8 +259,8 @@ fn bad_input_is_refused_naming_the_flag_and_the_fix() {
             &["--duration", "greater than zero"],
         ),
         (
-            &["spin", "--duration", "2"],
-            &["--duration", "no unit", "500ms"],
+            &["spin", "--duration", "0"],
+            &["--duration", "greater than zero"],
         ),
         (
             &["spin", "--duration", "2 parsecs"],
@@ -343,4 +343,12 @@ fn help_teaches_what_each_workload_models_with_an_example() {
             "{name}: no example:\n{help}"
         );
     }
+}
+
+/// Issue 17: `--duration 0.3` is 0.3 seconds, as `sleep`, `perf` and stress-ng read it.
+#[test]
+fn a_bare_duration_is_seconds() {
+    let v = report(&["spin", "--threads", "1", "--duration", "0.3"]);
+    assert_eq!(v["options"]["duration_s"], 0.3, "{v:#}");
+    assert!(v["wall_s"].as_f64().unwrap() >= 0.3, "{v:#}");
 }
