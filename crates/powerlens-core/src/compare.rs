@@ -229,12 +229,16 @@ fn candidate(baseline: &Group, cand: &Group, work: f64) -> CandidateComparison {
         let (mb, mc) = (mean(b), mean(c));
         out.ratios.insert(name.clone(), mc / mb);
         out.differences.insert(name.clone(), mc - mb);
-        if let Some(ci) = welch_difference_ci(c, b) {
+        let difference = welch_difference_ci(c, b);
+        if let Some(ci) = difference {
             out.difference_ci95.insert(name.clone(), ci);
         }
-        if let Some(ci) = fieller_ratio_ci(c, b) {
-            out.significant
-                .insert(name.clone(), ci[0] > 1.0 || ci[1] < 1.0);
+        if let Some(ci) = ratio_ci(c, b) {
+            // Significant only when no interval shown for the change spans its null value
+            // (ratio 1, difference 0): the two methods can disagree at the margin.
+            let excludes = |[lo, hi]: [f64; 2], null: f64| lo > null || hi < null;
+            let significant = excludes(ci, 1.0) && difference.is_none_or(|d| excludes(d, 0.0));
+            out.significant.insert(name.clone(), significant);
             out.ratio_ci95.insert(name, ci);
         }
     };
@@ -315,6 +319,31 @@ pub fn welch_difference_ci(a: &[f64], b: &[f64]) -> Option<[f64; 2]> {
     let d = mean(a) - mean(b);
     let half = t975(welch_df(va, a.len(), vb, b.len())) * (va + vb).sqrt();
     Some([d - half, d + half])
+}
+
+/// 95% interval of mean(a) / mean(b): on the log scale when every value is positive
+/// ([`log_ratio_ci`], never below zero), else by Fieller's theorem ([`fieller_ratio_ci`]).
+pub fn ratio_ci(a: &[f64], b: &[f64]) -> Option<[f64; 2]> {
+    if a.iter().chain(b).all(|&x| x > 0.0) {
+        log_ratio_ci(a, b)
+    } else {
+        fieller_ratio_ci(a, b)
+    }
+}
+
+/// 95% interval of mean(a) / mean(b) for strictly positive samples, on the log scale: by
+/// the delta method the variance of ln(mean) is var(mean) / mean², so
+/// ln(ratio) ± t · √(va / ma² + vb / mb²), with Welch–Satterthwaite degrees of freedom on
+/// those two terms. Both ends are positive, as the ratio of two positive quantities is; a
+/// ratio of run times near zero cannot get a negative lower end as Fieller's can.
+/// `None` when a sample has fewer than two values.
+pub fn log_ratio_ci(a: &[f64], b: &[f64]) -> Option<[f64; 2]> {
+    let (va, vb) = (var_of_mean(a)?, var_of_mean(b)?);
+    let (ma, mb) = (mean(a), mean(b));
+    let (ra, rb) = (va / (ma * ma), vb / (mb * mb));
+    let half = t975(welch_df(ra, a.len(), rb, b.len())) * (ra + rb).sqrt();
+    let ratio = ma / mb;
+    Some([ratio / half.exp(), ratio * half.exp()])
 }
 
 /// 95% interval of mean(a) / mean(b) by Fieller's theorem for independent samples, with
@@ -511,6 +540,86 @@ mod tests {
         }
         let rate = covered as f64 / trials as f64;
         assert!((0.93..=0.97).contains(&rate), "coverage {rate}");
+    }
+
+    #[test]
+    fn intervals_of_positive_quantities_stay_positive() {
+        // Issue 17: run times of 1–3 ms over three runs. The symmetric interval of the
+        // mean reads below zero; the log-scale one does not, and holds the mean.
+        let times = [0.0008, 0.0009, 0.0028];
+        let s = crate::stats::Summary::of(&times).unwrap();
+        let [lo, hi] = s.ci95.unwrap();
+        assert!(lo > 0.0 && lo < s.mean && s.mean < hi, "{lo} … {hi}");
+        let symmetric = s.mean - t_quantile(0.975, 2.0) * s.stddev / 3f64.sqrt();
+        assert!(
+            symmetric < 0.0,
+            "the case needs a symmetric interval below 0"
+        );
+        // By hand: factor exp(t · s / (m √n)).
+        let factor = (t_quantile(0.975, 2.0) * s.stddev / s.mean / 3f64.sqrt()).exp();
+        assert!((lo - s.mean / factor).abs() < 1e-15 && (hi - s.mean * factor).abs() < 1e-15);
+
+        // The ratio of two such samples: Fieller's lower end is negative, the log-scale
+        // interval's positive, and it holds the ratio of means.
+        let b = [0.010, 0.011, 0.012];
+        let [f_lo, _] = fieller_ratio_ci(&times, &b).unwrap();
+        assert!(f_lo < 0.0, "Fieller: {f_lo}");
+        let [lo, hi] = ratio_ci(&times, &b).unwrap();
+        let r = mean(&times) / mean(&b);
+        assert!(lo > 0.0 && lo < r && r < hi, "{lo} … {hi}");
+        // Data with a zero or a negative value keep Fieller's interval.
+        assert_eq!(
+            ratio_ci(&[0.0, 1.0, 2.0], &b),
+            fieller_ratio_ci(&[0.0, 1.0, 2.0], &b)
+        );
+    }
+
+    #[test]
+    fn log_ratio_interval_covers_the_truth_about_95_percent() {
+        let mut state = 99u64;
+        let mut uniform = || {
+            state = state
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            ((state >> 11) as f64 + 0.5) / (1u64 << 53) as f64
+        };
+        let mut normal = |mu: f64, sd: f64| {
+            let (u1, u2) = (uniform(), uniform());
+            mu + sd * (-2.0 * u1.ln()).sqrt() * (2.0 * std::f64::consts::PI * u2).cos()
+        };
+        let trials = 2000;
+        let mut covered = 0;
+        for _ in 0..trials {
+            let b: Vec<f64> = (0..6).map(|_| normal(100.0, 5.0)).collect();
+            let a: Vec<f64> = (0..6).map(|_| normal(110.0, 5.0)).collect();
+            let [lo, hi] = log_ratio_ci(&a, &b).unwrap();
+            covered += usize::from(lo <= 1.1 && 1.1 <= hi);
+        }
+        let rate = covered as f64 / trials as f64;
+        assert!((0.93..=0.97).contains(&rate), "coverage {rate}");
+    }
+
+    #[test]
+    fn significant_only_when_no_shown_interval_spans_its_null() {
+        let c = compare(
+            &[
+                group("A", &[(10.0, 100.0), (10.2, 101.0), (9.9, 99.5)]),
+                group("B", &[(11.0, 100.4), (11.1, 99.0), (10.9, 101.2)]),
+            ],
+            1.0,
+        )
+        .unwrap();
+        let b = &c.candidates[0];
+        for (name, &sig) in &b.significant {
+            let [lo, hi] = b.ratio_ci95[name];
+            let spans_one = lo <= 1.0 && 1.0 <= hi;
+            let spans_zero = b
+                .difference_ci95
+                .get(name)
+                .is_some_and(|[lo, hi]| *lo <= 0.0 && 0.0 <= *hi);
+            assert!(!(sig && (spans_one || spans_zero)), "{name}: {b:#?}");
+        }
+        assert!(b.significant["time"] && !b.significant["energy"]);
     }
 
     #[test]
