@@ -66,6 +66,37 @@ fn ticks(lo: f64, hi: f64) -> Vec<f64> {
     (0..=count).map(|i| start + i as f64 * step).collect()
 }
 
+/// Tick positions for a log axis covering [lo, hi] (both > 0): 1, 2 and 5 times powers of
+/// ten, from the last at or below `lo` to the first at or above `hi`.
+fn log_ticks(lo: f64, hi: f64) -> Vec<f64> {
+    let (lo, hi) = if hi > lo {
+        (lo, hi)
+    } else {
+        (lo / 2.0, hi * 2.0)
+    };
+    let mut all = Vec::new();
+    for exp in (lo.log10().floor() as i32 - 1)..=(hi.log10().ceil() as i32 + 1) {
+        for m in [1.0, 2.0, 5.0] {
+            all.push(m * 10f64.powi(exp));
+        }
+    }
+    let first = all
+        .iter()
+        .rposition(|t| *t <= lo * (1.0 + 1e-9))
+        .unwrap_or(0);
+    let last = all
+        .iter()
+        .position(|t| *t >= hi * (1.0 - 1e-9))
+        .unwrap_or(all.len() - 1);
+    all[first..=last].to_vec()
+}
+
+/// Whether every value is a whole number: swept thread counts or -j levels are their own
+/// best ticks; measured values such as 0.336 s are not.
+fn all_whole(values: &[f64]) -> bool {
+    values.iter().all(|v| (v - v.round()).abs() < 1e-9)
+}
+
 fn tick_label(v: f64) -> String {
     if v == 0.0 {
         return "0".into();
@@ -129,7 +160,7 @@ fn panel_svg(out: &mut String, x: &XAxis, panel: &Panel, y0: f64, style: Style) 
             let mut xs: Vec<f64> = points.iter().map(|p| p.0).collect();
             xs.sort_by(f64::total_cmp);
             xs.dedup();
-            let chosen = if xs.len() <= 12 {
+            let chosen = if xs.len() <= 12 && all_whole(&xs) {
                 xs
             } else {
                 ticks(xmin, xmax)
@@ -255,7 +286,9 @@ pub struct Interval {
 
 /// A forest plot: one row per interval, the value as a dot and its interval as a bar, and a
 /// dashed vertical line at `reference` (e.g. a ratio of 1: no change). Rows without an
-/// interval show the dot only.
+/// interval show the dot only. When every value is positive (ratios), the axis is
+/// logarithmic: a ratio of 78 and one of 1.05 both stay readable, and 0.5 and 2 lie
+/// equally far from 1.
 pub fn render_intervals(title: &str, x_label: &str, rows: &[Interval], reference: f64) -> String {
     let left = 170.0;
     let right = 40.0;
@@ -276,9 +309,17 @@ pub fn render_intervals(title: &str, x_label: &str, rows: &[Interval], reference
         .filter(|v| v.is_finite())
         .chain([reference]);
     let (lo, hi) = min_max(values);
-    let xticks = ticks(lo, hi);
+    let log = lo > 0.0;
+    let xticks = if log {
+        log_ticks(lo, hi)
+    } else {
+        ticks(lo, hi)
+    };
     let (xlo, xhi) = (xticks[0], *xticks.last().unwrap_or(&hi));
-    let px = |v: f64| left + (v - xlo) / (xhi - xlo).max(f64::MIN_POSITIVE) * plot_w;
+    let scale = |v: f64| if log { v.log10() } else { v };
+    let px = |v: f64| {
+        left + (scale(v) - scale(xlo)) / (scale(xhi) - scale(xlo)).max(f64::MIN_POSITIVE) * plot_w
+    };
     let mut out = String::new();
     let _ = writeln!(
         out,
@@ -372,6 +413,53 @@ fn min_max(values: impl Iterator<Item = f64>) -> (f64, f64) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Issue 17: a ratio of 78 (ED²P) beside ratios near 1 is drawn on a log axis.
+    #[test]
+    fn ratio_plots_with_a_wide_range_are_logarithmic() {
+        let row = |label: &str, value: f64| Interval {
+            label: label.into(),
+            value,
+            ci: Some([value * 0.9, value * 1.1]),
+        };
+        let svg = render_intervals("r", "ratio", &[row("time", 1.05), row("ed2p", 78.0)], 1.0);
+        for tick in [">1<", ">10<", ">100<"] {
+            assert!(svg.contains(tick), "{tick}: {svg}");
+        }
+        assert!(!svg.contains(">40<"), "a linear axis: {svg}");
+    }
+
+    #[test]
+    fn log_ticks_are_1_2_5_and_cover_the_range() {
+        assert_eq!(
+            log_ticks(0.9, 78.0),
+            vec![0.5, 1.0, 2.0, 5.0, 10.0, 20.0, 50.0, 100.0]
+        );
+        assert_eq!(log_ticks(1.0, 1.0), vec![0.5, 1.0, 2.0]);
+    }
+
+    #[test]
+    fn measured_x_values_get_round_ticks_and_counts_keep_their_own() {
+        let panel = |xs: &[f64]| Panel {
+            title: "t".into(),
+            y_label: "y".into(),
+            series: vec![Series {
+                name: "s".into(),
+                points: xs.iter().map(|&x| (x, 1.0)).collect(),
+            }],
+        };
+        let x = XAxis::Numeric { label: "x".into() };
+        let measured = render(&x, &[panel(&[0.336, 0.671, 1.007])]);
+        assert!(
+            !measured.contains(">0.336<") && measured.contains(">0.4<"),
+            "{measured}"
+        );
+        let counts = render(&x, &[panel(&[1.0, 2.0, 4.0])]);
+        assert!(
+            counts.contains(">4<") && !counts.contains(">3<"),
+            "{counts}"
+        );
+    }
 
     #[test]
     fn ticks_are_round_and_cover_the_range() {
