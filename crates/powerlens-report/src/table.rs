@@ -89,6 +89,32 @@ fn looks_numeric(s: &str) -> bool {
 }
 
 /// A CSV field, quoted when it holds a comma, a quote or a newline (RFC 4180).
+/// A Unix time as `YYYY-MM-DD HH:MM` in UTC (the date of a saved result), from the civil
+/// calendar's day count; times before 1970 or not finite print as `-`.
+pub fn utc_minute(unix_s: f64) -> String {
+    if !unix_s.is_finite() || unix_s < 0.0 {
+        return "-".into();
+    }
+    let secs = unix_s as i64;
+    let (days, rest) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
+    // Days since 1970-01-01 to a proleptic Gregorian date, in 400-year eras of 146,097
+    // days counted from 0000-03-01 (so that the leap day ends a year).
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!(
+        "{year:04}-{month:02}-{day:02} {:02}:{:02}",
+        rest / 3600,
+        rest % 3600 / 60
+    )
+}
+
 pub fn csv_field(s: &str) -> String {
     if s.contains([',', '"', '\n']) {
         format!("\"{}\"", s.replace('"', "\"\""))
@@ -138,5 +164,14 @@ mod tests {
         assert_eq!(precise(43186.848), "43186.848");
         assert_eq!(precise(209.0), "209");
         assert_eq!(precise(0.0012345), "0.001234");
+    }
+
+    #[test]
+    fn utc_minutes_by_hand() {
+        assert_eq!(utc_minute(0.0), "1970-01-01 00:00");
+        // 2000-02-29 (a leap day of a year divisible by 400) 12:34:56 UTC.
+        assert_eq!(utc_minute(951_827_696.0), "2000-02-29 12:34");
+        assert_eq!(utc_minute(1_795_996_800.0), "2026-11-30 00:00");
+        assert_eq!(utc_minute(f64::NAN), "-");
     }
 }

@@ -308,3 +308,24 @@ extern "C" {
     #[link_name = "kill"]
     fn libc_kill(pid: i32, sig: i32) -> i32;
 }
+
+/// Issue 17 (10): `runs list` says when each result was made (UTC), the day `date -u`
+/// gives.
+#[test]
+fn runs_list_has_a_date_column() {
+    let env = Env::new();
+    let out = env.run(&["run", "--runs", "1", "--", "true"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let today = Command::new("date")
+        .args(["-u", "+%Y-%m-%d"])
+        .output()
+        .unwrap();
+    let today = String::from_utf8_lossy(&today.stdout).trim().to_string();
+    let list = env.run(&["runs", "list"]);
+    let text = String::from_utf8_lossy(&list.stdout);
+    assert!(
+        text.lines().next().unwrap().contains("date (UTC)"),
+        "{text}"
+    );
+    assert!(text.contains(&today), "no {today} in:\n{text}");
+}

@@ -6,7 +6,7 @@ use std::process::ExitCode;
 use anyhow::Context;
 use clap::{Args, Subcommand};
 use powerlens_core::run::RunResult;
-use powerlens_report::table::{sig, Table};
+use powerlens_report::table::{sig, utc_minute, Table};
 use powerlens_store::ResultsDb;
 
 use crate::results;
@@ -68,12 +68,20 @@ pub fn execute(args: RunsArgs) -> anyhow::Result<ExitCode> {
                 println!("no results in {}", path.display());
             } else {
                 let mut t = Table::new([
-                    "id", "runs", "wall s", "energy J", "energy", "label", "command",
+                    "id",
+                    "date (UTC)",
+                    "runs",
+                    "wall s",
+                    "energy J",
+                    "energy",
+                    "label",
+                    "command",
                 ]);
                 for r in &rows {
                     let opt = |v: Option<f64>| v.map(|x| sig(x, 4)).unwrap_or_else(|| "-".into());
                     t.row([
                         r.id.to_string(),
+                        utc_minute(r.created_unix),
                         format!("{}{}", r.runs, if r.complete { "" } else { " (partial)" }),
                         opt(r.mean_wall_s),
                         opt(r.mean_energy_j),
