@@ -12,7 +12,9 @@
 #   3. peak memory of report on a default recording and on one four times longer;
 #   4. call stacks: report of the default recording against the --no-stacks one of the
 #      same workload, and report's first run on a recording whose symbol cache was emptied
-#      against a cached run.
+#      against a cached run;
+#   5. start and stop: `record -- true` against `perf sched record -- true` (paired), and
+#      the wall time of `record -a --duration 2`.
 # Needs root (tracepoints), perf (Debian linux-perf) and sqlite3. Usage:
 #   scripts/bench-record.sh [PINGPONG_ITERATIONS]      (default 110000, section 1, 3, 4)
 # ROUNDS=N sets the paired rounds (default 10); SECTIONS="1 2" runs only those sections;
@@ -143,5 +145,23 @@ if wants 4; then
     done >"$dir/symbols.times"
     awk -v n="$(sqlite3 "$dir/pp.rec" 'SELECT count(*) FROM symbols')" '{a+=$1; b+=$2} END {
         printf "report --by function symbolizing %d frames: %.1f ms; with the cache: %.1f ms (means of 3)\n", n, a/NR/1e6, b/NR/1e6 }' "$dir/symbols.times"
+    echo
+fi
+
+if wants 5; then
+    echo "== 5. start and stop: record -- true against perf sched record -- true; record -a --duration 2"
+    for _ in $(seq "$rounds"); do
+        t0=$(now_ns); "$pl" record -o "$dir/true.rec" -- true >/dev/null 2>&1; t1=$(now_ns)
+        perf sched record -q -o "$dir/true.data" -- true >/dev/null 2>&1; t2=$(now_ns)
+        "$pl" record -a --duration 2 -o "$dir/window.rec" >/dev/null 2>&1; t3=$(now_ns)
+        echo "$(( t1 - t0 )) $(( t2 - t1 )) $(( t3 - t2 ))"
+    done >"$dir/startstop.times"
+    awk -v pl="$(awk '{print $1/1e6}' "$dir/startstop.times" | median)" \
+        -v perf="$(awk '{print $2/1e6}' "$dir/startstop.times" | median)" \
+        -v paired="$(awk '{print $1/$2}' "$dir/startstop.times" | median)" \
+        -v window="$(awk '{print $3/1e9}' "$dir/startstop.times" | median)" \
+        -v slowest="$(awk '{print $3/1e9}' "$dir/startstop.times" | sort -g | tail -1)" -v n="$rounds" 'BEGIN {
+        printf "powerlens record -- true: %.0f ms; perf sched record -- true: %.0f ms; per-round ratio median %.2f (target <= 0.6) over %d rounds\n", pl, perf, paired, n
+        printf "record -a --duration 2: %.2f s median, %.2f s slowest (target <= 2.4 s)\n", window, slowest }'
     echo
 fi

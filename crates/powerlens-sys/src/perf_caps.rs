@@ -58,7 +58,11 @@ pub fn probe_tracepoints(roots: &Roots) -> Availability {
     };
     let attr = PerfEventAttr::counting(PERF_TYPE_TRACEPOINT, id);
     match PerfCounter::open(&attr, -1, 0) {
-        Ok(_) => Availability::yes(format!("opened {PROBE_TRACEPOINT} (id {id}) on cpu0")),
+        Ok(probe) => {
+            // Closing waits for an RCU grace period: not on the caller's time.
+            crate::perf::close_detached(vec![probe]);
+            Availability::yes(format!("opened {PROBE_TRACEPOINT} (id {id}) on cpu0"))
+        }
         Err(e) => refused(
             roots,
             &format!("{PROBE_TRACEPOINT} (id {id})"),
@@ -72,7 +76,10 @@ pub fn probe_tracepoints(roots: &Roots) -> Availability {
 pub fn probe_hardware_counters(roots: &Roots) -> Availability {
     let attr = PerfEventAttr::counting(PERF_TYPE_HARDWARE, PERF_COUNT_HW_CPU_CYCLES);
     match PerfCounter::open(&attr, 0, -1) {
-        Ok(_) => Availability::yes("opened the cycles counter"),
+        Ok(probe) => {
+            crate::perf::close_detached(vec![probe]);
+            Availability::yes("opened the cycles counter")
+        }
         Err(e) => refused(roots, "the cycles counter", NO_HARDWARE_PMU, e),
     }
 }

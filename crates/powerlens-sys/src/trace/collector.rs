@@ -249,6 +249,24 @@ pub struct Collector {
     stack_bytes: (u32, u32),
 }
 
+impl Drop for Collector {
+    /// Disables and unmaps every ring, then leaves the closing of the events to a detached
+    /// process ([`crate::perf::close_detached`]): closed here, one by one, they took a
+    /// second after every recording.
+    fn drop(&mut self) {
+        let _ = self.disable();
+        let mut counters = Vec::new();
+        for cpu in self.cpus.drain(..) {
+            let CpuRing {
+                ring, counters: c, ..
+            } = cpu;
+            drop(ring);
+            counters.extend(c);
+        }
+        crate::perf::close_detached(counters);
+    }
+}
+
 impl Collector {
     /// Opens `events` (`system/name`, as under `<tracefs>/events`) system-wide on every
     /// online CPU, plus what `options` asks for. An event the kernel lacks is listed in
