@@ -182,10 +182,18 @@ const COLUMNS: &[Column] = &[
     col(
         "cpu_time_s",
         "CPU s",
-        "time running on a CPU",
+        "time running on a CPU: the scheduler's own account (sched_stat_runtime), as getrusage and ps show it",
         true,
         Total::Sum,
         ALL,
+    ),
+    col(
+        "on_cpu_s",
+        "on-CPU s",
+        "time between its recorded switch-in and switch-out events, what timelines and CPU busy time are made of; may differ from CPU s (see docs/REPORT.md)",
+        false,
+        Total::Sum,
+        BOTH,
     ),
     col(
         "sync_switches",
@@ -449,6 +457,7 @@ fn opt_f(v: Option<f64>) -> Value {
 /// The metric columns shared by thread and process rows.
 struct Metrics<'a> {
     cpu_time_s: f64,
+    on_cpu_s: Option<f64>,
     sync: u64,
     preempt: u64,
     wait: Option<f64>,
@@ -472,6 +481,7 @@ fn common(m: Metrics) -> Vec<(&'static str, Value)> {
     let wi = |f: fn(&WakeupCounts) -> u64| opt_i(w.map(f));
     vec![
         ("cpu_time_s", Value::Float(m.cpu_time_s)),
+        ("on_cpu_s", opt_f(m.on_cpu_s)),
         ("sync_switches", Value::Int(m.sync)),
         ("preempt_switches", Value::Int(m.preempt)),
         ("wait_time_s", opt_f(m.wait)),
@@ -505,6 +515,7 @@ fn thread_row(t: &ThreadRow) -> Row {
     ];
     values.extend(common(Metrics {
         cpu_time_s: t.cpu_time_s,
+        on_cpu_s: t.on_cpu_s,
         sync: t.sync_switches,
         preempt: t.preempt_switches,
         wait: t.wait_time_s,
@@ -538,6 +549,7 @@ fn process_row(p: &ProcessRow) -> Row {
     ];
     values.extend(common(Metrics {
         cpu_time_s: p.cpu_time_s,
+        on_cpu_s: p.on_cpu_s,
         sync: p.sync_switches,
         preempt: p.preempt_switches,
         wait: p.wait_time_s,
@@ -844,6 +856,9 @@ pub fn system(report: &RecordingReport) -> String {
             None => "unavailable (no scheduler events)".into(),
         },
     );
+    if let Some(a) = &s.cpu_time_accounts {
+        line(&mut out, "threads' CPU time", a.explanation.clone());
+    }
     line(
         &mut out,
         "idle wake-ups",

@@ -80,7 +80,17 @@ pub struct ThreadStats {
     /// The thread that created this one, when its fork was recorded.
     pub parent: Option<Tid>,
     pub comm: Option<String>,
+    /// CPU time: the scheduler's own account (Σ `sched_stat_runtime`, what getrusage,
+    /// `ps` and `CLOCK_THREAD_CPUTIME_ID` show) where the recording has it for the thread,
+    /// else the switch intervals ([`ThreadStats::on_cpu_ns`]); which one is
+    /// [`ThreadStats::cpu_time_source`].
     pub cpu_time_ns: u64,
+    /// Time between the thread's recorded switch-ins and switch-outs: the occupancy that
+    /// per-CPU busy time and timelines are made of. Differs from the scheduler's account
+    /// where a kernel timestamps switches apart from its runtime updates (this project's
+    /// VMs, on a CPU shared with a busy thread) and by the switch's own cost.
+    pub on_cpu_ns: u64,
+    pub cpu_time_source: CpuTimeSource,
     /// Switched out blocked.
     pub sync_switches: u64,
     /// Switched out runnable.
@@ -101,10 +111,27 @@ pub struct ThreadStats {
     pub freq_known_ns: u64,
     /// Σ running time × CPU frequency over that time, in kHz·ns.
     pub khz_ns: f64,
-    /// CPU time the scheduler itself charged (Σ sched_stat_runtime), when recorded.
+    /// CPU time the scheduler itself charged (Σ sched_stat_runtime within the recording),
+    /// when recorded.
     pub sched_runtime_ns: u64,
     /// Switch-ins of this thread the kernel did not record and the analysis inferred.
     pub inferred_switch_ins: u64,
+}
+
+/// Where a thread's [`ThreadStats::cpu_time_ns`] comes from.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CpuTimeSource {
+    /// Σ `sched_stat_runtime`: the scheduler's own account, as getrusage reports it.
+    #[default]
+    SchedRuntime,
+    /// The switch intervals: the recording has no `sched_stat_runtime` for the thread
+    /// (an older recording or kernel, or a real-time or deadline thread on kernels that
+    /// account those without the tracepoint).
+    SwitchIntervals,
+    /// `/proc/<pid>/task/<tid>/schedstat` samples of a reduced recording (the same
+    /// scheduler account, sampled rather than traced).
+    Procfs,
 }
 
 /// Residency of one idle state on one CPU.
@@ -186,6 +213,8 @@ enum ThreadState {
 struct Thread {
     state: ThreadState,
     group: u32,
+    /// Time of the thread's latest `sched_stat_runtime`, `None` before the first.
+    runtime_at: Option<u64>,
     /// Runs whose switch-in and switch-out were both recorded: their total and count.
     observed_run_ns: u64,
     observed_runs: u64,
@@ -365,6 +394,7 @@ impl<C: ThreadCharges> SchedAnalysis<C> {
             Thread {
                 state: ThreadState::Unknown,
                 group,
+                runtime_at: None,
                 observed_run_ns: 0,
                 observed_runs: 0,
                 stats: ThreadStats {
@@ -471,7 +501,18 @@ impl<C: ThreadCharges> SchedAnalysis<C> {
             EventKind::InterruptExit => {
                 self.cpu(e.cpu).interrupts.pop();
             }
-            EventKind::Runtime { tid, ns } => self.thread(*tid).stats.sched_runtime_ns += ns,
+            EventKind::Runtime { tid, ns } => {
+                // The update covers the thread's run from `t − ns` to `t`; the first one
+                // of a thread may reach back before the recording began: clip it there.
+                let start = self.start_ns.unwrap_or(t);
+                let th = self.thread(*tid);
+                let credit = match th.runtime_at {
+                    None => (*ns).min(t.saturating_sub(start)),
+                    Some(_) => *ns,
+                };
+                th.stats.sched_runtime_ns += credit;
+                th.runtime_at = Some(t);
+            }
             // Stacks and CPU-time samples are the per-function analysis' business; a timer
             // being armed changes no thread's or CPU's state.
             EventKind::TimerArm { .. } | EventKind::CpuSample { .. } | EventKind::Stack { .. } => {}
@@ -560,7 +601,7 @@ impl<C: ThreadCharges> SchedAnalysis<C> {
                 c.stats.busy_ns += d;
                 self.charge_frequency(cpu, t);
                 let th = self.thread(tid);
-                th.stats.cpu_time_ns += d;
+                th.stats.on_cpu_ns += d;
                 if observed {
                     th.observed_run_ns += d;
                     th.observed_runs += 1;
@@ -850,7 +891,17 @@ impl<C: ThreadCharges> SchedAnalysis<C> {
         for i in 0..self.cpus.len() {
             let cpu = i as u32;
             match self.cpus[i].current {
-                Some((tid, _)) => self.close(cpu, tid, end, false),
+                Some((tid, since)) => {
+                    // Still running at the end: the scheduler has not accounted the run
+                    // since its last update yet; the switch interval stands in for it.
+                    if tid != IDLE_TID && tid != UNKNOWN_TID {
+                        let th = self.thread(tid);
+                        if let Some(at) = th.runtime_at {
+                            th.stats.sched_runtime_ns += end.saturating_sub(at.max(since));
+                        }
+                    }
+                    self.close(cpu, tid, end, false)
+                }
                 // No switch ever seen here: what ran is unknown.
                 None => self.cpus[i].stats.unknown_ns += end - start,
             }
@@ -887,14 +938,21 @@ impl<C: ThreadCharges> SchedAnalysis<C> {
                     }
                     _ => {}
                 }
-                // A thread some of whose switch-ins had to be inferred ran for an estimated
-                // time; the scheduler's own account, recorded in its context, is exact. Its
-                // wake-ups were lost with the switch-ins, so the estimate's error sits in
-                // the blocked time before each inferred switch-in: move it there.
-                if th.stats.inferred_switch_ins > 0 && th.stats.sched_runtime_ns > 0 {
-                    let (exact, estimated) = (th.stats.sched_runtime_ns, th.stats.cpu_time_ns);
-                    th.stats.wait_ns = (th.stats.wait_ns + estimated).saturating_sub(exact);
-                    th.stats.cpu_time_ns = exact;
+                // CPU time is the scheduler's account wherever the recording has it.
+                if th.runtime_at.is_some() {
+                    th.stats.cpu_time_ns = th.stats.sched_runtime_ns;
+                    th.stats.cpu_time_source = CpuTimeSource::SchedRuntime;
+                    // A thread some of whose switch-ins had to be inferred ran for an
+                    // estimated time; its wake-ups were lost with the switch-ins, so the
+                    // estimate's error sits in the blocked time before each inferred
+                    // switch-in: move it there.
+                    if th.stats.inferred_switch_ins > 0 {
+                        th.stats.wait_ns = (th.stats.wait_ns + th.stats.on_cpu_ns)
+                            .saturating_sub(th.stats.cpu_time_ns);
+                    }
+                } else {
+                    th.stats.cpu_time_ns = th.stats.on_cpu_ns;
+                    th.stats.cpu_time_source = CpuTimeSource::SwitchIntervals;
                 }
                 th.stats
             })

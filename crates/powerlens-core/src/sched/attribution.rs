@@ -56,10 +56,12 @@ pub fn attribute(
     )
 }
 
-/// Frequency-weighted busy time of each thread of the summary (same order), in kHz·ns:
-/// running time at a known frequency counts at that frequency; running time at an unknown
-/// frequency counts at the mean frequency of all known running time. `None` when no
-/// running time had a known frequency (then weigh by CPU time).
+/// Frequency-weighted CPU time of each thread of the summary (same order), in kHz·ns: the
+/// thread's CPU time at the mean frequency of its switch intervals, where running time at
+/// an unknown frequency counts at the mean frequency of all known running time. (The
+/// frequencies are known per switch interval; the CPU time is the scheduler's account,
+/// which may split a CPU's time between threads differently.) `None` when no running time
+/// had a known frequency (then weigh by CPU time).
 pub fn frequency_weights(summary: &SchedSummary) -> Option<Vec<f64>> {
     let known_ns: u64 = summary.threads.iter().map(|t| t.freq_known_ns).sum();
     if known_ns == 0 {
@@ -71,7 +73,14 @@ pub fn frequency_weights(summary: &SchedSummary) -> Option<Vec<f64>> {
         summary
             .threads
             .iter()
-            .map(|t| t.khz_ns + t.cpu_time_ns.saturating_sub(t.freq_known_ns) as f64 * mean_khz)
+            .map(|t| {
+                let unknown_ns = t.on_cpu_ns.saturating_sub(t.freq_known_ns) as f64;
+                let interval_khz_ns = t.khz_ns + unknown_ns * mean_khz;
+                match t.on_cpu_ns {
+                    0 => t.cpu_time_ns as f64 * mean_khz,
+                    on_cpu => interval_khz_ns / on_cpu as f64 * t.cpu_time_ns as f64,
+                }
+            })
             .collect(),
     )
 }

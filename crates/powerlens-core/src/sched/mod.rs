@@ -3,6 +3,7 @@
 
 pub mod analysis;
 pub mod attribution;
+pub mod cpu_accounts;
 pub mod event;
 pub mod name;
 pub mod reduced;

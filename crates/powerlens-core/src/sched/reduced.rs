@@ -5,7 +5,7 @@
 
 use std::collections::BTreeMap;
 
-use super::analysis::{SchedSummary, ThreadStats};
+use super::analysis::{CpuTimeSource, SchedSummary, ThreadStats};
 use super::event::Tid;
 
 /// One thread in one procfs sample.
@@ -57,6 +57,7 @@ pub fn summary(
                 cpu_time_ns: since(|s| s.cpu_time_ns),
                 sync_switches: since(|s| s.voluntary),
                 preempt_switches: since(|s| s.nonvoluntary),
+                cpu_time_source: CpuTimeSource::Procfs,
                 ..ThreadStats::default()
             }
         })

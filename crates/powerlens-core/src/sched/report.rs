@@ -9,8 +9,9 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use serde::{Deserialize, Serialize};
 
-use super::analysis::{SchedAnalysis, SchedSummary, ThreadStats, WakeupCauses};
+use super::analysis::{CpuTimeSource, SchedAnalysis, SchedSummary, ThreadStats, WakeupCauses};
 use super::attribution::{attribute_weighted, frequency_weights};
+use super::cpu_accounts::{cpu_time_accounts, CpuTimeAccounts};
 use super::event::Tid;
 use super::wakeups::WakeupCause;
 use crate::advice::Advice;
@@ -145,7 +146,14 @@ pub struct ThreadRow {
     /// `None` when the thread table does not know the thread.
     pub pid: Option<u32>,
     pub comm: String,
+    /// The scheduler's own account of the thread's CPU time; see `cpu_time_source`.
     pub cpu_time_s: f64,
+    /// Where `cpu_time_s` comes from: `sched_runtime`, `switch_intervals` (the recording
+    /// has no `sched_stat_runtime` for the thread) or `procfs` (a reduced recording).
+    pub cpu_time_source: CpuTimeSource,
+    /// Time between the thread's recorded switch-in and switch-out events: what the
+    /// timelines and the CPUs' busy time are made of. `None` in a reduced recording.
+    pub on_cpu_s: Option<f64>,
     pub sync_switches: u64,
     pub preempt_switches: u64,
     /// `None` (like every trace-only figure below) in a reduced recording: procfs samples
@@ -177,6 +185,8 @@ pub struct ProcessRow {
     /// Threads seen in the trace.
     pub threads: u32,
     pub cpu_time_s: f64,
+    /// Σ of its threads' `on_cpu_s`.
+    pub on_cpu_s: Option<f64>,
     pub sync_switches: u64,
     pub preempt_switches: u64,
     /// `None` (like every trace-only figure below) in a reduced recording: procfs samples
@@ -326,6 +336,10 @@ pub struct SystemReport {
     pub lost_records: u64,
     pub inferred_switch_ins: u64,
     pub unavailable_events: Vec<UnavailableEvent>,
+    /// Σ the threads' CPU time by the scheduler's account against the CPUs' busy time, with
+    /// the reason when they differ; `None` in a reduced recording.
+    #[serde(default)]
+    pub cpu_time_accounts: Option<CpuTimeAccounts>,
 }
 
 /// The split of the energy. `total_j = idle_j + other_j + Σ thread rows' energy_j`.
@@ -449,6 +463,8 @@ pub fn build(summary: &SchedSummary, ctx: &RecordingContext) -> RecordingReport 
                 pid: pid_of(t),
                 comm: comm_of(t),
                 cpu_time_s: secs(t.cpu_time_ns),
+                cpu_time_source: t.cpu_time_source,
+                on_cpu_s: traced.then(|| secs(t.on_cpu_ns)),
                 sync_switches: t.sync_switches,
                 preempt_switches: t.preempt_switches,
                 wait_time_s: traced.then(|| secs(t.wait_ns)),
@@ -698,6 +714,7 @@ pub fn build(summary: &SchedSummary, ctx: &RecordingContext) -> RecordingReport 
                 reason: reason.clone(),
             })
             .collect(),
+        cpu_time_accounts: cpu_time_accounts(summary),
     };
     RecordingReport {
         system,
@@ -877,6 +894,7 @@ fn process_rows(
                 comm,
                 threads: rows.len() as u32,
                 cpu_time_s: rows.iter().map(|r| r.cpu_time_s).sum(),
+                on_cpu_s: rows.iter().map(|r| r.on_cpu_s).sum(),
                 sync_switches: rows.iter().map(|r| r.sync_switches).sum(),
                 preempt_switches: rows.iter().map(|r| r.preempt_switches).sum(),
                 wait_time_s: rows.iter().map(|r| r.wait_time_s).sum(),

@@ -395,6 +395,8 @@ mod tests {
             pid: Some(1),
             comm: format!("t{tid}"),
             cpu_time_s: 0.0,
+            cpu_time_source: crate::sched::analysis::CpuTimeSource::SchedRuntime,
+            on_cpu_s: None,
             sync_switches: 0,
             preempt_switches: 0,
             wait_time_s: None,
