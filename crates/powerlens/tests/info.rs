@@ -211,3 +211,51 @@ fn live_tracepoints_available_as_root() {
         .unwrap()
         .ends_with("tracing"));
 }
+
+/// The perf power PMU is a meter only when it measures something. Oracle: `perf stat`
+/// counting the same events system-wide for 0.2 s. This project's VMs expose a power PMU
+/// (energy-psys) whose count never moves, which powerlens once took as a meter and reported
+/// "0 J measured"; on bare metal with RAPL perf reads joules and powerlens must use them.
+#[test]
+fn live_perf_power_is_a_meter_only_when_perf_reads_energy() {
+    let events = Path::new("/sys/bus/event_source/devices/power/events");
+    let Ok(dir) = std::fs::read_dir(events) else {
+        eprintln!("skipped: no perf power PMU on this machine (nothing to tell apart)");
+        return;
+    };
+    let names: Vec<String> = dir
+        .filter_map(|e| e.ok()?.file_name().into_string().ok())
+        .filter(|n| n.starts_with("energy-") && !n.contains('.'))
+        .collect();
+    let mut perf = Command::new("perf");
+    perf.args(["stat", "-x", ",", "-a"]);
+    for n in &names {
+        perf.args(["-e", &format!("power/{n}/")]);
+    }
+    let Ok(out) = perf.args(["sleep", "0.2"]).output() else {
+        eprintln!("skipped: perf is not installed (Debian: linux-perf)");
+        return;
+    };
+    // CSV lines: value,unit,event,…; "<not supported>" or "<not counted>" when refused.
+    let joules: Vec<f64> = String::from_utf8_lossy(&out.stderr)
+        .lines()
+        .filter(|l| l.contains("power/energy-"))
+        .filter_map(|l| l.split(',').next()?.parse().ok())
+        .collect();
+    if joules.is_empty() {
+        eprintln!(
+            "skipped: perf could not count the power events: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        return;
+    }
+    let perf_measures = joules.iter().any(|j| *j > 0.0);
+    let info = json_of(&run(&["info", "--json"], None, None));
+    let s = source(&info, "perf-power");
+    eprintln!("perf stat: {joules:?} J; powerlens: {s}");
+    assert_eq!(s["available"], perf_measures, "{s}");
+    if !perf_measures {
+        let reason = s["reason"].as_str().unwrap();
+        assert!(reason.contains("did not advance"), "{reason}");
+    }
+}

@@ -158,6 +158,25 @@ pub struct PerfPowerSource {
     counters: Vec<Counter>,
 }
 
+/// RAPL updates its counters about every millisecond; a PMU whose counters have not moved
+/// after this many polls this far apart has nothing behind it.
+const ADVANCE_POLLS: u32 = 10;
+const ADVANCE_POLL: Duration = Duration::from_millis(2);
+
+/// Whether any count read by `read` differs from `first`, polling up to `polls` times
+/// `interval` apart (it returns at the first change).
+fn counts_advance(
+    first: &[u64],
+    mut read: impl FnMut() -> Vec<u64>,
+    polls: u32,
+    interval: Duration,
+) -> bool {
+    (0..polls).any(|_| {
+        std::thread::sleep(interval);
+        read() != first
+    })
+}
+
 impl PerfPowerSource {
     /// Discovers the PMU and opens its events. A refused open → `PermissionDenied` with the
     /// `perf_event_paranoid` fix, or `Unavailable` with the kernel's reason.
@@ -191,6 +210,29 @@ impl PerfPowerSource {
                     scale: event.scale,
                 });
             }
+        }
+        let advanced = counts_advance(
+            &source.counters.iter().map(|c| c.first).collect::<Vec<_>>(),
+            || {
+                source
+                    .counters
+                    .iter()
+                    .map(|c| c.counter.read_count().unwrap_or(c.first))
+                    .collect()
+            },
+            ADVANCE_POLLS,
+            ADVANCE_POLL,
+        );
+        if !advanced {
+            return Err(SysError::Unavailable {
+                what: NAME.to_string(),
+                reason: format!(
+                    "the perf power PMU's counters ({}) did not advance in {} ms: the PMU is exposed (a virtual machine's, typically) with no energy behind it, and would read 0 J",
+                    domain_names(&source.domains),
+                    (ADVANCE_POLL * ADVANCE_POLLS).as_millis()
+                ),
+                fix: Some("measure on bare metal, or on a hypervisor that passes RAPL through; meanwhile the power model estimates".to_string()),
+            });
         }
         Ok(source)
     }
@@ -331,6 +373,38 @@ mod tests {
             PerfPowerSource::open(&tree.roots()),
             Err(SysError::Unavailable { .. })
         ));
+    }
+
+    #[test]
+    fn counters_that_never_move_are_not_a_meter() {
+        let mut reads = 0;
+        let still = counts_advance(
+            &[5, 7],
+            || {
+                reads += 1;
+                vec![5, 7]
+            },
+            4,
+            Duration::ZERO,
+        );
+        assert!(!still);
+        assert_eq!(reads, 4, "polled every time before giving up");
+        let mut reads = 0;
+        let moving = counts_advance(
+            &[5, 7],
+            || {
+                reads += 1;
+                if reads < 3 {
+                    vec![5, 7]
+                } else {
+                    vec![5, 9]
+                }
+            },
+            10,
+            Duration::ZERO,
+        );
+        assert!(moving);
+        assert_eq!(reads, 3, "stops at the first change");
     }
 
     // Opening the events cannot be tested here: these machines have no power PMU, and a
