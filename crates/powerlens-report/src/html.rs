@@ -484,6 +484,12 @@ fn residency_svg(report: &RecordingReport) -> Option<(String, String)> {
             without.join(", ")
         );
     }
+    // Why the trace has no residency on some CPUs (the reason the sysfs bars stand in).
+    for c in &report.cpus {
+        if let Some(reason) = &c.idle_trace_unavailable {
+            note += &format!(" cpu{}: {reason}.", c.cpu);
+        }
+    }
     let svg = hbars_svg(&Bars {
         aria: "idle-state residency",
         legend: names

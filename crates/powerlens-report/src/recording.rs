@@ -14,7 +14,7 @@ use powerlens_core::sched::report::{
 };
 use powerlens_core::stacks::grid::FunctionRow;
 
-use crate::table::{csv_field, sig, Table};
+use crate::table::{csv_field, sig, Table, NOT_AVAILABLE};
 
 /// Grid rows: one per thread, process, function or call stack.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -924,7 +924,10 @@ pub fn system(report: &RecordingReport) -> String {
                     .map(|r| format!(", {} MHz while threads ran", sig(r, 4)))
                     .unwrap_or_default()
             ),
-            _ => "unavailable".into(),
+            _ => match report.unavailable.iter().find(|u| u.figure == "frequency") {
+                Some(u) => format!("unavailable: {}", u.reason),
+                None => "unavailable".into(),
+            },
         },
     );
     let mut energy = match &report.energy.total_j {
@@ -1006,22 +1009,44 @@ pub fn cpus(report: &RecordingReport) -> String {
         "inferred",
         "lost",
     ]);
+    // An unavailable figure reads "n/a", with the reason under the table: never a blank
+    // a user could take for zero or for a rendering fault.
+    let na = || NOT_AVAILABLE.to_string();
     for c in &report.cpus {
         t.row([
             c.cpu.to_string(),
-            c.utilization_pct.map(pct).unwrap_or_default(),
+            c.utilization_pct.map(pct).unwrap_or_else(na),
             sig(c.busy_s, 4),
             sig(c.idle_s, 4),
-            c.idle_wakeups.map(|n| n.to_string()).unwrap_or_default(),
+            c.idle_wakeups.map(|n| n.to_string()).unwrap_or_else(na),
             c.mean_idle_per_wakeup_us
                 .map(|v| sig(v, 4))
-                .unwrap_or_default(),
-            c.frequency_mhz.map(|v| sig(v, 4)).unwrap_or_default(),
+                .unwrap_or_else(na),
+            c.frequency_mhz.map(|v| sig(v, 4)).unwrap_or_else(na),
             c.inferred_switch_ins.to_string(),
             c.lost_records.to_string(),
         ]);
     }
     let mut out = t.render();
+    if report.cpus.iter().any(|c| c.frequency_mhz.is_none()) {
+        let reason = report
+            .unavailable
+            .iter()
+            .find(|u| u.figure == "frequency")
+            .map(|u| u.reason.as_str())
+            .unwrap_or("no frequency records for these CPUs");
+        let _ = writeln!(out, "  MHz {NOT_AVAILABLE}: {reason}");
+    }
+    if report
+        .cpus
+        .iter()
+        .any(|c| c.mean_idle_per_wakeup_us.is_none())
+    {
+        let _ = writeln!(
+            out,
+            "  idle before µs {NOT_AVAILABLE}: no idle wake-up on that CPU in the recording"
+        );
+    }
     let mut r = Table::new([
         "cpu",
         "state",
@@ -1031,18 +1056,16 @@ pub fn cpus(report: &RecordingReport) -> String {
         "sysfs time s",
         "time diff",
     ]);
-    // Blank, not "-": number columns stay right-aligned; the unavailable section says why.
-    let dash = String::new;
     for c in &report.cpus {
         for s in &c.idle_states {
             r.row([
                 c.cpu.to_string(),
                 s.name.clone(),
-                s.entries.map(|v| v.to_string()).unwrap_or_else(dash),
-                s.time_s.map(|v| sig(v, 4)).unwrap_or_else(dash),
-                s.sysfs_entries.map(|v| v.to_string()).unwrap_or_else(dash),
-                s.sysfs_time_s.map(|v| sig(v, 4)).unwrap_or_else(dash),
-                s.time_difference_pct.map(pct).unwrap_or_else(dash),
+                s.entries.map(|v| v.to_string()).unwrap_or_else(na),
+                s.time_s.map(|v| sig(v, 4)).unwrap_or_else(na),
+                s.sysfs_entries.map(|v| v.to_string()).unwrap_or_else(na),
+                s.sysfs_time_s.map(|v| sig(v, 4)).unwrap_or_else(na),
+                s.time_difference_pct.map(pct).unwrap_or_else(na),
             ]);
         }
     }
@@ -1051,6 +1074,18 @@ pub fn cpus(report: &RecordingReport) -> String {
             "\nidle residency (trace: power:cpu_idle; sysfs: cpuidle usage/time deltas)\n",
         );
         out.push_str(&r.render());
+        for c in &report.cpus {
+            if let Some(reason) = &c.idle_trace_unavailable {
+                let _ = writeln!(out, "  cpu{} trace {NOT_AVAILABLE}: {reason}", c.cpu);
+            }
+        }
+        if let Some(u) = report
+            .unavailable
+            .iter()
+            .find(|u| u.figure == "idle residency from cpuidle sysfs")
+        {
+            let _ = writeln!(out, "  sysfs {NOT_AVAILABLE}: {}", u.reason);
+        }
     }
     out
 }
@@ -1616,8 +1651,11 @@ tid,pid,comm,cpu_time_s,wakeups_thread,mean_idle_before_wakeup_us,frequency_mhz,
             "target residency       POLL 0 µs (mean reaches it, 100.0% of idle periods do), C1 20000 µs (mean does NOT reach it, 33.3% of idle periods do)\n",
             "idleness efficiency    81.2% of idle-state time in C1 (deepest; from sysfs)\n",
             "inferred switch-ins    1 switch-ins inferred (kernel did not record them): cpu1 1\n",
-            "  1  C1                                  2       0.05000\n",
-            "  1  50.0%  0.05000  0.05000              2           25000              1     2\n",
+            "  1  C1         n/a     n/a              2       0.05000        n/a\n",
+            "  cpu1 trace n/a: no power:cpu_idle records from cpu1, while cpuidle sysfs counted 5 idle entries",
+            "  MHz n/a: no power:cpu_frequency records and no cpufreq samples\n",
+            "frequency              unavailable: no power:cpu_frequency records and no cpufreq samples\n",
+            "  1  50.0%  0.05000  0.05000              2           25000  n/a         1     2\n",
             "\nby thread\ntid  pid  command",
             "solver (pid 100): 2 threads, busy max 0.07000 s / mean 0.05500 s = imbalance 1.27, effective parallelism 1.57\n",
             "  time with N threads running  0: 30.0%  1: 30.0%  2: 40.0%\n",

@@ -53,7 +53,7 @@ impl Table {
                 self.rows
                     .iter()
                     .map(|r| cell(r, c))
-                    .filter(|s| !s.is_empty())
+                    .filter(|s| !s.is_empty() && *s != NOT_AVAILABLE)
                     .all(looks_numeric)
             })
             .collect();
@@ -80,6 +80,10 @@ impl Table {
 fn cell(row: &[String], c: usize) -> &str {
     row.get(c).map(String::as_str).unwrap_or("")
 }
+
+/// What an unavailable cell reads where a blank could pass for zero; the table's caller
+/// prints the reason. It does not make a number column text (left-aligned).
+pub const NOT_AVAILABLE: &str = "n/a";
 
 fn looks_numeric(s: &str) -> bool {
     s.trim_start_matches(['+', '-', '±', '~'])

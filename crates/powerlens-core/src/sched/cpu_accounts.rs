@@ -40,7 +40,7 @@ pub struct CpuTimeAccounts {
     pub difference_s: f64,
     /// Threads whose CPU time fell back to the switch intervals (no `sched_stat_runtime`).
     pub switch_interval_threads: u64,
-    /// Up to five of them, as `comm (tid)`.
+    /// Up to five of them, as `comm (tid)` (`tid N` when the name is unknown).
     pub switch_interval_examples: Vec<String>,
     /// One sentence: whether the accounts agree, and why not when they don't.
     pub explanation: String,
@@ -54,13 +54,17 @@ pub fn cpu_time_accounts(summary: &SchedSummary) -> Option<CpuTimeAccounts> {
     let threads = summary.threads.iter().filter(|t| t.tid != IDLE_TID);
     let (mut cpu_ns, mut on_cpu_ns) = (0u64, 0u64);
     let mut fallback = Vec::new();
+    let mut any_runtime = false;
     for t in threads {
         cpu_ns += t.cpu_time_ns;
         on_cpu_ns += t.on_cpu_ns;
         if t.cpu_time_source == CpuTimeSource::SwitchIntervals && t.on_cpu_ns > 0 {
-            let comm = t.comm.as_deref().unwrap_or("?");
-            fallback.push(format!("{comm} ({})", t.tid));
+            fallback.push(match &t.comm {
+                Some(comm) => format!("{comm} ({})", t.tid),
+                None => format!("tid {}", t.tid),
+            });
         }
+        any_runtime |= t.cpu_time_source == CpuTimeSource::SchedRuntime && t.cpu_time_ns > 0;
     }
     let busy_ns: u64 = summary.cpus.iter().map(|c| c.busy_ns).sum();
     let (cpu_time_s, on_cpu_s, busy_s) = (secs(cpu_ns), secs(on_cpu_ns), secs(busy_ns));
@@ -81,7 +85,11 @@ pub fn cpu_time_accounts(summary: &SchedSummary) -> Option<CpuTimeAccounts> {
             if difference_s > 0.0 { "more" } else { "less" },
         )
     };
-    if !fallback.is_empty() {
+    if !any_runtime && !fallback.is_empty() {
+        explanation.push_str(
+            "; the recording has no sched_stat_runtime at all (recorded by an older powerlens, or a kernel without the tracepoint), so every thread's CPU time is its switch intervals",
+        );
+    } else if !fallback.is_empty() {
         explanation.push_str(&format!(
             "; {} thread{} had no sched_stat_runtime and count{} by the switch intervals ({}{})",
             fallback.len(),
@@ -192,6 +200,26 @@ mod tests {
             "{}",
             a.explanation
         );
+    }
+
+    #[test]
+    fn a_recording_without_any_runtime_says_so_once() {
+        use CpuTimeSource::SwitchIntervals;
+        let mut nameless = thread(3, 10_000_000, 10_000_000, SwitchIntervals);
+        nameless.comm = None;
+        let s = summary(
+            vec![thread(2, 20_000_000, 20_000_000, SwitchIntervals), nameless],
+            30_000_000,
+        );
+        let a = cpu_time_accounts(&s).unwrap();
+        assert!(a.explanation.contains("adds up to"), "{}", a.explanation);
+        assert!(
+            a.explanation
+                .contains("the recording has no sched_stat_runtime at all"),
+            "{}",
+            a.explanation
+        );
+        assert_eq!(a.switch_interval_examples, ["t2 (2)", "tid 3"]);
     }
 
     #[test]

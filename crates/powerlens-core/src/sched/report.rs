@@ -271,6 +271,10 @@ pub struct CpuReport {
     pub inferred_switch_ins: u64,
     pub lost_records: u64,
     pub idle_states: Vec<IdleStateRow>,
+    /// Why this CPU's trace residency (`idle_states[].entries`/`time_s`) is empty, and
+    /// which figures stand in; `None` when the trace has it.
+    #[serde(default)]
+    pub idle_trace_unavailable: Option<String>,
 }
 
 /// A declared idle state against the mean idle duration per wake-up.
@@ -414,6 +418,22 @@ fn unavailable(list: &mut Vec<UnavailableFigure>, figure: &str, reason: &str, fi
         reason: reason.to_string(),
         fix: fix.map(str::to_string),
     });
+}
+
+/// Why a CPU without `power:cpu_idle` records has no trace residency, given the idle
+/// entries cpuidle sysfs counted on it over the recording (`None`: no sysfs counters).
+fn idle_trace_reason(cpu: u32, sysfs_entries: Option<u64>) -> String {
+    match sysfs_entries {
+        Some(n) if n > 0 => format!(
+            "no power:cpu_idle records from cpu{cpu}, while cpuidle sysfs counted {n} idle entries over the same interval: the kernel did not deliver the tracepoint (some kernels and VMs never do, to perf or ftrace); the sysfs columns are this CPU's residency"
+        ),
+        Some(_) => format!(
+            "no power:cpu_idle records from cpu{cpu}, and cpuidle sysfs counted no idle entries either: it did not enter an idle state"
+        ),
+        None => format!(
+            "no power:cpu_idle records from cpu{cpu}, and no cpuidle sysfs counters to tell whether it idled: the kernel may not deliver the tracepoint (some kernels and VMs never do)"
+        ),
+    }
 }
 
 /// Builds the report.
@@ -572,6 +592,16 @@ pub fn build(summary: &SchedSummary, ctx: &RecordingContext) -> RecordingReport 
         let (wakeups, before) = st
             .map(|s| (Some(s.idle_wakeups), s.idle_before_wakeups_ns))
             .unwrap_or((None, 0));
+        let idle_trace_unavailable = (!traced).then(|| {
+            let sysfs_entries: Option<u64> = ctx.sysfs_idle.as_ref().ok().map(|_| {
+                sysfs
+                    .iter()
+                    .filter(|((c, _), _)| *c == cpu)
+                    .map(|(_, s)| s.entries)
+                    .sum()
+            });
+            idle_trace_reason(cpu, sysfs_entries)
+        });
         cpus.push(CpuReport {
             cpu,
             busy_s: secs(busy),
@@ -586,6 +616,7 @@ pub fn build(summary: &SchedSummary, ctx: &RecordingContext) -> RecordingReport 
             inferred_switch_ins: st.map(|s| s.inferred_switch_ins).unwrap_or(0),
             lost_records: lost.get(&cpu).copied().unwrap_or(0),
             idle_states,
+            idle_trace_unavailable,
         });
     }
 

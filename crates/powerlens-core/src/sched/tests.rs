@@ -687,6 +687,18 @@ fn report_of_a_three_thread_process_by_hand() {
         .iter()
         .any(|u| u.figure == "idle residency from the trace"
             && u.reason == "no power:cpu_idle records on cpu0, cpu1, cpu2"));
+    // Issue 14: each empty trace column carries its reason beside it, with the sysfs count
+    // that shows the CPU did idle (cpu2: 6 + 5 entries; cpu1: 2).
+    let why = |cpu: usize| r.cpus[cpu].idle_trace_unavailable.clone().unwrap();
+    assert!(
+        why(2).starts_with(
+            "no power:cpu_idle records from cpu2, while cpuidle sysfs counted 11 idle entries"
+        ),
+        "{}",
+        why(2)
+    );
+    assert!(why(2).contains("the sysfs columns are this CPU's residency"));
+    assert!(why(1).contains("counted 2 idle entries"), "{}", why(1));
     assert!(r.unavailable.iter().any(|u| u.figure == "frequency"));
     assert_eq!(s.frequency_mhz, None);
 }
@@ -718,6 +730,10 @@ fn report_without_energy_or_cpuidle_says_why() {
         assert!(figures.contains(&f), "{f} missing from {figures:?}");
     }
     assert!(r.cpus.iter().all(|c| c.idle_states.is_empty()));
+    assert!(r.cpus.iter().all(|c| c
+        .idle_trace_unavailable
+        .as_deref()
+        .is_some_and(|w| w.contains("no cpuidle sysfs counters to tell whether it idled"))));
     assert_eq!(r.system.idleness_efficiency_pct, None);
     // The analysis had no thread table: pids come from the context, parallelism cannot.
     assert_eq!(r.processes.len(), 2);
