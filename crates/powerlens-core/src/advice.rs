@@ -514,7 +514,7 @@ fn timer_coalescing(input: &AdviceInput) -> Vec<Advice> {
             Advice {
                 rule: "timer-coalescing".into(),
                 evidence: format!(
-                    "{who} ({comm}) expires every {} ({:.0}/s, periodic; {} idle exits); coalescible with {}",
+                    "{who} ({comm}) expires every {} ({:.0}/s, periodic; {} idle exits); coalescible {}",
                     us(period),
                     c.expiries_per_s.unwrap_or(0.0),
                     c.count,

@@ -210,6 +210,15 @@ fn timer_coalescing_fires_on_a_fast_periodic_timer_of_the_target_only() {
     assert_eq!(t[0].tid, Some(11));
     assert_eq!(t[0].value, Some(1000.0));
     assert!(t[0].evidence.contains("every 1.0 ms"), "{}", t[0].evidence);
+    // Issue 17: the evidence reads as a sentence ("coalescible with its own period is
+    // under 10 ms" did not).
+    assert!(
+        t[0].evidence.ends_with(
+            "coalescible because its period is under 10 ms (raise the timer slack or lengthen the period)"
+        ),
+        "{}",
+        t[0].evidence
+    );
     // 20 ms: periodic, but slow enough and alone.
     assert!(!rules(&run(&sleepy(20 * MS), server())).contains(&"timer-coalescing"));
     // The same fast timer armed by a thread outside the target: not the program's.

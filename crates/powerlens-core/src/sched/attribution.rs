@@ -138,7 +138,17 @@ pub fn attribute_weighted(
         .collect();
     let target_j: f64 = threads.iter().map(|t| t.energy_j).sum();
     // `other_j` takes the remainder, so the parts add up to the total by construction.
-    let other_j = (active_j - target_j).max(0.0);
+    // With no weight outside the target the remainder is rounding dust (8.5e-14 J printed
+    // as "other processes 0.00000000000008527 J"): it is exactly zero.
+    let other_weight: f64 = (0..summary.threads.len())
+        .filter(|&i| !is_target(&summary.threads[i]))
+        .map(weight)
+        .sum();
+    let other_j = if other_weight > 0.0 {
+        (active_j - target_j).max(0.0)
+    } else {
+        0.0
+    };
     Attribution {
         total_j,
         idle_j,
@@ -169,6 +179,20 @@ mod tests {
             cpus: Vec::new(),
             processes: Vec::new(),
         }
+    }
+
+    /// Issue 17: "other processes 0.00000000000008527 J" when every thread was a target.
+    #[test]
+    fn no_weight_outside_the_target_leaves_exactly_zero_for_others() {
+        let s = summary(&[(1, 1), (2, 1), (3, 1)], 1_000_000_000);
+        let a = attribute(&s, 1.0, 0.1, |_| true);
+        // 0.9 J over three equal weights: 0.3 each, whose sum is not exactly 0.9.
+        let dust = 0.9 - a.threads.iter().map(|t| t.energy_j).sum::<f64>();
+        assert!(dust > 0.0, "the case needs rounding dust to show: {dust:e}");
+        assert_eq!(a.other_j, 0.0);
+        // A thread outside the target still gets its share as `other`.
+        let a = attribute(&s, 1.0, 0.1, |t| t.tid != 3);
+        assert!((a.other_j - 0.3).abs() < 1e-12, "{}", a.other_j);
     }
 
     #[test]

@@ -120,7 +120,8 @@ pub struct WakeupCause {
     /// For periodic timers: whether they could be coalesced ([`coalescing`]).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub coalescible: Option<bool>,
-    /// Why, in a few words.
+    /// Why, in words that follow "coalescible": `with timer … (period …; N% of expiries
+    /// aligned now)`, or `because its period is under 10 ms (…)`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub coalesce_with: Option<String>,
 }
@@ -689,7 +690,7 @@ pub fn coalescing(groups: &mut [(WakeupCause, Vec<u64>)]) {
             }
             for (me, other) in [(fast, slow), (slow, fast)] {
                 let note = format!(
-                    "{} (period {:.0} µs): {:.0}% of expiries aligned",
+                    "with {} (period {:.0} µs; {:.0}% of expiries aligned now)",
                     describe(&groups[other].0),
                     groups[other].0.period_us.unwrap_or(0.0),
                     share * 100.0
@@ -708,7 +709,7 @@ pub fn coalescing(groups: &mut [(WakeupCause, Vec<u64>)]) {
         if c.coalescible == Some(false) && c.period_us.is_some_and(|p| p < SHORT_PERIOD_US) {
             c.coalescible = Some(true);
             c.coalesce_with = Some(format!(
-                "its own period is under {} ms: raise the timer slack or the period",
+                "because its period is under {} ms (raise the timer slack or lengthen the period)",
                 SHORT_PERIOD_US / 1e3
             ));
         }
@@ -963,11 +964,11 @@ mod tests {
         assert_eq!((a.period_us, b.period_us), (Some(4000.0), Some(8000.0)));
         assert_eq!((a.periodic, b.periodic), (Some(true), Some(true)));
         assert_eq!((a.coalescible, b.coalescible), (Some(true), Some(true)));
-        assert!(b
-            .coalesce_with
-            .as_deref()
-            .unwrap()
-            .contains("0% of expiries aligned"));
+        // Issue 17: the reason reads on after "coalescible".
+        assert_eq!(
+            b.coalesce_with.as_deref(),
+            Some("with timer 0xa (period 4000 µs; 0% of expiries aligned now)")
+        );
         assert_eq!((a.count, b.count), (50, 25));
 
         // Aligned (B 0.1 ms after every other A): not coalescible. Periods of 20 and
