@@ -80,14 +80,18 @@ pub fn text(result: &WakeResult) -> String {
             us(o.expired_sleep_ns.median),
             us(o.expired_sleep_ns.min),
         );
-        if let (Some(traced), Some(cost)) = (&o.expired_sleep_traced_ns, o.trace_cost_ns) {
+        if let Some(traced) = &o.expired_sleep_traced_ns {
+            let cost = match (o.trace_cost_ns, &o.trace_cost_unavailable) {
+                (Some(cost), _) => format!("so a traced event costs about {} µs", us(cost)),
+                (None, Some(why)) => format!("the cost of a traced event is {why}"),
+                (None, None) => "the cost of a traced event is unknown".to_string(),
+            };
             let _ = writeln!(
                 out,
-                "  with the tracepoints on: {} µs median, so a traced event costs about {} µs; \
+                "  with the tracepoints on: {} µs median, {cost}; \
                  every latency here includes the events traced on its path \
                  (--no-trace: UserLatency without them)",
                 us(traced.median),
-                us(cost)
             );
         }
     }

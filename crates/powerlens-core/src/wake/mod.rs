@@ -335,8 +335,42 @@ pub struct SelfOverhead {
     /// `None` with `--no-trace`.
     pub expired_sleep_traced_ns: Option<Distribution>,
     /// Median traced minus median untraced: what one traced timer event adds to a
-    /// wake-up path (UserLatency passes one or two: the expiry, softirqs).
+    /// wake-up path (UserLatency passes one or two: the expiry, softirqs). `None` with
+    /// `--no-trace`, or when the difference is within the medians' noise (then
+    /// `trace_cost_unavailable` says so with the figures): never a negative cost.
     pub trace_cost_ns: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trace_cost_unavailable: Option<String>,
+}
+
+/// What one traced event costs (see [`SelfOverhead::trace_cost_ns`]): the difference of
+/// the medians when it stands out of their noise, else why not, with the figures. The
+/// noise is two standard errors of the difference of two medians (a median's standard
+/// error is about 1.2533 σ/√n for a bell-shaped spread).
+pub fn trace_cost_ns(untraced: &Distribution, traced: &Distribution) -> Result<f64, String> {
+    let se = |d: &Distribution| 1.2533 * d.std / (d.count.max(1) as f64).sqrt();
+    let noise = 2.0 * (se(untraced).powi(2) + se(traced).powi(2)).sqrt();
+    let difference = traced.median - untraced.median;
+    let figures = format!(
+        "the traced median ({:.2} µs) minus the untraced one ({:.2} µs) is {:.2} µs",
+        traced.median / 1e3,
+        untraced.median / 1e3,
+        difference / 1e3,
+    );
+    if difference > noise {
+        Ok(difference)
+    } else if difference >= -noise {
+        Err(format!(
+            "too small to tell: {figures}, within the noise of ±{:.2} µs",
+            noise / 1e3
+        ))
+    } else {
+        // Tracing cannot make the path faster: the machine changed between the two runs.
+        Err(format!(
+            "too noisy to tell: {figures}, below the noise of ±{:.2} µs (the machine's load changed between the two measurements; run again on a quieter machine)",
+            noise / 1e3
+        ))
+    }
 }
 
 /// One `powerlens wake` run: what `--json` prints and `-o` saves as `info.json`.
@@ -443,6 +477,42 @@ pub fn state_report(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn spread(median_ns: f64, std_ns: f64, count: usize) -> Distribution {
+        Distribution {
+            count,
+            min: 0.0,
+            median: median_ns,
+            mean: median_ns,
+            std: std_ns,
+            p99: 0.0,
+            p99_9: 0.0,
+            p99_99: 0.0,
+            max: 0.0,
+        }
+    }
+
+    /// Issue 17: "a traced event costs about −34.87 µs". A cost is the difference of the
+    /// medians only when it stands out of two standard errors of that difference.
+    #[test]
+    fn a_trace_cost_is_never_negative_and_needs_to_stand_out_of_the_noise() {
+        // 400 samples each, σ 10 µs: a median's standard error is 1.2533 × 10 / 20 =
+        // 0.627 µs, the difference's √2 × 0.627 = 0.886 µs, the noise 1.772 µs.
+        let untraced = spread(5_000.0, 10_000.0, 400);
+        assert_eq!(
+            trace_cost_ns(&untraced, &spread(8_000.0, 10_000.0, 400)),
+            Ok(3_000.0)
+        );
+        let why = trace_cost_ns(&untraced, &spread(6_500.0, 10_000.0, 400)).unwrap_err();
+        assert!(
+            why.starts_with("too small to tell:")
+                && why.contains("is 1.50 µs, within the noise of ±1.77 µs"),
+            "{why}"
+        );
+        let why =
+            trace_cost_ns(&spread(40_000.0, 50.0, 400), &spread(5_130.0, 50.0, 400)).unwrap_err();
+        assert!(why.starts_with("too noisy to tell: the traced median (5.13 µs) minus the untraced one (40.00 µs) is -34.87 µs"), "{why}");
+    }
 
     const ALL: Delivered = Delivered {
         idle: true,

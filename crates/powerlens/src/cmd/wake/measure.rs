@@ -156,8 +156,12 @@ pub fn self_overhead(
         }
         None => None,
     };
+    let cost = traced
+        .as_ref()
+        .map(|t| powerlens_core::wake::trace_cost_ns(&expired_sleep_ns, t));
     Ok(SelfOverhead {
-        trace_cost_ns: traced.as_ref().map(|t| t.median - expired_sleep_ns.median),
+        trace_cost_ns: cost.as_ref().and_then(|c| c.as_ref().ok().copied()),
+        trace_cost_unavailable: cost.and_then(Result::err),
         timestamp_ns,
         expired_sleep_ns,
         expired_sleep_traced_ns: traced,
