@@ -3,6 +3,7 @@
 //! perf tracepoints on its CPU give the idle entry/exit and the timer's expiry. The math is
 //! `powerlens_core::wake`, the views `powerlens_report::wake`; this module orchestrates.
 
+mod choose;
 mod measure;
 mod report;
 mod states;
@@ -73,7 +74,9 @@ pub enum WakeCommand {
 
 #[derive(Debug, Args)]
 pub struct MeasureArgs {
-    /// The CPU to measure [default: the highest online CPU, away from cpu0's housekeeping].
+    /// The CPU to measure [default: the highest online CPU whose power:cpu_idle records reach
+    /// perf in a 0.2 s probe, away from cpu0's housekeeping; the run's notes say which and
+    /// why].
     #[arg(long, value_name = "N")]
     pub cpu: Option<u32>,
 
@@ -139,11 +142,25 @@ pub fn execute(global: &GlobalArgs, args: WakeArgs) -> anyhow::Result<ExitCode> 
     }
     let args = args.measure;
     let roots = global.roots()?;
-    let cpu = match args.cpu {
-        Some(cpu) => cpu,
-        None => *topology::read_online(&roots)?
-            .last()
-            .context("no online CPU")?,
+    let (cpu, chosen) = match args.cpu {
+        Some(cpu) => (cpu, None),
+        None => {
+            let online = topology::read_online(&roots)?;
+            anyhow::ensure!(!online.is_empty(), "no online CPU");
+            if args.no_trace || states::require_root().is_err() {
+                // UserLatency alone needs no idle records: the highest CPU, as ever.
+                (*online.last().expect("checked above"), None)
+            } else {
+                // The probe reads the trace: tracefs first, while no thread exists
+                // (unshare needs a single-threaded process). Without it, no probe; the
+                // run's own tracefs check below says why.
+                let delivered = ensure_tracefs(&roots)
+                    .ok()
+                    .and_then(|_| choose::probe_idle_records(&roots));
+                let (cpu, why) = choose::choose(&online, delivered.as_ref());
+                (cpu, Some(format!("--cpu not given, measuring {why}")))
+            }
+        }
     };
     states::check_cpu(&roots, cpu)?;
     let plan = states::plan(&roots, cpu, args.cstates.as_deref())?;
@@ -154,6 +171,7 @@ pub fn execute(global: &GlobalArgs, args: WakeArgs) -> anyhow::Result<ExitCode> 
     }
     // Before any thread exists (unshare needs a single-threaded process).
     let mut notes = plan.notes.clone();
+    notes.extend(chosen);
     let mut collector = if args.no_trace {
         None
     } else {
