@@ -513,6 +513,107 @@ fn live_empty_trace_residency_says_why() {
     }
 }
 
+/// The child of `parent` named `comm`, once it exists (up to 10 s).
+fn child_named(parent: u32, comm: &str) -> u32 {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while std::time::Instant::now() < deadline {
+        let tasks = std::fs::read_dir(format!("/proc/{parent}/task")).unwrap();
+        for task in tasks.flatten() {
+            let children =
+                std::fs::read_to_string(task.path().join("children")).unwrap_or_default();
+            for pid in children
+                .split_whitespace()
+                .filter_map(|p| p.parse::<u32>().ok())
+            {
+                let name = std::fs::read_to_string(format!("/proc/{pid}/comm")).unwrap_or_default();
+                if name.trim() == comm {
+                    return pid;
+                }
+            }
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    panic!("no child {comm} of {parent} within 10 s");
+}
+
+/// Waits up to `limit` for `child` and returns its output.
+fn wait_within(mut child: std::process::Child, limit: std::time::Duration) -> Output {
+    let deadline = std::time::Instant::now() + limit;
+    while child.try_wait().unwrap().is_none() {
+        if std::time::Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("still running after {limit:?}");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    child.wait_with_output().unwrap()
+}
+
+fn sigint(pid: u32) {
+    // SAFETY: kill has no memory-safety preconditions.
+    assert_eq!(unsafe { libc::kill(pid as libc::pid_t, libc::SIGINT) }, 0);
+}
+
+/// Issue 17 point 6, as `perf record` does: a SIGINT sent to `record -- CMD` alone (not to
+/// the terminal's process group, which would reach the command by itself) is forwarded to
+/// the command; record reports how it ended, keeps the recording and exits 130. A
+/// system-wide recording has no other way to end than a signal: that is its normal end
+/// (exit 0, not "stopped early").
+#[test]
+fn live_sigint_reaches_the_command_and_ends_a_system_wide_recording_normally() {
+    let Some(_serial) = live_recording() else {
+        return;
+    };
+    use std::process::Stdio;
+    let (_dir, rec) = scratch();
+    let recorder = live()
+        .args([
+            "record",
+            "--no-stacks",
+            "-o",
+            rec.to_str().unwrap(),
+            "--",
+            "sleep",
+            "30",
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let sleeper = child_named(recorder.id(), "sleep");
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    sigint(recorder.id());
+    let out = wait_within(recorder, std::time::Duration::from_secs(15));
+    let err = stderr(&out);
+    eprintln!("{err}");
+    assert_eq!(out.status.code(), Some(130), "{err}");
+    assert!(err.contains("the command was killed by signal 2"), "{err}");
+    assert!(
+        !std::path::Path::new(&format!("/proc/{sleeper}")).exists(),
+        "the command (pid {sleeper}) outlived the recording"
+    );
+    report_json(&rec, &[]);
+
+    let (_dir, rec) = scratch();
+    let recorder = live()
+        .args(["record", "--no-stacks", "-a", "-o", rec.to_str().unwrap()])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Past the first commit (every second), so that the recording has events.
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    sigint(recorder.id());
+    let out = wait_within(recorder, std::time::Duration::from_secs(15));
+    let err = stderr(&out);
+    eprintln!("{err}");
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert!(!err.contains("stopped early"), "{err}");
+    assert!(err.contains("ended by Ctrl-C"), "{err}");
+    let report = report_json(&rec, &[]);
+    assert!(report["system"]["elapsed_s"].as_f64().unwrap() > 1.0);
+}
+
 /// `powerlens record --no-stacks -o REC OPTIONS… -- COMMAND…` (no `--` without a command)
 /// where tracefs is mounted, with `env` added. Without stacks: these oracles are the
 /// scheduler's figures, and this debug build unwinds a stack in ~20 µs, so a ping-pong's

@@ -286,7 +286,19 @@ pub fn record(roots: &Roots, opts: &RecordOptions) -> anyhow::Result<RecordSumma
             break;
         }
         if interrupt::interrupted() {
-            stopped_early = Some("interrupted (Ctrl-C)".to_string());
+            match child {
+                // As perf record does: the command gets the signal too (a Ctrl-C at the
+                // terminal reached it already; a signal sent to powerlens alone did not).
+                Some(pid) => {
+                    // SAFETY: kill has no memory-safety preconditions.
+                    unsafe { libc::kill(pid as libc::pid_t, libc::SIGINT) };
+                    stopped_early = Some("interrupted (Ctrl-C); the command was sent SIGINT".into());
+                }
+                // Without a command, a signal is how a recording ends: not an early stop.
+                None => notes.push(
+                    "ended by Ctrl-C (or SIGTERM/SIGHUP), the way a recording without a command or --duration ends".into(),
+                ),
+            }
             break;
         }
         if last_flush.elapsed() >= FLUSH_EVERY {
@@ -316,21 +328,30 @@ pub fn record(roots: &Roots, opts: &RecordOptions) -> anyhow::Result<RecordSumma
         stack_stats = end.stacks;
     }
     recorder.take_samples(sampler.stop().into_iter());
-    if let (Some(pid), None) = (child, exit.as_ref()) {
-        // Ctrl-C reached the command too: give it a moment to end and report how.
-        let deadline = Instant::now() + Duration::from_secs(2);
-        while Instant::now() < deadline {
-            if let Some((status, _)) = exec::try_wait(pid)? {
-                exit = Some(status);
-                break;
+    if let (Some(pid), None, true) = (child, exit.as_ref(), interrupt::interrupted()) {
+        // The command got SIGINT: give it a moment to end and report how; one that
+        // ignores SIGINT gets SIGTERM.
+        for (grace, then) in [(2, Some(libc::SIGTERM)), (1, None)] {
+            let deadline = Instant::now() + Duration::from_secs(grace);
+            while exit.is_none() && Instant::now() < deadline {
+                exit = exec::try_wait(pid)?.map(|(status, _)| status);
+                if exit.is_none() {
+                    std::thread::sleep(Duration::from_millis(20));
+                }
             }
-            std::thread::sleep(Duration::from_millis(20));
+            match (exit.is_none(), then) {
+                // SAFETY: kill has no memory-safety preconditions.
+                (true, Some(sig)) => unsafe {
+                    libc::kill(pid as libc::pid_t, sig);
+                },
+                _ => break,
+            }
         }
-        if exit.is_none() {
-            notes.push(format!(
-                "the command (pid {pid}) was still running when recording stopped"
-            ));
-        }
+    }
+    if let (Some(pid), None) = (child, exit.as_ref()) {
+        notes.push(format!(
+            "the command (pid {pid}) was still running when recording stopped"
+        ));
     }
     let total_lost: u64 = lost.iter().map(|(_, n)| n).sum();
     if total_lost > 0 {
