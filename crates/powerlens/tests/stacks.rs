@@ -404,3 +404,94 @@ fn exited_processes_are_forgotten_by_the_unwinder() {
     // Other processes of the machine may exit meanwhile too (the recording is system-wide).
     assert!(forgotten >= 40, "{forgotten} forgotten: {unwind}");
 }
+
+/// Issue 17 point 2: a stripped library's hot code was split by instruction address into
+/// hundreds of rows (`libcrypto.so.3+0x29c368`, `+0x29c2be`, …). A library built with `-s`
+/// (no `.symtab`; `.dynsym` names only its exported `spin`) spends its time in two static
+/// functions: the function grid shows that code as one `libhot.so [no symbols]` row, with
+/// no `+0x` row, and the report names the file and the fix.
+#[test]
+fn a_stripped_librarys_unnamed_code_is_one_row_with_the_fix() {
+    let Some(_serial) = live_recording() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::write(
+        d.join("hot.c"),
+        r#"
+        static volatile unsigned long sink;
+        __attribute__((noinline)) static void hot_a(void) { for (int i = 0; i < 4000; i++) sink += i; }
+        __attribute__((noinline)) static void hot_b(void) { for (int i = 0; i < 4000; i++) sink ^= i; }
+        void spin(long n) { for (long k = 0; k < n; k++) { hot_a(); hot_b(); } }
+        "#,
+    )
+    .unwrap();
+    std::fs::write(
+        d.join("main.c"),
+        "void spin(long n);\nint main(void) { spin(60000); return 0; }\n",
+    )
+    .unwrap();
+    let gcc = |args: &[&str]| {
+        Command::new("gcc")
+            .current_dir(d)
+            .args(args)
+            .status()
+            .map(|s| s.success())
+    };
+    match gcc(&["-O2", "-shared", "-fPIC", "-s", "-o", "libhot.so", "hot.c"]) {
+        Ok(true) => {}
+        Ok(false) => panic!("gcc failed on the library"),
+        Err(e) => {
+            eprintln!("skipped: gcc is needed to build the test program ({e})");
+            return;
+        }
+    }
+    assert_eq!(
+        gcc(&[
+            "-O2",
+            "-o",
+            "main",
+            "main.c",
+            "-L.",
+            "-lhot",
+            "-Wl,-rpath,$ORIGIN"
+        ])
+        .ok(),
+        Some(true)
+    );
+    let rec = d.join("s.rec");
+    record_with_stacks(&rec, &[d.join("main").to_str().unwrap()]);
+    let (r, err) = report(&rec, &["--by", "function", "--json"]);
+    let rows = r["functions"].as_array().unwrap();
+    let names: Vec<&str> = rows.iter().filter_map(|f| f["function"].as_str()).collect();
+    eprintln!("functions: {names:?}\n{err}");
+    assert!(
+        !names.iter().any(|n| n.starts_with("libhot.so+0x")),
+        "rows by address: {names:?}"
+    );
+    let unnamed = function(&r, "libhot.so [no symbols]");
+    let cpu = unnamed["cpu_time_s"].as_f64().unwrap();
+    let total: f64 = rows
+        .iter()
+        .filter(|f| {
+            f["module"]
+                .as_str()
+                .is_some_and(|m| m.ends_with("libhot.so"))
+        })
+        .map(|f| f["cpu_time_s"].as_f64().unwrap_or(0.0))
+        .sum();
+    assert!(
+        cpu > 0.0 && cpu >= 0.8 * total,
+        "{cpu} s of {total} s in libhot.so"
+    );
+    let note = err
+        .lines()
+        .find(|l| l.starts_with("note: no symbols for some code of"))
+        .unwrap_or_else(|| panic!("no note on the missing symbols: {err}"));
+    assert!(
+        note.contains("libhot.so") && note.contains("-dbgsym"),
+        "{note}"
+    );
+    assert!(!note.contains("memfd:"), "{note}");
+}

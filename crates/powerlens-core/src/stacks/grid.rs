@@ -253,6 +253,15 @@ pub fn metric_value(metric: &str, m: &StackMetrics, energy_j: f64) -> Option<u64
     })
 }
 
+/// The unit of [`metric_value`] for `metric`, for headers: `µs`, `count` or `µJ`.
+pub fn metric_unit(metric: &str) -> &'static str {
+    match metric {
+        "cpu_time_s" | "wait_time_s" | "inactive_time_s" | "idle_after_s" => "µs",
+        "energy_j" => "µJ",
+        _ => "count",
+    }
+}
+
 /// The metrics folded stacks and trees can weigh by.
 pub const STACK_METRICS: [&str; 10] = [
     "cpu_time_s",
@@ -361,7 +370,19 @@ pub fn tree(
             node.weight += v;
         }
     }
-    fn print(node: &Node, total: u64, depth: usize, min_pct: f64, out: &mut String) {
+    /// Where to print, and what to leave out.
+    struct Layout {
+        total: u64,
+        min_pct: f64,
+        /// Width of the weight column (its header may be the widest cell).
+        width: usize,
+    }
+    fn print(node: &Node, layout: &Layout, depth: usize, out: &mut String) {
+        let Layout {
+            total,
+            min_pct,
+            width,
+        } = *layout;
         let mut children: Vec<(&String, &Node)> = node.children.iter().collect();
         children.sort_by(|a, b| b.1.weight.cmp(&a.1.weight).then(a.0.cmp(b.0)));
         for (name, child) in children {
@@ -370,17 +391,28 @@ pub fn tree(
                 continue;
             }
             out.push_str(&format!(
-                "{:>6.1}% {:>12}  {}{}\n",
+                "{:>6.1}% {:>width$}  {}{}\n",
                 pct,
                 child.weight,
                 "  ".repeat(depth),
                 name
             ));
-            print(child, total, depth + 1, min_pct, out);
+            print(child, layout, depth + 1, out);
         }
     }
-    let mut out = String::new();
-    print(&root, root.weight, 0, min_pct, &mut out);
+    // The header says what the numbers are: "1667667" alone read as anything.
+    let label = format!("{metric} [{}]", metric_unit(metric));
+    let width = label.chars().count().max(12);
+    let mut out = format!(
+        "{:>7} {label:>width$}  thread, then its callers down to the callees (module)\n",
+        "share",
+    );
+    let layout = Layout {
+        total: root.weight,
+        min_pct,
+        width,
+    };
+    print(&root, &layout, 0, &mut out);
     out
 }
 
@@ -530,8 +562,13 @@ mod tests {
             "t1;main;sleeper;nanosleep 1000\nt1;main;spin 3000\n"
         );
         let t = tree(&charges(), &threads, &resolved(), "cpu_time_s", 0.0);
-        let lines: Vec<&str> = t.lines().collect();
+        // Issue 17 point 2: a header names the metric and its unit, aligned on the columns.
+        let header = t.lines().next().unwrap();
+        assert!(header.starts_with("  share cpu_time_s [µs]  thread,"), "{t}");
+        let lines: Vec<&str> = t.lines().skip(1).collect();
         assert_eq!(lines.len(), 5, "{t}");
+        let column = |line: &str, text: &str| line[..line.find(text).unwrap()].chars().count();
+        assert_eq!(column(header, "  thread"), column(lines[0], "  t1 (1)"), "{t}");
         assert!(
             lines[0].contains("100.0%") && lines[0].ends_with("t1 (1)"),
             "{t}"
@@ -543,6 +580,8 @@ mod tests {
         );
         // Cut below 30%: sleeper (25%) and below go.
         let cut = tree(&charges(), &threads, &resolved(), "cpu_time_s", 30.0);
-        assert_eq!(cut.lines().count(), 3, "{cut}");
+        assert_eq!(cut.lines().count(), 1 + 3, "{cut}");
+        let energy = tree(&charges(), &threads, &resolved(), "energy_j", 0.0);
+        assert!(energy.starts_with("  share energy_j [µJ]"), "{energy}");
     }
 }

@@ -69,11 +69,20 @@ pub fn lookups(frames: &[FrameRef]) -> impl Iterator<Item = FrameRef> + '_ {
     })
 }
 
-/// A function (or, where symbols are missing, a module and offset) that frames resolve to.
+/// The name of a module's code that has no symbol: `libcrypto.so.3 [no symbols]`.
+pub fn unnamed(module: &str) -> String {
+    format!("{} {NO_SYMBOLS}", short(module))
+}
+
+/// What marks a module's unnamed code ([`unnamed`]).
+pub const NO_SYMBOLS: &str = "[no symbols]";
+
+/// A function (or, where symbols are missing, a module's unnamed code) that frames resolve
+/// to.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct Function {
-    /// The symbol name, demangled; `module+0xOFFSET` when the module's symbols do not
-    /// cover the frame.
+    /// The symbol name, demangled; `module [no symbols]` ([`unnamed`]) when the module's
+    /// symbols do not cover the frame.
     pub name: String,
     /// The module's path (`[kernel]` for the kernel).
     pub module: String,
@@ -125,9 +134,11 @@ impl ResolvedStacks {
                         .get(&frame.module)
                         .cloned()
                         .unwrap_or_else(|| format!("[module {}]", frame.module));
+                    // Unnamed code of one module is one row: split by address, a stripped
+                    // library's hot code became hundreds of rows of 0.02 s each.
                     let (name, ok) = match symbol(lookup) {
                         Some(name) => (name, true),
-                        None => (format!("{}+{:#x}", short(&module), frame.offset), false),
+                        None => (unnamed(&module), false),
                     };
                     let f = Function {
                         // Stacks are shared by every process: no one main executable to exempt.
@@ -142,7 +153,12 @@ impl ResolvedStacks {
                         next
                     })
                 });
-                resolved.push(fid);
+                // Consecutive unnamed frames of one module are one: the module's code
+                // calling itself tells nothing without names.
+                let repeat = resolved.last() == Some(&fid);
+                if !repeat || out.functions[fid as usize].resolved {
+                    resolved.push(fid);
+                }
             }
             out.innermost_user[i] = resolved
                 .iter()
@@ -266,7 +282,7 @@ mod tests {
         assert_eq!(name(0), Some("short_sleeper"));
         // Only system frames: the innermost one.
         assert_eq!(name(2), Some("clock_nanosleep"));
-        assert_eq!(name(3), Some("t+0x9999"));
+        assert_eq!(name(3), Some("t [no symbols]"));
         assert!(!r.function(r.innermost_user(3).unwrap()).resolved);
         assert_eq!(name(1), None, "an id never recorded");
         assert_eq!(name(NO_STACK), None);
@@ -279,5 +295,47 @@ mod tests {
                 "main (t)"
             ]
         );
+    }
+
+    /// Issue 17 point 2: a stripped library's frames at many addresses were as many rows
+    /// (`libcrypto.so.3+0x29c368`, `+0x29c2be`, …). Unnamed code of one module is one
+    /// function, and consecutive unnamed frames of one module one frame.
+    #[test]
+    fn unnamed_frames_group_per_module() {
+        let modules: HashMap<u32, String> = [
+            (1, "/usr/lib/x86_64-linux-gnu/libcrypto.so.3".to_string()),
+            (2, "/usr/bin/prog".to_string()),
+        ]
+        .into();
+        let f = |module, offset| FrameRef { module, offset };
+        let stacks = vec![
+            (0, vec![f(1, 0x29c368), f(1, 0x29c2be), f(2, 0x100)]),
+            (1, vec![f(1, 0x1000), f(2, 0x100)]),
+            // Two unnamed runs of one module, split by a named frame: two frames.
+            (2, vec![f(1, 0x10), f(2, 0x200), f(1, 0x20)]),
+        ];
+        let lookup = |fr: FrameRef| -> Option<String> {
+            match (fr.module, fr.offset) {
+                (2, 0xff) => Some("hash_file".into()),
+                (2, 0x1ff) => Some("main".into()),
+                _ => None,
+            }
+        };
+        let r = ResolvedStacks::resolve(&stacks, &modules, &lookup);
+        assert_eq!(
+            r.describe(0),
+            vec![
+                "libcrypto.so.3 [no symbols] (libcrypto.so.3)",
+                "hash_file (prog)"
+            ]
+        );
+        assert_eq!(
+            r.frames(0)[0],
+            r.frames(1)[0],
+            "one function for the module"
+        );
+        assert_eq!(r.frames(2).len(), 3);
+        let unnamed: Vec<_> = r.functions.iter().filter(|f| !f.resolved).collect();
+        assert_eq!(unnamed.len(), 1, "{unnamed:?}");
     }
 }

@@ -361,6 +361,9 @@ pub fn analyse(path: &std::path::Path, opts: &AnalyseOptions<'_>) -> anyhow::Res
         if let Some(note) = &r.kernel_note {
             eprintln!("note: kernel frames are unnamed: {note}");
         }
+        if let Some(note) = no_symbols_note(&r.stacks) {
+            eprintln!("note: {note}");
+        }
     }
     let mut causes = Vec::new();
     let (summary, charges): (SchedSummary, Option<StackCharges>) = if reduced {
@@ -498,6 +501,25 @@ fn one_pass(
             progress,
         )
     }
+}
+
+/// Which files' code had no symbols (shown as `FILE [no symbols]`), and the fix; `None`
+/// when every file frame was named. Only files on disk: the kernel has its own note, and
+/// pseudo mappings (`[vdso]`, `memfd:…`, JIT code) have no symbols to install.
+fn no_symbols_note(stacks: &ResolvedStacks) -> Option<String> {
+    let files: std::collections::BTreeSet<&str> = stacks
+        .functions
+        .iter()
+        .filter(|f| !f.resolved && f.module.starts_with('/') && !f.module.ends_with("(deleted)"))
+        .map(|f| powerlens_core::stacks::short(&f.module))
+        .collect();
+    (!files.is_empty()).then(|| {
+        format!(
+            "no symbols for some code of {} (shown as FILE {}, one row per file): install the file's debug symbols (Debian: its -dbgsym package from the debian-debug archive, into /usr/lib/debug, which powerlens follows), then record again",
+            files.into_iter().collect::<Vec<_>>().join(", "),
+            powerlens_core::stacks::NO_SYMBOLS
+        )
+    })
 }
 
 /// Per thread and function (innermost user frame), what the advice rules cite.
