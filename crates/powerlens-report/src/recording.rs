@@ -1169,10 +1169,15 @@ pub fn wakeup_causes(report: &RecordingReport) -> String {
         let cause = match (&c.function, &c.irq, &c.timer_function) {
             (Some(f), _, _) => f.clone(),
             (None, Some(irq), _) => irq.clone(),
-            (None, None, Some(addr)) => addr.clone(),
+            (None, None, Some(addr)) => match &c.timer_function_name {
+                Some(name) => format!("{name} (kernel)"),
+                None => format!("{addr} (kernel, unnamed)"),
+            },
             _ => String::new(),
         };
         let thread = match (c.tid(), &c.comm) {
+            // The kernel's per-CPU idle task (swapper) has tid 0 and no name to look up.
+            (Some(0), _) => "idle task (0)".to_string(),
             (Some(tid), Some(comm)) => format!("{comm} ({tid})"),
             (Some(tid), None) => tid.to_string(),
             _ => String::new(),
@@ -1640,6 +1645,43 @@ tid,pid,comm,cpu_time_s,wakeups_thread,mean_idle_before_wakeup_us,frequency_mhz,
             .unwrap()
             .iter()
             .any(|u| u["figure"] == "energy" && u["fix"] == "powerlens record --meter CMD"));
+    }
+
+    /// Issue 17 point 9: a kernel timer reads by its name, or says it is an unnamed kernel
+    /// address; the idle task is named, not "0".
+    #[test]
+    fn wakeup_causes_name_kernel_timers_and_the_idle_task() {
+        use powerlens_core::sched::wakeups::WakeupCause;
+        let timer = |addr: &str, name: Option<&str>, tid: Option<u32>| WakeupCause {
+            kind: "timer".into(),
+            count: 5,
+            per_s: 5.0,
+            irq: None,
+            waker_tid: None,
+            armed_by_tid: tid,
+            comm: None,
+            timer_function: Some(addr.into()),
+            timer_function_name: name.map(str::to_string),
+            stack_id: None,
+            function: None,
+            stack: None,
+            expiries: None,
+            expiries_per_s: None,
+            period_us: None,
+            periodic: None,
+            coalescible: None,
+            coalesce_with: None,
+        };
+        let mut r = report(true);
+        r.wakeup_causes = vec![
+            timer("0xffffffff814332e0", Some("tick_nohz_handler"), None),
+            timer("0xffffffff81000010", None, Some(0)),
+        ];
+        let t = wakeup_causes(&r);
+        assert!(t.contains("tick_nohz_handler (kernel)"), "{t}");
+        assert!(!t.contains("0xffffffff814332e0"), "{t}");
+        assert!(t.contains("0xffffffff81000010 (kernel, unnamed)"), "{t}");
+        assert!(t.contains("idle task (0)"), "{t}");
     }
 
     #[test]

@@ -495,3 +495,55 @@ fn a_stripped_librarys_unnamed_code_is_one_row_with_the_fix() {
     );
     assert!(!note.contains("memfd:"), "{note}");
 }
+
+/// Issue 17 point 9: kernel timer callbacks were raw addresses in the wake-up causes
+/// (`0xffffffff814332e0`). The recorder stores each as a kernel frame to symbolize with the
+/// stacks, and the report names it. Oracle: /proc/kallsyms, read by the test, has a symbol
+/// at exactly that address (a callback is a function's entry) with that name.
+#[test]
+fn kernel_timer_callbacks_are_named_from_kallsyms() {
+    let Some(_serial) = live_recording() else {
+        return;
+    };
+    let kallsyms: std::collections::HashMap<u64, String> =
+        std::fs::read_to_string("/proc/kallsyms")
+            .unwrap()
+            .lines()
+            .filter_map(|l| {
+                let mut f = l.split_whitespace();
+                let addr = u64::from_str_radix(f.next()?, 16).ok()?;
+                let name = f.nth(1)?.to_string();
+                (addr != 0).then_some((addr, name))
+            })
+            .collect();
+    if kallsyms.is_empty() {
+        eprintln!("skipped: /proc/kallsyms shows no addresses here (kptr_restrict)");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let rec = dir.path().join("k.rec");
+    // Sleeping costs timer expiries; the idle machine adds the tick's.
+    record_with_stacks(&rec, &["sleep", "0.5"]);
+    let (r, _) = report(&rec, &["--json"]);
+    let kernel_timers: Vec<&Value> = r["wakeup_causes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| {
+            c["kind"] == "timer" && c["function"].is_null() && !c["timer_function"].is_null()
+        })
+        .collect();
+    assert!(
+        !kernel_timers.is_empty(),
+        "no kernel timer among {:#}",
+        r["wakeup_causes"]
+    );
+    for c in kernel_timers {
+        let hex = c["timer_function"].as_str().unwrap();
+        let addr = u64::from_str_radix(hex.trim_start_matches("0x"), 16).unwrap();
+        let name = c["timer_function_name"].as_str();
+        eprintln!("{hex}: {name:?} (kallsyms: {:?})", kallsyms.get(&addr));
+        assert_eq!(name, kallsyms.get(&addr).map(String::as_str), "{c}");
+        assert!(name.is_some(), "{hex} unnamed");
+    }
+}

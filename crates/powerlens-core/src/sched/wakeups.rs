@@ -98,6 +98,10 @@ pub struct WakeupCause {
     /// Kernel address of the timer callback, hex (`timer`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub timer_function: Option<String>,
+    /// The kernel's name of `timer_function` (`tick_nohz_handler`), from the recording's
+    /// symbol cache: the kallsyms of the boot that recorded it ([`resolve_timer_functions`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timer_function_name: Option<String>,
     /// The waker's or arming stack in the recording's stack table.
     #[serde(skip)]
     pub stack_id: Option<StackId>,
@@ -143,6 +147,20 @@ pub fn resolve(
         if let Some((function, frames)) = c.stack_id.and_then(resolver) {
             c.function = Some(function);
             c.stack = Some(frames);
+        }
+    }
+}
+
+/// Fills `timer_function_name` from the kernel's names of the timer callbacks
+/// (`address → name`, the recording's symbol cache).
+pub fn resolve_timer_functions(causes: &mut [WakeupCause], name: &dyn Fn(u64) -> Option<String>) {
+    for c in causes {
+        let address = c
+            .timer_function
+            .as_deref()
+            .and_then(|hex| u64::from_str_radix(hex.trim_start_matches("0x"), 16).ok());
+        if let Some(n) = address.and_then(name) {
+            c.timer_function_name = Some(n);
         }
     }
 }
@@ -554,6 +572,7 @@ impl WakeupAnalysis {
                 armed_by_tid: None,
                 comm: None,
                 timer_function: None,
+                timer_function_name: None,
                 stack_id: None,
                 function: None,
                 stack: None,
@@ -721,6 +740,7 @@ pub fn describe(c: &WakeupCause) -> String {
     let who = c
         .function
         .clone()
+        .or_else(|| c.timer_function_name.clone())
         .or_else(|| c.timer_function.clone())
         .unwrap_or_else(|| "?".into());
     match c.kind.as_str() {
@@ -1046,6 +1066,7 @@ mod tests {
             armed_by_tid: None,
             comm: None,
             timer_function: None,
+            timer_function_name: None,
             stack_id: Some(9),
             function: None,
             stack: None,

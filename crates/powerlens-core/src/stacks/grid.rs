@@ -564,11 +564,18 @@ mod tests {
         let t = tree(&charges(), &threads, &resolved(), "cpu_time_s", 0.0);
         // Issue 17 point 2: a header names the metric and its unit, aligned on the columns.
         let header = t.lines().next().unwrap();
-        assert!(header.starts_with("  share cpu_time_s [µs]  thread,"), "{t}");
+        assert!(
+            header.starts_with("  share cpu_time_s [µs]  thread,"),
+            "{t}"
+        );
         let lines: Vec<&str> = t.lines().skip(1).collect();
         assert_eq!(lines.len(), 5, "{t}");
         let column = |line: &str, text: &str| line[..line.find(text).unwrap()].chars().count();
-        assert_eq!(column(header, "  thread"), column(lines[0], "  t1 (1)"), "{t}");
+        assert_eq!(
+            column(header, "  thread"),
+            column(lines[0], "  t1 (1)"),
+            "{t}"
+        );
         assert!(
             lines[0].contains("100.0%") && lines[0].ends_with("t1 (1)"),
             "{t}"

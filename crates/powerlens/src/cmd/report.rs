@@ -429,6 +429,9 @@ pub fn analyse(path: &std::path::Path, opts: &AnalyseOptions<'_>) -> anyhow::Res
     ctx.energy = context::energy(&reader, interval, busy_s)?;
     ctx.sysfs_idle = context::sysfs_idle(&reader, interval)?;
     let mut report = model::build(&summary, &ctx);
+    if let Some(r) = &resolved {
+        wakeups::resolve_timer_functions(&mut causes, &|addr| r.kernel_names.get(&addr).cloned());
+    }
     let stacks = match (charges, resolved) {
         (Some(charges), Some(resolved)) => Some((charges, resolved.stacks)),
         _ => None,

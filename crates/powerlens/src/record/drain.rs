@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use powerlens_core::sched::event::{Event, EventKind, StackId, Tid};
+use powerlens_core::sched::event::{Event, EventKind, InterruptKind, StackId, Tid};
 use powerlens_store::recording::ThreadRow;
 use powerlens_sys::trace::{monotonic_now_ns, Collected, Collector, EXITED};
 use powerlens_sys::unwind::UnwindStats;
@@ -149,6 +149,11 @@ impl State {
                             if self.converter.ends_process(&r) {
                                 stacks.exit(r.pid, e.time_ns);
                             }
+                        }
+                        // Timer callbacks are kernel addresses: named with the stacks.
+                        EventKind::TimerArm { function, .. }
+                        | EventKind::InterruptEnter(InterruptKind::Timer { function, .. }) => {
+                            stacks.kernel_function(function)
                         }
                         _ => {}
                     }

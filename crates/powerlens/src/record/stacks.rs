@@ -168,6 +168,30 @@ impl StackRecorder {
         Some(id)
     }
 
+    /// A kernel function's address that events carry (a timer callback): stored once as a
+    /// one-frame kernel stack, so that the symbolization at the end of the recording names
+    /// it from this boot's kallsyms, and reports find the name in the symbol cache
+    /// (`record::symbols`). No event refers to that stack.
+    pub fn kernel_function(&mut self, addr: u64) {
+        if addr == 0 {
+            return;
+        }
+        let kernel = self.module(KERNEL_MODULE);
+        self.blob.clear();
+        encode_frames(
+            &[FrameRef {
+                module: kernel,
+                offset: addr,
+            }],
+            &mut self.blob,
+        );
+        if !self.stacks.contains_key(&self.blob) {
+            let id = self.stacks.len() as StackId;
+            self.stacks.insert(self.blob.clone(), id);
+            self.new_stacks.push((id, self.blob.clone()));
+        }
+    }
+
     /// Modules and stacks first seen since the last call, for the file.
     pub fn take_new(&mut self) -> NewEntries {
         (

@@ -18,6 +18,9 @@ pub struct Resolved {
     pub symbolized: usize,
     /// Why the kernel's frames have no names, when they have none.
     pub kernel_note: Option<String>,
+    /// Kernel addresses to names, for the kernel functions events carry (timer callbacks;
+    /// the recorder stores each as a one-frame stack so that it is symbolized here).
+    pub kernel_names: HashMap<u64, String>,
 }
 
 /// Reads and resolves the recording's stacks. `None` when the recording has none.
@@ -92,10 +95,20 @@ pub fn resolve(reader: &RecordingReader, roots: &Roots) -> anyhow::Result<Option
             );
         }
     }
+    let kernel = modules
+        .iter()
+        .find(|(_, path)| path.as_str() == KERNEL_MODULE)
+        .map(|(id, _)| *id);
+    let kernel_names = names
+        .iter()
+        .filter(|(f, _)| Some(f.module) == kernel)
+        .filter_map(|(f, name)| Some((f.offset, name.clone()?)))
+        .collect();
     let lookup = |f: FrameRef| names.get(&f).cloned().flatten();
     Ok(Some(Resolved {
         stacks: ResolvedStacks::resolve(&stacks, &modules, &lookup),
         symbolized: new_rows.len(),
         kernel_note,
+        kernel_names,
     }))
 }
