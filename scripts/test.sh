@@ -8,8 +8,8 @@ cd "$(dirname "$0")/.."
 # Debian packages the tests need as outside oracles: sqlite3 reads the results and recording
 # files, rt-tests (cyclictest) checks `wake`, linux-perf (`perf sched timehist`) checks `report`.
 # rt-tests gives cyclictest, the oracle of `powerlens wake`'s UserLatency; chromium (headless)
-# checks the HTML report in a real browser.
-debs=(sqlite3 rt-tests linux-perf chromium)
+# checks the HTML report in a real browser; xz-utils is a command of the README's Quick start.
+debs=(sqlite3 rt-tests linux-perf chromium xz-utils)
 
 missing=()
 if command -v dpkg >/dev/null 2>&1; then
@@ -45,3 +45,12 @@ echo "== cargo clippy" >&2
 cargo clippy --workspace --all-targets --locked -- -D warnings
 echo "== cargo test" >&2
 cargo test --workspace --locked
+# The README's Quick start, line by line, as a new user runs it (`record` and `wake` need
+# root, as the README says).
+if [ "$(id -u)" = 0 ]; then
+    echo "== the README's Quick start (scripts/quickstart.sh)" >&2
+    cargo build --workspace --locked -q
+    scripts/quickstart.sh target/debug/powerlens
+else
+    echo "test.sh: SKIP the README's Quick start (record and wake need root)" >&2
+fi
