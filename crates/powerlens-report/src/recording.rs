@@ -384,15 +384,20 @@ pub fn columns(by: By) -> Vec<&'static Column> {
 
 /// The `--list` text: every column of the grid with its description, defaults marked.
 pub fn list_columns(by: By) -> String {
-    let mut t = Table::new(["column", "default", "description"]);
+    let mut t = Table::new(["column", "header", "default", "description"]);
     for c in columns(by) {
         t.row([
             c.key,
+            c.header,
             if c.default { "shown" } else { "hidden" },
             c.description,
         ]);
     }
-    format!("columns of the {} grid:\n{}", by.name(), t.render())
+    format!(
+        "columns of the {} grid (--sort/--show/--hide take the column key or the header):\n{}",
+        by.name(),
+        t.render()
+    )
 }
 
 /// A cell.
@@ -608,10 +613,16 @@ fn short_module(path: &str) -> &str {
     path.rsplit('/').next().unwrap_or(path)
 }
 
+/// A column by its key, or by the header the text grid shows (`CPU s`, any case): a user
+/// copies what they see.
 fn find(by: By, option: &'static str, name: &str) -> Result<&'static Column, UnknownColumn> {
     let cols = columns(by);
     cols.iter()
         .find(|c| c.key == name)
+        .or_else(|| {
+            cols.iter()
+                .find(|c| c.header.eq_ignore_ascii_case(name.trim()))
+        })
         .copied()
         .ok_or_else(|| UnknownColumn {
             option,
@@ -648,8 +659,12 @@ fn selected(
 
 /// All rows of the grid, sorted; and the sort key used.
 fn rows(report: &RecordingReport, opts: &GridOptions) -> Result<Vec<Row>, UnknownColumn> {
-    let sort = opts.sort.as_deref().unwrap_or("cpu_time_s");
-    find(opts.by, "--sort", sort)?;
+    let sort = find(
+        opts.by,
+        "--sort",
+        opts.sort.as_deref().unwrap_or("cpu_time_s"),
+    )?
+    .key;
     let mut rows: Vec<Row> = match opts.by {
         By::Thread => report.threads.iter().map(thread_row).collect(),
         By::Process => report.processes.iter().map(process_row).collect(),
@@ -1518,6 +1533,35 @@ pid  command  threads   CPU s  idle wake-ups  idle before µs  parallelism  ener
         assert!(!e.valid.contains(&"tid") && e.valid.contains(&"effective_parallelism"));
     }
 
+    /// Issue 17 point 9: the text headers ("CPU s", "sync sw") are accepted as well as
+    /// the keys, and `--list` shows both.
+    #[test]
+    fn columns_by_their_header_too() {
+        let r = report(true);
+        let by_header = grid(
+            &r,
+            &opts(By::Thread, Some("wait s"), None, &["tid", "CPU S"], &[]),
+        );
+        let by_key = grid(
+            &r,
+            &opts(
+                By::Thread,
+                Some("wait_time_s"),
+                None,
+                &["tid", "cpu_time_s"],
+                &[],
+            ),
+        );
+        assert_eq!(by_header.unwrap(), by_key.unwrap());
+        let l = list_columns(By::Thread);
+        assert!(l.contains("the column key or the header"), "{l}");
+        assert!(
+            l.lines()
+                .any(|line| line.starts_with("sync_switches") && line.contains("sync sw")),
+            "{l}"
+        );
+    }
+
     #[test]
     fn list_describes_every_column() {
         let l = list_columns(By::Thread);
@@ -1529,7 +1573,10 @@ pid  command  threads   CPU s  idle wake-ups  idle before µs  parallelism  ener
                 c.key
             );
         }
-        assert!(l.contains("wakeups_timer               hidden"), "{l}");
+        assert!(
+            l.contains("wakeups_timer               by timer        hidden"),
+            "{l}"
+        );
         assert!(!l.contains("effective_parallelism"));
         assert!(list_columns(By::Process).contains("effective_parallelism"));
     }

@@ -17,7 +17,7 @@ use powerlens_sys::{procfs, Roots};
 pub struct MeterOptions {
     /// Parameters for the power model (`--power-model FILE`), used when no meter can be read.
     pub power_model: Option<std::path::PathBuf>,
-    /// Background read interval forced by the user (`--sample-interval`).
+    /// Background read interval forced by the user (`--meter-read-every`).
     pub sample_interval: Option<Duration>,
 }
 

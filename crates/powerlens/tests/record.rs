@@ -1057,16 +1057,17 @@ fn live_cpuidle_sysfs_counters_over_the_traced_interval() {
     }
 }
 
-/// The sample count of `record`'s summary line (`… and N samples of …`); 0 for "no samples".
+/// The meter/idle-state sample count of `record`'s summary line (`… and N meter/idle-state
+/// samples of …`); 0 for "no meter/idle-state samples".
 fn summary_samples(stderr: &str) -> u64 {
     let line = stderr
         .lines()
         .find(|l| l.starts_with("recorded "))
         .unwrap_or_else(|| panic!("no summary line in {stderr}"));
-    if line.contains(" and no samples (") {
+    if line.contains(" and no meter/idle-state samples (") {
         return 0;
     }
-    let before = line.split(" samples of ").next().unwrap();
+    let before = line.split(" meter/idle-state samples of ").next().unwrap();
     before.rsplit(' ').next().unwrap().parse().unwrap()
 }
 
@@ -1088,7 +1089,9 @@ fn live_summary_names_what_it_could_not_sample() {
     ok(&out);
     let err = stderr(&out);
     assert!(
-        err.contains("and no samples (no energy meter, cpuidle or cpufreq counters to read)"),
+        err.contains(
+            "and no meter/idle-state samples (no energy meter, cpuidle or cpufreq counters to read)"
+        ),
         "{err}"
     );
     assert_eq!(summary_samples(&err), 0);

@@ -156,7 +156,7 @@ fn baseline_and_forced_slow_sampling_are_reported() {
             "run",
             "--runs",
             "1",
-            "--sample-interval",
+            "--meter-read-every",
             "1s",
             "--json",
             "--",
@@ -166,4 +166,25 @@ fn baseline_and_forced_slow_sampling_are_reported() {
     assert!(out.status.success());
     let warnings = json(&out)["warnings"].to_string();
     assert!(warnings.contains("miss wraps"), "{warnings}");
+    assert!(warnings.contains("--meter-read-every"), "{warnings}");
+    // The old name of the option still works.
+    let old = powerlens(
+        &tree,
+        &db,
+        &[
+            "run",
+            "--runs",
+            "1",
+            "--sample-interval",
+            "1s",
+            "--json",
+            "--",
+            "true",
+        ],
+    );
+    assert!(
+        old.status.success(),
+        "{}",
+        String::from_utf8_lossy(&old.stderr)
+    );
 }

@@ -461,7 +461,14 @@ fn a_stripped_librarys_unnamed_code_is_one_row_with_the_fix() {
         Some(true)
     );
     let rec = d.join("s.rec");
-    record_with_stacks(&rec, &[d.join("main").to_str().unwrap()]);
+    let recorded = record_with_stacks(&rec, &[d.join("main").to_str().unwrap()]);
+    // Issue 17 point 9: the summary says which samples are which.
+    let summary = stderr(&recorded);
+    assert!(
+        summary.contains(" of them CPU-time samples) and ")
+            && summary.contains(" meter/idle-state samples of "),
+        "{summary}"
+    );
     let (r, err) = report(&rec, &["--by", "function", "--json"]);
     let rows = r["functions"].as_array().unwrap();
     let names: Vec<&str> = rows.iter().filter_map(|f| f["function"].as_str()).collect();

@@ -23,7 +23,7 @@ pub fn choose_read_interval(
         (Some(req), Some(safe)) if req > safe => (
             req,
             Some(format!(
-                "the energy counter can wrap every {:.3} s at the highest plausible power; a read interval of {:.3} s may miss wraps and under-count energy (use --sample-interval {} ms or less)",
+                "the energy counter can wrap every {:.3} s at the highest plausible power; a read interval of {:.3} s may miss wraps and under-count energy (use --meter-read-every {}ms or less)",
                 safe.as_secs_f64() * 2.0,
                 req.as_secs_f64(),
                 safe.as_millis().max(1)

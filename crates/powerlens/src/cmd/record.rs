@@ -56,7 +56,8 @@ pub struct RecordArgs {
     #[arg(short, long, value_name = "SECS", value_parser = parse_seconds)]
     pub duration: Option<Duration>,
 
-    /// How often to sample energy, cpuidle counters and frequency.
+    /// How often the recording stores a reading of energy, cpuidle counters and
+    /// frequency (the meter's own counter reads are --meter-read-every).
     #[arg(long, value_name = "SECS", default_value = "0.1", value_parser = parse_seconds)]
     pub sample_every: Duration,
 
@@ -132,19 +133,24 @@ pub fn execute(global: &GlobalArgs, args: RecordArgs) -> anyhow::Result<ExitCode
         eprintln!("note: {note}");
     }
     eprintln!(
-        "recorded {} events{} and {} of {} threads over {:.2} s ({}) to {}",
+        "recorded {} events{}{} and {} of {} threads over {:.2} s ({}) to {}",
         summary.events,
         if summary.mode == record::MODE_REDUCED {
             " (REDUCED: procfs samples only)"
         } else {
             ""
         },
+        match summary.cpu_samples {
+            0 => String::new(),
+            n => format!(" ({n} of them CPU-time samples)"),
+        },
         match summary.samples {
             // The sampler reads at start and stop at least: none means nothing to read.
             0 if summary.mode != record::MODE_REDUCED => {
-                "no samples (no energy meter, cpuidle or cpufreq counters to read)".to_string()
+                "no meter/idle-state samples (no energy meter, cpuidle or cpufreq counters to read)"
+                    .to_string()
             }
-            n => format!("{n} samples"),
+            n => format!("{n} meter/idle-state samples"),
         },
         summary.threads,
         summary.seconds,

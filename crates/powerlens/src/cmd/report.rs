@@ -53,7 +53,8 @@ pub struct ReportArgs {
     #[arg(long, value_enum, default_value_t = ByArg::Thread)]
     pub by: ByArg,
 
-    /// Sort rows by this column, largest first [default: cpu_time_s].
+    /// Sort rows by this column, largest first: its key (the JSON and CSV name) or the
+    /// header the grid shows ("wait s"); see --list [default: cpu_time_s].
     #[arg(long, value_name = "COLUMN")]
     pub sort: Option<String>,
 
@@ -61,7 +62,7 @@ pub struct ReportArgs {
     #[arg(long, value_name = "N")]
     pub top: Option<usize>,
 
-    /// Show only these columns (comma-separated keys, see --list).
+    /// Show only these columns (comma-separated keys or headers, see --list).
     #[arg(long, value_name = "COLUMNS", value_delimiter = ',')]
     pub show: Vec<String>,
 

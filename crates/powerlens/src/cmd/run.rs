@@ -227,9 +227,16 @@ pub struct MeterArgs {
     #[arg(long, value_name = "FILE", env = "POWERLENS_POWER_MODEL")]
     pub power_model: Option<PathBuf>,
 
-    /// Read the energy counters this often [default: the longest interval that cannot miss a
-    /// counter wrap, at most 100ms].
-    #[arg(long, value_name = "DURATION", value_parser = parse_positive_duration)]
+    /// How often the meter's background thread reads the energy counters, so that no
+    /// counter wrap is missed (not how often a recording stores samples: that is `record
+    /// --sample-every`) [default: the longest interval that cannot miss a wrap, at most
+    /// 100ms]. Was --sample-interval, still accepted.
+    #[arg(
+        long = "meter-read-every",
+        alias = "sample-interval",
+        value_name = "DURATION",
+        value_parser = parse_positive_duration
+    )]
     pub sample_interval: Option<Duration>,
 }
 

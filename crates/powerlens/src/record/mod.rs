@@ -27,6 +27,7 @@ use serde_json::{json, Value};
 
 use powerlens_core::codec::ChunkEncoder;
 use powerlens_core::run::ExitStatus;
+use powerlens_core::sched::event::EventKind;
 use powerlens_store::recording::{RecordingReader, RecordingWriter};
 use powerlens_sys::machine::MachineInfo;
 use powerlens_sys::trace::{monotonic_now_ns, Collector, CollectorOptions};
@@ -103,6 +104,9 @@ pub struct RecordSummary {
     pub path: PathBuf,
     pub mode: &'static str,
     pub events: u64,
+    /// Of `events`, the CPU-time samples (cpu-clock, with stacks).
+    pub cpu_samples: u64,
+    /// Meter, cpuidle and cpufreq readings.
     pub samples: u64,
     pub threads: usize,
     pub lost: u64,
@@ -177,6 +181,7 @@ pub fn record(roots: &Roots, opts: &RecordOptions) -> anyhow::Result<RecordSumma
         pending: Vec::new(),
         encoder: ChunkEncoder::new(),
         events: 0,
+        cpu_samples: 0,
         samples: 0,
     };
     // Sampling starts before tracing, so the energy at the first event is interpolated
@@ -383,6 +388,8 @@ pub fn record(roots: &Roots, opts: &RecordOptions) -> anyhow::Result<RecordSumma
         );
     }
     let mut counts = (recorder.events, recorder.samples);
+    // `finish` consumes the recorder; its CPU-sample count is final once the drain stopped.
+    let recorder_cpu_samples = recorder.cpu_samples;
     if !write_failed {
         match recorder.finish(&stop, &lost, &notes) {
             Ok(c) => counts = c,
@@ -404,10 +411,12 @@ pub fn record(roots: &Roots, opts: &RecordOptions) -> anyhow::Result<RecordSumma
         }
     }
     let (events, samples) = counts;
+    let cpu_samples = recorder_cpu_samples;
     Ok(RecordSummary {
         path: opts.output.clone(),
         mode,
         events,
+        cpu_samples,
         samples,
         threads: thread_count,
         lost: total_lost,
@@ -623,6 +632,7 @@ struct Recorder {
     pending: Vec<(u32, Vec<drain::InContext>)>,
     encoder: ChunkEncoder,
     events: u64,
+    cpu_samples: u64,
     samples: u64,
 }
 
@@ -638,6 +648,10 @@ impl Recorder {
             let _ = self.writer.add_stack(*id, frames);
         }
         for (cpu, mut events) in batch.events {
+            self.cpu_samples += events
+                .iter()
+                .filter(|(e, _)| matches!(e.kind, EventKind::CpuSample { .. }))
+                .count() as u64;
             match self.pending.iter_mut().find(|(c, _)| *c == cpu) {
                 Some((_, pending)) => pending.append(&mut events),
                 None => self.pending.push((cpu, events)),
