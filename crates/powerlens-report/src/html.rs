@@ -11,7 +11,8 @@
 use std::collections::HashMap;
 use std::fmt::Write;
 
-use powerlens_core::sched::event::{Event, EventKind, SwitchedOut, Tid, IDLE_TID};
+use powerlens_core::sched::analysis::{Interval, ThreadCharges};
+use powerlens_core::sched::event::{Event, EventKind, SwitchedOut, Tid};
 use powerlens_core::sched::report::RecordingReport;
 
 use crate::export::Counter;
@@ -24,15 +25,19 @@ use crate::table::sig;
 const RUNNING: usize = 0;
 const RUNNABLE: usize = 1;
 const BLOCKED: usize = 2;
-const STATE_NAMES: [&str; 3] = ["running", "runnable", "blocked"];
-const STATE_COLORS: [&str; 3] = ["#2ca02c", "#ff7f0e", "#9ecae1"];
+/// After a lost switch-out, until the thread's next recorded event: the grid counts none
+/// of it as running, and neither does the timeline.
+const UNKNOWN: usize = 3;
+const STATES: usize = 4;
+const STATE_NAMES: [&str; STATES] = ["running", "runnable", "blocked", "unknown (events lost)"];
+const STATE_COLORS: [&str; STATES] = ["#2ca02c", "#ff7f0e", "#9ecae1", "#d9d9d9"];
 
 /// One thread's row of the timeline: nanoseconds in each state per time bin.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Lane {
     pub tid: Tid,
     pub label: String,
-    pub bins: Vec<[u64; 3]>,
+    pub bins: Vec<[u64; STATES]>,
 }
 
 /// The per-thread timeline of the top threads, over `[start_ns, end_ns]`.
@@ -46,19 +51,18 @@ pub struct Timeline {
     pub frequency_mhz: Vec<(u32, Vec<Option<f64>>)>,
 }
 
-#[derive(Debug, Clone, Copy)]
-enum State {
-    Unknown,
-    In(usize, u64),
-}
-
-/// Builds the timeline from the event stream (time order), for the chosen threads.
+/// Builds the timeline from the scheduler analysis' own intervals (it is the analysis'
+/// [`ThreadCharges`] layer, so the lanes agree with the grid, inferences included) and,
+/// for frequency, from the events ([`TimelineBuilder::event`]).
 pub struct TimelineBuilder {
     start_ns: u64,
     end_ns: u64,
     index: HashMap<Tid, usize>,
     lanes: Vec<Lane>,
-    states: Vec<State>,
+    /// Per lane: the end of its last interval (`None` before the first), and whether the
+    /// thread exited (after which nothing is drawn).
+    seen_until: Vec<Option<u64>>,
+    exited: Vec<bool>,
     bins: usize,
     /// Per CPU: the current frequency (kHz) and since when.
     freq: Vec<Option<(u64, u64)>>,
@@ -102,10 +106,11 @@ impl TimelineBuilder {
                 .map(|(tid, label)| Lane {
                     tid: *tid,
                     label: label.clone(),
-                    bins: vec![[0; 3]; bins.max(1)],
+                    bins: vec![[0; STATES]; bins.max(1)],
                 })
                 .collect(),
-            states: vec![State::Unknown; threads.len()],
+            seen_until: vec![None; threads.len()],
+            exited: vec![false; threads.len()],
             bins: bins.max(1),
             freq: Vec::new(),
             freq_bins: Vec::new(),
@@ -130,39 +135,17 @@ impl TimelineBuilder {
         });
     }
 
-    fn set(&mut self, tid: Tid, t: u64, next: Option<usize>) {
-        let Some(&i) = self.index.get(&tid) else {
-            return;
-        };
-        if let State::In(s, since) = self.states[i] {
-            self.add(i, s, since, t);
-        }
-        self.states[i] = match next {
-            Some(s) => State::In(s, t),
-            None => State::Unknown,
-        };
-    }
-
+    /// Every event, for the CPUs' frequency and the threads' exits; the states come
+    /// from the analysis ([`ThreadCharges::interval`]).
     pub fn event(&mut self, e: &Event) {
         match &e.kind {
-            EventKind::Switch { prev, how, next } => {
-                if *prev != IDLE_TID {
-                    let next_state = match how {
-                        SwitchedOut::Preempted => Some(RUNNABLE),
-                        SwitchedOut::Blocked => Some(BLOCKED),
-                        SwitchedOut::Exited => None,
-                    };
-                    self.set(*prev, e.time_ns, next_state);
-                }
-                if *next != IDLE_TID {
-                    self.set(*next, e.time_ns, Some(RUNNING));
-                }
-            }
-            EventKind::Wakeup { tid, .. } => {
-                if let Some(&i) = self.index.get(tid) {
-                    if !matches!(self.states[i], State::In(RUNNING | RUNNABLE, _)) {
-                        self.set(*tid, e.time_ns, Some(RUNNABLE));
-                    }
+            EventKind::Switch {
+                prev,
+                how: SwitchedOut::Exited,
+                ..
+            } => {
+                if let Some(&i) = self.index.get(prev) {
+                    self.exited[i] = true;
                 }
             }
             EventKind::Frequency { khz } => {
@@ -182,9 +165,11 @@ impl TimelineBuilder {
     }
 
     pub fn finish(mut self) -> Timeline {
+        // The analysis closed every known state at the end; what is left open after a
+        // thread's last interval is unknown (a lost switch-out), unless it exited.
         for i in 0..self.lanes.len() {
-            if let State::In(s, since) = self.states[i] {
-                self.add(i, s, since, self.end_ns);
+            if let (Some(until), false) = (self.seen_until[i], self.exited[i]) {
+                self.add(i, UNKNOWN, until, self.end_ns);
             }
         }
         for ci in 0..self.freq.len() {
@@ -274,6 +259,25 @@ fn legend(out: &mut String, y: f64, items: &[(&str, &str)]) {
 }
 
 /// Per-thread swimlanes: each bin drawn in its dominant state (runs of equal bins merged).
+impl ThreadCharges for TimelineBuilder {
+    fn interval(&mut self, tid: Tid, state: Interval, from: u64, to: u64) {
+        let Some(&i) = self.index.get(&tid) else {
+            return;
+        };
+        // A gap since the thread's last interval: the analysis did not know its state.
+        if let Some(until) = self.seen_until[i].filter(|u| *u < from) {
+            self.add(i, UNKNOWN, until, from);
+        }
+        let state = match state {
+            Interval::Running => RUNNING,
+            Interval::Runnable => RUNNABLE,
+            Interval::Blocked => BLOCKED,
+        };
+        self.add(i, state, from, to);
+        self.seen_until[i] = Some(self.seen_until[i].map_or(to, |u| u.max(to)));
+    }
+}
+
 pub fn timeline_svg(t: &Timeline) -> String {
     let lane_h = 18.0;
     let top = 30.0;
@@ -291,6 +295,7 @@ pub fn timeline_svg(t: &Timeline) -> String {
             (STATE_NAMES[RUNNING], STATE_COLORS[RUNNING]),
             (STATE_NAMES[RUNNABLE], STATE_COLORS[RUNNABLE]),
             (STATE_NAMES[BLOCKED], STATE_COLORS[BLOCKED]),
+            (STATE_NAMES[UNKNOWN], STATE_COLORS[UNKNOWN]),
         ],
     );
     for (i, lane) in t.lanes.iter().enumerate() {
@@ -304,7 +309,7 @@ pub fn timeline_svg(t: &Timeline) -> String {
             escape(&label)
         );
         let n = lane.bins.len();
-        let dominant = |b: &[u64; 3]| -> Option<usize> {
+        let dominant = |b: &[u64; STATES]| -> Option<usize> {
             let (s, v) = b.iter().enumerate().max_by_key(|(_, v)| **v)?;
             (*v > 0).then_some(s)
         };
@@ -735,6 +740,7 @@ pub fn page(input: &HtmlInput<'_>) -> Result<String, UnknownColumn> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use powerlens_core::sched::event::IDLE_TID;
 
     fn ev(t: u64, kind: EventKind) -> Event {
         Event {
@@ -744,49 +750,119 @@ mod tests {
         }
     }
 
+    /// The timeline as the HTML report builds it: the scheduler analysis over `events`
+    /// with the builder as its layer, and the events for frequency and exits.
+    fn timeline(events: &[Event], end: u64, lanes: &[(Tid, String)], bins: usize) -> Timeline {
+        let builder = TimelineBuilder::new(0, end, lanes, bins);
+        let mut a = powerlens_core::sched::analysis::SchedAnalysis::new().with_charges(builder);
+        for e in events {
+            a.charges_mut().event(e);
+            a.feed(e);
+        }
+        a.finish_with_charges(end).1.finish()
+    }
+
     #[test]
     fn the_timeline_puts_each_state_in_its_bins() {
         // 0..1000 ns in 10 bins of 100 ns. Thread 5: runnable 0..150 (woken), running
         // 150..400, blocked 400..1000 (open to the end).
-        let mut b = TimelineBuilder::new(0, 1000, &[(5, "five".into())], 10);
-        b.event(&ev(
-            0,
-            EventKind::Wakeup {
-                tid: 5,
-                target_cpu: 0,
-                new_thread: false,
-            },
-        ));
-        b.event(&ev(
-            150,
-            EventKind::Switch {
-                prev: 0,
-                how: SwitchedOut::Preempted,
-                next: 5,
-            },
-        ));
-        b.event(&ev(
-            400,
-            EventKind::Switch {
-                prev: 5,
-                how: SwitchedOut::Blocked,
-                next: 0,
-            },
-        ));
-        let t = b.finish();
+        let events = [
+            ev(
+                0,
+                EventKind::Wakeup {
+                    tid: 5,
+                    target_cpu: 0,
+                    new_thread: false,
+                },
+            ),
+            ev(
+                150,
+                EventKind::Switch {
+                    prev: 0,
+                    how: SwitchedOut::Preempted,
+                    next: 5,
+                },
+            ),
+            ev(
+                400,
+                EventKind::Switch {
+                    prev: 5,
+                    how: SwitchedOut::Blocked,
+                    next: 0,
+                },
+            ),
+        ];
+        let t = timeline(&events, 1000, &[(5, "five".into())], 10);
         let bins = &t.lanes[0].bins;
-        assert_eq!(bins[0], [0, 100, 0]);
-        assert_eq!(bins[1], [50, 50, 0]);
-        assert_eq!(bins[2], [100, 0, 0]);
-        assert_eq!(bins[3], [100, 0, 0]);
-        assert_eq!(bins[4], [0, 0, 100]);
+        assert_eq!(bins[0], [0, 100, 0, 0]);
+        assert_eq!(bins[1], [50, 50, 0, 0]);
+        assert_eq!(bins[2], [100, 0, 0, 0]);
+        assert_eq!(bins[3], [100, 0, 0, 0]);
+        assert_eq!(bins[4], [0, 0, 100, 0]);
         let total: u64 = bins.iter().flatten().sum();
         assert_eq!(total, 1000);
         assert!(t.frequency_mhz.is_empty());
         let svg = timeline_svg(&t);
         assert!(svg.contains(">five</text>"));
-        // Runnable (bin 0), running (bins 1-3; bin 1 is a tie, first state wins), blocked.
-        assert_eq!(svg.matches("<rect x=").count(), 3 + 3, "{svg}");
+        // Four legend swatches; runnable (bin 0), running (bins 1-3; bin 1 is a tie, first
+        // state wins), blocked.
+        assert_eq!(svg.matches("<rect x=").count(), 4 + 3, "{svg}");
+    }
+
+    /// Issue 17 point 4: a thread whose switch-out was lost was drawn running to the end
+    /// (9 of 10 s for a thread whose row showed 0.019 s of CPU). The lanes are the grid's
+    /// own intervals: running as long as the grid's switch-interval time (`on_cpu_ns`),
+    /// inferences included, and unknown where the grid knows nothing.
+    #[test]
+    fn a_lost_switch_out_is_drawn_unknown_as_the_grid_counts_it() {
+        let at = |t: u64, cpu: u32, kind: EventKind| Event {
+            time_ns: t,
+            cpu,
+            kind,
+        };
+        let sw = |t, cpu, prev, next| {
+            at(
+                t,
+                cpu,
+                EventKind::Switch {
+                    prev,
+                    how: SwitchedOut::Blocked,
+                    next,
+                },
+            )
+        };
+        let events = [
+            sw(0, 0, IDLE_TID, 7),
+            // cpu0's last recorded event while 7 runs: an interrupt at 100.
+            at(100, 0, EventKind::InterruptExit),
+            // 7's switch-out is lost; cpu0 next switches 8 out.
+            sw(900, 0, 8, IDLE_TID),
+            // On cpu1, 9 runs 0..500 and blocks; at 700 it is switched in on cpu1 while
+            // cpu0 said nothing (a plain run, for comparison).
+            sw(0, 1, IDLE_TID, 9),
+            sw(500, 1, 9, IDLE_TID),
+        ];
+        let mut sorted = events.to_vec();
+        sorted.sort_by_key(|e| e.time_ns);
+        let lanes = [(7, "seven".to_string()), (9, "nine".to_string())];
+        let t = timeline(&sorted, 1000, &lanes, 10);
+        let state =
+            |lane: usize, s: usize| -> u64 { t.lanes[lane].bins.iter().map(|b| b[s]).sum() };
+        let grid = powerlens_core::sched::analysis::analyse(&sorted, 1000);
+        let on_cpu = |tid| {
+            grid.threads
+                .iter()
+                .find(|th| th.tid == tid)
+                .unwrap()
+                .on_cpu_ns
+        };
+        // The grid infers 8's lost switch-in a mean run (9's 500 ns) before 900, so 7 ran
+        // 0..400; the lane says so, and unknown after.
+        assert_eq!(on_cpu(7), 400);
+        assert_eq!((state(0, RUNNING), state(0, UNKNOWN)), (400, 600));
+        assert_eq!((state(1, RUNNING), state(1, BLOCKED)), (500, 500));
+        assert_eq!(on_cpu(9), state(1, RUNNING));
+        assert!(timeline_svg(&t).contains("#d9d9d9"));
     }
 
     #[test]

@@ -283,6 +283,10 @@ struct Group {
 /// with the same figures the thread's [`ThreadStats`] receive, at the moment they are
 /// known, so the layer never re-derives thread states (nor the lost-event inference).
 pub trait ThreadCharges {
+    /// `tid` was in `state` over `[from, to)`: the intervals behind every figure, as the
+    /// analysis settles them (inferences included), for timelines that must agree with
+    /// the grid. Time of a thread between intervals is unknown to the analysis.
+    fn interval(&mut self, _tid: Tid, _state: Interval, _from: u64, _to: u64) {}
     /// `tid` was blocked for `ns` (until a wake-up, a switch-in, or the end).
     fn wait(&mut self, _tid: Tid, _ns: u64) {}
     /// `tid` was runnable but not running for `ns`.
@@ -291,6 +295,17 @@ pub trait ThreadCharges {
     fn idle_wakeup(&mut self, _tid: Tid, _idle_ns: u64) {}
     /// Thread `waker`, running on `cpu`, made another thread runnable.
     fn woke(&mut self, _cpu: u32, _waker: Tid) {}
+}
+
+/// A thread's state over an interval ([`ThreadCharges::interval`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Interval {
+    /// On a CPU: the switch intervals (`on_cpu_ns`).
+    Running,
+    /// Runnable, not running (`inactive_ns`).
+    Runnable,
+    /// Blocked (`wait_ns`).
+    Blocked,
 }
 
 /// No layer: the plain per-thread analysis.
@@ -600,6 +615,7 @@ impl<C: ThreadCharges> SchedAnalysis<C> {
             _ => {
                 c.stats.busy_ns += d;
                 self.charge_frequency(cpu, t);
+                self.charges.interval(tid, Interval::Running, since, t);
                 let th = self.thread(tid);
                 th.stats.on_cpu_ns += d;
                 if observed {
@@ -689,12 +705,14 @@ impl<C: ThreadCharges> SchedAnalysis<C> {
                 let d = t.saturating_sub(since);
                 n.stats.inactive_ns += d;
                 self.charges.inactive(tid, d);
+                self.charges.interval(tid, Interval::Runnable, since, t);
             }
             // The wake-up was not seen (before the recording, or lost): blocked until now.
             ThreadState::Blocked { since } => {
                 let d = t.saturating_sub(since);
                 n.stats.wait_ns += d;
                 self.charges.wait(tid, d);
+                self.charges.interval(tid, Interval::Blocked, since, t);
             }
             _ => {}
         }
@@ -859,6 +877,7 @@ impl<C: ThreadCharges> SchedAnalysis<C> {
         w.state = ThreadState::Runnable { since: t };
         if let Some(d) = waited {
             self.charges.wait(tid, d);
+            self.charges.interval(tid, Interval::Blocked, t - d, t);
         }
         let w = self.thread(tid);
         let causes = &mut w.stats.wakeups_received;
@@ -931,10 +950,12 @@ impl<C: ThreadCharges> SchedAnalysis<C> {
                     ThreadState::Runnable { since } => {
                         th.stats.inactive_ns += end.saturating_sub(since);
                         charges.inactive(th.stats.tid, end.saturating_sub(since));
+                        charges.interval(th.stats.tid, Interval::Runnable, since, end);
                     }
                     ThreadState::Blocked { since } => {
                         th.stats.wait_ns += end.saturating_sub(since);
                         charges.wait(th.stats.tid, end.saturating_sub(since));
+                        charges.interval(th.stats.tid, Interval::Blocked, since, end);
                     }
                     _ => {}
                 }

@@ -264,13 +264,22 @@ fn write_html(
         .take(TIMELINE_THREADS)
         .map(|t| (t.tid, format!("{} ({})", t.comm, t.tid)))
         .collect();
-    let mut builder = html::TimelineBuilder::new(start_ns, end_ns, &lanes, TIMELINE_BINS);
+    let builder = html::TimelineBuilder::new(start_ns, end_ns, &lanes, TIMELINE_BINS);
+    // The lanes are the scheduler analysis' own intervals, so that they agree with the grid.
+    let mut analysis = context::read(&reader)?.analysis().with_charges(builder);
     if !report.cpus.is_empty() {
         let bar = progress::bar(reader.event_count()?, "timeline");
-        replay::replay(&reader, |e, _| builder.event(e), |n| bar.set_position(n))?;
+        replay::replay(
+            &reader,
+            |e, c| {
+                analysis.charges_mut().event(e);
+                analysis.feed_in_context(e, c);
+            },
+            |n| bar.set_position(n),
+        )?;
         bar.finish_and_clear();
     }
-    let timeline = builder.finish();
+    let timeline = analysis.finish_with_charges(end_ns).1.finish();
     let counters_missing = match &report.energy.provenance {
         Provenance::Estimated { .. } => format!(
             "the recording has no meter samples; its energy is {} over the whole recording, not a time series",
