@@ -452,12 +452,37 @@ fn live_cpu_time_is_the_kernels_on_a_cpu_shared_with_a_spinner() {
         assert_eq!(row["cpu_time_source"], "sched_runtime", "{name}");
         assert!(within(ours, clock, 0.02, 0.0), "{name}: {ours} vs {clock}");
     }
+    // Issue 17 point 3, the invariants a user checks by eye, on a live recording: the
+    // switch intervals add up to the CPUs' busy time exactly; the scheduler's account
+    // differs by what the report states; the energy parts add up to the total.
     let accounts = &report["system"]["cpu_time_accounts"];
+    let f = |v: &Value| v.as_f64().unwrap();
     assert!(
-        accounts["explanation"]
-            .as_str()
-            .is_some_and(|e| !e.is_empty()),
-        "the system section states how the two accounts compare: {accounts}"
+        (f(&accounts["on_cpu_s"]) - f(&report["system"]["busy_s"])).abs() < 1e-6,
+        "{accounts}"
+    );
+    assert!(
+        (f(&accounts["cpu_time_s"]) - f(&accounts["busy_s"]) - f(&accounts["difference_s"])).abs()
+            < 1e-9,
+        "{accounts}"
+    );
+    let explanation = accounts["explanation"].as_str().unwrap();
+    assert!(
+        explanation.contains("adds up to")
+            || explanation.contains(&format!("{:.3} s", f(&accounts["difference_s"]).abs())),
+        "the difference is stated: {explanation}"
+    );
+    let e = &report["energy"];
+    let rows: f64 = report["threads"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|t| t["energy_j"].as_f64())
+        .sum();
+    let parts = f(&e["idle_j"]) + f(&e["other_j"]) + rows;
+    assert!(
+        (parts - f(&e["total_j"])).abs() <= 1e-9 * f(&e["total_j"]),
+        "{e}"
     );
 }
 

@@ -467,26 +467,28 @@ fn frequency_weighted_running_time() {
     assert_eq!(w, vec![3e7, 2e7]);
 }
 
-/// The random schedule again, with a twentieth of cpu1's switches out of the idle task
-/// dropped as this VM drops them: time is still conserved per CPU, never charged twice,
-/// and every drop is inferred once.
-#[test]
-fn dropped_switch_ins_on_a_long_random_stream() {
-    let mut seed = 0x1234_5678_9ABC_DEF1u64;
+/// A pseudo-random schedule on 2 CPUs of 6 threads (20,000 steps from `seed`), with every
+/// `drop_every`-th of cpu1's switches out of the idle task dropped as this project's VMs
+/// drop them, and with `runtime`, a `sched_stat_runtime` at each switch-out whose figure
+/// is the switch interval −10% to +20% (the scheduler's clock is not the switches').
+/// Steps are 10–500 µs, so that the run lasts seconds. Returns the events, the end, and
+/// how many switches were dropped.
+fn random_schedule(seed: u64, drop_every: Option<u64>, runtime: bool) -> (Vec<Event>, u64, u64) {
+    let mut seed = seed;
     let mut next = |n: u64| {
         seed ^= seed << 13;
         seed ^= seed >> 7;
         seed ^= seed << 17;
         seed % n
     };
-    let mut on_cpu = [IDLE_TID, IDLE_TID];
+    let mut on_cpu = [(IDLE_TID, 0u64); 2];
     let mut blocked: Vec<u32> = Vec::new();
     let mut runnable: Vec<u32> = (1..=6).collect();
     let mut events = Vec::new();
     let mut dropped = 0;
     let mut t = 0;
     for _ in 0..20_000 {
-        t += 1 + next(50);
+        t += (1 + next(50)) * 10_000;
         let cpu = next(2) as usize;
         if next(3) == 0 && !blocked.is_empty() {
             let tid = blocked.swap_remove(next(blocked.len() as u64) as usize);
@@ -494,7 +496,7 @@ fn dropped_switch_ins_on_a_long_random_stream() {
             runnable.push(tid);
             continue;
         }
-        let prev = on_cpu[cpu];
+        let (prev, since) = on_cpu[cpu];
         let how = if prev != IDLE_TID && next(2) == 0 {
             SwitchedOut::Blocked
         } else {
@@ -513,14 +515,35 @@ fn dropped_switch_ins_on_a_long_random_stream() {
             (p, SwitchedOut::Blocked) => blocked.push(p),
             (p, _) => runnable.push(p),
         }
-        on_cpu[cpu] = nxt;
-        if cpu == 1 && prev == IDLE_TID && next(20) == 0 {
+        on_cpu[cpu] = (nxt, t);
+        if runtime && prev != IDLE_TID {
+            let ran = t - since;
+            let skewed = ran * (90 + next(31)) / 100;
+            events.push(ev(
+                t,
+                cpu as u32,
+                EventKind::Runtime {
+                    tid: prev,
+                    ns: skewed,
+                },
+            ));
+        }
+        if drop_every.is_some_and(|n| cpu == 1 && prev == IDLE_TID && next(n) == 0) {
             dropped += 1;
             continue;
         }
         events.push(switch(t, cpu as u32, prev, how, nxt));
     }
-    let s = analyse(&events, t + 100);
+    (events, t + 100, dropped)
+}
+
+/// The random schedule again, with a twentieth of cpu1's switches out of the idle task
+/// dropped as this VM drops them: time is still conserved per CPU, never charged twice,
+/// and every drop is inferred once.
+#[test]
+fn dropped_switch_ins_on_a_long_random_stream() {
+    let (events, end, dropped) = random_schedule(0x1234_5678_9ABC_DEF1, Some(20), false);
+    let s = analyse(&events, end);
     cpu_conserved(&s);
     assert!(dropped > 20, "{dropped}");
     let inferred = s.cpus[1].inferred_switch_ins;
@@ -530,6 +553,45 @@ fn dropped_switch_ins_on_a_long_random_stream() {
     );
     for th in &s.threads {
         assert!(th.cpu_time_ns + th.wait_ns + th.inactive_ns <= s.elapsed_ns());
+    }
+}
+
+/// Issue 17 point 3: the invariants a user checks by eye, on random streams with lost
+/// switches and a scheduler clock that differs from the switches'. The switch intervals
+/// add up to the CPUs' busy time exactly; the threads' CPU time (the scheduler's account)
+/// differs from it by exactly what the report states, and the report says it; the energy
+/// parts add up to the total.
+#[test]
+fn report_totals_add_up_or_say_why_on_random_streams() {
+    for seed in [
+        0x1234_5678_9ABC_DEF1u64,
+        0xDEAD_BEEF_0BAD_F00D,
+        0x0123_4567_89AB_CDEF,
+    ] {
+        let (events, end, _) = random_schedule(seed, Some(20), true);
+        let s = analyse(&events, end);
+        let busy: u64 = s.cpus.iter().map(|c| c.busy_ns).sum();
+        let on_cpu: u64 = s.threads.iter().map(|t| t.on_cpu_ns).sum();
+        assert_eq!(on_cpu, busy, "seed {seed:#x}");
+        let a = super::cpu_accounts::cpu_time_accounts(&s).unwrap();
+        let cpu: u64 = s.threads.iter().map(|t| t.cpu_time_ns).sum();
+        assert!((a.difference_s - (cpu as f64 - busy as f64) / 1e9).abs() < 1e-12);
+        // About 5% more by the scheduler's account: the report must say by how much.
+        assert!(a.difference_s > 0.0, "seed {seed:#x}: {a:?}");
+        assert!(
+            a.explanation
+                .contains(&format!("{:.3} s more", a.difference_s.abs())),
+            "seed {seed:#x}: {}",
+            a.explanation
+        );
+        let mut ctx = three_thread_context();
+        ctx.target_pids = None;
+        let r = super::report::build(&s, &ctx);
+        let e = &r.energy;
+        let rows: f64 = r.threads.iter().filter_map(|t| t.energy_j).sum();
+        let total = e.total_j.unwrap();
+        assert!((e.idle_j.unwrap() + e.other_j.unwrap() + rows - total).abs() <= 1e-9 * total);
+        assert_eq!(e.other_j, Some(0.0), "every thread is a target: no dust");
     }
 }
 
