@@ -86,6 +86,11 @@ pub struct CandidateComparison {
     pub significant: BTreeMap<String, bool>,
     pub class: VerdictClass,
     pub verdict: String,
+    /// Where the energy behind the verdict comes from (`measured (…)`, `estimated (…)`),
+    /// once the caller says ([`Comparison::energy_from`]); an estimate also says so in
+    /// `verdict` itself.
+    #[serde(default)]
+    pub provenance: Option<String>,
 }
 
 /// The whole comparison.
@@ -94,6 +99,20 @@ pub struct Comparison {
     pub baseline: String,
     pub labels: Vec<LabelStats>,
     pub candidates: Vec<CandidateComparison>,
+}
+
+impl Comparison {
+    /// Records where the compared energy comes from beside every verdict, and makes a
+    /// verdict on estimated energy say so in its sentence.
+    pub fn energy_from(&mut self, provenance: &crate::provenance::Provenance) {
+        let qualifier = verdict::estimated_qualifier(provenance);
+        for c in &mut self.candidates {
+            c.provenance = Some(provenance.label());
+            if let Some(q) = &qualifier {
+                c.verdict.push_str(q);
+            }
+        }
+    }
 }
 
 /// The runs of a `run` result as comparison samples.
@@ -224,6 +243,7 @@ fn candidate(baseline: &Group, cand: &Group, work: f64) -> CandidateComparison {
         significant: BTreeMap::new(),
         class: VerdictClass::Equivalent,
         verdict: String::new(),
+        provenance: None,
     };
     let mut add = |name: String, b: &[f64], c: &[f64]| {
         let (mb, mc) = (mean(b), mean(c));

@@ -3,6 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::provenance::Provenance;
 use crate::run::RunSummary;
 
 /// Candidate / baseline ratios of the means.
@@ -122,6 +123,18 @@ pub fn wakeup_cost_sentence(rare: &RunSummary, frequent: &RunSummary, seconds: f
         more.abs(),
         (frequent.energy_j.mean / rare.energy_j.mean - 1.0) * 100.0
     )
+}
+
+/// What a finding built on estimated energy says in its own sentence (`None` for a
+/// measurement): the model made the figure from wall time and CPU time, so the finding
+/// restates the model's inputs and a meter must decide.
+pub fn estimated_qualifier(provenance: &Provenance) -> Option<String> {
+    match provenance {
+        Provenance::Estimated { model, .. } => Some(format!(
+            " ESTIMATED, not measured: the energy is the power model '{model}' applied to wall time and CPU time, so by the model energy follows time and CPU time; measure with a meter to know."
+        )),
+        _ => None,
+    }
 }
 
 /// A ratio interval as signed percent changes, e.g. "95% CI +8.0% … +10.2%".

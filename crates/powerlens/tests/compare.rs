@@ -168,6 +168,9 @@ fn live_interleaved_ratios_and_trade_off_verdict() {
     assert_eq!(c["significant"]["energy"], true);
     assert!(c["verdict"].as_str().unwrap().contains("trades"));
     assert_eq!(v["provenance"], "measured (rapl-powercap)");
+    // Measured energy: the provenance beside the verdict, and no estimate caveat in it.
+    assert_eq!(c["provenance"], "measured (rapl-powercap)");
+    assert!(!c["verdict"].as_str().unwrap().contains("ESTIMATED"));
 
     // Both series were saved, labelled; comparing them again by id gives the same ratios.
     let list: serde_json::Value = json(&powerlens(
@@ -272,11 +275,26 @@ fn saved_results_and_their_errors() {
     // A file and an id mix freely.
     let out = powerlens(&sys, &db, &["compare", a.to_str().unwrap(), "2", "--json"]);
     assert!(out.status.success(), "{}", stderr(&out));
+    let c = &json(&out)["candidates"][0];
+    assert!(c["ratios"]["time"].as_f64().unwrap() > 1.5);
+    // Issue 17 point 1: no meter here, so the energy is the model's, and the verdict
+    // says so in its own sentence, with the provenance beside it.
+    let verdict = c["verdict"].as_str().unwrap();
     assert!(
-        json(&out)["candidates"][0]["ratios"]["time"]
-            .as_f64()
-            .unwrap()
-            > 1.5
+        verdict.contains("ESTIMATED, not measured")
+            && verdict.contains("by the model energy follows time and CPU time")
+            && verdict.contains("measure with a meter to know"),
+        "{verdict}"
+    );
+    assert!(
+        c["provenance"].as_str().unwrap().starts_with("estimated ("),
+        "{c}"
+    );
+    let text = powerlens(&sys, &db, &["compare", a.to_str().unwrap(), "2"]);
+    assert!(
+        String::from_utf8_lossy(&text.stdout).contains("ESTIMATED, not measured"),
+        "{}",
+        String::from_utf8_lossy(&text.stdout)
     );
 
     let empty = dir.path().join("empty.json");

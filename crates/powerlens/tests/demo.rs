@@ -26,6 +26,15 @@ fn demo_measures_every_scenario_and_labels_estimates() {
     }
     let verdicts = v["verdicts"].as_array().unwrap();
     assert_eq!(verdicts.len(), 3);
+    // Issue 17 point 1: "15.9 W per additional busy CPU" and "wake-ups cost 0.72 J" only
+    // restated the model's inputs. Every finding on estimated energy says so in its own
+    // sentence, with the provenance beside it.
+    for f in verdicts {
+        let sentence = f["sentence"].as_str().unwrap();
+        assert!(sentence.contains("ESTIMATED, not measured"), "{sentence}");
+        assert!(sentence.contains("measure with a meter to know"), "{sentence}");
+        assert!(f["provenance"].as_str().unwrap().starts_with("estimated ("), "{f}");
+    }
     // The barrier pair retires the same work: the kernel charges both about the same CPU
     // time, however many CPUs shared it (wall times depend on the machine's load; CPU time
     // of fixed work does not).

@@ -7,6 +7,7 @@ use std::process::ExitCode;
 use anyhow::{bail, Context};
 use clap::Args;
 use powerlens_core::compare::{self, Comparison, Group};
+use powerlens_core::provenance::Provenance;
 use powerlens_core::run::RunResult;
 use powerlens_store::ResultsDb;
 use serde::Serialize;
@@ -88,6 +89,8 @@ struct CompareDoc<'a> {
 struct Inputs {
     groups: Vec<Group>,
     provenance: String,
+    /// The energy's provenance behind the verdicts (an estimate when any input is one).
+    energy: Provenance,
     stopped_early: Option<String>,
 }
 
@@ -109,7 +112,8 @@ pub fn execute(global: &GlobalArgs, args: CompareArgs) -> anyhow::Result<ExitCod
         ),
         _ => bail!("give one kind of input: commands after `--`, saved results, or --from-csv FILE — not several"),
     };
-    let comparison = compare::compare(&inputs.groups, args.work)?;
+    let mut comparison = compare::compare(&inputs.groups, args.work)?;
+    comparison.energy_from(&inputs.energy);
     let doc = CompareDoc {
         provenance: inputs.provenance.clone(),
         work_per_run: args.work,
@@ -148,6 +152,9 @@ fn from_csv(path: &Path) -> anyhow::Result<Inputs> {
             "imported from {} (measured elsewhere, not by powerlens)",
             path.display()
         ),
+        energy: Provenance::Measured {
+            source: format!("imported from {}", path.display()),
+        },
         stopped_early: None,
     })
 }
@@ -156,6 +163,7 @@ fn from_results(refs: &[String], save: &SaveArgs) -> anyhow::Result<Inputs> {
     let mut db: Option<ResultsDb> = None;
     let mut groups = Vec::new();
     let mut provenances = Vec::new();
+    let mut energy: Option<Provenance> = None;
     for r in refs {
         let (label, result) = match r.parse::<i64>() {
             Ok(id) => {
@@ -193,6 +201,12 @@ fn from_results(refs: &[String], save: &SaveArgs) -> anyhow::Result<Inputs> {
             bail!("{label:?} has no runs to compare");
         }
         provenances.push(result.provenance.label());
+        if energy
+            .as_ref()
+            .is_none_or(|e: &Provenance| !e.is_estimate())
+        {
+            energy = Some(result.provenance.clone());
+        }
         groups.push(Group {
             label,
             samples: compare::samples_of(&result),
@@ -210,6 +224,7 @@ fn from_results(refs: &[String], save: &SaveArgs) -> anyhow::Result<Inputs> {
     Ok(Inputs {
         groups,
         provenance,
+        energy: energy.context("no saved result to compare")?,
         stopped_early: None,
     })
 }
@@ -279,6 +294,7 @@ fn live(global: &GlobalArgs, args: &CompareArgs) -> anyhow::Result<Inputs> {
     Ok(Inputs {
         groups,
         provenance: meter.provenance().label(),
+        energy: meter.provenance(),
         stopped_early,
     })
 }

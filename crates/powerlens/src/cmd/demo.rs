@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use anyhow::Context;
 use clap::Args;
+use powerlens_core::provenance::Provenance;
 use powerlens_core::run::{RunResult, RunSummary};
 use powerlens_core::verdict::{self, Ratios};
 use powerlens_report::table::{sig, Table};
@@ -57,11 +58,14 @@ struct Verdict {
     /// Only for the pair that retires the same work; the others differ in work by design.
     class: Option<verdict::VerdictClass>,
     sentence: String,
+    /// Where the energy behind the sentence comes from; an estimate also says so in it.
+    provenance: String,
 }
 
 /// The three lessons: the same work on more CPUs (energy to retire it), what a busy CPU
 /// draws, and what frequent wake-ups cost over the same time.
-fn verdicts(s: &[Scenario], cpus: usize, secs: f64) -> Vec<Verdict> {
+fn verdicts(s: &[Scenario], cpus: usize, secs: f64, energy: &Provenance) -> Vec<Verdict> {
+    let qualifier = verdict::estimated_qualifier(energy).unwrap_or_default();
     let pair = |b: usize, c: usize| -> Option<(Ratios, &RunSummary, &RunSummary)> {
         let (bs, cs) = (s[b].result.summary.as_ref()?, s[c].result.summary.as_ref()?);
         Some((Ratios::of(bs, cs), bs, cs))
@@ -73,10 +77,11 @@ fn verdicts(s: &[Scenario], cpus: usize, secs: f64) -> Vec<Verdict> {
             candidate: s[1].name.clone(),
             class: Some(verdict::classify(&r)),
             sentence: format!(
-                "Same work, {}: {}",
+                "Same work, {}: {}{qualifier}",
                 s[0].name,
                 verdict::sentence(&format!("on {cpus} CPUs it"), &r)
             ),
+            provenance: energy.label(),
             ratios: r,
         });
     }
@@ -85,7 +90,8 @@ fn verdicts(s: &[Scenario], cpus: usize, secs: f64) -> Vec<Verdict> {
             baseline: s[2].name.clone(),
             candidate: s[3].name.clone(),
             class: None,
-            sentence: verdict::busy_cpu_sentence(b, c, cpus),
+            sentence: verdict::busy_cpu_sentence(b, c, cpus) + &qualifier,
+            provenance: energy.label(),
             ratios: r,
         });
     }
@@ -94,7 +100,8 @@ fn verdicts(s: &[Scenario], cpus: usize, secs: f64) -> Vec<Verdict> {
             baseline: s[4].name.clone(),
             candidate: s[5].name.clone(),
             class: None,
-            sentence: verdict::wakeup_cost_sentence(b, c, secs),
+            sentence: verdict::wakeup_cost_sentence(b, c, secs) + &qualifier,
+            provenance: energy.label(),
             ratios: r,
         });
     }
@@ -177,7 +184,7 @@ pub fn execute(global: &GlobalArgs, args: DemoArgs) -> anyhow::Result<ExitCode> 
         }
     }
     bar.finish_and_clear();
-    let verdicts = verdicts(&scenarios, cpus, secs);
+    let verdicts = verdicts(&scenarios, cpus, secs, &meter.provenance());
 
     if args.json {
         let doc = serde_json::json!({
