@@ -43,8 +43,17 @@ echo "== cargo fmt --check" >&2
 cargo fmt --all -- --check
 echo "== cargo clippy" >&2
 cargo clippy --workspace --all-targets --locked -- -D warnings
+# No test may write to the user's own results database: each gets its own. Its state
+# before and after the tests must be the same.
+default_db="${XDG_DATA_HOME:-$HOME/.local/share}/powerlens/results.db"
+db_state() { if [ -e "$default_db" ]; then stat -c '%s %Y' "$default_db"; else echo absent; fi; }
+db_before=$(db_state)
 echo "== cargo test" >&2
 cargo test --workspace --locked
+if [ "$(db_state)" != "$db_before" ]; then
+    echo "test.sh: a test wrote to the user's default results database ($default_db): give it its own (--db / POWERLENS_DB)" >&2
+    exit 1
+fi
 # The README's Quick start, line by line, as a new user runs it (`record` and `wake` need
 # root, as the README says).
 if [ "$(id -u)" = 0 ]; then

@@ -36,6 +36,9 @@ pub struct Reading {
 
 pub struct Meter {
     kind: Kind,
+    /// The sysfs root, when it is not the machine's `/sys` (a fixture tree): a measurement
+    /// read there is the fixture's, and says so wherever its provenance goes.
+    fixture_sysfs: Option<std::path::PathBuf>,
     /// Every source considered, available or not, with reasons.
     pub statuses: Vec<SourceStatus>,
     /// Things the user should know about the meter (e.g. an unsafe read interval).
@@ -60,6 +63,7 @@ impl Meter {
         };
         Ok(Meter {
             kind,
+            fixture_sysfs: (roots.sysfs != Roots::default().sysfs).then(|| roots.sysfs.clone()),
             statuses,
             warnings,
         })
@@ -139,7 +143,10 @@ impl Meter {
     pub fn provenance(&self) -> Provenance {
         match &self.kind {
             Kind::Source(s) => Provenance::Measured {
-                source: s.name().to_string(),
+                source: match &self.fixture_sysfs {
+                    None => s.name().to_string(),
+                    Some(root) => format!("{}, fixture sysfs {}", s.name(), root.display()),
+                },
             },
             Kind::Model { model, .. } => model.provenance(),
         }

@@ -167,9 +167,15 @@ fn live_interleaved_ratios_and_trade_off_verdict() {
     assert_eq!(c["class"], "trade_off", "{}", c["verdict"]);
     assert_eq!(c["significant"]["energy"], true);
     assert!(c["verdict"].as_str().unwrap().contains("trades"));
-    assert_eq!(v["provenance"], "measured (rapl-powercap)");
+    // Issue 17 point 10: measured on a fixture tree, and saying so, so that it cannot pass
+    // for a measurement of this machine.
+    let fixture = format!(
+        "measured (rapl-powercap, fixture sysfs {})",
+        m.tree.roots().sysfs.display()
+    );
+    assert_eq!(v["provenance"], fixture.as_str());
     // Measured energy: the provenance beside the verdict, and no estimate caveat in it.
-    assert_eq!(c["provenance"], "measured (rapl-powercap)");
+    assert_eq!(c["provenance"], fixture.as_str());
     assert!(!c["verdict"].as_str().unwrap().contains("ESTIMATED"));
 
     // Both series were saved, labelled; comparing them again by id gives the same ratios.

@@ -46,7 +46,11 @@ fn energy_is_power_times_time_across_many_wraps() {
             "{energy} J vs {expected} J over {wall} s"
         );
         assert_eq!(r["provenance"]["kind"], "measured");
-        assert_eq!(r["provenance"]["source"], "rapl-powercap");
+        // Read from a fixture tree, and labelled so (issue 17 point 10).
+        assert_eq!(
+            r["provenance"]["source"].as_str().unwrap(),
+            format!("rapl-powercap, fixture sysfs {}", tree.roots().sysfs.display())
+        );
     }
     let mean_power = v["summary"]["power_w"]["mean"].as_f64().unwrap();
     assert!((mean_power - 25.0).abs() < 0.5, "{mean_power} W");
