@@ -32,8 +32,14 @@ fn demo_measures_every_scenario_and_labels_estimates() {
     for f in verdicts {
         let sentence = f["sentence"].as_str().unwrap();
         assert!(sentence.contains("ESTIMATED, not measured"), "{sentence}");
-        assert!(sentence.contains("measure with a meter to know"), "{sentence}");
-        assert!(f["provenance"].as_str().unwrap().starts_with("estimated ("), "{f}");
+        assert!(
+            sentence.contains("measure with a meter to know"),
+            "{sentence}"
+        );
+        assert!(
+            f["provenance"].as_str().unwrap().starts_with("estimated ("),
+            "{f}"
+        );
     }
     // The barrier pair retires the same work: the kernel charges both about the same CPU
     // time, however many CPUs shared it (wall times depend on the machine's load; CPU time

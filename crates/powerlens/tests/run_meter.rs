@@ -49,7 +49,10 @@ fn energy_is_power_times_time_across_many_wraps() {
         // Read from a fixture tree, and labelled so (issue 17 point 10).
         assert_eq!(
             r["provenance"]["source"].as_str().unwrap(),
-            format!("rapl-powercap, fixture sysfs {}", tree.roots().sysfs.display())
+            format!(
+                "rapl-powercap, fixture sysfs {}",
+                tree.roots().sysfs.display()
+            )
         );
     }
     let mean_power = v["summary"]["power_w"]["mean"].as_f64().unwrap();
