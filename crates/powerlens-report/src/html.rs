@@ -17,7 +17,7 @@ use powerlens_core::sched::report::RecordingReport;
 
 use crate::export::Counter;
 use crate::page::{Column, Page};
-use crate::recording::{self, GridOptions, UnknownColumn};
+use crate::recording::{self, By, GridOptions, UnknownColumn};
 use crate::svg::{self, escape, Panel, Series, XAxis};
 use crate::table::sig;
 
@@ -680,10 +680,12 @@ pub fn page(input: &HtmlInput<'_>) -> Result<String, UnknownColumn> {
         Some(svg) => page.svg(&svg),
         None => page.unavailable("a reduced recording has no wake-up events."),
     }
-    let causes = recording::wakeup_causes(r);
-    if !causes.is_empty() {
+    if let Some((causes, more)) = recording::wakeup_causes_table(r) {
         page.note("What ended the CPUs' idle periods (timers with the function that armed them):");
-        page.pre(&causes);
+        page.table(&causes);
+        if more > 0 {
+            page.note(&format!("{more} more in report --json."));
+        }
     }
 
     page.h2("Frequency over time");
@@ -717,24 +719,79 @@ pub fn page(input: &HtmlInput<'_>) -> Result<String, UnknownColumn> {
         "By {} (click a column to sort)",
         input.grid.by.name()
     ));
-    let (cols, rows) = recording::grid_cells(r, input.grid)?;
-    let cols: Vec<Column<'_>> = cols
+    grid_table(&mut page, r, input.grid)?;
+    // With stacks, the functions too, whichever grid the page leads with.
+    if !r.functions.is_empty() && !matches!(input.grid.by, By::Function | By::Stack) {
+        let grouping = match r.function_grouping.as_deref() {
+            Some("function_inclusive") => "anywhere on the stack",
+            _ => "innermost frame of the program's own code",
+        };
+        page.h2(&format!("By function ({grouping}; click a column to sort)"));
+        let by_function = GridOptions {
+            by: By::Function,
+            ..Default::default()
+        };
+        grid_table(&mut page, r, &by_function)?;
+    }
+
+    page.h2("System");
+    page.key_values(&recording::system_items(r));
+    page.section_lines("Thread balance", &recording::balance(r));
+    page.section_lines("Energy", &recording::energy(r));
+    if !r.cpus.is_empty() {
+        page.h2("Advice");
+        page.p(&format!(
+            "Judged against: {}.",
+            recording::advice_judged_against(r)
+        ));
+        if r.advice.is_empty() {
+            page.p("No rule fired.");
+        }
+        let items: Vec<Vec<String>> = r
+            .advice
+            .iter()
+            .map(|a| {
+                vec![
+                    format!("[{}] {}", a.rule, a.evidence),
+                    format!("→ {}", a.suggestion),
+                ]
+            })
+            .collect();
+        page.list(&items);
+    }
+    if !r.unavailable.is_empty() {
+        page.h2("Unavailable");
+        let items: Vec<Vec<String>> = r
+            .unavailable
+            .iter()
+            .map(|u| {
+                let mut lines = vec![format!("{}: {}", u.figure, u.reason)];
+                lines.extend(u.fix.iter().map(|f| format!("fix: {f}")));
+                lines
+            })
+            .collect();
+        page.list(&items);
+    }
+    Ok(page.finish())
+}
+
+/// A grid of the report as a sortable table, with its totals row.
+fn grid_table(
+    page: &mut Page,
+    r: &RecordingReport,
+    grid: &GridOptions,
+) -> Result<(), UnknownColumn> {
+    let cells = recording::grid_cells(r, grid)?;
+    let cols: Vec<Column<'_>> = cells
+        .cols
         .iter()
         .map(|c| Column {
             header: c.header,
             description: c.description,
         })
         .collect();
-    page.sortable_table(&cols, &rows);
-
-    page.section_pre("System", &recording::system(r));
-    page.section_pre("Thread balance", &recording::balance(r));
-    page.section_pre("Energy", &recording::energy(r));
-    if !r.cpus.is_empty() {
-        page.section_pre("Advice", &recording::advice(r));
-    }
-    page.section_pre("Unavailable", &recording::unavailable(r));
-    Ok(page.finish())
+    page.sortable_table_with_totals(&cols, &cells.rows, cells.totals.as_deref());
+    Ok(())
 }
 
 #[cfg(test)]

@@ -20,6 +20,8 @@ pre{background:#f6f6f6;padding:.6em;overflow-x:auto;font-size:12px}
 table{border-collapse:collapse;font-size:12px}th,td{padding:2px 6px;border-bottom:1px solid #eee}
 td.n{text-align:right;font-variant-numeric:tabular-nums}th{cursor:pointer;background:#f0f0f0;position:sticky;top:0}
 .note{color:#666}svg{max-width:100%;height:auto}
+table.kv td{vertical-align:top;border:0}table.kv td:first-child{white-space:nowrap;color:#555}
+tfoot td{font-weight:bold;border-top:1px solid #999}li{margin:.3em 0}
 @media print{th{position:static}pre{white-space:pre-wrap}svg,table{break-inside:avoid}}";
 
 /// Sorts a `table.grid` by a clicked header (numbers descending first, text ascending first).
@@ -81,11 +83,38 @@ impl Page {
         let _ = writeln!(self.out, "<pre>{}</pre>", escape(text));
     }
 
-    /// A heading and preformatted text, skipped when the text is empty.
-    pub fn section_pre(&mut self, heading: &str, text: &str) {
-        if !text.is_empty() {
-            self.h2(heading);
-            self.pre(text);
+    /// Label–value pairs as a two-column table whose values wrap.
+    pub fn key_values(&mut self, items: &[(&str, String)]) {
+        self.out.push_str("<table class=\"kv\">");
+        for (k, v) in items {
+            let _ = write!(
+                self.out,
+                "<tr><td>{}</td><td>{}</td></tr>",
+                escape(k),
+                escape(v)
+            );
+        }
+        self.out.push_str("</table>\n");
+    }
+
+    /// A bulleted list; each item a line, or several joined by line breaks.
+    pub fn list(&mut self, items: &[Vec<String>]) {
+        self.out.push_str("<ul>");
+        for lines in items {
+            let escaped: Vec<String> = lines.iter().map(|l| escape(l)).collect();
+            let _ = write!(self.out, "<li>{}</li>", escaped.join("<br>"));
+        }
+        self.out.push_str("</ul>\n");
+    }
+
+    /// A heading and text that wraps, one paragraph per line; skipped when empty.
+    pub fn section_lines(&mut self, heading: &str, text: &str) {
+        if text.trim().is_empty() {
+            return;
+        }
+        self.h2(heading);
+        for line in text.lines().filter(|l| !l.trim().is_empty()) {
+            self.p(line.trim());
         }
     }
 
@@ -98,6 +127,16 @@ impl Page {
     /// A table sorted by clicking a header. Each cell is its text and, for numeric cells,
     /// the value sorted by; a column is numeric when any of its cells is.
     pub fn sortable_table(&mut self, cols: &[Column<'_>], rows: &[Vec<(String, Option<f64>)>]) {
+        self.sortable_table_with_totals(cols, rows, None);
+    }
+
+    /// [`Page::sortable_table`] with a totals row under it that stays put when sorting.
+    pub fn sortable_table_with_totals(
+        &mut self,
+        cols: &[Column<'_>],
+        rows: &[Vec<(String, Option<f64>)>],
+        totals: Option<&[String]>,
+    ) {
         let numeric: Vec<bool> = (0..cols.len())
             .map(|i| {
                 rows.iter()
@@ -133,7 +172,16 @@ impl Page {
             }
             self.out.push_str("</tr>\n");
         }
-        self.out.push_str("</tbody></table>\n");
+        self.out.push_str("</tbody>");
+        if let Some(totals) = totals {
+            self.out.push_str("<tfoot><tr>");
+            for (t, num) in totals.iter().zip(&numeric) {
+                let class = if *num { " class=\"n\"" } else { "" };
+                let _ = write!(self.out, "<td{class}>{}</td>", escape(t));
+            }
+            self.out.push_str("</tr></tfoot>");
+        }
+        self.out.push_str("</table>\n");
     }
 
     /// A terminal [`Table`] as a sortable table: a cell whose text is a number (a sign and

@@ -741,6 +741,24 @@ pub fn grid(report: &RecordingReport, opts: &GridOptions) -> Result<String, Unkn
     for r in &all[..shown] {
         t.row(cols.iter().map(|c| r.get(c.key).text()));
     }
+    if let Some(totals) = totals_row(report, &cols, &all, shown) {
+        t.row(totals);
+    }
+    Ok(t.render())
+}
+
+/// The totals row under `cols` over every row (also those `--top` left out, which the
+/// label says); `None` for inclusive function rows, which overlap (a caller holds its
+/// callees' figures).
+fn totals_row(
+    report: &RecordingReport,
+    cols: &[&'static Column],
+    all: &[Row],
+    shown: usize,
+) -> Option<Vec<String>> {
+    if report.function_grouping.as_deref() == Some("function_inclusive") {
+        return None;
+    }
     let label = if shown < all.len() {
         format!("total, all {}", all.len())
     } else {
@@ -748,7 +766,7 @@ pub fn grid(report: &RecordingReport, opts: &GridOptions) -> Result<String, Unkn
     };
     let mut totals: Vec<String> = cols
         .iter()
-        .map(|c| match total(c, &all) {
+        .map(|c| match total(c, all) {
             Value::Missing => String::new(),
             v => v.text(),
         })
@@ -762,21 +780,25 @@ pub fn grid(report: &RecordingReport, opts: &GridOptions) -> Result<String, Unkn
         Some(i) => totals[i] = label,
         None => totals.insert(0, label),
     }
-    // Inclusive rows overlap (a caller holds its callees' figures): no total.
-    if report.function_grouping.as_deref() != Some("function_inclusive") {
-        t.row(totals);
-    }
-    Ok(t.render())
+    Some(totals)
 }
 
 /// The grid as cells for other views (the HTML report): its columns and, per row (sorted
 /// and cut like the grid), each cell's text and its number (`None` for text and
 /// unavailable cells).
 #[allow(clippy::type_complexity)]
+/// The grid as cells for a sortable table: each cell's text and, for numbers, its value.
+pub struct GridCells {
+    pub cols: Vec<&'static Column>,
+    pub rows: Vec<Vec<(String, Option<f64>)>>,
+    /// The totals row, as the text grid prints it; `None` where it has none.
+    pub totals: Option<Vec<String>>,
+}
+
 pub fn grid_cells(
     report: &RecordingReport,
     opts: &GridOptions,
-) -> Result<(Vec<&'static Column>, Vec<Vec<(String, Option<f64>)>>), UnknownColumn> {
+) -> Result<GridCells, UnknownColumn> {
     let cols = selected(opts, false)?;
     let all = rows(report, opts)?;
     let shown = opts.top.unwrap_or(all.len()).min(all.len());
@@ -796,7 +818,12 @@ pub fn grid_cells(
                 .collect()
         })
         .collect();
-    Ok((cols, cells))
+    let totals = totals_row(report, &cols, &all, shown);
+    Ok(GridCells {
+        cols,
+        rows: cells,
+        totals,
+    })
 }
 
 /// CSV: a header of column keys and one line per grid row (sorted, cut to `top`), every
@@ -836,12 +863,13 @@ fn pct(v: f64) -> String {
     format!("{v:.1}%")
 }
 
-/// The system section above the grid.
-pub fn system(report: &RecordingReport) -> String {
+/// The system section above the grid, as (label, value) pairs: the text view aligns
+/// them, the HTML page puts them in a table whose cells wrap.
+pub fn system_items(report: &RecordingReport) -> Vec<(&'static str, String)> {
     let s = &report.system;
-    let mut out = String::new();
-    let line = |out: &mut String, label: &str, value: String| {
-        let _ = writeln!(out, "{label:<22} {value}");
+    let mut out = Vec::new();
+    let line = |out: &mut Vec<(&'static str, String)>, label: &'static str, value: String| {
+        out.push((label, value));
     };
     line(&mut out, "target", s.target.clone());
     line(
@@ -1007,6 +1035,15 @@ pub fn system(report: &RecordingReport) -> String {
     out
 }
 
+/// The system section above the grid.
+pub fn system(report: &RecordingReport) -> String {
+    let mut out = String::new();
+    for (label, value) in system_items(report) {
+        let _ = writeln!(out, "{label:<22} {value}");
+    }
+    out
+}
+
 /// Per-CPU utilization and idle residency, trace and sysfs side by side.
 pub fn cpus(report: &RecordingReport) -> String {
     if report.cpus.is_empty() {
@@ -1161,8 +1198,21 @@ pub const WAKEUP_CAUSES_SHOWN: usize = 10;
 
 /// The top wake-up causes: idle exits per second by cause, and the period of timers.
 pub fn wakeup_causes(report: &RecordingReport) -> String {
-    if report.wakeup_causes.is_empty() {
+    let Some((t, more)) = wakeup_causes_table(report) else {
         return String::new();
+    };
+    let mut out = t.render();
+    if more > 0 {
+        let _ = writeln!(out, "({more} more in --json)");
+    }
+    out
+}
+
+/// The wake-up causes shown (the first [`WAKEUP_CAUSES_SHOWN`]) and how many more there
+/// are; `None` without any.
+pub fn wakeup_causes_table(report: &RecordingReport) -> Option<(Table, usize)> {
+    if report.wakeup_causes.is_empty() {
+        return None;
     }
     let mut t = Table::new([
         "kind",
@@ -1209,25 +1259,17 @@ pub fn wakeup_causes(report: &RecordingReport) -> String {
             yes_no(c.coalescible),
         ]);
     }
-    let mut out = t.render();
     let more = report
         .wakeup_causes
         .len()
         .saturating_sub(WAKEUP_CAUSES_SHOWN);
-    if more > 0 {
-        let _ = writeln!(out, "({more} more in --json)");
-    }
-    out
+    Some((t, more))
 }
 
 /// The advice, each with its evidence and suggestion, and what it was judged against.
 pub fn advice(report: &RecordingReport) -> String {
     let mut out = String::new();
-    let judged = report
-        .advice_judged_against
-        .as_deref()
-        .unwrap_or("no idle states (this machine declares none; give --target server, client or a file) — short-sleeps not judged");
-    let _ = writeln!(out, "judged against: {judged}");
+    let _ = writeln!(out, "judged against: {}", advice_judged_against(report));
     if report.advice.is_empty() {
         let _ = writeln!(out, "no rule fired");
     }
@@ -1236,6 +1278,14 @@ pub fn advice(report: &RecordingReport) -> String {
         let _ = writeln!(out, "  → {}", a.suggestion);
     }
     out
+}
+
+/// The idle states the advice was judged against, or why none.
+pub fn advice_judged_against(report: &RecordingReport) -> &str {
+    report
+        .advice_judged_against
+        .as_deref()
+        .unwrap_or("no idle states (this machine declares none; give --target server, client or a file) — short-sleeps not judged")
 }
 
 /// Everything that could not be computed, with the reason and the fix.

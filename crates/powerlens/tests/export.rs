@@ -800,9 +800,42 @@ fn html_report_renders_in_chromium_with_names_as_text() {
         "From the power:cpu_idle records. No data for cpu1 (empty bars)",
         "time since the start of the recording (s)",
         "<table class=\"grid\">",
+        // Issue 17 point 8: the grid has its totals row; system figures, wake-up causes,
+        // advice and what is unavailable are tables and lists whose text wraps, not
+        // preformatted blocks clipped at the page's width.
+        "<tfoot><tr>",
+        ">total</td>",
+        "<h2>System</h2>\n<table class=\"kv\">",
+        "<h2>Advice</h2>\n<p>Judged against:",
+        "<h2>Unavailable</h2>\n<ul><li>",
     ] {
         assert!(page.contains(want), "missing {want:?}");
     }
+    for section in [
+        "System",
+        "Advice",
+        "Unavailable",
+        "Energy",
+        "Thread balance",
+    ] {
+        let at = page.find(&format!("<h2>{section}</h2>"));
+        if let Some(at) = at {
+            let next = page[at + 4..]
+                .find("<h2>")
+                .map_or(page.len(), |n| at + 4 + n);
+            assert!(
+                !page[at..next].contains("<pre>"),
+                "{section} is preformatted"
+            );
+        }
+    }
+    let causes = page.find("<h2>Wake-up causes</h2>").unwrap();
+    let next = causes + page[causes + 4..].find("<h2>").unwrap() + 4;
+    assert!(
+        !page[causes..next].contains("<pre>"),
+        "{}",
+        &page[causes..next]
+    );
 
     assert_renders_in_chromium(&html, "<i>pwn</i>", "i");
 }

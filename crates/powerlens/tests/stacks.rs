@@ -492,6 +492,25 @@ fn a_stripped_librarys_unnamed_code_is_one_row_with_the_fix() {
         cpu > 0.0 && cpu >= 0.8 * total,
         "{cpu} s of {total} s in libhot.so"
     );
+    // Issue 17 point 8: the HTML page of a thread grid shows the functions too when the
+    // recording has stacks, with the unnamed code as its one row.
+    let html = d.join("r.html");
+    let out = with_tracefs(
+        &[
+            env!("CARGO_BIN_EXE_powerlens"),
+            "report",
+            rec.to_str().unwrap(),
+            "--html",
+            html.to_str().unwrap(),
+        ],
+        &[],
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    let page = std::fs::read_to_string(&html).unwrap();
+    let at = page
+        .find("<h2>By function (innermost frame of the program&#39;s own code")
+        .unwrap_or_else(|| panic!("no function section"));
+    assert!(page[at..].contains(">libhot.so [no symbols]</td>"));
     let note = err
         .lines()
         .find(|l| l.starts_with("note: no symbols for some code of"))

@@ -161,6 +161,8 @@ pub fn execute(global: &GlobalArgs, args: ReportArgs) -> anyhow::Result<ExitCode
         By::Stack => Some(Grouping::Stack),
         _ => None,
     };
+    // The HTML page shows the functions beside any grid, when the recording has stacks.
+    let rows_of_functions = grouping.or(args.html.is_some().then_some(Grouping::Function));
     let grid = GridOptions {
         by,
         sort: args.sort.clone(),
@@ -176,7 +178,7 @@ pub fn execute(global: &GlobalArgs, args: ReportArgs) -> anyhow::Result<ExitCode
         &args.recording,
         &AnalyseOptions {
             all_processes: args.all_processes,
-            grouping,
+            grouping: rows_of_functions,
             // Also without --by function: wake-up causes and advice name functions.
             stacks: true,
             roots: &roots,
