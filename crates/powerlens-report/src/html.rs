@@ -662,7 +662,19 @@ pub fn page(input: &HtmlInput<'_>) -> Result<String, UnknownColumn> {
     } else {
         page.svg(&cpu_bars_svg(r));
     }
-    page.pre(&recording::cpus(r));
+    if let Some(t) = recording::cpu_tables(r) {
+        page.table(&t.cpus);
+        for note in &t.cpu_notes {
+            page.note(note);
+        }
+        if !t.residency.is_empty() {
+            page.note(&format!("{}:", recording::RESIDENCY_HEADING));
+            page.table(&t.residency);
+            for note in &t.residency_notes {
+                page.note(note);
+            }
+        }
+    }
 
     page.h2("Idle-state residency per CPU");
     match residency_svg(r) {

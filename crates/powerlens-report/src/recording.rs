@@ -1044,11 +1044,25 @@ pub fn system(report: &RecordingReport) -> String {
     out
 }
 
-/// Per-CPU utilization and idle residency, trace and sysfs side by side.
-pub fn cpus(report: &RecordingReport) -> String {
+/// The per-CPU figures: the CPU table and the idle-residency table, each with the notes
+/// that say why a cell reads n/a. The text view prints them in order; the HTML page
+/// makes tables and paragraphs of them.
+pub struct CpuTables {
+    pub cpus: Table,
+    pub cpu_notes: Vec<String>,
+    /// Empty when no CPU has idle states.
+    pub residency: Table,
+    pub residency_notes: Vec<String>,
+}
+
+/// The heading of the idle-residency table.
+pub const RESIDENCY_HEADING: &str =
+    "idle residency (trace: power:cpu_idle; sysfs: cpuidle usage/time deltas)";
+
+/// `None` for a reduced recording, which has no per-CPU figures.
+pub fn cpu_tables(report: &RecordingReport) -> Option<CpuTables> {
     if report.cpus.is_empty() {
-        // A reduced recording has no per-CPU figures: no table rather than an empty one.
-        return String::new();
+        return None;
     }
     let mut t = Table::new([
         "cpu",
@@ -1079,7 +1093,7 @@ pub fn cpus(report: &RecordingReport) -> String {
             c.lost_records.to_string(),
         ]);
     }
-    let mut out = t.render();
+    let mut cpu_notes = Vec::new();
     if report.cpus.iter().any(|c| c.frequency_mhz.is_none()) {
         let reason = report
             .unavailable
@@ -1087,17 +1101,16 @@ pub fn cpus(report: &RecordingReport) -> String {
             .find(|u| u.figure == "frequency")
             .map(|u| u.reason.as_str())
             .unwrap_or("no frequency records for these CPUs");
-        let _ = writeln!(out, "  MHz {NOT_AVAILABLE}: {reason}");
+        cpu_notes.push(format!("MHz {NOT_AVAILABLE}: {reason}"));
     }
     if report
         .cpus
         .iter()
         .any(|c| c.mean_idle_per_wakeup_us.is_none())
     {
-        let _ = writeln!(
-            out,
-            "  idle before µs {NOT_AVAILABLE}: no idle wake-up on that CPU in the recording"
-        );
+        cpu_notes.push(format!(
+            "idle before µs {NOT_AVAILABLE}: no idle wake-up on that CPU in the recording"
+        ));
     }
     let mut r = Table::new([
         "cpu",
@@ -1121,14 +1134,11 @@ pub fn cpus(report: &RecordingReport) -> String {
             ]);
         }
     }
+    let mut residency_notes = Vec::new();
     if !r.is_empty() {
-        out.push_str(
-            "\nidle residency (trace: power:cpu_idle; sysfs: cpuidle usage/time deltas)\n",
-        );
-        out.push_str(&r.render());
         for c in &report.cpus {
             if let Some(reason) = &c.idle_trace_unavailable {
-                let _ = writeln!(out, "  cpu{} trace {NOT_AVAILABLE}: {reason}", c.cpu);
+                residency_notes.push(format!("cpu{} trace {NOT_AVAILABLE}: {reason}", c.cpu));
             }
         }
         if let Some(u) = report
@@ -1136,7 +1146,32 @@ pub fn cpus(report: &RecordingReport) -> String {
             .iter()
             .find(|u| u.figure == "idle residency from cpuidle sysfs")
         {
-            let _ = writeln!(out, "  sysfs {NOT_AVAILABLE}: {}", u.reason);
+            residency_notes.push(format!("sysfs {NOT_AVAILABLE}: {}", u.reason));
+        }
+    }
+    Some(CpuTables {
+        cpus: t,
+        cpu_notes,
+        residency: r,
+        residency_notes,
+    })
+}
+
+/// Per-CPU utilization and idle residency, trace and sysfs side by side.
+pub fn cpus(report: &RecordingReport) -> String {
+    // A reduced recording has no per-CPU figures: no table rather than an empty one.
+    let Some(t) = cpu_tables(report) else {
+        return String::new();
+    };
+    let mut out = t.cpus.render();
+    for note in &t.cpu_notes {
+        let _ = writeln!(out, "  {note}");
+    }
+    if !t.residency.is_empty() {
+        let _ = writeln!(out, "\n{RESIDENCY_HEADING}");
+        out.push_str(&t.residency.render());
+        for note in &t.residency_notes {
+            let _ = writeln!(out, "  {note}");
         }
     }
     out

@@ -811,6 +811,8 @@ fn html_report_renders_in_chromium_with_names_as_text() {
     ] {
         assert!(page.contains(want), "missing {want:?}");
     }
+    // No preformatted block anywhere: the per-CPU tables are tables too.
+    assert!(!page.contains("<pre>"), "a <pre> block is left");
     for section in [
         "System",
         "Advice",
