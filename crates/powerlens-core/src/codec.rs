@@ -357,8 +357,8 @@ impl ChunkEncoder {
 }
 
 /// Decodes one chunk, appending its events to `out`. A damaged, truncated or foreign
-/// chunk is an error (and `out` is left as it was); never a panic. [`ChunkDecoder`] reads
-/// the events one at a time, with their contexts.
+/// chunk is an error (and `out` is left as it was); never a panic.
+/// [`decode_chunk_in_context`] also gives each event's context.
 pub fn decode_chunk(data: &[u8], out: &mut Vec<Event>) -> Result<(), CodecError> {
     let body_len = checked_body_len(data)?;
     let start = out.len();
@@ -468,8 +468,9 @@ fn read_header(r: &mut Reader<'_>) -> Res<(DecodeState, Tables)> {
 }
 
 impl DecodeState {
-    /// The next event and its context; `self.left` must be above zero.
-    #[inline]
+    /// The next event and its context; `self.left` must be above zero. Inlined into the
+    /// decoding loops, so that the event is built where it is stored.
+    #[inline(always)]
     fn next_event(&mut self, r: &mut Reader<'_>, tables: &Tables) -> Res<(Event, Option<Tid>)> {
         let Tables { tids, strings } = tables;
         let at = r.pos;
@@ -596,58 +597,34 @@ impl DecodeState {
     }
 }
 
-/// One chunk decoded an event at a time, for merging the CPUs' chunks by time straight
-/// into one stream, without holding each chunk's decoded events first. The checksum is
-/// verified before the first event; bytes that pass it and still do not parse (a foreign
-/// encoder) are an error after the events before them.
-pub struct ChunkDecoder {
-    data: Vec<u8>,
-    body_len: usize,
-    pos: usize,
-    state: DecodeState,
-    tables: Tables,
-}
-
-impl ChunkDecoder {
-    /// Checks the chunk's CRC and reads its header and tables.
-    pub fn new(data: Vec<u8>) -> Result<Self, CodecError> {
-        let body_len = checked_body_len(&data)?;
-        let mut r = Reader {
-            data: &data[..body_len],
-            pos: 0,
-        };
-        let (state, tables) = read_header(&mut r)?;
-        let pos = r.pos;
-        Ok(ChunkDecoder {
-            data,
-            body_len,
-            pos,
-            state,
-            tables,
-        })
+/// Decodes one chunk, appending its events to `events` and, for each, the thread that was
+/// current on its CPU when it fired to `contexts` (for merging the CPUs' chunks by time).
+/// The checksum is verified before the first event. Bytes that pass it and still do not
+/// parse (a foreign encoder) are an error, and the events before them stay appended, so
+/// that a reader can deliver what came before the damage.
+///
+/// A whole chunk at once rather than an event per call: the decoding state stays in
+/// registers, and the merge reads events stored long before instead of the one just
+/// written (a store-forwarding stall per event when it read the decoder's fresh output).
+pub fn decode_chunk_in_context(
+    data: &[u8],
+    events: &mut Vec<Event>,
+    contexts: &mut Vec<Option<Tid>>,
+) -> Result<(), CodecError> {
+    let body_len = checked_body_len(data)?;
+    let mut r = Reader {
+        data: &data[..body_len],
+        pos: 0,
+    };
+    let (mut state, tables) = read_header(&mut r)?;
+    events.reserve(state.left as usize);
+    contexts.reserve(state.left as usize);
+    while state.left > 0 {
+        let (event, context) = state.next_event(&mut r, &tables)?;
+        events.push(event);
+        contexts.push(context);
     }
-
-    /// Decodes the next event and its context (the thread current on its CPU when it
-    /// fired) into `slot` and returns the event's time, or `None` after the last one.
-    /// Written in place rather than returned: a returned event went through the stack,
-    /// and copying it from there right after its fields were stored stalled the CPU.
-    #[inline]
-    pub fn next_event_into(
-        &mut self,
-        slot: &mut (Event, Option<Tid>),
-    ) -> Result<Option<u64>, CodecError> {
-        let mut r = Reader {
-            data: &self.data[..self.body_len],
-            pos: self.pos,
-        };
-        if self.state.left == 0 {
-            self.state.check_end(&r)?;
-            return Ok(None);
-        }
-        *slot = self.state.next_event(&mut r, &self.tables)?;
-        self.pos = r.pos;
-        Ok(Some(slot.0.time_ns))
-    }
+    Ok(state.check_end(&r)?)
 }
 
 pub(crate) struct Reader<'a> {
@@ -673,8 +650,9 @@ impl<'a> Reader<'a> {
     /// Unsigned LEB128, at most ten bytes, no bits beyond the 64th.
     #[inline(always)]
     pub(crate) fn varint(&mut self) -> Res<u64> {
-        // One- and two-byte values (tags' fields, table indexes, most time deltas) inline.
-        if let Some(&[b0, b1]) = self.data.get(self.pos..self.pos + 2) {
+        // One- to three-byte values (tags' fields, table indexes, time deltas up to 2 ms)
+        // inline.
+        if let Some(&[b0, b1, b2]) = self.data.get(self.pos..self.pos + 3) {
             if b0 < 0x80 {
                 self.pos += 1;
                 return Ok(b0 as u64);
@@ -682,6 +660,10 @@ impl<'a> Reader<'a> {
             if b1 < 0x80 {
                 self.pos += 2;
                 return Ok((b0 & 0x7F) as u64 | (b1 as u64) << 7);
+            }
+            if b2 < 0x80 {
+                self.pos += 3;
+                return Ok((b0 & 0x7F) as u64 | ((b1 & 0x7F) as u64) << 7 | (b2 as u64) << 14);
             }
         }
         self.varint_slow()
@@ -827,20 +809,40 @@ mod tests {
         assert_eq!(ctx3, vec![None; 6]);
     }
 
-    /// A chunk through [`ChunkDecoder`], one event at a time.
+    /// A chunk through [`decode_chunk_in_context`], events paired with their contexts.
     fn stream(bytes: &[u8]) -> Result<Vec<(Event, Option<Tid>)>, CodecError> {
-        let mut d = ChunkDecoder::new(bytes.to_vec())?;
-        let mut slot = (ev(0, 0, EventKind::IdleExit), None);
-        let mut out = Vec::new();
-        while let Some(t) = d.next_event_into(&mut slot)? {
-            assert_eq!(t, slot.0.time_ns, "the returned time is the event's");
-            out.push(slot);
-        }
-        Ok(out)
+        let (mut events, mut contexts) = (Vec::new(), Vec::new());
+        decode_chunk_in_context(bytes, &mut events, &mut contexts)?;
+        assert_eq!(events.len(), contexts.len());
+        Ok(events.into_iter().zip(contexts).collect())
+    }
+
+    /// Bytes that pass the checksum but do not parse (a foreign encoder): an error, with
+    /// the events before them kept, so a reader delivers what came before the damage.
+    #[test]
+    fn a_parse_error_keeps_the_events_before_it() {
+        let events = every_kind(1_000, 1);
+        let good = encode(&events);
+        let body = &good[..good.len() - 4];
+        // The same chunk announcing one event more, which is a tag the format lacks.
+        let mut r = Reader { data: body, pos: 0 };
+        r.varint().unwrap();
+        let count = r.varint().unwrap();
+        let mut bytes = Vec::new();
+        put_varint(&mut bytes, CODEC_VERSION as u64);
+        put_varint(&mut bytes, count + 1);
+        bytes.extend_from_slice(&body[r.pos..]);
+        bytes.extend_from_slice(&[0x1F, 0]);
+        bytes.extend_from_slice(&crc32(&bytes).to_le_bytes());
+        let (mut out, mut contexts) = (Vec::new(), Vec::new());
+        let err = decode_chunk_in_context(&bytes, &mut out, &mut contexts).unwrap_err();
+        assert!(matches!(err, CodecError::Tag { tag: 0x1F, .. }), "{err}");
+        assert_eq!(out, events);
+        assert_eq!(contexts.len(), events.len());
     }
 
     #[test]
-    fn the_streaming_decoder_reads_what_the_chunk_decoder_reads() {
+    fn the_decoder_in_context_reads_what_the_chunk_decoder_reads() {
         let events: Vec<Event> = (0..3)
             .flat_map(|i| every_kind(1_000 + i * 1_000_000, i as u32))
             .collect();

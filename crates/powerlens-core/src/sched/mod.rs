@@ -8,7 +8,7 @@ pub mod event;
 pub mod name;
 pub mod reduced;
 pub mod report;
-mod tid_table;
+pub(crate) mod tid_table;
 pub mod wakeups;
 
 #[cfg(test)]

@@ -7,6 +7,7 @@ use std::cell::Cell;
 
 use super::event::{Tid, TidMap};
 
+#[derive(Debug)]
 pub struct TidTable<V> {
     values: Vec<V>,
     slots: TidMap<u32>,

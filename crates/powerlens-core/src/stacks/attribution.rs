@@ -13,7 +13,8 @@ use serde::{Deserialize, Serialize};
 
 use super::NO_STACK;
 use crate::sched::analysis::{SchedAnalysis, SchedSummary, ThreadCharges};
-use crate::sched::event::{Event, EventKind, KeyMap, StackId, SwitchedOut, Tid, TidMap, IDLE_TID};
+use crate::sched::event::{Event, EventKind, KeyMap, StackId, SwitchedOut, Tid, IDLE_TID};
+use crate::sched::tid_table::TidTable;
 
 /// What one thread did at one stack.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -111,9 +112,42 @@ pub struct StackAttribution {
     /// per context switch, and through `parked` they reach it without hashing the pair.
     metrics: Vec<((Tid, StackId), StackMetrics)>,
     slots: KeyMap<(Tid, StackId), u32>,
-    /// Where each thread last left a CPU: that (thread, stack)'s index in `metrics`.
-    parked: TidMap<u32>,
+    /// Per thread, the slots it was last charged at, in each role.
+    recent: TidTable<RecentSlots>,
     cpus: Vec<CpuState>,
+}
+
+/// A thread's most recent slots in `metrics`. A thread mostly blocks, wakes others and is
+/// sampled at the same few stacks over and over: the slot charged last time is checked
+/// first, and the (thread, stack) pair is hashed only when the stack changed.
+#[derive(Debug, Clone, Copy)]
+struct RecentSlots {
+    /// Where the thread last left a CPU ([`NONE`] before that): its wait, inactive time
+    /// and idle wake-ups go there, several charges per context switch.
+    parked: u32,
+    woke: u32,
+    sampled: u32,
+}
+
+/// No slot yet.
+const NONE: u32 = u32::MAX;
+
+impl Default for RecentSlots {
+    fn default() -> Self {
+        RecentSlots {
+            parked: NONE,
+            woke: NONE,
+            sampled: NONE,
+        }
+    }
+}
+
+/// Which of a thread's [`RecentSlots`].
+#[derive(Clone, Copy)]
+enum Role {
+    Parked,
+    Woke,
+    Sampled,
 }
 
 impl StackAttribution {
@@ -126,16 +160,45 @@ impl StackAttribution {
         })
     }
 
+    /// The slot of (tid, stack), through the thread's recent slot in `role`, which it
+    /// becomes.
+    #[inline]
+    fn recent_slot(&mut self, tid: Tid, stack: StackId, role: Role) -> u32 {
+        let recent = self.recent.get_or_insert_with(tid, RecentSlots::default);
+        let cached = match role {
+            Role::Parked => &mut recent.parked,
+            Role::Woke => &mut recent.woke,
+            Role::Sampled => &mut recent.sampled,
+        };
+        if let Some(((t, s), _)) = self.metrics.get(*cached as usize) {
+            if (*t, *s) == (tid, stack) {
+                return *cached;
+            }
+        }
+        let metrics = &mut self.metrics;
+        let slot = *self.slots.entry((tid, stack)).or_insert_with(|| {
+            metrics.push(((tid, stack), StackMetrics::default()));
+            (metrics.len() - 1) as u32
+        });
+        *cached = slot;
+        slot
+    }
+
     fn metrics(&mut self, tid: Tid, stack: StackId) -> &mut StackMetrics {
         let slot = self.slot(tid, stack);
         &mut self.metrics[slot as usize].1
     }
 
     /// The metrics of the stack where `tid` last left a CPU ([`NO_STACK`] before that).
+    #[inline]
     fn parked_metrics(&mut self, tid: Tid) -> &mut StackMetrics {
-        let slot = match self.parked.get(&tid) {
-            Some(&slot) => slot,
-            None => self.slot(tid, NO_STACK),
+        let parked = self
+            .recent
+            .get_or_insert_with(tid, RecentSlots::default)
+            .parked;
+        let slot = match parked {
+            NONE => self.recent_slot(tid, NO_STACK, Role::Parked),
+            slot => slot,
         };
         &mut self.metrics[slot as usize].1
     }
@@ -153,8 +216,7 @@ impl StackAttribution {
         let pending = std::mem::replace(&mut self.cpu(cpu).pending, Pending::None);
         match pending {
             Pending::Switch { prev, how } => {
-                let slot = self.slot(prev, stack);
-                self.parked.insert(prev, slot);
+                let slot = self.recent_slot(prev, stack, Role::Parked);
                 let m = &mut self.metrics[slot as usize].1;
                 match how {
                     SwitchedOut::Blocked => m.sync_switches += 1,
@@ -168,9 +230,13 @@ impl StackAttribution {
                     }
                 }
             }
-            Pending::Woke { waker } => self.metrics(waker, stack).wakeups_caused += 1,
+            Pending::Woke { waker } => {
+                let slot = self.recent_slot(waker, stack, Role::Woke);
+                self.metrics[slot as usize].1.wakeups_caused += 1;
+            }
             Pending::Sample { tid, period_ns } => {
-                let m = self.metrics(tid, stack);
+                let slot = self.recent_slot(tid, stack, Role::Sampled);
+                let m = &mut self.metrics[slot as usize].1;
                 m.cpu_ns += period_ns;
                 m.samples += 1;
             }
@@ -290,7 +356,12 @@ impl StackAnalysis {
     #[inline]
     pub fn feed_in_context(&mut self, e: &Event, context: Option<Tid>) {
         self.sched.charges_mut().observe(e);
-        self.sched.feed_in_context(e, context);
+        // A stack record has the time, CPU and context of the event before it on its CPU
+        // (the same perf sample): it changes nothing the scheduler analysis tracks, and a
+        // quarter of a recording's events are stacks.
+        if !matches!(e.kind, EventKind::Stack { .. }) {
+            self.sched.feed_in_context(e, context);
+        }
     }
 
     pub fn finish(self, end_ns: u64) -> (SchedSummary, StackCharges) {
@@ -325,6 +396,94 @@ mod tests {
     /// between: its wait, its idle wake-up and the idle that followed go to stack 1; it
     /// then runs, is sampled at stack 2 and preempted at stack 3 by thread 11, which wakes
     /// nobody. Every figure hand-computed.
+    /// Threads that block, wake others and are sampled at alternating stacks: every
+    /// charge lands on the stack of its own event, not on the one the thread was charged
+    /// at the time before (the layer remembers each thread's last slot per role).
+    #[test]
+    fn alternating_stacks_are_charged_where_they_happened() {
+        let mut events = Vec::new();
+        for i in 0..6u64 {
+            let t = 10_000 + i * 1_000;
+            let switch = |prev, next| Switch {
+                prev,
+                how: Blocked,
+                next,
+            };
+            events.extend([
+                (ev(t, 0, switch(10, 11)), Some(10)),
+                (
+                    ev(
+                        t,
+                        0,
+                        Stack {
+                            id: 1 + (i % 2) as u32,
+                        },
+                    ),
+                    Some(10),
+                ),
+                (
+                    ev(
+                        t + 100,
+                        0,
+                        Wakeup {
+                            tid: 10,
+                            target_cpu: 1,
+                            new_thread: false,
+                        },
+                    ),
+                    Some(11),
+                ),
+                (
+                    ev(
+                        t + 100,
+                        0,
+                        Stack {
+                            id: 7 + (i % 3) as u32,
+                        },
+                    ),
+                    Some(11),
+                ),
+                (
+                    ev(
+                        t + 200,
+                        0,
+                        CpuSample {
+                            tid: 11,
+                            period_ns: 100,
+                        },
+                    ),
+                    Some(11),
+                ),
+                (
+                    ev(
+                        t + 200,
+                        0,
+                        Stack {
+                            id: 20 + (i % 2) as u32,
+                        },
+                    ),
+                    Some(11),
+                ),
+                (ev(t + 500, 0, switch(11, 10)), Some(11)),
+                (ev(t + 500, 0, Stack { id: 30 }), Some(11)),
+            ]);
+        }
+        let (_, charges) = run(&events, 20_000);
+        let m = |tid, s| charges.by_thread_stack[&(tid, s)];
+        for stack in [1, 2] {
+            assert_eq!(m(10, stack).sync_switches, 3, "stack {stack}");
+            assert_eq!(m(10, stack).wait_ns, 300, "woken 100 ns after each block");
+        }
+        for stack in [7, 8, 9] {
+            assert_eq!(m(11, stack).wakeups_caused, 2, "stack {stack}");
+        }
+        for stack in [20, 21] {
+            assert_eq!((m(11, stack).samples, m(11, stack).cpu_ns), (3, 300));
+        }
+        assert_eq!(m(11, 30).sync_switches, 6);
+        assert_eq!(charges.stacks_seen, 24);
+    }
+
     #[test]
     fn charges_follow_the_switch_out_stack() {
         let timer = InterruptEnter(crate::sched::event::InterruptKind::Timer {

@@ -408,14 +408,14 @@ pub fn analyse(path: &std::path::Path, opts: &AnalyseOptions<'_>) -> anyhow::Res
         }
         let (stats, result) = if resolved.is_some() {
             let mut analysis = StackAnalysis::new(ctx.analysis());
-            let stats = one_pass(&reader, &mut wakeups, true, &bar, |e, c| {
+            let stats = one_pass(&reader, &mut wakeups, &bar, |e, c| {
                 analysis.feed_in_context(e, c)
             })?;
             let (summary, charges) = analysis.finish(end_ns);
             (stats, (summary, Some(charges)))
         } else {
             let mut analysis = ctx.analysis();
-            let stats = one_pass(&reader, &mut wakeups, false, &bar, |e, c| {
+            let stats = one_pass(&reader, &mut wakeups, &bar, |e, c| {
                 analysis.feed_in_context(e, c)
             })?;
             (stats, (analysis.finish(end_ns), None))
@@ -487,35 +487,24 @@ pub fn analyse(path: &std::path::Path, opts: &AnalyseOptions<'_>) -> anyhow::Res
 }
 
 /// One pass over the events: the thread analysis `feed` (with the per-stack layer when there
-/// are stacks) and the wake-up forensics side by side. Generic, not `dyn`: it runs per event.
-/// With the per-stack layer, the thread analysis is the heavier by far, so the forensics run
-/// on the decode thread; without it, decoding and the thread analysis already cost about
-/// the same, and the forensics stay on this thread.
+/// are stacks) and the wake-up forensics, on this thread while the decode thread reads,
+/// decodes and merges. Generic, not `dyn`: it runs per event. Measured on a default
+/// recording (docs/PERFORMANCE.md): the forensics on the decode thread made the report
+/// slower, decoding being the heavier half once the stack layer got cheaper.
 fn one_pass(
     reader: &RecordingReader,
     wakeups: &mut WakeupAnalysis,
-    forensics_on_decode_thread: bool,
     bar: &indicatif::ProgressBar,
     mut feed: impl FnMut(&Event, Option<Tid>),
 ) -> anyhow::Result<replay::ReplayStats> {
-    let progress = |n| bar.set_position(n);
-    if forensics_on_decode_thread {
-        replay::replay_with_side(
-            reader,
-            |e, context| wakeups.feed_in_context(e, context),
-            feed,
-            progress,
-        )
-    } else {
-        replay::replay(
-            reader,
-            |e, context| {
-                feed(e, context);
-                wakeups.feed_in_context(e, context);
-            },
-            progress,
-        )
-    }
+    replay::replay(
+        reader,
+        |e, context| {
+            feed(e, context);
+            wakeups.feed_in_context(e, context);
+        },
+        |n| bar.set_position(n),
+    )
 }
 
 /// Which files' code had no symbols (shown as `FILE [no symbols]`), and the fix; `None`

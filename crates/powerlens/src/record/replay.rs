@@ -1,9 +1,7 @@
 //! Reading a recording back as one time-ordered event stream. A decode thread reads each
 //! CPU's chunks, decodes them and merges the CPUs by time (a k-way merge on a tournament tree)
 //! into batches; this thread only walks the batches and feeds the caller. On two cores the
-//! work splits about evenly: reading, decoding and merging there, the analysis here (a
-//! caller with a heavier analysis can hand a second one to the decode thread:
-//! [`replay_with_side`]).
+//! work splits about evenly: reading, decoding and merging there, the analysis here.
 //! Buffers go back and forth between the threads instead of being allocated per chunk, so
 //! memory holds one decoded chunk per CPU and a few batches whatever the length of the
 //! recording.
@@ -11,8 +9,8 @@
 use std::sync::mpsc::{self, Receiver, SyncSender};
 
 use anyhow::{anyhow, Context};
-use powerlens_core::codec::{ChunkDecoder, CodecError};
-use powerlens_core::sched::event::{Event, EventKind, Tid};
+use powerlens_core::codec::{decode_chunk_in_context, CodecError};
+use powerlens_core::sched::event::{Event, Tid};
 use powerlens_store::recording::{ChunkCursor, RecordingReader};
 
 use super::tournament::TournamentTree;
@@ -55,18 +53,6 @@ enum Message {
 /// events delivered so far after each batch.
 pub fn replay(
     reader: &RecordingReader,
-    f: impl FnMut(&Event, Option<Tid>),
-    progress: impl FnMut(u64),
-) -> anyhow::Result<ReplayStats> {
-    replay_with_side(reader, |_, _| {}, f, progress)
-}
-
-/// As [`replay`], also calling `side` with every event, in the same order, on the decode
-/// thread: for a second analysis when `f`'s is the heavier, so the two cores share the
-/// work. `side` has seen an event before `f` does.
-pub fn replay_with_side(
-    reader: &RecordingReader,
-    mut side: impl FnMut(&Event, Option<Tid>) + Send,
     mut f: impl FnMut(&Event, Option<Tid>),
     mut progress: impl FnMut(u64),
 ) -> anyhow::Result<ReplayStats> {
@@ -75,11 +61,10 @@ pub fn replay_with_side(
     std::thread::scope(|scope| {
         let (send, batches) = mpsc::sync_channel(BATCHES_AHEAD);
         let (empties, recycled) = mpsc::channel::<Batch>();
-        let side = &mut side;
         std::thread::Builder::new()
             .name("powerlens-decode".into())
             .spawn_scoped(scope, move || {
-                decode_and_merge(&path, &cpus, side, &send, &recycled)
+                decode_and_merge(&path, &cpus, &send, &recycled)
             })
             .context("starting the decode thread")?;
         // Returning drops both channel ends, which ends the decode thread (a blocked send
@@ -114,7 +99,6 @@ pub fn replay_with_side(
 fn decode_and_merge(
     path: &std::path::Path,
     cpus: &[u32],
-    side: &mut impl FnMut(&Event, Option<Tid>),
     send: &SyncSender<Message>,
     recycled: &Receiver<Batch>,
 ) {
@@ -132,10 +116,6 @@ fn decode_and_merge(
             contexts: Vec::with_capacity(BATCH_EVENTS),
         });
         let filled = merge.fill(&mut batch);
-        // The side consumer sees every merged event, those before a damaged chunk too.
-        for (e, context) in batch.events.iter().zip(&batch.contexts) {
-            side(e, *context);
-        }
         let message = match filled {
             Ok(()) if batch.events.is_empty() => Message::End {
                 reordered: merge.reordered,
@@ -156,37 +136,39 @@ fn decode_and_merge(
     }
 }
 
-/// One CPU's events: the chunk being decoded, and its next event.
+/// One CPU's events: its current chunk, decoded, and where the merge stands in it.
 struct Stream<'a> {
     cpu: u32,
     cursor: ChunkCursor<'a>,
-    chunk: Option<ChunkDecoder>,
-    /// The time of the chunk's first event, to name a damaged one.
-    chunk_ns: u64,
-    /// The next event and its context (valid while the stream's key is not DONE).
-    head: (Event, Option<Tid>),
+    events: Vec<Event>,
+    contexts: Vec<Option<Tid>>,
+    /// The next event to merge, an index into `events`.
+    next: usize,
+    /// The chunk's decoding failed after `events`: the error, delivered once they are.
+    failed: Option<anyhow::Error>,
 }
 
 impl Stream<'_> {
-    /// Decodes the next event into `head` and returns its time ([`TournamentTree::DONE`]
-    /// after the last one), reading the next chunk when this one is used up.
+    /// The time of the next event ([`TournamentTree::DONE`] after the last one), reading
+    /// and decoding the next chunk when this one is used up.
     #[inline]
-    fn advance(&mut self) -> anyhow::Result<u64> {
-        if let Some(chunk) = &mut self.chunk {
-            match chunk.next_event_into(&mut self.head) {
-                Ok(Some(time)) => return Ok(time),
-                Ok(None) => {}
-                Err(e) => return Err(corrupt(self.cpu, self.chunk_ns, e)),
-            }
+    fn head_time(&mut self) -> anyhow::Result<u64> {
+        match self.events.get(self.next) {
+            Some(e) => Ok(e.time_ns),
+            None => self.next_chunk(),
         }
-        self.next_chunk()
     }
 
     #[inline(never)]
     fn next_chunk(&mut self) -> anyhow::Result<u64> {
+        if let Some(e) = self.failed.take() {
+            return Err(e);
+        }
         let cpu = self.cpu;
-        loop {
-            self.chunk = None;
+        self.events.clear();
+        self.contexts.clear();
+        self.next = 0;
+        while self.events.is_empty() {
             let Some(chunk) = self
                 .cursor
                 .next_chunk()
@@ -194,17 +176,17 @@ impl Stream<'_> {
             else {
                 return Ok(TournamentTree::DONE);
             };
-            self.chunk_ns = chunk.first_ns;
-            let mut decoder =
-                ChunkDecoder::new(chunk.data).map_err(|e| corrupt(cpu, chunk.first_ns, e))?;
-            if let Some(time) = decoder
-                .next_event_into(&mut self.head)
-                .map_err(|e| corrupt(cpu, chunk.first_ns, e))?
+            if let Err(e) =
+                decode_chunk_in_context(&chunk.data, &mut self.events, &mut self.contexts)
             {
-                self.chunk = Some(decoder);
-                return Ok(time);
+                let e = corrupt(cpu, chunk.first_ns, e);
+                if self.events.is_empty() {
+                    return Err(e);
+                }
+                self.failed = Some(e);
             }
         }
+        Ok(self.events[0].time_ns)
     }
 }
 
@@ -231,16 +213,10 @@ impl<'a> Merge<'a> {
                 .map(|&cpu| Stream {
                     cpu,
                     cursor: reader.chunks(cpu),
-                    chunk: None,
-                    chunk_ns: 0,
-                    head: (
-                        Event {
-                            time_ns: 0,
-                            cpu,
-                            kind: EventKind::IdleExit,
-                        },
-                        None,
-                    ),
+                    events: Vec::new(),
+                    contexts: Vec::new(),
+                    next: 0,
+                    failed: None,
                 })
                 .collect(),
             order: None,
@@ -250,7 +226,9 @@ impl<'a> Merge<'a> {
     }
 
     /// Appends merged events to `batch` until it holds [`BATCH_EVENTS`] or every stream
-    /// is used up.
+    /// is used up. The leading stream's events are copied a run at a time: as long as its
+    /// next event still comes before every other stream's head (a CPU's burst of events
+    /// between two of another's).
     fn fill(&mut self, batch: &mut Batch) -> anyhow::Result<()> {
         if self.streams.is_empty() {
             return Ok(());
@@ -261,26 +239,40 @@ impl<'a> Merge<'a> {
                 let heads = self
                     .streams
                     .iter_mut()
-                    .map(Stream::advance)
+                    .map(Stream::head_time)
                     .collect::<anyhow::Result<Vec<u64>>>()?;
                 self.order.insert(TournamentTree::new(heads))
             }
         };
         while batch.events.len() < BATCH_EVENTS && order.min_key() != TournamentTree::DONE {
-            let s = &mut self.streams[order.winner()];
-            let (mut e, context) = s.head;
+            let winner = order.winner();
+            let runner_up = order.runner_up();
+            let s = &mut self.streams[winner];
+            let room = BATCH_EVENTS - batch.events.len();
+            let from = s.next;
+            let end = s.events.len().min(from + room);
+            let to = from
+                + 1
+                + s.events[from + 1..end]
+                    .iter()
+                    .take_while(|e| (e.time_ns, winner) < runner_up)
+                    .count();
+            let first = batch.events.len();
+            batch.events.extend_from_slice(&s.events[from..to]);
+            batch.contexts.extend_from_slice(&s.contexts[from..to]);
+            s.next = to;
             // A record nested by an interrupt across a drain boundary can come a few
             // microseconds before one already delivered: it takes that one's time, so the
             // analysis always sees time move forward.
-            if e.time_ns < self.last {
-                self.reordered += 1;
-                e.time_ns = self.last;
-            } else {
-                self.last = e.time_ns;
+            for e in &mut batch.events[first..] {
+                if e.time_ns < self.last {
+                    self.reordered += 1;
+                    e.time_ns = self.last;
+                } else {
+                    self.last = e.time_ns;
+                }
             }
-            batch.events.push(e);
-            batch.contexts.push(context);
-            order.replace_winner(s.advance()?);
+            order.replace_winner(s.head_time()?);
         }
         Ok(())
     }

@@ -72,6 +72,23 @@ impl TournamentTree {
         self.nodes[0] = winner;
     }
 
+    /// The head that comes out next after the winner's, as (key, stream): while the
+    /// winner's stream has items before it, it can go on without a match being replayed.
+    /// It lost to the winner on the winner's path to the root, so only that path's losers
+    /// are looked at. With one stream: ([`TournamentTree::DONE`], `usize::MAX`).
+    #[inline]
+    pub fn runner_up(&self) -> (u64, usize) {
+        let k = self.keys.len();
+        let mut best = (Self::DONE, usize::MAX);
+        let mut p = (self.nodes[0] + k) / 2;
+        while p > 0 {
+            let other = self.nodes[p];
+            best = best.min((self.keys[other], other));
+            p /= 2;
+        }
+        best
+    }
+
     /// Whether stream `a` comes out before stream `b`.
     #[inline]
     fn beats(&self, a: usize, b: usize) -> bool {
@@ -94,6 +111,29 @@ mod tests {
             out.push((lists[w][next[w]], w));
             next[w] += 1;
             tree.replace_winner(head(&lists[w], next[w]));
+        }
+        out
+    }
+
+    /// Merges sorted lists through the tree in runs: the winner's stream goes on while its
+    /// items come before the [`TournamentTree::runner_up`], as the replay merges.
+    fn merge_in_runs(lists: &[Vec<u64>]) -> Vec<(u64, usize)> {
+        let mut next = vec![0usize; lists.len()];
+        let head = |l: &Vec<u64>, n: usize| l.get(n).copied().unwrap_or(TournamentTree::DONE);
+        let mut tree = TournamentTree::new(lists.iter().map(|l| head(l, 0)).collect());
+        let mut out = Vec::new();
+        while tree.min_key() != TournamentTree::DONE {
+            let w = tree.winner();
+            let runner_up = tree.runner_up();
+            loop {
+                out.push((lists[w][next[w]], w));
+                next[w] += 1;
+                let key = head(&lists[w], next[w]);
+                if key == TournamentTree::DONE || (key, w) > runner_up {
+                    tree.replace_winner(key);
+                    break;
+                }
+            }
         }
         out
     }
@@ -123,6 +163,7 @@ mod tests {
                 .collect();
             expected.sort(); // by time, then stream: lowest stream first on ties
             assert_eq!(merge(&lists), expected, "{k} streams");
+            assert_eq!(merge_in_runs(&lists), expected, "{k} streams, in runs");
         }
     }
 
@@ -131,6 +172,13 @@ mod tests {
         let lists = vec![vec![1, 3, 5], vec![2, 4, 6]];
         let order: Vec<usize> = merge(&lists).iter().map(|&(_, s)| s).collect();
         assert_eq!(order, [0, 1, 0, 1, 0, 1]);
+        // Ties go to the lower stream, also within a run; a run stops where another
+        // stream's head comes first.
+        let lists = vec![vec![1, 2, 2, 4], vec![2, 3]];
+        assert_eq!(
+            merge_in_runs(&lists),
+            [(1, 0), (2, 0), (2, 0), (2, 1), (3, 1), (4, 0)]
+        );
     }
 
     #[test]
