@@ -3,11 +3,7 @@
 
 mod cli;
 mod cmd;
-mod exec;
-mod interrupt;
-mod meter;
 mod progress;
-mod record;
 mod results;
 mod runner;
 mod units;

@@ -29,3 +29,9 @@ pub fn spinner(message: &str) -> ProgressBar {
     pb.enable_steady_tick(Duration::from_millis(120));
     pb
 }
+
+/// A spinner for a long phase of the recorder, cleared when the phase ends.
+pub fn phase(message: &str) -> powerlens_record::Phase {
+    let bar = spinner(message);
+    powerlens_record::Phase::new(move || bar.finish_and_clear())
+}

@@ -9,8 +9,8 @@ use powerlens_core::run::{Baseline, Measurement, RunResult};
 use powerlens_sys::settings::{self, Setting};
 use powerlens_sys::Roots;
 
-use crate::meter::Meter;
-use crate::{exec, interrupt};
+use powerlens_record::meter::Meter;
+use powerlens_record::{exec, interrupt};
 
 /// How to measure a series of runs.
 #[derive(Debug, Clone)]

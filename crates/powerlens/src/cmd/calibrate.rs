@@ -12,9 +12,10 @@ use powerlens_sys::procfs;
 
 use crate::cli::GlobalArgs;
 use crate::cmd::run::MeterArgs;
-use crate::meter::Meter;
+use crate::progress;
 use crate::units::parse_positive_duration;
-use crate::{exec, interrupt, progress};
+use powerlens_record::meter::Meter;
+use powerlens_record::{exec, interrupt};
 
 #[derive(Debug, Args)]
 #[command(after_long_help = "\

@@ -14,10 +14,11 @@ use serde::Serialize;
 
 use crate::cli::GlobalArgs;
 use crate::cmd::run::MeterArgs;
-use crate::meter::Meter;
+use crate::progress;
 use crate::runner::{self, SeriesOptions};
 use crate::units::parse_positive_duration;
-use crate::{interrupt, progress};
+use powerlens_record::interrupt;
+use powerlens_record::meter::Meter;
 
 #[derive(Debug, Args)]
 #[command(after_long_help = "\

@@ -22,9 +22,9 @@ use powerlens_store::recording::RecordingReader;
 use powerlens_sys::symbolize::KERNEL_MODULE;
 
 use crate::cli::GlobalArgs;
-use crate::interrupt;
 use crate::progress;
-use crate::record::{meta, replay, sampler, symbols, MODE_REDUCED};
+use powerlens_record::interrupt;
+use powerlens_record::{meta, replay, sampler, symbols, MODE_REDUCED};
 
 #[derive(Debug, Args)]
 #[command(after_long_help = "\

@@ -23,7 +23,9 @@ pub fn execute(global: &GlobalArgs, args: InfoArgs) -> anyhow::Result<ExitCode> 
     let roots = global.roots()?;
     let mut info = MachineInfo::collect(&roots);
     info.energy_sources
-        .push(crate::meter::model_status(args.power_model.as_deref())?);
+        .push(powerlens_record::meter::model_status(
+            args.power_model.as_deref(),
+        )?);
     if args.json {
         println!("{}", serde_json::to_string_pretty(&info)?);
     } else {

@@ -10,8 +10,8 @@ use clap::Args;
 
 use crate::cli::GlobalArgs;
 use crate::cmd::run::MeterArgs;
-use crate::record::{self, RecordOptions, Target};
 use crate::units::{parse_seconds, parse_seconds_or_zero};
+use powerlens_record::{self as record, RecordOptions, Target};
 
 #[derive(Debug, Args)]
 #[command(after_long_help = "\
@@ -127,6 +127,7 @@ pub fn execute(global: &GlobalArgs, args: RecordArgs) -> anyhow::Result<ExitCode
         meter: args.meter.options(),
         stacks_hz: (!args.no_stacks).then_some(args.frequency),
         stack_bytes: args.stack_bytes,
+        show_phase: crate::progress::phase,
     };
     let summary = record::record(&roots, &options)?;
     for note in &summary.notes {
@@ -174,7 +175,7 @@ pub fn execute(global: &GlobalArgs, args: RecordArgs) -> anyhow::Result<ExitCode
             "powerlens: recording stopped early: {why}; {} keeps everything written until then",
             summary.path.display()
         );
-        return Ok(if crate::interrupt::interrupted() {
+        return Ok(if powerlens_record::interrupt::interrupted() {
             ExitCode::from(130)
         } else {
             ExitCode::FAILURE

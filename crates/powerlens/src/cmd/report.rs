@@ -25,7 +25,7 @@ use powerlens_store::recording::RecordingReader;
 
 use crate::cli::GlobalArgs;
 use crate::progress;
-use crate::record::{context, meta, reduced, replay, symbols, MODE_REDUCED};
+use powerlens_record::{context, meta, reduced, replay, symbols, MODE_REDUCED};
 
 #[derive(Debug, Args)]
 #[command(after_long_help = "\
@@ -291,7 +291,7 @@ fn write_html(
         p => format!("the recording has no energy samples ({})", p.label()),
     };
     let mut frequency_samples = Vec::new();
-    reader.samples(crate::record::sampler::CPUFREQ, |t, data| {
+    reader.samples(powerlens_record::sampler::CPUFREQ, |t, data| {
         for pair in data.as_array().into_iter().flatten() {
             if let (Some(cpu), Some(khz)) = (pair[0].as_u64(), pair[1].as_u64()) {
                 frequency_samples.push((t, cpu as u32, khz));

@@ -10,10 +10,11 @@ use powerlens_core::run::RunResult;
 use powerlens_store::ResultsDb;
 
 use crate::cli::GlobalArgs;
-use crate::meter::{Meter, MeterOptions};
 use crate::runner::{self, Config, SeriesOptions};
 use crate::units::{parse_positive_duration, parse_seconds};
-use crate::{interrupt, progress, results};
+use crate::{progress, results};
+use powerlens_record::interrupt;
+use powerlens_record::meter::{Meter, MeterOptions};
 use powerlens_sys::Roots;
 
 #[derive(Debug, Args)]

@@ -12,10 +12,11 @@ use serde::Serialize;
 
 use crate::cli::GlobalArgs;
 use crate::cmd::run::{ConfigArgs, MeterArgs, OutputArgs, Rendered, SaveArgs, SeriesArgs};
-use crate::meter::Meter;
 use crate::runner::Job;
 use crate::units::parse_positive_number;
-use crate::{interrupt, progress, results, runner};
+use crate::{progress, results, runner};
+use powerlens_record::interrupt;
+use powerlens_record::meter::Meter;
 
 #[derive(Debug, Args)]
 #[command(after_long_help = "\

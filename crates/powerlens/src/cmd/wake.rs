@@ -24,7 +24,8 @@ use powerlens_sys::topology;
 use powerlens_sys::trace::{ensure_tracefs, Collector, CollectorOptions};
 
 use crate::cli::GlobalArgs;
-use crate::{interrupt, progress, units};
+use crate::{progress, units};
+use powerlens_record::interrupt;
 
 pub const LONG_ABOUT: &str = "\
 C-state wake latency: how long a CPU takes to leave an idle state, measured against the

@@ -11,7 +11,7 @@ use powerlens_core::dvfs::gen::SplitMix64;
 use powerlens_core::wake::{Distribution, Measurement, SelfOverhead, WakeEvent, WakeEventKind};
 use powerlens_sys::trace::{monotonic_now_ns, TraceRecord};
 
-use crate::interrupt;
+use powerlens_record::interrupt;
 
 /// The real-time priority of the measuring thread (cyclictest's usual `-p 95`).
 pub const FIFO_PRIORITY: i32 = 95;

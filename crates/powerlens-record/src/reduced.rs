@@ -5,7 +5,7 @@ use powerlens_core::sched::analysis::SchedSummary;
 use powerlens_core::sched::reduced::{self, ThreadSample};
 use powerlens_store::recording::RecordingReader;
 
-use super::{meta, sampler};
+use crate::{meta, sampler};
 
 pub fn summary(reader: &RecordingReader) -> anyhow::Result<SchedSummary> {
     let mut samples = Vec::new();

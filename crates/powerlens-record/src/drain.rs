@@ -15,9 +15,9 @@ use powerlens_sys::trace::{monotonic_now_ns, Collected, Collector, EXITED};
 use powerlens_sys::unwind::UnwindStats;
 use powerlens_sys::Roots;
 
-use super::convert::Converter;
-use super::stacks::{RawStack, StackRecorder};
-use super::threads::ThreadTable;
+use crate::convert::Converter;
+use crate::stacks::{RawStack, StackRecorder};
+use crate::threads::ThreadTable;
 
 /// An event and its context: the thread current on the CPU when it fired (the tid of the
 /// perf sample's header, 0 for the idle task), `None` when perf could not say.

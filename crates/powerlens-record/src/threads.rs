@@ -130,6 +130,10 @@ impl ThreadTable {
     pub fn len(&self) -> usize {
         self.rows.len()
     }
+
+    pub fn is_empty(&self) -> bool {
+        self.rows.is_empty()
+    }
 }
 
 #[cfg(test)]

@@ -13,7 +13,7 @@ use powerlens_core::codec::{decode_chunk_in_context, CodecError};
 use powerlens_core::sched::event::{Event, Tid};
 use powerlens_store::recording::{ChunkCursor, RecordingReader};
 
-use super::tournament::TournamentTree;
+use crate::tournament::TournamentTree;
 
 /// What the replay saw besides the events.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]

@@ -9,6 +9,9 @@
 pub mod context;
 pub mod convert;
 pub mod drain;
+pub mod exec;
+pub mod interrupt;
+pub mod meter;
 pub mod reduced;
 pub mod replay;
 pub mod sampler;
@@ -34,7 +37,6 @@ use powerlens_sys::trace::{monotonic_now_ns, Collector, CollectorOptions};
 use powerlens_sys::{topology, Roots, SysError};
 
 use crate::meter::{Meter, MeterOptions};
-use crate::{exec, interrupt};
 use convert::{recorded_event_names, Converter};
 use drain::Drainer;
 use sampler::{Sampler, SamplerConfig, ThreadScope};
@@ -96,6 +98,39 @@ pub struct RecordOptions {
     pub stacks_hz: Option<u32>,
     /// User-stack bytes copied per stack event (`--stack-bytes`).
     pub stack_bytes: u32,
+    /// Shows a long phase under way (the idle baseline, symbolizing): a spinner in the
+    /// CLI, [`no_phase`] for a caller with no terminal.
+    pub show_phase: fn(&str) -> Phase,
+}
+
+/// A long phase of the recording under way, shown by [`RecordOptions::show_phase`] until
+/// this is dropped.
+pub struct Phase(Option<Box<dyn FnOnce()>>);
+
+impl Phase {
+    /// A phase whose display `end` clears.
+    pub fn new(end: impl FnOnce() + 'static) -> Phase {
+        Phase(Some(Box::new(end)))
+    }
+}
+
+impl Drop for Phase {
+    fn drop(&mut self) {
+        if let Some(end) = self.0.take() {
+            end();
+        }
+    }
+}
+
+/// Shows nothing.
+pub fn no_phase(_: &str) -> Phase {
+    Phase(None)
+}
+
+impl std::fmt::Debug for Phase {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Phase")
+    }
 }
 
 /// What the user is told at the end.
@@ -149,7 +184,7 @@ pub fn record(roots: &Roots, opts: &RecordOptions) -> anyhow::Result<RecordSumma
     }
     let cpus = topology::read_online(roots)?;
     let meter = Meter::open(roots, &opts.meter)?;
-    let baseline_w = measure_baseline(&meter, opts.baseline)?;
+    let baseline_w = measure_baseline(&meter, opts.baseline, opts.show_phase)?;
 
     let mut writer = create_file(&opts.output)?;
     write_start_meta(
@@ -399,11 +434,11 @@ pub fn record(roots: &Roots, opts: &RecordOptions) -> anyhow::Result<RecordSumma
     if !write_failed && stack_stats.is_some() {
         // Symbolize now, while every module the stacks name still exists (a test binary
         // in a temporary directory, a rebuilt program): reports read the cache.
-        let bar = crate::progress::spinner("symbolizing the call stacks");
+        let phase = (opts.show_phase)("symbolizing the call stacks");
         let cached = RecordingReader::open(&opts.output)
             .map_err(anyhow::Error::from)
             .and_then(|reader| symbols::resolve(&reader, roots));
-        bar.finish_and_clear();
+        drop(phase);
         if let Err(e) = cached {
             notes.push(format!(
                 "the stacks were not symbolized ({e:#}); report symbolizes them when it runs"
@@ -511,18 +546,22 @@ fn sampling_timer_function(roots: &Roots) -> Option<u64> {
 
 /// Idle power before recording, for the idle row of the attribution. `None` without a meter
 /// (the power model's idle term is used) or with a zero baseline.
-fn measure_baseline(meter: &Meter, length: Duration) -> anyhow::Result<Option<f64>> {
+fn measure_baseline(
+    meter: &Meter,
+    length: Duration,
+    show_phase: fn(&str) -> Phase,
+) -> anyhow::Result<Option<f64>> {
     if meter.model().is_some() || length.is_zero() {
         return Ok(None);
     }
-    let bar = crate::progress::spinner(&format!(
+    let phase = show_phase(&format!(
         "measuring idle power for {:.1} s before recording",
         length.as_secs_f64()
     ));
     let from = meter.read()?;
     std::thread::sleep(length);
     let to = meter.read()?;
-    bar.finish_and_clear();
+    drop(phase);
     Ok(Some(meter.average_power_w(&from, &to)))
 }
 

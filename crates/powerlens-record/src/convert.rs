@@ -6,7 +6,7 @@
 use powerlens_core::sched::event::{Event, EventKind, InterruptKind, Name, SwitchedOut};
 use powerlens_sys::trace::{EventFormat, Field, TraceRecord};
 
-use super::threads::ThreadTable;
+use crate::threads::ThreadTable;
 
 /// The tracepoints a recording asks for, and what each becomes. Entry/exit pairs of
 /// interrupt contexts are both recorded: without the exit, every later wake-up on that CPU

@@ -15,7 +15,7 @@ use powerlens_core::sched::report::{
 use powerlens_core::window::CounterWindow;
 use powerlens_store::recording::{RecordingReader, ThreadRow};
 
-use super::{meta, sampler};
+use crate::{meta, sampler};
 
 /// Everything but the energy, which needs the analysis' busy time when it is estimated.
 pub fn read(reader: &RecordingReader) -> anyhow::Result<RecordingContext> {

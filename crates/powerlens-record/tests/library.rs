@@ -1,0 +1,75 @@
+//! The recorder used as a library, the way `agent` and `top` will: record a command
+//! through [`powerlens_record::record`], then read it back with [`powerlens_record::replay`].
+//! Needs tracing privileges (root, as CI runs); without them the test says so and checks
+//! the reduced recording instead.
+
+use std::time::Duration;
+
+use powerlens_core::sched::event::EventKind;
+use powerlens_record::meter::MeterOptions;
+use powerlens_record::replay::replay;
+use powerlens_record::{no_phase, record, RecordOptions, Target, MODE_REDUCED};
+use powerlens_store::recording::RecordingReader;
+use powerlens_sys::Roots;
+
+fn options(output: std::path::PathBuf, command: &[&str]) -> RecordOptions {
+    RecordOptions {
+        output,
+        target: Target::Command(command.iter().map(|s| s.to_string()).collect()),
+        duration: None,
+        sample_interval: Duration::from_millis(100),
+        baseline: Duration::ZERO,
+        buffer_pages: 64,
+        reduced: false,
+        show_output: false,
+        meter: MeterOptions::default(),
+        stacks_hz: Some(999),
+        stack_bytes: 512,
+        show_phase: no_phase,
+    }
+}
+
+/// A shell that runs /bin/true three times and exits 3: the summary and the replayed
+/// stream agree with what the shell did.
+#[test]
+fn a_command_recorded_through_the_library_replays_in_time_order() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("lib.rec");
+    let opts = options(
+        path.clone(),
+        &["sh", "-c", "/bin/true; /bin/true; /bin/true; exit 3"],
+    );
+    let summary = record(&Roots::default(), &opts).expect("recording through the library");
+    assert_eq!(summary.path, path);
+    let exit = summary.exit.expect("the command's exit status");
+    assert_eq!(exit.code, Some(3), "{exit:?}");
+    let reader = RecordingReader::open(&path).unwrap();
+    if summary.mode == MODE_REDUCED {
+        eprintln!("no tracing privileges here: only the reduced recording was checked");
+        assert!(summary.threads >= 1);
+        return;
+    }
+    assert_eq!(reader.event_count().unwrap(), summary.events);
+
+    let (mut last, mut forks_by_shell, mut execs_of_true) = (0u64, 0, 0);
+    let mut shell = None;
+    let stats = replay(
+        &reader,
+        |e, _context| {
+            assert!(e.time_ns >= last, "time order: {} after {last}", e.time_ns);
+            last = e.time_ns;
+            match e.kind {
+                EventKind::Exec { tid, comm } if comm == "sh" => shell = Some(tid),
+                EventKind::Fork { parent, .. } if Some(parent) == shell => forks_by_shell += 1,
+                EventKind::Exec { comm, .. } if comm == "true" => execs_of_true += 1,
+                _ => {}
+            }
+        },
+        |_| {},
+    )
+    .unwrap();
+    assert_eq!(stats.events, summary.events, "every event replayed once");
+    assert!(shell.is_some(), "the shell's exec was recorded");
+    assert_eq!(forks_by_shell, 3, "one fork per command");
+    assert_eq!(execs_of_true, 3, "each child ran /bin/true");
+}
