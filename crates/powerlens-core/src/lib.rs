@@ -5,6 +5,7 @@
 pub mod advice;
 pub mod codec;
 pub mod compare;
+pub mod diff;
 pub mod dvfs;
 pub mod model;
 pub mod provenance;

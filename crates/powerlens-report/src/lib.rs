@@ -3,6 +3,7 @@
 //! returns strings; never measures anything.
 
 pub mod compare;
+pub mod diff;
 pub mod dvfs;
 pub mod export;
 pub mod html;

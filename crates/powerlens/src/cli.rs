@@ -63,6 +63,8 @@ pub enum Command {
     Record(Box<cmd::record::RecordArgs>),
     /// Why a recording cost what it cost: the per-process and per-thread power grid.
     Report(Box<cmd::report::ReportArgs>),
+    /// Two recordings side by side: every system figure, matched rows, findings in four sections.
+    Diff(Box<cmd::diff::DiffArgs>),
     /// Write a recording for Perfetto or the Firefox Profiler, or its events as JSON Lines or CSV.
     Export(Box<cmd::export::ExportArgs>),
     /// Compare configurations by the energy and time to retire the same work, with statistics.

@@ -4,6 +4,7 @@ pub mod calibrate;
 pub mod compare;
 pub mod completions;
 pub mod demo;
+pub mod diff;
 pub mod dvfs;
 pub mod export;
 pub mod info;
@@ -28,6 +29,7 @@ pub fn execute(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Record(args) => record::execute(&cli.global, *args),
         Command::Report(args) => report::execute(&cli.global, *args),
         Command::Export(args) => export::execute(&cli.global, *args),
+        Command::Diff(args) => diff::execute(&cli.global, *args),
         Command::Compare(args) => compare::execute(&cli.global, *args),
         Command::Runs(args) => runs::execute(args),
         Command::Sweep(args) => sweep::execute(&cli.global, *args),

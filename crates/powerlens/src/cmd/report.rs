@@ -567,7 +567,7 @@ fn give_advice(
 }
 
 /// `--target NAME|FILE`: a built-in table, else a file; the error names the fix.
-fn target_states(target: &str) -> anyhow::Result<JudgedStates> {
+pub(crate) fn target_states(target: &str) -> anyhow::Result<JudgedStates> {
     if let Some((source, states)) = advice::targets::builtin(target) {
         return Ok(JudgedStates { source, states });
     }

@@ -1,0 +1,258 @@
+//! Views of `powerlens diff`: the text page (system figures, matched rows, the comparison
+//! summary), JSON and CSV.
+
+use powerlens_core::diff::{Diff, MetricDiff, RowDiff};
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::table::{csv_field, sig, Table};
+
+/// What the two recordings are, for the page's head and the JSON.
+#[derive(Debug, Clone, Serialize)]
+pub struct Sides {
+    pub a: String,
+    pub b: String,
+    /// `process`, `thread` or `function`.
+    pub by: &'static str,
+}
+
+/// The grid columns the text page shows per row (JSON and CSV have every column).
+const ROW_COLUMNS: [&str; 6] = [
+    "cpu_time_s",
+    "sync_switches",
+    "preempt_switches",
+    "wait_time_s",
+    "idle_wakeups",
+    "energy_j",
+];
+
+/// Text figures that are sentences or lists: shown in JSON, left out of the table.
+fn is_prose(m: &MetricDiff) -> bool {
+    [&m.a, &m.b]
+        .iter()
+        .any(|v| matches!(v, Value::String(s) if s.len() > 40) || v.is_array())
+}
+
+pub fn text(diff: &Diff, sides: &Sides) -> String {
+    let mut out = format!("A = {}\nB = {}\n\n", sides.a, sides.b);
+    out += "System (ratio = A / B, difference = A − B)\n";
+    let mut t = Table::new(["metric", "A", "B", "A/B", "A − B"]);
+    for m in diff.system.iter().filter(|m| !is_prose(m)) {
+        if !m.a.is_number() && !m.b.is_number() && m.a == m.b && !m.a.is_null() {
+            // Equal text (the same idle-state name, source or target) says nothing.
+            continue;
+        }
+        t.row([
+            m.metric.clone(),
+            value(&m.a),
+            value(&m.b),
+            m.ratio
+                .map(|r| format!("{}×", sig(r, 3)))
+                .unwrap_or_default(),
+            m.difference.map(|d| sig(d, 4)).unwrap_or_default(),
+        ]);
+    }
+    out += &t.render();
+    out += &format!(
+        "\n{} (matched by {})\n",
+        match sides.by {
+            "process" => "Processes",
+            "function" => "Functions",
+            _ => "Threads",
+        },
+        match sides.by {
+            "process" => "command",
+            "function" => "symbol",
+            _ => "process command / thread name, in order of creation",
+        }
+    );
+    let mut headers = vec!["row".to_string(), "in".to_string()];
+    for c in ROW_COLUMNS {
+        headers.push(format!("{c} A"));
+        headers.push("B".into());
+    }
+    let mut t = Table::new(headers);
+    for r in &diff.rows {
+        t.row(row_cells(r));
+    }
+    out += &t.render();
+    out += "\nComparison summary\n";
+    let mut section = "";
+    for f in &diff.summary {
+        if f.section != section {
+            section = f.section;
+            out += &format!("  {section}:\n");
+        }
+        out += &format!("    - {}\n", f.finding);
+    }
+    for n in &diff.notes {
+        out += &format!("note: {n}\n");
+    }
+    out
+}
+
+fn row_cells(r: &RowDiff) -> Vec<String> {
+    let side = match (&r.a, &r.b) {
+        (Some(_), Some(_)) => "both",
+        (Some(_), None) => "only A",
+        _ => "only B",
+    };
+    let mut cells = vec![r.key.clone(), side.to_string()];
+    for c in ROW_COLUMNS {
+        for v in [&r.a, &r.b] {
+            cells.push(v.as_ref().map(|v| value(&v[c])).unwrap_or_default());
+        }
+    }
+    cells
+}
+
+fn value(v: &Value) -> String {
+    match v {
+        Value::Null => "n/a".into(),
+        Value::Number(n) => match n.as_f64() {
+            Some(x) if n.is_f64() => sig(x, 4),
+            _ => n.to_string(),
+        },
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    }
+}
+
+pub fn json(diff: &Diff, sides: &Sides) -> String {
+    #[derive(Serialize)]
+    struct Out<'a> {
+        a: &'a str,
+        b: &'a str,
+        by: &'a str,
+        #[serde(flatten)]
+        diff: &'a Diff,
+    }
+    serde_json::to_string_pretty(&Out {
+        a: &sides.a,
+        b: &sides.b,
+        by: sides.by,
+        diff,
+    })
+    .expect("a diff serializes")
+}
+
+/// Two CSV tables one after the other, each with its header: the system figures, then
+/// the rows with A, B and A − B of every numeric column.
+pub fn csv(diff: &Diff) -> String {
+    let mut out = String::from("metric,a,b,ratio,difference\n");
+    for m in &diff.system {
+        out += &[
+            csv_field(&m.metric),
+            csv_field(&plain(&m.a)),
+            csv_field(&plain(&m.b)),
+            m.ratio.map(|r| r.to_string()).unwrap_or_default(),
+            m.difference.map(|d| d.to_string()).unwrap_or_default(),
+        ]
+        .join(",");
+        out.push('\n');
+    }
+    let mut columns: Vec<String> = Vec::new();
+    for r in &diff.rows {
+        for side in [&r.a, &r.b].into_iter().flatten() {
+            for (k, v) in side.as_object().into_iter().flatten() {
+                // Ids differ between runs by nature: no difference to show.
+                let id = matches!(k.as_str(), "pid" | "tid");
+                if v.is_number() && !id && !columns.contains(k) {
+                    columns.push(k.clone());
+                }
+            }
+        }
+    }
+    out.push('\n');
+    out += "row";
+    for c in &columns {
+        out += &format!(",{c}_a,{c}_b,{c}_difference");
+    }
+    out.push('\n');
+    for r in &diff.rows {
+        out += &csv_field(&r.key);
+        for c in &columns {
+            let get =
+                |side: &Option<Value>| side.as_ref().map(|v| plain(&v[c])).unwrap_or_default();
+            let d = r.difference.get(c).map(plain).unwrap_or_default();
+            out += &format!(",{},{},{}", get(&r.a), get(&r.b), d);
+        }
+        out.push('\n');
+    }
+    out
+}
+
+fn plain(v: &Value) -> String {
+    match v {
+        Value::Null => String::new(),
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use powerlens_core::diff::{diff, Rows};
+    use serde_json::json;
+
+    fn report(wakeups: f64, cpu: f64) -> Value {
+        json!({
+            "system": {"elapsed_s": 1.0, "idle_wakeups_per_s": wakeups, "deepest_state": "C6",
+                       "cpu_time_accounts": {"explanation": "a sentence long enough to be prose, not a figure"}},
+            "energy": {"total_j": 2.0},
+            "processes": [{"pid": 1, "comm": "app"}],
+            "threads": [{"tid": 2, "pid": 1, "comm": "main", "cpu_time_s": cpu, "sync_switches": 3}]
+        })
+    }
+
+    #[test]
+    fn the_text_page_has_every_part_and_leaves_prose_to_json() {
+        let d = diff(&report(100.0, 0.5), &report(10.0, 0.25), Rows::Thread, None);
+        let sides = Sides {
+            a: "a.rec".into(),
+            b: "b.rec".into(),
+            by: "thread",
+        };
+        let page = text(&d, &sides);
+        assert!(page.starts_with("A = a.rec\nB = b.rec\n"), "{page}");
+        let line = page
+            .lines()
+            .find(|l| l.starts_with("idle_wakeups_per_s"))
+            .unwrap();
+        let cells: Vec<&str> = line.split_whitespace().collect();
+        assert_eq!(
+            cells,
+            ["idle_wakeups_per_s", "100.0", "10.00", "10.0×", "90.00"]
+        );
+        assert!(!page.contains("deepest_state"), "equal text is left out");
+        assert!(!page.contains("a sentence long"), "prose stays in JSON");
+        let row = page.lines().find(|l| l.starts_with("app / main")).unwrap();
+        let cells: Vec<&str> = row.split_whitespace().collect();
+        assert_eq!(
+            cells[..8],
+            ["app", "/", "main", "both", "0.5000", "0.2500", "3", "3"]
+        );
+        assert!(
+            page.contains("Comparison summary\n  idleness:\n    - A wakes"),
+            "{page}"
+        );
+        let j: Value = serde_json::from_str(&json(&d, &sides)).unwrap();
+        assert_eq!(j["by"], "thread");
+        assert_eq!(j["rows"][0]["key"], "app / main");
+        assert!(j["system"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|m| m["metric"] == "cpu_time_accounts.explanation"));
+        let csv = csv(&d);
+        assert!(
+            csv.contains("\nidle_wakeups_per_s,100.0,10.0,10,90\n"),
+            "{csv}"
+        );
+        assert!(
+            csv.contains("\napp / main,0.5,0.25,0.25,3,3,0.0\n"),
+            "{csv}"
+        );
+    }
+}

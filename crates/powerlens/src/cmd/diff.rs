@@ -1,0 +1,112 @@
+//! `powerlens diff A B`: two recordings side by side, as the Windows 7 vs Windows 8 power
+//! study compares two systems.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use anyhow::Context;
+use clap::{Args, ValueEnum};
+use powerlens_core::diff::{self, Rows};
+use powerlens_core::stacks::grid::Grouping;
+use powerlens_report::diff::{self as view, Sides};
+use powerlens_report::recording as report_view;
+use serde_json::Value;
+
+use crate::cli::GlobalArgs;
+use crate::cmd::report::{analyse, target_states, AnalyseOptions};
+
+#[derive(Debug, Args)]
+#[command(after_long_help = "\
+Examples:
+  powerlens diff before.rec after.rec
+  powerlens diff fast.rec slow.rec --by process
+  powerlens diff a.rec b.rec --json | jq '.summary'
+  powerlens diff a.rec b.rec --target server     # judge idle periods against a server's C6
+
+Every figure of `report`'s system section (and its energy section, as energy.*) is shown
+for A and B with its ratio A / B and its difference A − B; with --json, `a` and `b` are the
+very values the two reports print. Rows are matched across the recordings: processes by
+command, threads by process command and thread name in order of creation, functions by
+symbol; a row found in one recording only is shown as such. The comparison summary gives
+findings in the four sections of the Windows 7 vs Windows 8 power study: idleness,
+scheduling, active work, energy (with E = P × t).")]
+pub struct DiffArgs {
+    /// The first recording (A).
+    #[arg(value_name = "A")]
+    pub a: PathBuf,
+
+    /// The second recording (B).
+    #[arg(value_name = "B")]
+    pub b: PathBuf,
+
+    /// Which rows to match and compare.
+    #[arg(long, value_enum, default_value_t = DiffBy::Thread)]
+    pub by: DiffBy,
+
+    /// Print the comparison as JSON: `system[]` (metric, a, b, ratio, difference),
+    /// `rows[]` (key, a, b, difference), `summary[]` (section, finding), `notes[]`.
+    #[arg(long, conflicts_with = "csv")]
+    pub json: bool,
+
+    /// Print the system figures, then the matched rows, as CSV.
+    #[arg(long)]
+    pub csv: bool,
+
+    /// Treat every process as the target in both recordings (as `report --all-processes`).
+    #[arg(long)]
+    pub all_processes: bool,
+
+    /// Judge the mean idle before a wake-up against a target machine's deepest idle state
+    /// (as `report --target`: server, client, or a JSON file).
+    #[arg(long, value_name = "NAME|FILE")]
+    pub target: Option<String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum DiffBy {
+    Process,
+    Thread,
+    /// Per function (needs stacks in both recordings).
+    Function,
+}
+
+pub fn execute(global: &GlobalArgs, args: DiffArgs) -> anyhow::Result<ExitCode> {
+    let (rows, by) = match args.by {
+        DiffBy::Process => (Rows::Process, "process"),
+        DiffBy::Thread => (Rows::Thread, "thread"),
+        DiffBy::Function => (Rows::Function, "function"),
+    };
+    // A bad --target fails before the analyses.
+    let target = args.target.as_deref().map(target_states).transpose()?;
+    let roots = global.roots()?;
+    let options = AnalyseOptions {
+        all_processes: args.all_processes,
+        grouping: (rows == Rows::Function).then_some(Grouping::Function),
+        stacks: true,
+        roots: &roots,
+    };
+    let a = report_json(&args.a, &options).context("A")?;
+    let b = report_json(&args.b, &options).context("B")?;
+    let diff = diff::diff(&a, &b, rows, target.as_ref());
+    let sides = Sides {
+        a: args.a.display().to_string(),
+        b: args.b.display().to_string(),
+        by,
+    };
+    let out = if args.json {
+        view::json(&diff, &sides) + "\n"
+    } else if args.csv {
+        view::csv(&diff)
+    } else {
+        view::text(&diff, &sides)
+    };
+    print!("{out}");
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The recording's report as `report --json` prints it, so that the diff's figures are
+/// that report's own.
+fn report_json(path: &Path, options: &AnalyseOptions<'_>) -> anyhow::Result<Value> {
+    let analysed = analyse(path, options)?;
+    Ok(serde_json::from_str(&report_view::json(&analysed.report))?)
+}
