@@ -3,24 +3,19 @@
 //! the periods (about 1000/s against 10/s of the sleeper, plus the system's own).
 
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Output;
 
 use serde_json::Value;
 
 mod common;
-use common::{live_recording, stderr, with_tracefs};
+use common::{live_recording, on_this_machine, stderr, with_tracefs};
 
 fn bin() -> &'static str {
     env!("CARGO_BIN_EXE_powerlens")
 }
 
 fn powerlens(args: &[&str]) -> Output {
-    Command::new(bin())
-        .env_remove("POWERLENS_SYSFS_ROOT")
-        .env_remove("POWERLENS_PROCFS_ROOT")
-        .args(args)
-        .output()
-        .unwrap()
+    on_this_machine(args)
 }
 
 fn ok_json(o: Output) -> Value {

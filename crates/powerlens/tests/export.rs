@@ -16,19 +16,16 @@ use powerlens_store::recording::{RecordingReader, RecordingWriter, ThreadRow};
 use serde_json::{json, Value};
 
 mod common;
-use common::{assert_renders_in_chromium, assert_self_contained, stderr, with_tracefs};
+use common::{
+    assert_renders_in_chromium, assert_self_contained, on_this_machine, stderr, with_tracefs,
+};
 
 fn bin() -> &'static str {
     env!("CARGO_BIN_EXE_powerlens")
 }
 
 fn powerlens(args: &[&str]) -> Output {
-    Command::new(bin())
-        .env_remove("POWERLENS_SYSFS_ROOT")
-        .env_remove("POWERLENS_PROCFS_ROOT")
-        .args(args)
-        .output()
-        .unwrap()
+    on_this_machine(args)
 }
 
 fn ok(o: Output) -> Output {

@@ -22,6 +22,17 @@ pub fn powerlens(sysfs: &Path, db: &Path, args: &[&str]) -> Output {
     command(sysfs, db).args(args).output().unwrap()
 }
 
+/// Runs the binary to completion on this machine's own sysfs and procfs (any override in
+/// the test's environment removed).
+pub fn on_this_machine(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_powerlens"))
+        .env_remove("POWERLENS_SYSFS_ROOT")
+        .env_remove("POWERLENS_PROCFS_ROOT")
+        .args(args)
+        .output()
+        .unwrap()
+}
+
 /// The JSON on stdout; on failure, panics showing stdout and stderr.
 pub fn json(o: &Output) -> serde_json::Value {
     serde_json::from_slice(&o.stdout)
