@@ -1,10 +1,12 @@
 //! Views of `powerlens diff`: the text page (system figures, matched rows, the comparison
-//! summary), JSON and CSV.
+//! summary), an HTML page with the same and plots of both sides, JSON and CSV.
 
 use powerlens_core::diff::{Diff, MetricDiff, RowDiff};
 use serde::Serialize;
 use serde_json::Value;
 
+use crate::html::{hbars_svg, Bars, PALETTE};
+use crate::page::Page;
 use crate::table::{csv_field, sig, Table};
 
 /// What the two recordings are, for the page's head and the JSON.
@@ -89,6 +91,191 @@ pub fn text(diff: &Diff, sides: &Sides) -> String {
         out += &format!("note: {n}\n");
     }
     out
+}
+
+/// The HTML page: the summary first, then idle-state residency, wake-ups and energy per
+/// domain of A and B as bars on one axis, the system figures and the matched rows as
+/// sortable tables. `a` and `b` are the two reports (`report --json`).
+pub fn html(diff: &Diff, sides: &Sides, a: &Value, b: &Value) -> String {
+    let mut page = Page::new(&format!("powerlens diff: {} vs {}", sides.a, sides.b));
+    page.key_values(&[("A", sides.a.clone()), ("B", sides.b.clone())]);
+    page.h2("Comparison summary");
+    let mut sections: Vec<&str> = diff.summary.iter().map(|f| f.section).collect();
+    sections.dedup();
+    for section in sections {
+        page.p(section);
+        let items: Vec<Vec<String>> = diff
+            .summary
+            .iter()
+            .filter(|f| f.section == section)
+            .map(|f| vec![f.finding.clone()])
+            .collect();
+        page.list(&items);
+    }
+    for n in &diff.notes {
+        page.note(n);
+    }
+    page.h2("Idle-state residency");
+    match residency_bars(a, b) {
+        Some(svg) => {
+            page.svg(&svg);
+            page.note("Seconds in each idle state, summed over the CPUs: the cpuidle sysfs counters over each recording.");
+        }
+        None => {
+            page.unavailable("neither recording has idle-state residency (no cpuidle in sysfs)")
+        }
+    }
+    page.h2("Wake-ups per second");
+    page.svg(&wakeup_bars(a, b));
+    page.note("Wake-ups the target received per second of the recording, by cause.");
+    page.h2("Energy per domain");
+    match energy_bars(a, b) {
+        Some(svg) => page.svg(&svg),
+        None => page.unavailable(
+            "no energy figure in at least one recording (see each report's energy provenance)",
+        ),
+    }
+    page.h2("System figures (ratio = A / B, difference = A − B)");
+    let mut t = Table::new(["metric", "A", "B", "A/B", "A − B"]);
+    for m in diff.system.iter().filter(|m| !is_prose(m)) {
+        t.row([
+            m.metric.clone(),
+            value(&m.a),
+            value(&m.b),
+            m.ratio.map(|r| sig(r, 3)).unwrap_or_default(),
+            m.difference.map(|d| sig(d, 4)).unwrap_or_default(),
+        ]);
+    }
+    page.table(&t);
+    page.h2(&format!("Rows by {} (click a column to sort)", sides.by));
+    page.table(&rows_table(diff));
+    page.finish()
+}
+
+fn rows_table(diff: &Diff) -> Table {
+    let mut headers = vec!["row".to_string(), "in".to_string()];
+    for c in ROW_COLUMNS {
+        headers.push(format!("{c} A"));
+        headers.push(format!("{c} B"));
+    }
+    let mut t = Table::new(headers);
+    for r in &diff.rows {
+        t.row(row_cells(r));
+    }
+    t
+}
+
+/// Per side, the seconds in each idle state over every CPU (sysfs counters), by state
+/// name in A's order then B's.
+fn residency_bars(a: &Value, b: &Value) -> Option<String> {
+    let per_state = |r: &Value| {
+        let mut out: Vec<(String, f64)> = Vec::new();
+        for cpu in r["cpus"].as_array().into_iter().flatten() {
+            for s in cpu["idle_states"].as_array().into_iter().flatten() {
+                let (Some(name), Some(t)) = (s["name"].as_str(), s["sysfs_time_s"].as_f64()) else {
+                    continue;
+                };
+                match out.iter_mut().find(|(n, _)| n == name) {
+                    Some((_, sum)) => *sum += t,
+                    None => out.push((name.to_string(), t)),
+                }
+            }
+        }
+        out
+    };
+    let (sa, sb) = (per_state(a), per_state(b));
+    if sa.is_empty() && sb.is_empty() {
+        return None;
+    }
+    Some(named_bars(
+        &sa,
+        &sb,
+        "idle-state residency of A and B",
+        "seconds in the state, all CPUs",
+        "s",
+    ))
+}
+
+/// A and B as two stacked bars of named parts (states, domains), the names of A then B's
+/// own in the legend; a part one side lacks is 0 there.
+fn named_bars(
+    a: &[(String, f64)],
+    b: &[(String, f64)],
+    aria: &str,
+    axis_label: &str,
+    unit: &str,
+) -> String {
+    let mut names: Vec<&String> = a.iter().map(|(n, _)| n).collect();
+    for (n, _) in b {
+        if !names.contains(&n) {
+            names.push(n);
+        }
+    }
+    let row = |side: &[(String, f64)]| -> Vec<f64> {
+        names
+            .iter()
+            .map(|n| side.iter().find(|(m, _)| m == *n).map_or(0.0, |(_, v)| *v))
+            .collect()
+    };
+    hbars_svg(&Bars {
+        aria,
+        legend: names
+            .iter()
+            .zip(PALETTE.iter().cycle())
+            .map(|(n, c)| (n.to_string(), *c))
+            .collect(),
+        rows: vec![("A".into(), row(a)), ("B".into(), row(b))],
+        max: 0.0,
+        axis_label,
+        unit,
+    })
+}
+
+fn wakeup_bars(a: &Value, b: &Value) -> String {
+    const CAUSES: [&str; 5] = ["thread", "timer", "irq", "softirq", "ipi"];
+    let rates = |r: &Value| -> Vec<f64> {
+        let elapsed = r["system"]["elapsed_s"].as_f64().filter(|e| *e > 0.0);
+        CAUSES
+            .iter()
+            .map(
+                |c| match (r["system"]["wakeups_received"][c].as_f64(), elapsed) {
+                    (Some(n), Some(e)) => n / e,
+                    _ => 0.0,
+                },
+            )
+            .collect()
+    };
+    hbars_svg(&Bars {
+        aria: "wake-ups per second of A and B, by cause",
+        legend: CAUSES
+            .iter()
+            .zip(PALETTE)
+            .map(|(c, color)| (c.to_string(), color))
+            .collect(),
+        rows: vec![("A".into(), rates(a)), ("B".into(), rates(b))],
+        max: 0.0,
+        axis_label: "wake-ups per second",
+        unit: "/s",
+    })
+}
+
+fn energy_bars(a: &Value, b: &Value) -> Option<String> {
+    let domains = |r: &Value| -> Option<Vec<(String, f64)>> {
+        let list = r["system"]["energy_domains"].as_array()?;
+        let out: Vec<(String, f64)> = list
+            .iter()
+            .filter_map(|d| Some((d["name"].as_str()?.to_string(), d["energy_j"].as_f64()?)))
+            .collect();
+        (!out.is_empty()).then_some(out)
+    };
+    let (da, db) = (domains(a)?, domains(b)?);
+    Some(named_bars(
+        &da,
+        &db,
+        "energy per domain of A and B",
+        "joules",
+        "J",
+    ))
 }
 
 fn row_cells(r: &RowDiff) -> Vec<String> {

@@ -346,22 +346,22 @@ pub fn timeline_svg(t: &Timeline) -> String {
 }
 
 /// Horizontal stacked bars: one row per label, one segment per legend entry.
-struct Bars<'a> {
-    aria: &'a str,
-    legend: Vec<(String, &'static str)>,
-    rows: Vec<(String, Vec<f64>)>,
+pub(crate) struct Bars<'a> {
+    pub(crate) aria: &'a str,
+    pub(crate) legend: Vec<(String, &'static str)>,
+    pub(crate) rows: Vec<(String, Vec<f64>)>,
     /// The axis' end (the longest bar when larger).
-    max: f64,
-    axis_label: &'a str,
+    pub(crate) max: f64,
+    pub(crate) axis_label: &'a str,
     /// Unit in each segment's tooltip.
-    unit: &'a str,
+    pub(crate) unit: &'a str,
 }
 
-const PALETTE: [&str; 8] = [
+pub(crate) const PALETTE: [&str; 8] = [
     "#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#17becf",
 ];
 
-fn hbars_svg(b: &Bars<'_>) -> String {
+pub(crate) fn hbars_svg(b: &Bars<'_>) -> String {
     let bar_h = 20.0;
     let top = 30.0;
     let height = top + bar_h * b.rows.len() as f64 + 60.0;

@@ -8,7 +8,10 @@ use std::process::Output;
 use serde_json::Value;
 
 mod common;
-use common::{live_recording, on_this_machine, stderr, with_tracefs};
+use common::{
+    assert_renders_in_chromium, assert_self_contained, live_recording, on_this_machine, stderr,
+    with_tracefs,
+};
 
 fn bin() -> &'static str {
     env!("CARGO_BIN_EXE_powerlens")
@@ -181,6 +184,35 @@ fn a_short_sleeper_against_a_long_one() {
     let csv = powerlens(&["diff", fast, slow, "--csv"]);
     let csv = String::from_utf8(csv.stdout).unwrap();
     assert!(csv.starts_with("metric,a,b,ratio,difference\n"), "{csv}");
+
+    // The HTML page, with a recording whose path is markup (a directory named `<i>pwn<`
+    // holding `i>.rec`): escaped everywhere, self-contained, rendered by Chromium.
+    let odd_dir = dir.path().join("<i>pwn<");
+    std::fs::create_dir(&odd_dir).unwrap();
+    let odd = odd_dir.join("i>.rec");
+    std::fs::copy(slow, &odd).unwrap();
+    let html = dir.path().join("diff.html");
+    let o = powerlens(&[
+        "diff",
+        fast,
+        odd.to_str().unwrap(),
+        "--html",
+        html.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let page = assert_self_contained(&html, "<i>pwn</i>", "&lt;i&gt;pwn&lt;/i&gt;");
+    for part in [
+        "Comparison summary",
+        "Idle-state residency",
+        "Wake-ups per second",
+        "Energy per domain",
+        "idle_wakeups_per_s",
+        "sleepy-0",
+    ] {
+        assert!(page.contains(part), "{part} missing");
+    }
+    assert!(page.matches("<svg").count() >= 3);
+    assert_renders_in_chromium(&html, "<i>pwn</i>", "i");
 }
 
 #[test]

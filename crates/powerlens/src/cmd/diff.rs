@@ -21,6 +21,7 @@ Examples:
   powerlens diff before.rec after.rec
   powerlens diff fast.rec slow.rec --by process
   powerlens diff a.rec b.rec --json | jq '.summary'
+  powerlens diff a.rec b.rec --html diff.html    # the summary, plots and tables, one offline file
   powerlens diff a.rec b.rec --target server     # judge idle periods against a server's C6
 
 Every figure of `report`'s system section (and its energy section, as energy.*) is shown
@@ -51,6 +52,12 @@ pub struct DiffArgs {
     /// Print the system figures, then the matched rows, as CSV.
     #[arg(long)]
     pub csv: bool,
+
+    /// Write the comparison as one offline HTML page to FILE: the summary, A's and B's
+    /// idle-state residency, wake-ups per second and energy per domain as bars on one
+    /// axis, the system figures and the matched rows as sortable tables.
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["json", "csv"])]
+    pub html: Option<PathBuf>,
 
     /// Treat every process as the target in both recordings (as `report --all-processes`).
     #[arg(long)]
@@ -93,6 +100,12 @@ pub fn execute(global: &GlobalArgs, args: DiffArgs) -> anyhow::Result<ExitCode> 
         b: args.b.display().to_string(),
         by,
     };
+    if let Some(path) = &args.html {
+        let page = view::html(&diff, &sides, &a, &b);
+        super::export::write_whole(path, page.as_bytes())?;
+        eprintln!("wrote {}", path.display());
+        return Ok(ExitCode::SUCCESS);
+    }
     let out = if args.json {
         view::json(&diff, &sides) + "\n"
     } else if args.csv {
