@@ -2,7 +2,7 @@
 
 use std::path::{Path, PathBuf};
 
-use rusqlite::{params, Connection, OpenFlags, OptionalExtension};
+use rusqlite::{params, Connection, OpenFlags, OptionalExtension, TransactionBehavior};
 
 use crate::{StoreError, APPLICATION_ID, RESULTS_SCHEMA_VERSION};
 
@@ -33,6 +33,10 @@ CREATE TABLE runs (
     PRIMARY KEY (result_id, idx)
 );
 ";
+
+/// How long a process waits for another one's write to the database before giving up:
+/// `run`, `compare` and `sweep` processes sharing one database queue on it.
+const BUSY_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
 
 /// A result to append.
 #[derive(Debug, Clone, PartialEq)]
@@ -108,8 +112,30 @@ impl ResultsDb {
                 path: path.clone(),
                 source,
             })?;
+        conn.busy_timeout(BUSY_TIMEOUT)
+            .map_err(|source| StoreError::Open {
+                path: path.clone(),
+                source,
+            })?;
         let db = ResultsDb { conn, path };
-        db.check_or_create(existed)?;
+        // Openers take turns (an immediate transaction: one writer at a time), so that two
+        // processes creating the database at once do not both create its tables, and none
+        // reads a header half written by another.
+        db.conn.execute_batch("BEGIN IMMEDIATE").map_err(|e| {
+            if e.sqlite_error_code() == Some(rusqlite::ErrorCode::NotADatabase) {
+                db.not_ours(e.to_string())
+            } else {
+                db.sql()(e)
+            }
+        })?;
+        let checked = db.check_or_create(existed);
+        let end = if checked.is_ok() {
+            "COMMIT"
+        } else {
+            "ROLLBACK"
+        };
+        db.conn.execute_batch(end).map_err(db.sql())?;
+        checked?;
         Ok(db)
     }
 
@@ -122,6 +148,11 @@ impl ResultsDb {
                 source,
             },
         )?;
+        conn.busy_timeout(BUSY_TIMEOUT)
+            .map_err(|source| StoreError::Open {
+                path: path.clone(),
+                source,
+            })?;
         let db = ResultsDb { conn, path };
         db.check_or_create(true)?;
         Ok(db)
@@ -188,9 +219,10 @@ impl ResultsDb {
         Ok(())
     }
 
+    /// Inside the opener's transaction (see [`ResultsDb::open`]).
     fn create_schema(&self) -> Result<(), StoreError> {
         let sql = format!(
-            "BEGIN; {SCHEMA} PRAGMA application_id = {APPLICATION_ID}; PRAGMA user_version = {RESULTS_SCHEMA_VERSION}; COMMIT;"
+            "{SCHEMA} PRAGMA application_id = {APPLICATION_ID}; PRAGMA user_version = {RESULTS_SCHEMA_VERSION};"
         );
         self.conn.execute_batch(&sql).map_err(self.sql())
     }
@@ -202,7 +234,12 @@ impl ResultsDb {
             path: path.clone(),
             source,
         };
-        let tx = self.conn.transaction().map_err(sql)?;
+        // Immediate: the write lock is taken (or waited for) up front, never upgraded from a
+        // read lock, which SQLite refuses at once when another process writes.
+        let tx = self
+            .conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)
+            .map_err(sql)?;
         tx.execute(
             "INSERT INTO results (created_unix, kind, command, label, runs, complete, provenance,
                                   mean_wall_s, mean_energy_j, document)

@@ -1295,3 +1295,35 @@ fn a_window_ends_with_its_last_second_committed() {
         eprintln!("no sysfs samples on this machine (no meter, cpuidle or cpufreq): the sample part is not checked");
     }
 }
+
+/// Two recordings at once on one machine, each of its own command: both complete, and each
+/// holds its own target (the command's sleeps) and not the other's.
+#[test]
+fn two_recordings_at_once_both_work() {
+    let Some(_serial) = live_recording() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let recs = [dir.path().join("one.rec"), dir.path().join("two.rec")];
+    let outputs: Vec<Output> = std::thread::scope(|scope| {
+        let handles: Vec<_> = recs
+            .iter()
+            .zip(["0.3", "0.4"])
+            .map(|(rec, secs)| scope.spawn(move || record_live(rec, &[], &["sleep", secs], &[])))
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    let mut pids = Vec::new();
+    for ((rec, o), secs) in recs.iter().zip(&outputs).zip([0.3, 0.4]) {
+        ok(o);
+        let report = report_json(rec, &[]);
+        let threads = report["threads"].as_array().unwrap();
+        assert_eq!(threads.len(), 1, "{rec:?}: {threads:?}");
+        assert_eq!(threads[0]["comm"], "sleep");
+        assert!(threads[0]["sync_switches"].as_u64().unwrap() >= 1);
+        pids.push(threads[0]["pid"].as_u64().unwrap());
+        let elapsed = report["system"]["elapsed_s"].as_f64().unwrap();
+        assert!(elapsed >= secs, "{rec:?}: {elapsed} s for a {secs} s sleep");
+    }
+    assert_ne!(pids[0], pids[1], "each recording has its own target");
+}
