@@ -990,10 +990,19 @@ pub fn system_items(report: &RecordingReport) -> Vec<(&'static str, String)> {
         &mut out,
         "wake-ups by cause",
         match (&s.wakeups_received, s.migrations) {
-            (Some(w), Some(m)) => format!(
-                "thread {}, timer {}, irq {}, softirq {}, ipi/idle {}; migrations {m}",
-                w.thread, w.timer, w.irq, w.softirq, w.ipi
-            ),
+            (Some(w), Some(m)) => {
+                let mut line = format!(
+                    "thread {}, timer {}, irq {}, softirq {}, ipi/idle {}; migrations {m}",
+                    w.thread, w.timer, w.irq, w.softirq, w.ipi
+                );
+                if s.unrecorded_wakeups > 0 {
+                    line += &format!(
+                        "; {} more not recorded, causes unknown (the CPU notes below say why)",
+                        s.unrecorded_wakeups
+                    );
+                }
+                line
+            }
             _ => "unavailable (no scheduler trace)".into(),
         },
     );
@@ -1102,6 +1111,11 @@ pub fn cpu_tables(report: &RecordingReport) -> Option<CpuTables> {
             .map(|u| u.reason.as_str())
             .unwrap_or("no frequency records for these CPUs");
         cpu_notes.push(format!("MHz {NOT_AVAILABLE}: {reason}"));
+    }
+    for c in &report.cpus {
+        if let Some(reason) = &c.wakeups_trace_incomplete {
+            cpu_notes.push(format!("cpu{} wake-ups: {reason}", c.cpu));
+        }
     }
     if report
         .cpus

@@ -165,6 +165,9 @@ pub struct CpuStats {
     pub idle_wakeups_at_least: Vec<(u64, u64)>,
     /// Switch-ins the kernel did not record, inferred from a later switch-out.
     pub inferred_switch_ins: u64,
+    /// Of those, switch-ins of a thread last seen blocking: its wake-up was not recorded
+    /// either, so the wake-ups received on this CPU are short of this many.
+    pub unrecorded_wakeups: u64,
     /// Time during which the CPU's frequency was known.
     pub freq_known_ns: u64,
     /// Σ time × frequency over that time, in kHz·ns.
@@ -782,6 +785,12 @@ impl<C: ThreadCharges> SchedAnalysis<C> {
                     }
                 }
                 let mut inferred = not_before.min(t);
+                if matches!(
+                    self.threads.get(prev).map(|th| th.state),
+                    Some(ThreadState::Blocked { .. })
+                ) {
+                    self.cpus[cpu as usize].stats.unrecorded_wakeups += 1;
+                }
                 if prev != IDLE_TID
                     && !matches!(
                         self.threads.get(prev).map(|th| th.state),

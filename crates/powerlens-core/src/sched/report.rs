@@ -275,6 +275,13 @@ pub struct CpuReport {
     /// which figures stand in; `None` when the trace has it.
     #[serde(default)]
     pub idle_trace_unavailable: Option<String>,
+    /// Threads that ran here after blocking with neither their wake-up nor their switch-in
+    /// recorded (the switch-in inferred): the wake-ups received here are short of this many.
+    #[serde(default)]
+    pub unrecorded_wakeups: u64,
+    /// Why, when `unrecorded_wakeups` is above zero.
+    #[serde(default)]
+    pub wakeups_trace_incomplete: Option<String>,
 }
 
 /// A declared idle state against the mean idle duration per wake-up.
@@ -339,6 +346,9 @@ pub struct SystemReport {
     pub migrations: Option<u64>,
     pub lost_records: u64,
     pub inferred_switch_ins: u64,
+    /// Σ the CPUs' `unrecorded_wakeups`: `wakeups_received` is short of this many.
+    #[serde(default)]
+    pub unrecorded_wakeups: u64,
     pub unavailable_events: Vec<UnavailableEvent>,
     /// Σ the threads' CPU time by the scheduler's account against the CPUs' busy time, with
     /// the reason when they differ; `None` in a reduced recording.
@@ -433,6 +443,27 @@ fn idle_trace_reason(cpu: u32, sysfs_entries: Option<u64>) -> String {
         None => format!(
             "no power:cpu_idle records from cpu{cpu}, and no cpuidle sysfs counters to tell whether it idled: the kernel may not deliver the tracepoint (some kernels and VMs never do)"
         ),
+    }
+}
+
+/// Why threads ran on `cpu` with no recorded wake-up: lost records, or (none lost) a
+/// kernel that does not deliver the tracepoints of that CPU's idle loop, the context in
+/// which a sleeping thread's timer wakes it and the CPU switches to it.
+fn unrecorded_wakeups_reason(cpu: u32, n: u64, lost: u64, no_idle_trace: bool) -> String {
+    let times = if n == 1 {
+        "once".to_string()
+    } else {
+        format!("{n} times")
+    };
+    let what = format!(
+        "{times} a thread ran on cpu{cpu} after blocking with neither its wake-up nor its switch-in recorded (the switch-in is inferred from its switch-out): the wake-ups received are short of {n}, their causes unknown"
+    );
+    if lost > 0 {
+        format!("{what}; {lost} records were lost on cpu{cpu} (use a larger --buffer-pages)")
+    } else if no_idle_trace {
+        format!("{what}; no record was lost: the kernel did not deliver the tracepoints fired in cpu{cpu}'s idle loop (no power:cpu_idle from it either; perf sees the same)")
+    } else {
+        format!("{what}; no record was lost: the kernel did not deliver those tracepoints")
     }
 }
 
@@ -592,6 +623,7 @@ pub fn build(summary: &SchedSummary, ctx: &RecordingContext) -> RecordingReport 
         let (wakeups, before) = st
             .map(|s| (Some(s.idle_wakeups), s.idle_before_wakeups_ns))
             .unwrap_or((None, 0));
+        let unrecorded_wakeups = st.map(|s| s.unrecorded_wakeups).unwrap_or(0);
         let idle_trace_unavailable = (!traced).then(|| {
             let sysfs_entries: Option<u64> = ctx.sysfs_idle.as_ref().ok().map(|_| {
                 sysfs
@@ -617,6 +649,15 @@ pub fn build(summary: &SchedSummary, ctx: &RecordingContext) -> RecordingReport 
             lost_records: lost.get(&cpu).copied().unwrap_or(0),
             idle_states,
             idle_trace_unavailable,
+            unrecorded_wakeups,
+            wakeups_trace_incomplete: (unrecorded_wakeups > 0).then(|| {
+                unrecorded_wakeups_reason(
+                    cpu,
+                    unrecorded_wakeups,
+                    lost.get(&cpu).copied().unwrap_or(0),
+                    !traced,
+                )
+            }),
         });
     }
 
@@ -737,6 +778,7 @@ pub fn build(summary: &SchedSummary, ctx: &RecordingContext) -> RecordingReport 
         migrations: traced.then(|| summary.threads.iter().map(|t| t.migrations).sum()),
         lost_records: lost.values().sum(),
         inferred_switch_ins: summary.cpus.iter().map(|c| c.inferred_switch_ins).sum(),
+        unrecorded_wakeups: summary.cpus.iter().map(|c| c.unrecorded_wakeups).sum(),
         unavailable_events: ctx
             .unavailable_events
             .iter()
