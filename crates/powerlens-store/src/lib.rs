@@ -8,6 +8,7 @@
 //! A recording (`powerlens record`) is a separate SQLite file with its own id: raw event
 //! chunks, samples, threads and metadata (see [`recording`]).
 
+mod files;
 pub mod recording;
 mod results;
 
@@ -33,6 +34,12 @@ pub enum StoreError {
         #[source]
         source: std::io::Error,
     },
+    #[error("cannot create the results database {path}: {source} (check that its directory is writable, or choose another with --db PATH)")]
+    CreateFile {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
     #[error("cannot open the results database {path}: {source} (check its permissions, or choose another with --db PATH)")]
     Open {
         path: PathBuf,
@@ -41,6 +48,8 @@ pub enum StoreError {
     },
     #[error("{path} is not a powerlens results database ({detail}); it was left untouched — move it aside or choose another file with --db PATH")]
     NotOurs { path: PathBuf, detail: String },
+    #[error("{path} is a symbolic link: powerlens does not write a database through one (a link planted there would send command lines elsewhere); give the real file's path, or remove the link")]
+    Symlink { path: PathBuf },
     #[error("the results database {path} has schema version {found}, newer than this powerlens understands ({supported}); upgrade powerlens")]
     TooNew {
         path: PathBuf,

@@ -14,6 +14,7 @@ use std::path::{Path, PathBuf};
 
 use rusqlite::{params, Connection, ErrorCode, OpenFlags, OptionalExtension};
 
+use crate::files::{create_private, side_file, SIDE_FILES};
 use crate::{StoreError, APPLICATION_ID};
 
 /// SQLite `application_id` of recordings ("PWLR"), distinct from the results database.
@@ -79,9 +80,6 @@ pub struct SymbolRow {
     pub function: Option<String>,
 }
 
-/// Side files SQLite may leave next to a database.
-const SIDE_FILES: [&str; 3] = ["-wal", "-shm", "-journal"];
-
 /// One thread seen during the recording.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct ThreadRow {
@@ -139,19 +137,15 @@ impl RecordingWriter {
     pub fn create(path: &Path) -> Result<Self, StoreError> {
         let path = path.to_path_buf();
         for suffix in SIDE_FILES {
-            let mut side = path.clone().into_os_string();
-            side.push(suffix);
-            let side = PathBuf::from(side);
-            if side.exists() {
+            let side = side_file(&path, suffix);
+            // symlink_metadata: a dangling link counts (SQLite would create its target).
+            if side.symlink_metadata().is_ok() {
                 return Err(StoreError::RecordingExists { path: side });
             }
         }
-        // create_new: atomic, never truncates a file that appeared meanwhile.
-        match std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .open(&path)
-        {
+        // create_new: atomic, never truncates a file that appeared meanwhile, never follows
+        // a link; for its owner only (a recording holds command lines).
+        match create_private(&path) {
             Ok(_) => {}
             Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
                 return Err(StoreError::RecordingExists { path })
@@ -770,6 +764,31 @@ impl ChunkCursor<'_> {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    /// A recording holds command lines: created for its owner only; a link planted at its
+    /// path or at its `-wal` (even dangling) is refused, and nothing is created through it.
+    #[test]
+    fn a_new_recording_is_private_and_planted_links_are_refused() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("r.rec");
+        let w = RecordingWriter::create(&path).unwrap();
+        drop(w);
+        let mode = path.metadata().unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o600);
+
+        let target = dir.path().join("target");
+        let linked = dir.path().join("linked.rec");
+        std::os::unix::fs::symlink(&target, &linked).unwrap();
+        assert!(RecordingWriter::create(&linked).is_err());
+        let side = dir.path().join("other.rec-wal");
+        std::os::unix::fs::symlink(&target, &side).unwrap();
+        let err = RecordingWriter::create(&dir.path().join("other.rec"))
+            .map(|_| ())
+            .unwrap_err();
+        assert!(err.to_string().contains("other.rec-wal"), "{err}");
+        assert!(!target.exists(), "nothing created through a link");
+    }
 
     fn chunk_bytes(i: u32, len: usize) -> Vec<u8> {
         (0..len).map(|k| (k as u32 ^ i) as u8).collect()

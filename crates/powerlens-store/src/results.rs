@@ -4,6 +4,7 @@ use std::path::{Path, PathBuf};
 
 use rusqlite::{params, Connection, OpenFlags, OptionalExtension, TransactionBehavior};
 
+use crate::files::{create_private, refuse_symlinks};
 use crate::{StoreError, APPLICATION_ID, RESULTS_SCHEMA_VERSION};
 
 const SCHEMA: &str = "
@@ -105,8 +106,25 @@ impl ResultsDb {
                 source,
             })?;
         }
+        refuse_symlinks(&path)?;
         let existed = path.exists();
-        let flags = OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_CREATE;
+        if !existed {
+            // For its owner only: it holds command lines. Another process may create it
+            // first: then this one opens that.
+            match create_private(&path) {
+                Ok(_) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+                Err(e) => {
+                    return Err(StoreError::CreateFile {
+                        path: path.clone(),
+                        source: e,
+                    })
+                }
+            }
+        }
+        let flags = OpenFlags::SQLITE_OPEN_READ_WRITE
+            | OpenFlags::SQLITE_OPEN_CREATE
+            | OpenFlags::SQLITE_OPEN_NOFOLLOW;
         let conn =
             Connection::open_with_flags(&path, flags).map_err(|source| StoreError::Open {
                 path: path.clone(),
@@ -327,6 +345,32 @@ fn result_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<ResultRow> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// It holds command lines: created for its owner only, whatever the umask; a symbolic
+    /// link at its path or at its journal is refused and nothing is written through it.
+    #[test]
+    fn a_new_database_is_private_and_links_are_refused() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("results.db");
+        let mut db = ResultsDb::open(&path).unwrap();
+        db.insert(&sample("secret-token-in-argv")).unwrap();
+        drop(db);
+        let mode = path.metadata().unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o600);
+
+        let victim = dir.path().join("victim");
+        std::fs::write(&victim, "keep").unwrap();
+        let link = dir.path().join("linked.db");
+        std::os::unix::fs::symlink(&victim, &link).unwrap();
+        let err = ResultsDb::open(&link).map(|_| ()).unwrap_err();
+        assert!(matches!(err, StoreError::Symlink { .. }), "{err}");
+        assert!(err.to_string().contains("symbolic link"), "{err}");
+        std::os::unix::fs::symlink(&victim, dir.path().join("results.db-journal")).unwrap();
+        let err = ResultsDb::open(&path).map(|_| ()).unwrap_err();
+        assert!(err.to_string().contains("results.db-journal"), "{err}");
+        assert_eq!(std::fs::read_to_string(&victim).unwrap(), "keep");
+    }
 
     fn sample(command: &str) -> NewResult {
         NewResult {

@@ -395,6 +395,30 @@ fn json_lines_and_csv_have_one_line_per_event() {
     );
 }
 
+/// A symbolic link planted at the export's `FILE.tmp` (where the export is written before
+/// its rename) is not written through: the victim file keeps its content and the export
+/// lands at FILE.
+#[test]
+fn a_link_planted_at_the_temporary_file_is_not_followed() {
+    let dir = tempfile::tempdir().unwrap();
+    let rec = synthetic(dir.path());
+    let victim = dir.path().join("victim");
+    std::fs::write(&victim, "keep").unwrap();
+    let out = dir.path().join("events.jsonl");
+    std::os::unix::fs::symlink(&victim, dir.path().join("events.jsonl.tmp")).unwrap();
+    ok(powerlens(&[
+        "export",
+        rec.to_str().unwrap(),
+        "--format",
+        "json",
+        "-o",
+        out.to_str().unwrap(),
+    ]));
+    assert_eq!(std::fs::read_to_string(&victim).unwrap(), "keep");
+    assert_eq!(std::fs::read_to_string(&out).unwrap().lines().count(), 17);
+    assert!(!out.symlink_metadata().unwrap().file_type().is_symlink());
+}
+
 #[test]
 fn an_unwritable_target_is_named_and_nothing_is_left_behind() {
     let dir = tempfile::tempdir().unwrap();

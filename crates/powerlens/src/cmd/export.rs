@@ -178,7 +178,13 @@ impl Target {
         let mut tmp = path.as_os_str().to_owned();
         tmp.push(".tmp");
         let tmp = PathBuf::from(tmp);
-        let file = File::create(&tmp).with_context(|| {
+        // A FILE.tmp left by a killed run is removed (unlink never follows a link), and the
+        // new one is created exclusively: a symbolic link planted there in between makes
+        // the creation fail rather than send the output (command lines) elsewhere.
+        if tmp.symlink_metadata().is_ok() {
+            let _ = std::fs::remove_file(&tmp);
+        }
+        let file = File::options().write(true).create_new(true).open(&tmp).with_context(|| {
             format!(
                 "cannot write the export to {} (creating {} failed; check that the directory exists and is writable, or choose another file)",
                 path.display(),
