@@ -60,6 +60,7 @@ fn csv_reproduces_len_browns_figures() {
 /// millisecond, and two live comparisons side by side on 2 CPUs broke both (an energy ratio
 /// of 0.68 for 0.75 in a clean-clone CI run).
 struct SteeredMeter {
+    _watchdog: common::Watchdog,
     _serial: std::sync::MutexGuard<'static, ()>,
     tree: FixtureTree,
     stop: Arc<AtomicBool>,
@@ -95,6 +96,7 @@ impl SteeredMeter {
             })
         };
         SteeredMeter {
+            _watchdog: common::watchdog(common::live_test_limit()),
             _serial: serial,
             tree,
             stop,

@@ -296,6 +296,7 @@ fn live_cstates_all_selects_each_state_and_restores() {
         eprintln!("skipped: {why}");
         return;
     }
+    let _watchdog = common::watchdog(common::live_test_limit());
     if !real_online_matches("0-1") {
         eprintln!("skipped: the fixture models two online CPUs (0-1), this machine differs");
         return;
@@ -399,6 +400,7 @@ fn live_ctrl_c_keeps_datapoints_and_restores() {
         eprintln!("skipped: {why}");
         return;
     }
+    let _watchdog = common::watchdog(common::live_test_limit());
     if !real_online_matches("0-1") {
         eprintln!("skipped: the fixture models two online CPUs (0-1), this machine differs");
         return;
@@ -513,6 +515,7 @@ fn live_default_cpu_is_one_whose_idle_records_arrive() {
         eprintln!("skipped: {why}");
         return;
     }
+    let _watchdog = common::watchdog(common::live_test_limit());
     let Ok(perf) = Command::new("perf")
         .args([
             "stat",
@@ -590,6 +593,7 @@ fn live_user_latency_median_agrees_with_cyclictest() {
         eprintln!("skipped: {why}");
         return;
     }
+    let _watchdog = common::watchdog(common::live_test_limit());
     if Command::new("cyclictest").arg("--help").output().is_err() {
         eprintln!("skipped: cyclictest (Debian rt-tests) is not installed");
         return;

@@ -161,18 +161,97 @@ pub fn is_root() -> bool {
 
 /// Live tests that trace every CPU or steer a fake meter by wall time run one at a time
 /// within a test binary, so that one test's load is not another's (cargo runs the
-/// binaries one after another).
-pub fn serial() -> std::sync::MutexGuard<'static, ()> {
+/// binaries one after another). The holder also has a [`watchdog`]: a live test is where
+/// a hung workload would hang.
+pub fn serial() -> Serial {
     static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
-    SERIAL.lock().unwrap_or_else(|p| p.into_inner())
+    let lock = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    Serial {
+        _watchdog: watchdog(live_test_limit()),
+        _lock: lock,
+    }
+}
+
+/// The serial lock and the watchdog of a live test, released together at its end.
+pub struct Serial {
+    // The watchdog first: it is dropped (disarmed) before the lock is released.
+    _watchdog: Watchdog,
+    _lock: std::sync::MutexGuard<'static, ()>,
 }
 
 /// For a test that records live (tracepoints on every CPU): the serial lock, or `None`,
 /// saying why, when not root.
-pub fn live_recording() -> Option<std::sync::MutexGuard<'static, ()>> {
+pub fn live_recording() -> Option<Serial> {
     if !is_root() {
         eprintln!("skipped: recording tracepoints needs root");
         return None;
     }
     Some(serial())
+}
+
+/// How long a live test may run: 300 s (the slowest takes about 30 s here), or
+/// `POWERLENS_TEST_LIMIT_S`.
+pub fn live_test_limit() -> std::time::Duration {
+    let secs = std::env::var("POWERLENS_TEST_LIMIT_S")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(300.0);
+    std::time::Duration::from_secs_f64(secs)
+}
+
+/// Ends the whole test binary (exit status 124, as `timeout`) if the test holding it is
+/// still running after `limit`, after killing the processes it started: a hung live
+/// workload must fail its test binary, not hold CI for its 90 minutes. Disarmed when
+/// dropped.
+pub struct Watchdog(#[allow(dead_code)] std::sync::mpsc::Sender<()>);
+
+pub fn watchdog(limit: std::time::Duration) -> Watchdog {
+    let (disarm, armed) = std::sync::mpsc::channel::<()>();
+    // The test harness names each test's thread after the test.
+    let test = std::thread::current()
+        .name()
+        .unwrap_or("a test")
+        .to_string();
+    std::thread::spawn(move || {
+        if armed.recv_timeout(limit) == Err(std::sync::mpsc::RecvTimeoutError::Timeout) {
+            eprintln!(
+                "{test}: still running after {limit:?}; killing the processes it started and ending this test binary (exit 124) so that a hung test does not hold the suite"
+            );
+            kill_children();
+            std::process::exit(124);
+        }
+    });
+    Watchdog(disarm)
+}
+
+/// SIGKILLs the processes this one started (found by their parent pid in /proc), and
+/// theirs, leaves first.
+fn kill_children() {
+    fn children_of(pid: u32) -> Vec<u32> {
+        let Ok(dir) = std::fs::read_dir("/proc") else {
+            return Vec::new();
+        };
+        dir.filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
+            .filter(|p| {
+                std::fs::read_to_string(format!("/proc/{p}/stat"))
+                    .ok()
+                    .and_then(|stat| {
+                        // After the command, which may hold spaces, in parentheses.
+                        let rest = &stat[stat.rfind(')')? + 2..];
+                        rest.split(' ').nth(1)?.parse::<u32>().ok()
+                    })
+                    == Some(pid)
+            })
+            .collect()
+    }
+    fn kill_tree(pid: u32) {
+        for child in children_of(pid) {
+            kill_tree(child);
+            // SAFETY: kill has no memory preconditions.
+            unsafe {
+                libc::kill(child as libc::pid_t, libc::SIGKILL);
+            }
+        }
+    }
+    kill_tree(std::process::id());
 }
