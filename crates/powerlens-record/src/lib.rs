@@ -64,6 +64,19 @@ pub mod meta {
     pub const UNWIND: &str = "unwind";
 }
 
+/// Opens a recording to read it, and checks that the tables its figures come from are
+/// what the recorder wrote: the warning to show when they are not (SQLite has no checksum
+/// of its own, so a damaged number would otherwise be read as another number).
+pub fn open_recording(path: &Path) -> anyhow::Result<(RecordingReader, Option<String>)> {
+    let reader = RecordingReader::open(path)
+        .with_context(|| format!("opening the recording {}", path.display()))?;
+    let warning = reader
+        .check_content()
+        .with_context(|| format!("checking the recording {}", path.display()))?
+        .warning(path);
+    Ok((reader, warning))
+}
+
 /// A full recording (trace) or the procfs fallback.
 pub const MODE_TRACE: &str = "trace";
 pub const MODE_REDUCED: &str = "reduced";

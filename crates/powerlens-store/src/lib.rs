@@ -8,13 +8,14 @@
 //! A recording (`powerlens record`) is a separate SQLite file with its own id: raw event
 //! chunks, samples, threads and metadata (see [`recording`]).
 
+mod checksum;
 mod files;
 pub mod recording;
 mod results;
 
 pub use recording::{
-    Chunk, ChunkCursor, RecordingReader, RecordingWriter, ThreadRow, RECORDING_APPLICATION_ID,
-    RECORDING_SCHEMA_VERSION,
+    Chunk, ChunkCursor, ContentCheck, RecordingReader, RecordingWriter, ThreadRow,
+    RECORDING_APPLICATION_ID, RECORDING_SCHEMA_VERSION,
 };
 pub use results::{NewResult, ResultRow, ResultsDb, RunRow};
 
@@ -24,7 +25,7 @@ use std::path::PathBuf;
 pub const APPLICATION_ID: i32 = 0x5057_4C4E;
 
 /// Schema version of the results database (`PRAGMA user_version`).
-pub const RESULTS_SCHEMA_VERSION: i32 = 1;
+pub const RESULTS_SCHEMA_VERSION: i32 = 2;
 
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
@@ -56,12 +57,13 @@ pub enum StoreError {
         found: i32,
         supported: i32,
     },
-    #[error("results database {path}: {source}")]
+    #[error("results database {path}: {}{}", brief(cause), damage_hint(cause))]
     Sql {
         path: PathBuf,
-        #[source]
-        source: rusqlite::Error,
+        cause: rusqlite::Error,
     },
+    #[error("result {id} in {path} is damaged: its contents no longer match the checksum saved with it, so its figures cannot be trusted (`powerlens runs list` leaves it out; run the measurement again)")]
+    ResultDamaged { id: i64, path: PathBuf },
     #[error("no result with id {id} in {path} (list them with `powerlens runs list`)")]
     NoSuchResult { id: i64, path: PathBuf },
     #[error("{path} already exists; move it aside or choose another name with -o FILE")]
@@ -100,10 +102,31 @@ pub enum StoreError {
     DiskFull { path: PathBuf },
     #[error("cannot write the recording {path}: {detail}; it keeps everything flushed until now")]
     RecordingWrite { path: PathBuf, detail: String },
-    #[error("recording {path}: {source}")]
+    #[error("recording {path}: {}{}", brief(cause), damage_hint(cause))]
     RecordingSql {
         path: PathBuf,
-        #[source]
-        source: rusqlite::Error,
+        cause: rusqlite::Error,
     },
+}
+
+/// SQLite's message alone, on one line: rusqlite's own display of a statement error
+/// repeats the message around the whole multi-line statement.
+fn brief(e: &rusqlite::Error) -> String {
+    let text = match e {
+        rusqlite::Error::SqliteFailure(_, Some(msg)) => msg.clone(),
+        rusqlite::Error::SqlInputError { msg, .. } => msg.clone(),
+        other => other.to_string(),
+    };
+    text.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// A table or column the schema should have and does not: the file was damaged or
+/// altered (its schema version is the one this powerlens reads).
+fn damage_hint(e: &rusqlite::Error) -> &'static str {
+    let text = brief(e);
+    if text.starts_with("no such table") || text.starts_with("no such column") {
+        " — the file is damaged or was altered; it was left untouched: restore it from a copy, or move it aside"
+    } else {
+        ""
+    }
 }

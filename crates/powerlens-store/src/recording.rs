@@ -14,6 +14,7 @@ use std::path::{Path, PathBuf};
 
 use rusqlite::{params, Connection, ErrorCode, OpenFlags, OptionalExtension};
 
+use crate::checksum::RowHasher;
 use crate::files::{create_private, side_file, SIDE_FILES};
 use crate::{StoreError, APPLICATION_ID};
 
@@ -351,6 +352,8 @@ impl RecordingWriter {
     /// cannot report an error.
     pub fn finish(mut self) -> Result<(), StoreError> {
         self.finished = true;
+        let crc = content_checksum(&self.conn).map_err(|e| self.write_error(e))?;
+        self.set_meta(CONTENT_CHECKSUM, &serde_json::json!(crc))?;
         self.flush()?;
         self.conn
             .execute_batch("COMMIT; PRAGMA journal_mode = DELETE;")
@@ -593,6 +596,22 @@ impl RecordingReader {
         })
     }
 
+    /// Whether the tables figures are computed from still hold what the recorder wrote
+    /// (see [`content_checksum`]).
+    pub fn check_content(&self) -> Result<ContentCheck, StoreError> {
+        let Some(stored) = self.meta(CONTENT_CHECKSUM)? else {
+            return Ok(ContentCheck::Unverified);
+        };
+        let computed = content_checksum(&self.conn).map_err(|e| read_error(&self.path, e))?;
+        Ok(match stored.as_u64() {
+            Some(s) if s == computed as u64 => ContentCheck::Verified,
+            _ => ContentCheck::Mismatch {
+                stored: stored.to_string(),
+                computed,
+            },
+        })
+    }
+
     /// One metadata value.
     pub fn meta(&self, key: &str) -> Result<Option<serde_json::Value>, StoreError> {
         let text: Option<String> = self
@@ -693,6 +712,55 @@ impl RecordingReader {
     }
 }
 
+/// The metadata key of [`content_checksum`]'s value, written when a recording ends.
+pub const CONTENT_CHECKSUM: &str = "content_crc32";
+
+/// What [`RecordingReader::check_content`] found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ContentCheck {
+    /// The checksum matches.
+    Verified,
+    /// No checksum: the recorder was killed before the end, or an older powerlens wrote it.
+    Unverified,
+    /// Something changed since the recorder wrote it.
+    Mismatch { stored: String, computed: u32 },
+}
+
+impl ContentCheck {
+    /// The warning a reader prints, when there is one to print.
+    pub fn warning(&self, path: &Path) -> Option<String> {
+        match self {
+            ContentCheck::Mismatch { stored, computed } => Some(format!(
+                "the recording {} is damaged: its tables (metadata, samples, threads, stacks, chunk index) no longer match the checksum written when it ended ({stored}, now {computed}); figures computed from them may be wrong: record again, or restore a copy",
+                path.display()
+            )),
+            _ => None,
+        }
+    }
+}
+
+/// A CRC-32 of everything a recording's figures are computed from besides the events' own
+/// bytes: the metadata (but this checksum), the samples, the thread table, the stacks and
+/// modules, and each chunk's index row with the CRC its bytes end with. Not the symbol
+/// cache, which reports add to later.
+fn content_checksum(conn: &Connection) -> rusqlite::Result<u32> {
+    let mut h = RowHasher::default();
+    h.query(
+        conn,
+        &format!("SELECT key, value FROM meta WHERE key != '{CONTENT_CHECKSUM}' ORDER BY key"),
+    )?;
+    for sql in [
+        "SELECT seq, cpu, first_ns, last_ns, events, substr(data, -4) FROM chunks ORDER BY seq",
+        "SELECT * FROM samples ORDER BY rowid",
+        "SELECT * FROM threads ORDER BY rowid",
+        "SELECT * FROM stacks ORDER BY rowid",
+        "SELECT * FROM modules ORDER BY rowid",
+    ] {
+        h.query(conn, sql)?;
+    }
+    Ok(h.finish())
+}
+
 fn read_error(path: &Path, e: rusqlite::Error) -> StoreError {
     if is_corruption(&e) {
         StoreError::RecordingCorrupt {
@@ -702,7 +770,7 @@ fn read_error(path: &Path, e: rusqlite::Error) -> StoreError {
     } else {
         StoreError::RecordingSql {
             path: path.to_path_buf(),
-            source: e,
+            cause: e,
         }
     }
 }
@@ -764,6 +832,50 @@ impl ChunkCursor<'_> {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    /// The checksum written at the end covers what figures come from: a changed sample,
+    /// thread or chunk index row is found; the symbol cache (which reports add to) is not
+    /// covered; a recording that never ended has no checksum and is unverified.
+    #[test]
+    fn the_content_checksum_finds_changed_values() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("c.rec");
+        let mut w = RecordingWriter::create(&path).unwrap();
+        w.set_meta("mode", &json!("trace")).unwrap();
+        w.append_chunk(0, 10, 20, 2, &chunk_bytes(1, 40)).unwrap();
+        w.append_sample(15, "energy", &json!({"package-0": 12.5}))
+            .unwrap();
+        w.finish().unwrap();
+        let check = |sql: &str| {
+            let copy = dir.path().join("copy.rec");
+            std::fs::copy(&path, &copy).unwrap();
+            Connection::open(&copy).unwrap().execute_batch(sql).unwrap();
+            RecordingReader::open(&copy)
+                .unwrap()
+                .check_content()
+                .unwrap()
+        };
+        assert_eq!(check("SELECT 1"), ContentCheck::Verified);
+        for damage in [
+            "UPDATE samples SET data = '{\"package-0\":13.5}'",
+            "UPDATE chunks SET cpu = 1",
+            "UPDATE chunks SET events = 3",
+            "UPDATE meta SET value = '\"reduced\"' WHERE key = 'mode'",
+        ] {
+            let found = check(damage);
+            assert!(
+                matches!(found, ContentCheck::Mismatch { .. }),
+                "{damage}: {found:?}"
+            );
+            assert!(found.warning(&path).unwrap().contains("is damaged"));
+        }
+        let unended = dir.path().join("unended.rec");
+        let mut w = RecordingWriter::create(&unended).unwrap();
+        w.flush().unwrap();
+        std::mem::forget(w);
+        let r = RecordingReader::open(&unended).unwrap();
+        assert_eq!(r.check_content().unwrap(), ContentCheck::Unverified);
+    }
 
     /// A recording holds command lines: created for its owner only; a link planted at its
     /// path or at its `-wal` (even dangling) is refused, and nothing is created through it.
@@ -869,7 +981,9 @@ mod tests {
         assert_eq!(r.meta("command").unwrap(), Some(json!(["sleep", "1"])));
         assert_eq!(r.meta("lost_records").unwrap(), Some(json!(5)));
         assert_eq!(r.meta("nope").unwrap(), None);
-        assert_eq!(r.all_meta().unwrap().len(), 2);
+        // The two set, and the content checksum written at the end.
+        assert_eq!(r.all_meta().unwrap().len(), 3);
+        assert_eq!(r.check_content().unwrap(), ContentCheck::Verified);
         assert_eq!(r.cpus().unwrap(), vec![0, 1, 7]);
         assert_eq!(r.event_count().unwrap(), 10);
         let c1 = all_chunks(&r, 1);

@@ -4,6 +4,7 @@ use std::path::{Path, PathBuf};
 
 use rusqlite::{params, Connection, OpenFlags, OptionalExtension, TransactionBehavior};
 
+use crate::checksum::RowHasher;
 use crate::files::{create_private, refuse_symlinks};
 use crate::{StoreError, APPLICATION_ID, RESULTS_SCHEMA_VERSION};
 
@@ -19,7 +20,8 @@ CREATE TABLE results (
     provenance    TEXT    NOT NULL,
     mean_wall_s   REAL,
     mean_energy_j REAL,
-    document      TEXT    NOT NULL
+    document      TEXT    NOT NULL,
+    crc           INTEGER
 );
 CREATE TABLE runs (
     result_id  INTEGER NOT NULL REFERENCES results(id) ON DELETE CASCADE,
@@ -86,12 +88,17 @@ pub struct ResultRow {
     pub mean_wall_s: Option<f64>,
     pub mean_energy_j: Option<f64>,
     pub document: String,
+    /// Its checksum does not match its contents any more (see [`ResultsDb::list`]).
+    pub damaged: bool,
 }
 
 /// An open results database.
 pub struct ResultsDb {
     conn: Connection,
     path: PathBuf,
+    /// Whether results carry a checksum (schema version 2 on; a version-1 file opened
+    /// read-only has none).
+    has_crc: bool,
 }
 
 impl ResultsDb {
@@ -135,7 +142,11 @@ impl ResultsDb {
                 path: path.clone(),
                 source,
             })?;
-        let db = ResultsDb { conn, path };
+        let mut db = ResultsDb {
+            conn,
+            path,
+            has_crc: false,
+        };
         // Openers take turns (an immediate transaction: one writer at a time), so that two
         // processes creating the database at once do not both create its tables, and none
         // reads a header half written by another.
@@ -146,7 +157,7 @@ impl ResultsDb {
                 db.sql()(e)
             }
         })?;
-        let checked = db.check_or_create(existed);
+        let checked = db.check_or_create(existed, true);
         let end = if checked.is_ok() {
             "COMMIT"
         } else {
@@ -171,8 +182,12 @@ impl ResultsDb {
                 path: path.clone(),
                 source,
             })?;
-        let db = ResultsDb { conn, path };
-        db.check_or_create(true)?;
+        let mut db = ResultsDb {
+            conn,
+            path,
+            has_crc: false,
+        };
+        db.check_or_create(true, false)?;
         Ok(db)
     }
 
@@ -181,9 +196,9 @@ impl ResultsDb {
     }
 
     fn sql(&self) -> impl Fn(rusqlite::Error) -> StoreError + '_ {
-        |source| StoreError::Sql {
+        |cause| StoreError::Sql {
             path: self.path.clone(),
-            source,
+            cause,
         }
     }
 
@@ -194,7 +209,10 @@ impl ResultsDb {
         }
     }
 
-    fn check_or_create(&self, existed: bool) -> Result<(), StoreError> {
+    /// Checks that this is a powerlens results database this version reads, creating the
+    /// schema in an empty file and, when `writable`, bringing a version-1 file to version 2
+    /// (a checksum column; the results already there stay unverified).
+    fn check_or_create(&mut self, existed: bool, writable: bool) -> Result<(), StoreError> {
         // Reading the header is the first thing that fails on a corrupt or foreign file.
         let app_id: i32 = self
             .conn
@@ -217,7 +235,9 @@ impl ResultsDb {
                 // An empty SQLite database someone else made: still refuse to claim it.
                 return Err(self.not_ours("an SQLite file without powerlens tables"));
             }
-            return self.create_schema();
+            self.create_schema()?;
+            self.has_crc = true;
+            return Ok(());
         }
         if app_id == crate::RECORDING_APPLICATION_ID {
             return Err(
@@ -234,6 +254,22 @@ impl ResultsDb {
                 supported: RESULTS_SCHEMA_VERSION,
             });
         }
+        if version < RESULTS_SCHEMA_VERSION && writable {
+            self.conn
+                .execute_batch(&format!(
+                    "ALTER TABLE results ADD COLUMN crc INTEGER; PRAGMA user_version = {RESULTS_SCHEMA_VERSION};"
+                ))
+                .map_err(self.sql())?;
+        }
+        self.has_crc = self
+            .conn
+            .query_row(
+                "SELECT count(*) FROM pragma_table_info('results') WHERE name = 'crc'",
+                [],
+                |r| r.get::<_, i64>(0),
+            )
+            .map_err(self.sql())?
+            > 0;
         Ok(())
     }
 
@@ -248,9 +284,9 @@ impl ResultsDb {
     /// Appends a result and its runs in one transaction; returns its id.
     pub fn insert(&mut self, result: &NewResult) -> Result<i64, StoreError> {
         let path = self.path.clone();
-        let sql = |source| StoreError::Sql {
+        let sql = |cause| StoreError::Sql {
             path: path.clone(),
-            source,
+            cause,
         };
         // Immediate: the write lock is taken (or waited for) up front, never upgraded from a
         // read lock, which SQLite refuses at once when another process writes.
@@ -295,51 +331,105 @@ impl ResultsDb {
             )
             .map_err(sql)?;
         }
+        let crc = result_checksum(&tx, id).map_err(sql)?;
+        tx.execute(
+            "UPDATE results SET crc = ?1 WHERE id = ?2",
+            params![crc, id],
+        )
+        .map_err(sql)?;
         tx.commit().map_err(sql)?;
         Ok(id)
     }
 
-    /// All results, newest last.
+    /// All results, newest last. A result whose checksum no longer matches its contents
+    /// (SQLite has none of its own: a flipped bit reads as another number) is marked
+    /// `damaged`; results saved before checksums existed cannot be and are not.
     pub fn list(&self) -> Result<Vec<ResultRow>, StoreError> {
         let mut stmt = self
             .conn
-            .prepare(&format!("{SELECT_RESULT} ORDER BY id"))
+            .prepare(&format!("{} ORDER BY id", self.select()))
             .map_err(self.sql())?;
         let rows = stmt.query_map([], result_row).map_err(self.sql())?;
-        rows.collect::<Result<_, _>>().map_err(self.sql())
+        rows.map(|row| self.verified(row?))
+            .collect::<Result<_, _>>()
+            .map_err(self.sql())
     }
 
-    /// One result by id.
+    /// One result by id; an error when it is damaged.
     pub fn get(&self, id: i64) -> Result<ResultRow, StoreError> {
-        self.conn
-            .query_row(&format!("{SELECT_RESULT} WHERE id = ?1"), [id], result_row)
+        let row = self
+            .conn
+            .query_row(
+                &format!("{} WHERE id = ?1", self.select()),
+                [id],
+                result_row,
+            )
             .optional()
             .map_err(self.sql())?
             .ok_or_else(|| StoreError::NoSuchResult {
                 id,
                 path: self.path.clone(),
-            })
+            })?;
+        let row = self.verified(row).map_err(self.sql())?;
+        if row.damaged {
+            return Err(StoreError::ResultDamaged {
+                id,
+                path: self.path.clone(),
+            });
+        }
+        Ok(row)
+    }
+
+    fn select(&self) -> String {
+        let crc = if self.has_crc { "crc" } else { "NULL" };
+        format!("SELECT id, {RESULT_COLUMNS}, {crc} FROM results")
+    }
+
+    /// The row with `damaged` set from its stored checksum.
+    fn verified(&self, (mut row, crc): (ResultRow, Option<i64>)) -> rusqlite::Result<ResultRow> {
+        if let Some(stored) = crc {
+            row.damaged = result_checksum(&self.conn, row.id)? as i64 != stored;
+        }
+        Ok(row)
     }
 }
 
-const SELECT_RESULT: &str =
-    "SELECT id, created_unix, kind, command, label, runs, complete, provenance,
-    mean_wall_s, mean_energy_j, document FROM results";
+/// The columns of a result that its checksum covers, with its runs.
+const RESULT_COLUMNS: &str = "created_unix, kind, command, label, runs, complete, provenance,
+    mean_wall_s, mean_energy_j, document";
 
-fn result_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<ResultRow> {
-    Ok(ResultRow {
-        id: r.get(0)?,
-        created_unix: r.get(1)?,
-        kind: r.get(2)?,
-        command: r.get(3)?,
-        label: r.get(4)?,
-        runs: r.get(5)?,
-        complete: r.get(6)?,
-        provenance: r.get(7)?,
-        mean_wall_s: r.get(8)?,
-        mean_energy_j: r.get(9)?,
-        document: r.get(10)?,
-    })
+/// A CRC-32 of result `id`'s row and its runs, as stored.
+fn result_checksum(conn: &Connection, id: i64) -> rusqlite::Result<u32> {
+    let mut h = RowHasher::default();
+    h.query(
+        conn,
+        &format!("SELECT {RESULT_COLUMNS} FROM results WHERE id = {id}"),
+    )?;
+    h.query(
+        conn,
+        &format!("SELECT idx, wall_s, cpu_s, energy_j, power_w, exit_code, signal, domains FROM runs WHERE result_id = {id} ORDER BY idx"),
+    )?;
+    Ok(h.finish())
+}
+
+fn result_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<(ResultRow, Option<i64>)> {
+    Ok((
+        ResultRow {
+            id: r.get(0)?,
+            created_unix: r.get(1)?,
+            kind: r.get(2)?,
+            command: r.get(3)?,
+            label: r.get(4)?,
+            runs: r.get(5)?,
+            complete: r.get(6)?,
+            provenance: r.get(7)?,
+            mean_wall_s: r.get(8)?,
+            mean_energy_j: r.get(9)?,
+            document: r.get(10)?,
+            damaged: false,
+        },
+        r.get(11)?,
+    ))
 }
 
 #[cfg(test)]
@@ -370,6 +460,62 @@ mod tests {
         let err = ResultsDb::open(&path).map(|_| ()).unwrap_err();
         assert!(err.to_string().contains("results.db-journal"), "{err}");
         assert_eq!(std::fs::read_to_string(&victim).unwrap(), "keep");
+    }
+
+    /// Each result carries a checksum of its row and runs: a number changed in the file is
+    /// found (listed as damaged, refused by id), the others stay readable; a version-1
+    /// database gains the column on its next write and its old results stay unverified.
+    #[test]
+    fn a_changed_result_is_found_by_its_checksum() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("results.db");
+        let mut db = ResultsDb::open(&path).unwrap();
+        let (a, b) = (
+            db.insert(&sample("a")).unwrap(),
+            db.insert(&sample("b")).unwrap(),
+        );
+        db.conn
+            .execute("UPDATE runs SET energy_j = 31.0 WHERE result_id = ?1", [b])
+            .unwrap();
+        let rows = db.list().unwrap();
+        assert_eq!(
+            rows.iter().map(|r| (r.id, r.damaged)).collect::<Vec<_>>(),
+            [(a, false), (b, true)]
+        );
+        assert!(db.get(a).is_ok());
+        let err = db.get(b).map(|_| ()).unwrap_err();
+        assert!(matches!(err, StoreError::ResultDamaged { .. }), "{err}");
+
+        // Version 1: no crc column. Read-only it lists unverified; a writer adds the column.
+        let old = dir.path().join("old.db");
+        let conn = Connection::open(&old).unwrap();
+        conn.execute_batch(&format!(
+            "{} PRAGMA application_id = {APPLICATION_ID}; PRAGMA user_version = 1;",
+            SCHEMA.replace(",\n    crc           INTEGER", "")
+        ))
+        .unwrap();
+        conn.execute(
+            "INSERT INTO results (created_unix, kind, command, runs, complete, provenance, document) VALUES (1, 'run', 'x', 0, 1, 'p', '{}')",
+            [],
+        )
+        .unwrap();
+        drop(conn);
+        let ro = ResultsDb::open_existing(&old).unwrap();
+        assert!(!ro.has_crc);
+        assert!(!ro.list().unwrap()[0].damaged);
+        drop(ro);
+        let mut rw = ResultsDb::open(&old).unwrap();
+        assert!(rw.has_crc);
+        let new = rw.insert(&sample("new")).unwrap();
+        let rows = rw.list().unwrap();
+        assert_eq!(rows.len(), 2);
+        assert!(rows.iter().all(|r| !r.damaged));
+        assert!(rw.get(new).is_ok());
+        let version: i32 = rw
+            .conn
+            .query_row("PRAGMA user_version", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(version, RESULTS_SCHEMA_VERSION);
     }
 
     fn sample(command: &str) -> NewResult {

@@ -233,8 +233,10 @@ impl Target {
 }
 
 pub fn execute(global: &GlobalArgs, args: ExportArgs) -> anyhow::Result<ExitCode> {
-    let reader = RecordingReader::open(&args.recording)
-        .with_context(|| format!("opening the recording {}", args.recording.display()))?;
+    let (reader, damage) = powerlens_record::open_recording(&args.recording)?;
+    if let Some(warning) = damage {
+        eprintln!("warning: {warning}");
+    }
     let mode = reader.meta(meta::MODE)?;
     if mode.as_ref().and_then(|m| m.as_str()) == Some(MODE_REDUCED) {
         bail!(

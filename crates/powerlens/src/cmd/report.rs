@@ -336,8 +336,10 @@ pub struct Analysed {
 /// Reads and analyses a recording: one pass over its events, memory bounded by threads,
 /// CPUs and distinct stacks.
 pub fn analyse(path: &std::path::Path, opts: &AnalyseOptions<'_>) -> anyhow::Result<Analysed> {
-    let reader = RecordingReader::open(path)
-        .with_context(|| format!("opening the recording {}", path.display()))?;
+    let (reader, damage) = powerlens_record::open_recording(path)?;
+    if let Some(warning) = damage {
+        eprintln!("warning: {warning}");
+    }
     let mut ctx = context::read(&reader)?;
     if opts.all_processes {
         ctx.target_pids = None;

@@ -50,7 +50,16 @@ pub fn execute(args: RunsArgs) -> anyhow::Result<ExitCode> {
     let db = ResultsDb::open_existing(&path)?;
     match args.action {
         RunsAction::List { json } => {
-            let rows = db.list()?;
+            let (rows, damaged): (Vec<_>, Vec<_>) =
+                db.list()?.into_iter().partition(|r| !r.damaged);
+            if !damaged.is_empty() {
+                let ids: Vec<String> = damaged.iter().map(|r| r.id.to_string()).collect();
+                eprintln!(
+                    "warning: results {} in {} are damaged (their contents no longer match the checksum saved with them) and were skipped; run those measurements again",
+                    ids.join(", "),
+                    path.display()
+                );
+            }
             if json {
                 let items: Vec<serde_json::Value> = rows
                     .iter()
