@@ -38,8 +38,18 @@ pub fn resolve(reader: &RecordingReader, roots: &Roots) -> anyhow::Result<Option
     if stacks.is_empty() {
         return Ok(None);
     }
-    let mut names: HashMap<FrameRef, Option<String>> = reader
-        .symbols()?
+    // A damaged cache would name frames wrongly: it is set aside and the frames are
+    // symbolized again (and the cache rewritten) from the files that are still there.
+    let cached = if reader.symbols_intact()? {
+        reader.symbols()?
+    } else {
+        eprintln!(
+            "warning: the symbol cache of {} is damaged (it no longer matches its checksum): symbolizing its frames again",
+            reader.path().display()
+        );
+        Vec::new()
+    };
+    let mut names: HashMap<FrameRef, Option<String>> = cached
         .into_iter()
         .map(|r| {
             (

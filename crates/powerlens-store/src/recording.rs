@@ -541,6 +541,16 @@ impl RecordingReader {
         Ok(())
     }
 
+    /// Whether the symbol cache still matches the checksum saved with it (true when it
+    /// has none: written before checksums, or empty).
+    pub fn symbols_intact(&self) -> Result<bool, StoreError> {
+        let Some(stored) = self.meta(SYMBOLS_CHECKSUM)? else {
+            return Ok(true);
+        };
+        let computed = symbols_checksum(&self.conn).map_err(|e| read_error(&self.path, e))?;
+        Ok(stored.as_u64() == Some(computed as u64))
+    }
+
     /// The symbol cache (frames resolved by an earlier report); empty when none.
     pub fn symbols(&self) -> Result<Vec<SymbolRow>, StoreError> {
         if !self.has_stack_tables()? {
@@ -586,6 +596,12 @@ impl RecordingReader {
                     .map_err(write_error)?;
             }
         }
+        let crc = symbols_checksum(&tx).map_err(write_error)?;
+        tx.execute(
+            "INSERT OR REPLACE INTO meta (key, value) VALUES (?1, ?2)",
+            params![SYMBOLS_CHECKSUM, crc.to_string()],
+        )
+        .map_err(write_error)?;
         tx.commit().map_err(write_error)
     }
 
@@ -715,6 +731,19 @@ impl RecordingReader {
 /// The metadata key of [`content_checksum`]'s value, written when a recording ends.
 pub const CONTENT_CHECKSUM: &str = "content_crc32";
 
+/// The metadata key of [`symbols_checksum`]'s value, rewritten with the symbol cache.
+pub const SYMBOLS_CHECKSUM: &str = "symbols_crc32";
+
+/// A CRC-32 of the symbol cache, in key order.
+fn symbols_checksum(conn: &Connection) -> rusqlite::Result<u32> {
+    let mut h = RowHasher::default();
+    h.query(
+        conn,
+        "SELECT module, offset, function FROM symbols ORDER BY module, offset",
+    )?;
+    Ok(h.finish())
+}
+
 /// What [`RecordingReader::check_content`] found.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ContentCheck {
@@ -747,7 +776,9 @@ fn content_checksum(conn: &Connection) -> rusqlite::Result<u32> {
     let mut h = RowHasher::default();
     h.query(
         conn,
-        &format!("SELECT key, value FROM meta WHERE key != '{CONTENT_CHECKSUM}' ORDER BY key"),
+        &format!(
+            "SELECT key, value FROM meta WHERE key NOT IN ('{CONTENT_CHECKSUM}', '{SYMBOLS_CHECKSUM}') ORDER BY key"
+        ),
     )?;
     for sql in [
         "SELECT seq, cpu, first_ns, last_ns, events, substr(data, -4) FROM chunks ORDER BY seq",
@@ -1081,6 +1112,17 @@ mod tests {
         let mut again = RecordingReader::open(&path).unwrap().symbols().unwrap();
         again.sort_by_key(|s| s.module);
         assert_eq!(again, rows);
+        // The cache's checksum is saved with it: intact now, not after a name changed in
+        // the file (SQLite would read the changed name back without a word).
+        assert!(r.symbols_intact().unwrap());
+        Connection::open(&path)
+            .unwrap()
+            .execute_batch("UPDATE symbols SET function = 'evil' WHERE function IS NOT NULL")
+            .unwrap();
+        assert!(!RecordingReader::open(&path)
+            .unwrap()
+            .symbols_intact()
+            .unwrap());
     }
 
     /// A version-1 recording (before stacks) still opens, with no stacks.

@@ -24,7 +24,11 @@ fn main() -> ExitCode {
     match cmd::execute(cli) {
         Ok(code) => code,
         Err(err) => {
-            eprintln!("powerlens: error: {err:#}");
+            // One line, whatever the causes embed (SQLite quotes multi-line statements and
+            // schemas in its messages): scripts and logs read the error as one record.
+            let text = format!("{err:#}");
+            let text: Vec<&str> = text.split_whitespace().collect();
+            eprintln!("powerlens: error: {}", text.join(" "));
             ExitCode::from(2)
         }
     }

@@ -134,7 +134,12 @@ fn damaged_copies(
             &bytes[..at],
         );
     }
-    for _ in 0..30 {
+    // More on demand: POWERLENS_DAMAGE_FLIPS=1000 cargo test --test damage.
+    let flips_cases: usize = std::env::var("POWERLENS_DAMAGE_FLIPS")
+        .ok()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(30);
+    for _ in 0..flips_cases {
         let mut b = bytes.clone();
         let flips = 1 + rng.below(4);
         let mut at = Vec::new();
@@ -272,6 +277,7 @@ fn a_damaged_recording_is_an_error_or_a_flagged_report_never_a_panic() {
             "UPDATE chunks SET cpu = 1 - cpu WHERE seq = (SELECT max(seq) FROM chunks)",
             "UPDATE chunks SET first_ns = first_ns - 1000000 WHERE seq = (SELECT min(seq) FROM chunks)",
             "UPDATE meta SET value = replace(value, '1', '2') WHERE key = 'stop'",
+            "UPDATE symbols SET function = 'x' || function WHERE function IS NOT NULL",
         ],
     );
     assert!(cases.len() >= 100, "{} cases", cases.len());

@@ -430,6 +430,14 @@ pub fn analyse(path: &std::path::Path, opts: &AnalyseOptions<'_>) -> anyhow::Res
         }
         causes = wakeups.finish(end_ns);
         bar.finish_and_clear();
+        if stats.events != total {
+            // The chunks are read by CPU through an index; the total is the table's own.
+            eprintln!(
+                "warning: the recording {} is damaged: {} of the {total} events its chunk table counts were read (an index or a chunk's header is damaged); the figures miss the rest: record again, or restore a copy",
+                path.display(),
+                stats.events
+            );
+        }
         if stats.reordered > 0 {
             eprintln!(
                 "note: {} events arrived out of order by microseconds and were moved to the previous event's time",
