@@ -715,7 +715,11 @@ impl RecordingReader {
     ) -> Result<(), StoreError> {
         let mut stmt = self
             .conn
-            .prepare("SELECT time_ns, data FROM samples WHERE kind = ?1 ORDER BY time_ns, seq")
+            // NOT INDEXED: the table itself, not its by-kind index, which a damaged page
+            // could make skip readings silently (the content checksum covers the table).
+            .prepare(
+                "SELECT time_ns, data FROM samples NOT INDEXED WHERE kind = ?1 ORDER BY time_ns, seq",
+            )
             .map_err(self.sql())?;
         let mut rows = stmt.query([kind]).map_err(self.sql())?;
         while let Some(row) = rows.next().map_err(self.sql())? {
