@@ -100,24 +100,10 @@ impl TournamentTree {
 mod tests {
     use super::*;
 
-    /// Merges sorted lists through the tree, as the replay does.
-    fn merge(lists: &[Vec<u64>]) -> Vec<(u64, usize)> {
-        let mut next = vec![0usize; lists.len()];
-        let head = |l: &Vec<u64>, n: usize| l.get(n).copied().unwrap_or(TournamentTree::DONE);
-        let mut tree = TournamentTree::new(lists.iter().map(|l| head(l, 0)).collect());
-        let mut out = Vec::new();
-        while tree.min_key() != TournamentTree::DONE {
-            let w = tree.winner();
-            out.push((lists[w][next[w]], w));
-            next[w] += 1;
-            tree.replace_winner(head(&lists[w], next[w]));
-        }
-        out
-    }
-
-    /// Merges sorted lists through the tree in runs: the winner's stream goes on while its
-    /// items come before the [`TournamentTree::runner_up`], as the replay merges.
-    fn merge_in_runs(lists: &[Vec<u64>]) -> Vec<(u64, usize)> {
+    /// Merges sorted lists through the tree. In runs (as the replay merges), the winner's
+    /// stream goes on while its items come before the [`TournamentTree::runner_up`];
+    /// otherwise every item is a match replayed.
+    fn merge(lists: &[Vec<u64>], in_runs: bool) -> Vec<(u64, usize)> {
         let mut next = vec![0usize; lists.len()];
         let head = |l: &Vec<u64>, n: usize| l.get(n).copied().unwrap_or(TournamentTree::DONE);
         let mut tree = TournamentTree::new(lists.iter().map(|l| head(l, 0)).collect());
@@ -129,7 +115,7 @@ mod tests {
                 out.push((lists[w][next[w]], w));
                 next[w] += 1;
                 let key = head(&lists[w], next[w]);
-                if key == TournamentTree::DONE || (key, w) > runner_up {
+                if !in_runs || key == TournamentTree::DONE || (key, w) > runner_up {
                     tree.replace_winner(key);
                     break;
                 }
@@ -162,21 +148,21 @@ mod tests {
                 .flat_map(|(i, l)| l.iter().map(move |&t| (t, i)))
                 .collect();
             expected.sort(); // by time, then stream: lowest stream first on ties
-            assert_eq!(merge(&lists), expected, "{k} streams");
-            assert_eq!(merge_in_runs(&lists), expected, "{k} streams, in runs");
+            assert_eq!(merge(&lists, false), expected, "{k} streams");
+            assert_eq!(merge(&lists, true), expected, "{k} streams, in runs");
         }
     }
 
     #[test]
     fn alternating_streams_come_out_interleaved() {
         let lists = vec![vec![1, 3, 5], vec![2, 4, 6]];
-        let order: Vec<usize> = merge(&lists).iter().map(|&(_, s)| s).collect();
+        let order: Vec<usize> = merge(&lists, false).iter().map(|&(_, s)| s).collect();
         assert_eq!(order, [0, 1, 0, 1, 0, 1]);
         // Ties go to the lower stream, also within a run; a run stops where another
         // stream's head comes first.
         let lists = vec![vec![1, 2, 2, 4], vec![2, 3]];
         assert_eq!(
-            merge_in_runs(&lists),
+            merge(&lists, true),
             [(1, 0), (2, 0), (2, 0), (2, 1), (3, 1), (4, 0)]
         );
     }

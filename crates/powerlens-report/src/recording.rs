@@ -1802,21 +1802,10 @@ tid,pid,comm,cpu_time_s,wakeups_thread,mean_idle_before_wakeup_us,frequency_mhz,
             kind: "timer".into(),
             count: 5,
             per_s: 5.0,
-            irq: None,
-            waker_tid: None,
             armed_by_tid: tid,
-            comm: None,
             timer_function: Some(addr.into()),
             timer_function_name: name.map(str::to_string),
-            stack_id: None,
-            function: None,
-            stack: None,
-            expiries: None,
-            expiries_per_s: None,
-            period_us: None,
-            periodic: None,
-            coalescible: None,
-            coalesce_with: None,
+            ..WakeupCause::default()
         };
         let mut r = report(true);
         r.wakeup_causes = vec![

@@ -129,24 +129,12 @@ impl ResultsDb {
                 }
             }
         }
-        let flags = OpenFlags::SQLITE_OPEN_READ_WRITE
-            | OpenFlags::SQLITE_OPEN_CREATE
-            | OpenFlags::SQLITE_OPEN_NOFOLLOW;
-        let conn =
-            Connection::open_with_flags(&path, flags).map_err(|source| StoreError::Open {
-                path: path.clone(),
-                source,
-            })?;
-        conn.busy_timeout(BUSY_TIMEOUT)
-            .map_err(|source| StoreError::Open {
-                path: path.clone(),
-                source,
-            })?;
-        let mut db = ResultsDb {
-            conn,
+        let mut db = Self::connect(
             path,
-            has_crc: false,
-        };
+            OpenFlags::SQLITE_OPEN_READ_WRITE
+                | OpenFlags::SQLITE_OPEN_CREATE
+                | OpenFlags::SQLITE_OPEN_NOFOLLOW,
+        )?;
         // Openers take turns (an immediate transaction: one writer at a time), so that two
         // processes creating the database at once do not both create its tables, and none
         // reads a header half written by another.
@@ -170,25 +158,28 @@ impl ResultsDb {
 
     /// Opens an existing database read-only (for `runs list/show`): never creates one.
     pub fn open_existing(path: impl AsRef<Path>) -> Result<Self, StoreError> {
-        let path = path.as_ref().to_path_buf();
-        let conn = Connection::open_with_flags(&path, OpenFlags::SQLITE_OPEN_READ_ONLY).map_err(
-            |source| StoreError::Open {
-                path: path.clone(),
-                source,
-            },
+        let mut db = Self::connect(
+            path.as_ref().to_path_buf(),
+            OpenFlags::SQLITE_OPEN_READ_ONLY,
         )?;
-        conn.busy_timeout(BUSY_TIMEOUT)
-            .map_err(|source| StoreError::Open {
-                path: path.clone(),
-                source,
-            })?;
-        let mut db = ResultsDb {
+        db.check_or_create(true, false)?;
+        Ok(db)
+    }
+
+    /// The connection, waiting up to [`BUSY_TIMEOUT`] for other processes' writes; its
+    /// checksum column is found by [`ResultsDb::check_or_create`].
+    fn connect(path: PathBuf, flags: OpenFlags) -> Result<Self, StoreError> {
+        let open_error = |source| StoreError::Open {
+            path: path.clone(),
+            source,
+        };
+        let conn = Connection::open_with_flags(&path, flags).map_err(open_error)?;
+        conn.busy_timeout(BUSY_TIMEOUT).map_err(open_error)?;
+        Ok(ResultsDb {
             conn,
             path,
             has_crc: false,
-        };
-        db.check_or_create(true, false)?;
-        Ok(db)
+        })
     }
 
     pub fn path(&self) -> &Path {

@@ -262,6 +262,15 @@ fn with_tracefs(command: Command) -> Command {
     wrapped
 }
 
+/// `powerlens wake` on this machine's sysfs, its settings journal in `scratch`.
+fn live_wake(scratch: &Path) -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_powerlens"));
+    c.arg("wake")
+        .env_remove("POWERLENS_SYSFS_ROOT")
+        .env("POWERLENS_SETTINGS_JOURNAL", scratch.join("journal.json"));
+    c
+}
+
 /// Why a live test cannot run here, if it cannot.
 fn live_skip() -> Option<&'static str> {
     if !is_root() {
@@ -545,13 +554,8 @@ fn live_default_cpu_is_one_whose_idle_records_arrive() {
         .collect();
     let scratch = tempfile::tempdir().unwrap();
     let out = with_tracefs({
-        let mut c = Command::new(env!("CARGO_BIN_EXE_powerlens"));
-        c.args(["wake", "--duration", "0.4", "--json"])
-            .env_remove("POWERLENS_SYSFS_ROOT")
-            .env(
-                "POWERLENS_SETTINGS_JOURNAL",
-                scratch.path().join("journal.json"),
-            );
+        let mut c = live_wake(scratch.path());
+        c.args(["--duration", "0.4", "--json"]);
         c
     })
     .output()
@@ -607,14 +611,9 @@ fn live_user_latency_median_agrees_with_cyclictest() {
         .to_string();
     let scratch = tempfile::tempdir().unwrap();
     let powerlens = |extra: &[&str]| {
-        let o = Command::new(env!("CARGO_BIN_EXE_powerlens"))
-            .args(["wake", "--cpu", &cpu, "--ldist", "1ms,1ms", "--json"])
+        let o = live_wake(scratch.path())
+            .args(["--cpu", &cpu, "--ldist", "1ms,1ms", "--json"])
             .args(extra)
-            .env_remove("POWERLENS_SYSFS_ROOT")
-            .env(
-                "POWERLENS_SETTINGS_JOURNAL",
-                scratch.path().join("journal.json"),
-            )
             .output()
             .unwrap();
         assert!(o.status.success(), "{}", common::stderr(&o));

@@ -75,7 +75,7 @@ pub const SHORT_PERIOD_US: f64 = 10_000.0;
 pub const ALIGNED_NS: u64 = 1_000_000;
 
 /// One cause of idle exits (or, for timers, a periodic source of expiries).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct WakeupCause {
     /// `timer`, `irq`, `ipi` or `thread`.
     pub kind: String,
@@ -564,24 +564,9 @@ impl WakeupAnalysis {
                 continue;
             }
             let mut c = WakeupCause {
-                kind: String::new(),
                 count: g.count,
                 per_s: rate(g.count),
-                irq: None,
-                waker_tid: None,
-                armed_by_tid: None,
-                comm: None,
-                timer_function: None,
-                timer_function_name: None,
-                stack_id: None,
-                function: None,
-                stack: None,
-                expiries: None,
-                expiries_per_s: None,
-                period_us: None,
-                periodic: None,
-                coalescible: None,
-                coalesce_with: None,
+                ..WakeupCause::default()
             };
             match key {
                 Key::Timer {
@@ -1061,21 +1046,9 @@ mod tests {
             kind: "thread".into(),
             count: 1,
             per_s: 1.0,
-            irq: None,
             waker_tid: Some(3),
-            armed_by_tid: None,
-            comm: None,
-            timer_function: None,
-            timer_function_name: None,
             stack_id: Some(9),
-            function: None,
-            stack: None,
-            expiries: None,
-            expiries_per_s: None,
-            period_us: None,
-            periodic: None,
-            coalescible: None,
-            coalesce_with: None,
+            ..WakeupCause::default()
         }];
         resolve(&mut causes, &|id| {
             (id == 9).then(|| ("main".to_string(), vec!["main (app)".to_string()]))

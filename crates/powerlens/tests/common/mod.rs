@@ -22,6 +22,23 @@ pub fn powerlens(sysfs: &Path, db: &Path, args: &[&str]) -> Output {
     command(sysfs, db).args(args).output().unwrap()
 }
 
+/// Records `powerlens workload ARGS` live, with the default options, into `rec`.
+pub fn record_workload(rec: &Path, workload: &[&str]) -> Output {
+    let bin = env!("CARGO_BIN_EXE_powerlens");
+    let mut args = vec![
+        bin,
+        "record",
+        "-o",
+        rec.to_str().unwrap(),
+        "--quiet-command",
+        "--",
+        bin,
+        "workload",
+    ];
+    args.extend_from_slice(workload);
+    with_tracefs(&args, &[])
+}
+
 /// Runs the binary to completion on this machine's own sysfs and procfs (any override in
 /// the test's environment removed).
 pub fn on_this_machine(args: &[&str]) -> Output {
