@@ -67,6 +67,8 @@ pub struct Diff {
     pub summary: Vec<Finding>,
     /// What the two recordings do not share, and why figures are missing.
     pub notes: Vec<String>,
+    /// Where A's and B's energy comes from (measured, estimated or unavailable).
+    pub energy_provenance: [Option<Provenance>; 2],
 }
 
 pub fn diff(a: &Value, b: &Value, rows: Rows, target: Option<&JudgedStates>) -> Diff {
@@ -102,6 +104,7 @@ pub fn diff(a: &Value, b: &Value, rows: Rows, target: Option<&JudgedStates>) -> 
         rows: rows_diff,
         summary,
         notes,
+        energy_provenance: [energy_provenance(a), energy_provenance(b)],
     }
 }
 
@@ -520,6 +523,11 @@ fn active_work(a: &Value, b: &Value, out: &mut Vec<Finding>) {
     }
 }
 
+/// A report's energy provenance.
+fn energy_provenance(report: &Value) -> Option<Provenance> {
+    serde_json::from_value(report["energy"]["provenance"].clone()).ok()
+}
+
 fn energy(a: &Value, b: &Value, out: &mut Vec<Finding>) {
     let figures = |r: &Value| {
         Some((
@@ -549,9 +557,7 @@ fn energy(a: &Value, b: &Value, out: &mut Vec<Finding>) {
     if let (Some(x), Some(y)) = (tja, tjb) {
         finding += &format!(" (the target's share: {x:.3} J and {y:.3} J)");
     }
-    let provenance =
-        |r: &Value| serde_json::from_value::<Provenance>(r["energy"]["provenance"].clone()).ok();
-    if let Some(q) = [provenance(a), provenance(b)]
+    if let Some(q) = [energy_provenance(a), energy_provenance(b)]
         .iter()
         .flatten()
         .find_map(estimated_qualifier)

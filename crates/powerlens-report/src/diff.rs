@@ -35,8 +35,21 @@ fn is_prose(m: &MetricDiff) -> bool {
         .any(|v| matches!(v, Value::String(s) if s.len() > 40) || v.is_array())
 }
 
+/// "measured (rapl-powercap)", "estimated (default-linear)", …: each side's energy.
+fn energy_labels(diff: &Diff) -> [String; 2] {
+    diff.energy_provenance.each_ref().map(|p| {
+        p.as_ref()
+            .map(|p| p.label())
+            .unwrap_or_else(|| "unavailable (no energy section in the report)".into())
+    })
+}
+
 pub fn text(diff: &Diff, sides: &Sides) -> String {
-    let mut out = format!("A = {}\nB = {}\n\n", sides.a, sides.b);
+    let [ea, eb] = energy_labels(diff);
+    let mut out = format!(
+        "A = {}\nB = {}\nenergy: A {ea}, B {eb}\n\n",
+        sides.a, sides.b
+    );
     out += "System (ratio = A / B, difference = A − B)\n";
     let mut t = Table::new(["metric", "A", "B", "A/B", "A − B"]);
     for m in diff.system.iter().filter(|m| !is_prose(m)) {
@@ -98,7 +111,13 @@ pub fn text(diff: &Diff, sides: &Sides) -> String {
 /// sortable tables. `a` and `b` are the two reports (`report --json`).
 pub fn html(diff: &Diff, sides: &Sides, a: &Value, b: &Value) -> String {
     let mut page = Page::new(&format!("powerlens diff: {} vs {}", sides.a, sides.b));
-    page.key_values(&[("A", sides.a.clone()), ("B", sides.b.clone())]);
+    let [ea, eb] = energy_labels(diff);
+    page.key_values(&[
+        ("A", sides.a.clone()),
+        ("B", sides.b.clone()),
+        ("energy of A", ea),
+        ("energy of B", eb),
+    ]);
     page.h2("Comparison summary");
     let mut sections: Vec<&str> = diff.summary.iter().map(|f| f.section).collect();
     sections.dedup();
@@ -402,7 +421,10 @@ mod tests {
             by: "thread",
         };
         let page = text(&d, &sides);
-        assert!(page.starts_with("A = a.rec\nB = b.rec\n"), "{page}");
+        assert!(
+            page.starts_with("A = a.rec\nB = b.rec\nenergy: A unavailable (no energy section in the report), B unavailable"),
+            "{page}"
+        );
         let line = page
             .lines()
             .find(|l| l.starts_with("idle_wakeups_per_s"))

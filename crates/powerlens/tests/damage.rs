@@ -15,7 +15,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 mod common;
-use common::{live_recording, stderr, with_tracefs};
+use common::{live_recording, record_workload, stderr};
 
 fn bin() -> &'static str {
     env!("CARGO_BIN_EXE_powerlens")
@@ -77,8 +77,10 @@ fn read_with_limit(args: &[&str], env: &[(&str, &Path)]) -> Outcome {
 }
 
 /// Checks one outcome against the rules above; `baseline` is the undamaged file's stdout.
+/// With `must_flag` (a value changed in a valid file, which only a checksum can tell), an
+/// exit 0 must warn that the file is damaged even when the output looks the same.
 /// Returns which way it ended, for the campaign's tally.
-fn judge(case: &str, o: &Outcome, baseline: &[u8]) -> &'static str {
+fn judge(case: &str, o: &Outcome, baseline: &[u8], must_flag: bool) -> &'static str {
     assert!(
         !o.stderr.contains("panicked"),
         "{case}: a panic\n{}",
@@ -94,6 +96,14 @@ fn judge(case: &str, o: &Outcome, baseline: &[u8]) -> &'static str {
             );
             assert!(o.stdout.is_empty(), "{case}: an error after output");
             "error"
+        }
+        Some(0) if must_flag => {
+            assert!(
+                o.stderr.contains("damaged"),
+                "{case}: a changed value read with no warning\nstderr: {}",
+                o.stderr
+            );
+            "flagged"
         }
         Some(0) if o.stdout == baseline => "unchanged",
         Some(0) => {
@@ -117,7 +127,6 @@ fn damaged_copies(
     dir: &Path,
     tables: &[&str],
     (blob_table, column): (&str, &str),
-    value_changes: &[&str],
 ) -> Vec<(String, PathBuf)> {
     let bytes = std::fs::read(original).unwrap();
     let mut rng = Rng(0x5EED_0FDA_4A6E);
@@ -195,16 +204,6 @@ fn damaged_copies(
             path,
         ));
     }
-    // Values changed in a valid file, as a flipped bit inside a stored number would.
-    for change in value_changes {
-        let path = dir.join(format!("case{}.db", out.len()));
-        std::fs::copy(original, &path).unwrap();
-        let db = rusqlite::Connection::open(&path).unwrap();
-        let changed = db.execute(change, []).unwrap();
-        assert!(changed > 0, "{change} changed nothing");
-        drop(db);
-        out.push((format!("value changed: {change}"), path));
-    }
     for version in [0, 99] {
         let path = dir.join(format!("case{}.db", out.len()));
         std::fs::copy(original, &path).unwrap();
@@ -225,6 +224,23 @@ fn damaged_copies(
     out
 }
 
+/// Copies of `original`, each with one SQL `change` applied: values changed in a valid
+/// file, as a flipped bit inside a stored number would change them.
+fn changed_values(original: &Path, dir: &Path, changes: &[&str]) -> Vec<(String, PathBuf)> {
+    changes
+        .iter()
+        .enumerate()
+        .map(|(i, change)| {
+            let path = dir.join(format!("changed{i}.db"));
+            std::fs::copy(original, &path).unwrap();
+            let db = rusqlite::Connection::open(&path).unwrap();
+            let changed = db.execute(change, []).unwrap();
+            assert!(changed > 0, "{change} changed nothing");
+            (format!("value changed: {change}"), path)
+        })
+        .collect()
+}
+
 fn tables_of(path: &Path) -> Vec<String> {
     let db = rusqlite::Connection::open(path).unwrap();
     let mut q = db
@@ -243,22 +259,7 @@ fn a_damaged_recording_is_an_error_or_a_flagged_report_never_a_panic() {
     };
     let dir = tempfile::tempdir().unwrap();
     let rec = dir.path().join("real.rec");
-    let o = with_tracefs(
-        &[
-            bin(),
-            "record",
-            "-o",
-            rec.to_str().unwrap(),
-            "--quiet-command",
-            "--",
-            bin(),
-            "workload",
-            "pingpong",
-            "--iterations",
-            "3000",
-        ],
-        &[],
-    );
+    let o = record_workload(&rec, &["pingpong", "--iterations", "3000"]);
     assert!(o.status.success(), "{}", stderr(&o));
     // Reports read the symbol cache the recorder wrote; the copies below are read-only
     // for the test, and each report runs on its own copy.
@@ -266,11 +267,10 @@ fn a_damaged_recording_is_an_error_or_a_flagged_report_never_a_panic() {
     assert_eq!(baseline.status, Some(0), "{}", baseline.stderr);
     let tables = tables_of(&rec);
     let tables: Vec<&str> = tables.iter().map(String::as_str).collect();
-    let cases = damaged_copies(
+    let cases = damaged_copies(&rec, dir.path(), &tables, ("chunks", "data"));
+    let changed = changed_values(
         &rec,
         dir.path(),
-        &tables,
-        ("chunks", "data"),
         &[
             "UPDATE samples SET data = replace(data, '1', '2') WHERE rowid = (SELECT max(rowid) FROM samples)",
             "UPDATE threads SET pid = pid + 1 WHERE rowid = (SELECT max(rowid) FROM threads)",
@@ -282,11 +282,20 @@ fn a_damaged_recording_is_an_error_or_a_flagged_report_never_a_panic() {
     );
     assert!(cases.len() >= 100, "{} cases", cases.len());
     let mut tally = std::collections::BTreeMap::new();
-    for (name, path) in &cases {
+    let all = cases
+        .iter()
+        .map(|c| (c, false))
+        .chain(changed.iter().map(|c| (c, true)));
+    for ((name, path), must_flag) in all {
         let o = read_with_limit(&["report", path.to_str().unwrap(), "--json"], &[]);
-        *tally.entry(judge(name, &o, &baseline.stdout)).or_insert(0) += 1;
+        *tally
+            .entry(judge(name, &o, &baseline.stdout, must_flag))
+            .or_insert(0) += 1;
     }
-    eprintln!("recording: {} cases: {tally:?}", cases.len());
+    eprintln!(
+        "recording: {} cases: {tally:?}",
+        cases.len() + changed.len()
+    );
     assert!(
         tally.get("error").copied().unwrap_or(0) >= cases.len() / 2,
         "{tally:?}"
@@ -332,11 +341,10 @@ fn a_damaged_results_database_is_an_error_or_a_flagged_listing_never_a_panic() {
     assert_eq!(base_show.status, Some(0), "{}", base_show.stderr);
     let tables = tables_of(&db);
     let tables: Vec<&str> = tables.iter().map(String::as_str).collect();
-    let cases = damaged_copies(
+    let cases = damaged_copies(&db, dir.path(), &tables, ("results", "document"));
+    let changed = changed_values(
         &db,
         dir.path(),
-        &tables,
-        ("results", "document"),
         &[
             "UPDATE runs SET energy_j = energy_j * 2 WHERE result_id = 3",
             "UPDATE results SET mean_energy_j = mean_energy_j + 1 WHERE id = 3",
@@ -346,22 +354,32 @@ fn a_damaged_results_database_is_an_error_or_a_flagged_listing_never_a_panic() {
     );
     assert!(cases.len() >= 100, "{} cases", cases.len());
     let mut tally = std::collections::BTreeMap::new();
-    for (name, path) in &cases {
+    let all = cases
+        .iter()
+        .map(|c| (c, false))
+        .chain(changed.iter().map(|c| (c, true)));
+    for ((name, path), changed_value) in all {
         let before = std::fs::read(path).unwrap();
-        *tally
-            .entry(judge(
+        // Every result is listed, so a changed one must be flagged there; `show 3` must
+        // flag it when it is result 3's.
+        let (listed, shown) = (list(path), show(path));
+        let judged = [
+            judge(
                 &format!("{name} (list)"),
-                &list(path),
+                &listed,
                 &base_list.stdout,
-            ))
-            .or_insert(0) += 1;
-        *tally
-            .entry(judge(
+                changed_value,
+            ),
+            judge(
                 &format!("{name} (show 3)"),
-                &show(path),
+                &shown,
                 &base_show.stdout,
-            ))
-            .or_insert(0) += 1;
+                changed_value && name.contains("id = 3"),
+            ),
+        ];
+        for outcome in judged {
+            *tally.entry(outcome).or_insert(0) += 1;
+        }
         // Reading never writes: the damaged file is left as it was, for the user to
         // inspect or restore.
         assert_eq!(
@@ -370,7 +388,10 @@ fn a_damaged_results_database_is_an_error_or_a_flagged_listing_never_a_panic() {
             "{name}: the file changed"
         );
     }
-    eprintln!("results database: {} cases: {tally:?}", cases.len());
+    eprintln!(
+        "results database: {} cases: {tally:?}",
+        cases.len() + changed.len()
+    );
     assert!(
         tally.contains_key("flagged"),
         "the changed values: {tally:?}"

@@ -9,13 +9,9 @@ use serde_json::Value;
 
 mod common;
 use common::{
-    assert_renders_in_chromium, assert_self_contained, live_recording, on_this_machine, stderr,
-    with_tracefs,
+    assert_renders_in_chromium, assert_self_contained, live_recording, on_this_machine,
+    record_workload, stderr,
 };
-
-fn bin() -> &'static str {
-    env!("CARGO_BIN_EXE_powerlens")
-}
 
 fn powerlens(args: &[&str]) -> Output {
     on_this_machine(args)
@@ -27,24 +23,7 @@ fn ok_json(o: Output) -> Value {
 }
 
 fn record_sleeper(rec: &Path, period: &str) {
-    let o = with_tracefs(
-        &[
-            bin(),
-            "record",
-            "-o",
-            rec.to_str().unwrap(),
-            "--quiet-command",
-            "--",
-            bin(),
-            "workload",
-            "sleepy",
-            "--period",
-            period,
-            "--duration",
-            "0.6s",
-        ],
-        &[],
-    );
+    let o = record_workload(rec, &["sleepy", "--period", period, "--duration", "0.6s"]);
     assert!(o.status.success(), "{}", stderr(&o));
 }
 
@@ -181,6 +160,22 @@ fn a_short_sleeper_against_a_long_one() {
     let text = powerlens(&["diff", fast, slow]);
     let page = String::from_utf8(text.stdout).unwrap();
     assert!(page.contains("Comparison summary"), "{page}");
+    // Each side's energy says where it comes from, as its report does.
+    let kind = |r: &Value| {
+        r["energy"]["provenance"]["kind"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    };
+    let energy_line = page.lines().find(|l| l.starts_with("energy: ")).unwrap();
+    assert!(
+        energy_line.starts_with(&format!("energy: A {} (", kind(&a))),
+        "{energy_line}"
+    );
+    assert!(
+        energy_line.contains(&format!(", B {} (", kind(&b))),
+        "{energy_line}"
+    );
     let csv = powerlens(&["diff", fast, slow, "--csv"]);
     let csv = String::from_utf8(csv.stdout).unwrap();
     assert!(csv.starts_with("metric,a,b,ratio,difference\n"), "{csv}");

@@ -9,7 +9,6 @@ use clap::{Args, ValueEnum};
 use powerlens_core::diff::{self, Rows};
 use powerlens_core::stacks::grid::Grouping;
 use powerlens_report::diff::{self as view, Sides};
-use powerlens_report::recording as report_view;
 use serde_json::Value;
 
 use crate::cli::GlobalArgs;
@@ -117,9 +116,9 @@ pub fn execute(global: &GlobalArgs, args: DiffArgs) -> anyhow::Result<ExitCode> 
     Ok(ExitCode::SUCCESS)
 }
 
-/// The recording's report as `report --json` prints it, so that the diff's figures are
-/// that report's own.
+/// The recording's report as the JSON value `report --json` prints, so that the diff's
+/// figures are that report's own.
 fn report_json(path: &Path, options: &AnalyseOptions<'_>) -> anyhow::Result<Value> {
     let analysed = analyse(path, options)?;
-    Ok(serde_json::from_str(&report_view::json(&analysed.report))?)
+    Ok(serde_json::to_value(&analysed.report)?)
 }
