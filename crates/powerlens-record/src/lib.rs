@@ -452,10 +452,11 @@ pub fn record(roots: &Roots, opts: &RecordOptions) -> anyhow::Result<RecordSumma
             .map_err(anyhow::Error::from)
             .and_then(|reader| symbols::resolve(&reader, roots));
         drop(phase);
-        if let Err(e) = cached {
-            notes.push(format!(
+        match cached {
+            Ok(resolved) => notes.extend(resolved.into_iter().flat_map(|r| r.warnings)),
+            Err(e) => notes.push(format!(
                 "the stacks were not symbolized ({e:#}); report symbolizes them when it runs"
-            ));
+            )),
         }
     }
     let (events, samples) = counts;

@@ -23,6 +23,29 @@ pub struct ReplayStats {
     /// across a drain boundary): delivered at the time of the previous event, so the
     /// analysis always sees time move forward. Microseconds at most.
     pub reordered: u64,
+    /// The events the recording's chunk table counts: `events` falls short of it when an
+    /// index page is damaged (the chunks are read by CPU through the index).
+    pub counted: u64,
+}
+
+impl ReplayStats {
+    /// The warning to show when fewer events were read than the recording counts.
+    pub fn short_read(&self, path: &std::path::Path) -> Option<String> {
+        (self.events != self.counted).then(|| format!(
+            "the recording {} is damaged: {} of the {} events its chunk table counts were read (an index or a chunk's header is damaged); the figures miss the rest: record again, or restore a copy",
+            path.display(),
+            self.events,
+            self.counted
+        ))
+    }
+
+    /// The note on events moved to keep time moving forward, when there were any.
+    pub fn reordered_note(&self) -> Option<String> {
+        (self.reordered > 0).then(|| format!(
+            "{} events arrived out of order by microseconds and were moved to the previous event's time",
+            self.reordered
+        ))
+    }
 }
 
 /// Merged events, in time order, and for each the thread that was current on its CPU when
@@ -87,6 +110,7 @@ pub fn replay(
                 }
                 Message::End { reordered } => {
                     stats.reordered = reordered;
+                    stats.counted = reader.event_count()?;
                     return Ok(stats);
                 }
                 Message::Failed(e) => return Err(e),

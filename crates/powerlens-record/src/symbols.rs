@@ -21,6 +21,9 @@ pub struct Resolved {
     /// Kernel addresses to names, for the kernel functions events carry (timer callbacks;
     /// the recorder stores each as a one-frame stack so that it is symbolized here).
     pub kernel_names: HashMap<u64, String>,
+    /// What the caller should tell the user: damaged stacks or symbol cache, a cache that
+    /// could not be written.
+    pub warnings: Vec<String>,
 }
 
 /// Reads and resolves the recording's stacks. `None` when the recording has none.
@@ -32,21 +35,30 @@ pub fn resolve(reader: &RecordingReader, roots: &Roots) -> anyhow::Result<Option
         Ok(frames) => stacks.push((id, frames)),
         Err(_) => damaged += 1,
     })?;
-    if damaged > 0 {
-        eprintln!("warning: {damaged} damaged stacks in the recording are shown as [no stack]");
-    }
+    let mut warnings = Vec::new();
     if stacks.is_empty() {
+        if damaged > 0 {
+            anyhow::bail!(
+                "all {damaged} call stacks of {} are damaged: record again, or report with a copy of the recording",
+                reader.path().display()
+            );
+        }
         return Ok(None);
+    }
+    if damaged > 0 {
+        warnings.push(format!(
+            "{damaged} damaged stacks in the recording are shown as [no stack]"
+        ));
     }
     // A damaged cache would name frames wrongly: it is set aside and the frames are
     // symbolized again (and the cache rewritten) from the files that are still there.
     let cached = if reader.symbols_intact()? {
         reader.symbols()?
     } else {
-        eprintln!(
-            "warning: the symbol cache of {} is damaged (it no longer matches its checksum): symbolizing its frames again",
+        warnings.push(format!(
+            "the symbol cache of {} is damaged (it no longer matches its checksum): symbolizing its frames again",
             reader.path().display()
-        );
+        ));
         Vec::new()
     };
     let mut names: HashMap<FrameRef, Option<String>> = cached
@@ -100,9 +112,9 @@ pub fn resolve(reader: &RecordingReader, roots: &Roots) -> anyhow::Result<Option
             }
         }
         if let Err(e) = reader.save_symbols(&new_rows) {
-            eprintln!(
-                "note: the symbols were not cached in the recording ({e}); the next report symbolizes again"
-            );
+            warnings.push(format!(
+                "the symbols were not cached in the recording ({e}); the next report symbolizes again"
+            ));
         }
     }
     let kernel = modules
@@ -120,5 +132,6 @@ pub fn resolve(reader: &RecordingReader, roots: &Roots) -> anyhow::Result<Option
         symbolized: new_rows.len(),
         kernel_note,
         kernel_names,
+        warnings,
     }))
 }

@@ -69,6 +69,8 @@ fn a_command_recorded_through_the_library_replays_in_time_order() {
     )
     .unwrap();
     assert_eq!(stats.events, summary.events, "every event replayed once");
+    assert_eq!(stats.counted, stats.events);
+    assert_eq!(stats.short_read(&path), None);
     assert!(shell.is_some(), "the shell's exec was recorded");
     assert_eq!(forks_by_shell, 3, "one fork per command");
     assert_eq!(execs_of_true, 3, "each child ran /bin/true");

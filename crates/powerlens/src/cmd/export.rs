@@ -276,7 +276,12 @@ Record with tracepoints (as root, with CAP_PERFMON, or with kernel.perf_event_pa
     let cpus = reader.cpus()?;
     // The Firefox profile's call trees need the stacks' names.
     let stacks = if args.format == Format::Firefox {
-        symbols::resolve(&reader, &global.roots()?)?.map(|r| stack_frames(&r.stacks))
+        symbols::resolve(&reader, &global.roots()?)?.map(|r| {
+            for warning in &r.warnings {
+                eprintln!("warning: {warning}");
+            }
+            stack_frames(&r.stacks)
+        })
     } else {
         None
     };
@@ -423,11 +428,11 @@ fn write(
     if let Some(e) = failed {
         return Err(e.into());
     }
-    if stats.reordered > 0 {
-        eprintln!(
-            "note: {} events arrived out of order by microseconds and were moved to the previous event's time",
-            stats.reordered
-        );
+    if let Some(warning) = stats.short_read(reader.path()) {
+        eprintln!("warning: {warning}");
+    }
+    if let Some(note) = stats.reordered_note() {
+        eprintln!("note: {note}");
     }
     Ok(sink.finish()?)
 }

@@ -366,6 +366,9 @@ pub fn analyse(path: &std::path::Path, opts: &AnalyseOptions<'_>) -> anyhow::Res
         r
     };
     if let Some(r) = &resolved {
+        for warning in &r.warnings {
+            eprintln!("warning: {warning}");
+        }
         if r.symbolized > 0 {
             eprintln!(
                 "symbolized {} frames (cached in the recording)",
@@ -430,19 +433,11 @@ pub fn analyse(path: &std::path::Path, opts: &AnalyseOptions<'_>) -> anyhow::Res
         }
         causes = wakeups.finish(end_ns);
         bar.finish_and_clear();
-        if stats.events != total {
-            // The chunks are read by CPU through an index; the total is the table's own.
-            eprintln!(
-                "warning: the recording {} is damaged: {} of the {total} events its chunk table counts were read (an index or a chunk's header is damaged); the figures miss the rest: record again, or restore a copy",
-                path.display(),
-                stats.events
-            );
+        if let Some(warning) = stats.short_read(path) {
+            eprintln!("warning: {warning}");
         }
-        if stats.reordered > 0 {
-            eprintln!(
-                "note: {} events arrived out of order by microseconds and were moved to the previous event's time",
-                stats.reordered
-            );
+        if let Some(note) = stats.reordered_note() {
+            eprintln!("note: {note}");
         }
         result
     };
