@@ -61,6 +61,17 @@ impl WakeupCauses {
         self.thread + self.timer + self.irq + self.softirq + self.ipi_or_idle
     }
 
+    /// Counts one wake-up by `by`.
+    pub fn count(&mut self, by: Waker) {
+        match by {
+            Waker::Thread(_) => self.thread += 1,
+            Waker::Timer => self.timer += 1,
+            Waker::Irq => self.irq += 1,
+            Waker::SoftIrq => self.softirq += 1,
+            Waker::IpiOrIdle => self.ipi_or_idle += 1,
+        }
+    }
+
     pub fn add(&mut self, o: &WakeupCauses) {
         self.thread += o.thread;
         self.timer += o.timer;
@@ -298,6 +309,12 @@ pub trait ThreadCharges {
     fn idle_wakeup(&mut self, _tid: Tid, _idle_ns: u64) {}
     /// Thread `waker`, running on `cpu`, made another thread runnable.
     fn woke(&mut self, _cpu: u32, _waker: Tid) {}
+    /// The scheduler charged `tid` `ns` of CPU time (a `sched_stat_runtime` update, the
+    /// first one of a thread clipped at the stream's start): what
+    /// [`ThreadStats::sched_runtime_ns`] adds up.
+    fn runtime(&mut self, _tid: Tid, _ns: u64) {}
+    /// `tid` became runnable, woken by `by`: what [`ThreadStats::wakeups_received`] counts.
+    fn woken(&mut self, _tid: Tid, _by: Waker) {}
 }
 
 /// A thread's state over an interval ([`ThreadCharges::interval`]).
@@ -402,6 +419,28 @@ impl<C: ThreadCharges> SchedAnalysis<C> {
             c.stats.idle_wakeups_at_least = self.idle_thresholds.iter().map(|&t| (t, 0)).collect();
         }
         self
+    }
+
+    /// Forgets the threads that exited (their last switch-out was seen): a long-running
+    /// analysis calls this between intervals, after it took what the layer counted for
+    /// them, so that its memory follows the live threads. Their figures leave the
+    /// summary [`SchedAnalysis::finish`] would give. Returns how many were forgotten.
+    pub fn forget_exited(&mut self) -> usize {
+        let before = self.threads.len();
+        let group_of = &mut self.group_of;
+        self.threads.retain(|tid, th| {
+            let keep = th.state != ThreadState::Exited;
+            if !keep {
+                group_of.remove(&tid);
+            }
+            keep
+        });
+        before - self.threads.len()
+    }
+
+    /// Threads the analysis holds state for.
+    pub fn thread_count(&self) -> usize {
+        self.threads.len()
     }
 
     #[inline]
@@ -530,6 +569,7 @@ impl<C: ThreadCharges> SchedAnalysis<C> {
                 };
                 th.stats.sched_runtime_ns += credit;
                 th.runtime_at = Some(t);
+                self.charges.runtime(*tid, credit);
             }
             // Stacks and CPU-time samples are the per-function analysis' business; a timer
             // being armed changes no thread's or CPU's state.
@@ -856,14 +896,14 @@ impl<C: ThreadCharges> SchedAnalysis<C> {
             c.interrupts.pop();
         }
         let cause = match (c.interrupts.last().map(|(k, _)| k), current) {
-            (Some(InterruptKind::Timer { .. }), _) => Cause::Timer,
-            (Some(InterruptKind::Irq(_)), _) => Cause::Irq,
-            (Some(InterruptKind::SoftIrq(_)), _) => Cause::SoftIrq,
-            (Some(InterruptKind::Ipi), _) => Cause::IpiOrIdle,
+            (Some(InterruptKind::Timer { .. }), _) => Waker::Timer,
+            (Some(InterruptKind::Irq(_)), _) => Waker::Irq,
+            (Some(InterruptKind::SoftIrq(_)), _) => Waker::SoftIrq,
+            (Some(InterruptKind::Ipi), _) => Waker::IpiOrIdle,
             (None, Some((waker, _))) if waker != IDLE_TID && waker != UNKNOWN_TID => {
-                Cause::Thread(waker)
+                Waker::Thread(waker)
             }
-            (None, _) => Cause::IpiOrIdle,
+            (None, _) => Waker::IpiOrIdle,
         };
         let mut waited = None;
         let w = self.thread(tid);
@@ -888,16 +928,9 @@ impl<C: ThreadCharges> SchedAnalysis<C> {
             self.charges.wait(tid, d);
             self.charges.interval(tid, Interval::Blocked, t - d, t);
         }
-        let w = self.thread(tid);
-        let causes = &mut w.stats.wakeups_received;
-        match cause {
-            Cause::Thread(_) => causes.thread += 1,
-            Cause::Timer => causes.timer += 1,
-            Cause::Irq => causes.irq += 1,
-            Cause::SoftIrq => causes.softirq += 1,
-            Cause::IpiOrIdle => causes.ipi_or_idle += 1,
-        }
-        if let Cause::Thread(waker) = cause {
+        self.thread(tid).stats.wakeups_received.count(cause);
+        self.charges.woken(tid, cause);
+        if let Waker::Thread(waker) = cause {
             if waker != tid {
                 self.thread(waker).stats.wakeups_caused += 1;
                 self.charges.woke(cpu, waker);
@@ -999,11 +1032,15 @@ impl<C: ThreadCharges> SchedAnalysis<C> {
     }
 }
 
-enum Cause {
+/// What made a thread runnable: the context the wake-up was issued in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Waker {
+    /// This thread, running on the issuing CPU.
     Thread(Tid),
     Timer,
     Irq,
     SoftIrq,
+    /// An IPI, or the idle task of a CPU (a remote wake-up with no thread behind it).
     IpiOrIdle,
 }
 

@@ -97,31 +97,20 @@ pub fn attribute_weighted(
     weight_name: &str,
     is_target: impl Fn(&ThreadStats) -> bool,
 ) -> Attribution {
-    let total_j = if total_j.is_finite() {
-        total_j.max(0.0)
-    } else {
-        0.0
-    };
-    let idle_power_w = if idle_power_w.is_finite() {
-        idle_power_w.max(0.0)
-    } else {
-        0.0
-    };
-    let weight = |i: usize| {
-        weights
-            .get(i)
-            .copied()
-            .filter(|w| w.is_finite() && *w > 0.0)
-            .unwrap_or(0.0)
-    };
+    let weight = |i: usize| weights.get(i).copied().map(positive).unwrap_or(0.0);
     let elapsed_s = summary.elapsed_ns() as f64 / 1e9;
-    let total_weight: f64 = (0..summary.threads.len()).map(weight).sum();
-    let idle_j = if total_weight <= 0.0 {
-        total_j
-    } else {
-        (idle_power_w * elapsed_s).min(total_j)
-    };
-    let active_j = total_j - idle_j;
+    let split = Split::new(
+        total_j,
+        idle_power_w,
+        elapsed_s,
+        (0..summary.threads.len()).map(weight).sum(),
+    );
+    let (total_j, idle_j, active_j, idle_power_w) = (
+        split.total_j,
+        split.idle_j,
+        split.active_j,
+        split.idle_power_w,
+    );
     let threads: Vec<ThreadEnergy> = summary
         .threads
         .iter()
@@ -129,11 +118,7 @@ pub fn attribute_weighted(
         .filter(|(_, t)| is_target(t))
         .map(|(i, t)| ThreadEnergy {
             tid: t.tid,
-            energy_j: if total_weight <= 0.0 {
-                0.0
-            } else {
-                active_j * (weight(i) / total_weight)
-            },
+            energy_j: split.share(weight(i)),
         })
         .collect();
     let target_j: f64 = threads.iter().map(|t| t.energy_j).sum();
@@ -157,6 +142,56 @@ pub fn attribute_weighted(
         method: format!(
             "idle share = {idle_power_w:.2} W baseline × {elapsed_s:.3} s (capped at the total); the remaining {active_j:.3} J split over threads by {weight_name}"
         ),
+    }
+}
+
+/// A finite positive figure, else 0 (a negative or non-finite weight counts as none).
+pub fn positive(x: f64) -> f64 {
+    if x.is_finite() && x > 0.0 {
+        x
+    } else {
+        0.0
+    }
+}
+
+/// The split every attribution makes of a measured total: the idle (baseline) share is
+/// the idle power × the elapsed time, capped at the total (all of it when no weight ran),
+/// and the active rest goes over the weights in proportion.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Split {
+    pub total_j: f64,
+    pub idle_power_w: f64,
+    pub idle_j: f64,
+    pub active_j: f64,
+    pub total_weight: f64,
+}
+
+impl Split {
+    /// Negative or non-finite inputs count as 0: a split never hands out negative energy.
+    pub fn new(total_j: f64, idle_power_w: f64, elapsed_s: f64, total_weight: f64) -> Split {
+        let (total_j, idle_power_w) = (positive(total_j), positive(idle_power_w));
+        let total_weight = positive(total_weight);
+        let idle_j = if total_weight <= 0.0 {
+            total_j
+        } else {
+            (idle_power_w * positive(elapsed_s)).min(total_j)
+        };
+        Split {
+            total_j,
+            idle_power_w,
+            idle_j,
+            active_j: total_j - idle_j,
+            total_weight,
+        }
+    }
+
+    /// The active energy of a `weight`.
+    pub fn share(&self, weight: f64) -> f64 {
+        if self.total_weight <= 0.0 {
+            0.0
+        } else {
+            self.active_j * (positive(weight) / self.total_weight)
+        }
     }
 }
 

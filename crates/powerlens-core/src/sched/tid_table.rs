@@ -65,6 +65,27 @@ impl<V> TidTable<V> {
         slot
     }
 
+    /// Keeps only the values `keep` says yes to (a long-running analysis forgets exited
+    /// threads this way, so its memory follows the live threads, not every thread ever).
+    /// Linear in the table: call it once per interval, not per event.
+    pub fn retain(&mut self, mut keep: impl FnMut(Tid, &V) -> bool) {
+        let mut by_slot: Vec<(u32, Tid)> = self.slots.iter().map(|(&t, &s)| (s, t)).collect();
+        by_slot.sort_unstable();
+        let values = std::mem::take(&mut self.values);
+        self.slots.clear();
+        self.last.set((u64::MAX, 0));
+        for ((_, tid), value) in by_slot.into_iter().zip(values) {
+            if keep(tid, &value) {
+                self.slots.insert(tid, self.values.len() as u32);
+                self.values.push(value);
+            }
+        }
+    }
+
+    pub fn len(&self) -> usize {
+        self.values.len()
+    }
+
     /// Every value, in the order the tids were first seen.
     pub fn into_values(self) -> std::vec::IntoIter<V> {
         self.values.into_iter()
@@ -97,5 +118,20 @@ mod tests {
             "a miss does not spoil the remembered slot"
         );
         assert_eq!(t.into_values().collect::<Vec<_>>(), [74, 6, 2]);
+    }
+
+    #[test]
+    fn retained_values_keep_their_tids_and_order() {
+        let mut t: TidTable<u64> = TidTable::default();
+        for tid in [5, 9, 2, 7] {
+            t.get_or_insert_with(tid, || tid as u64 * 10);
+        }
+        assert_eq!(t.get(9), Some(&90), "remembered slot before the retain");
+        t.retain(|tid, _| tid != 9 && tid != 5);
+        assert_eq!(t.len(), 2);
+        assert_eq!((t.get(9), t.get(5)), (None, None));
+        assert_eq!((t.get(2), t.get(7)), (Some(&20), Some(&70)));
+        *t.get_or_insert_with(9, || 1) += 1;
+        assert_eq!(t.into_values().collect::<Vec<_>>(), [20, 70, 2]);
     }
 }
