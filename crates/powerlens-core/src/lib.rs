@@ -8,6 +8,7 @@ pub mod compare;
 pub mod diff;
 pub mod dvfs;
 pub mod model;
+pub mod monitor;
 pub mod provenance;
 pub mod run;
 pub mod sched;
