@@ -11,6 +11,7 @@ pub mod convert;
 pub mod drain;
 pub mod exec;
 pub mod interrupt;
+pub mod live;
 pub mod meter;
 pub mod reduced;
 pub mod replay;

@@ -69,6 +69,20 @@ impl Meter {
         })
     }
 
+    /// The power model alone, whatever meter the machine has: what a long-running monitor
+    /// falls back to when its meter stops answering.
+    pub fn estimated(roots: &Roots, options: &MeterOptions) -> anyhow::Result<Meter> {
+        Ok(Meter {
+            kind: Kind::Model {
+                model: load_model(options.power_model.as_deref())?,
+                roots: roots.clone(),
+            },
+            fixture_sysfs: (roots.sysfs != Roots::default().sysfs).then(|| roots.sysfs.clone()),
+            statuses: Vec::new(),
+            warnings: Vec::new(),
+        })
+    }
+
     pub fn read(&self) -> anyhow::Result<Reading> {
         let values = match &self.kind {
             Kind::Source(s) => s

@@ -2,6 +2,7 @@
 //! interval into per-process counters, with each interval's energy attributed so that it
 //! closes exactly on the node's. What `powerlens agent` exports and `powerlens top` shows.
 
+pub mod cgroup;
 pub mod interval;
 pub mod processes;
 pub mod series;

@@ -23,6 +23,8 @@ pub struct ProcessInfo {
     pub comm: String,
     /// Its cgroup v2 path, when it was read.
     pub cgroup: Option<String>,
+    /// The process that started it, when known.
+    pub parent: Option<u32>,
 }
 
 #[derive(Debug, Default)]
@@ -37,11 +39,18 @@ pub struct ProcessDirectory {
 
 impl ProcessDirectory {
     /// A thread's process and name, as the recorder learns them (`pid` unknown: the
-    /// thread is taken as a process of its own until it is known).
-    pub fn thread(&mut self, tid: Tid, pid: Option<u32>, comm: &str) {
+    /// thread is taken as a process of its own until it is known), and the thread that
+    /// forked it, when known: a main thread's forker is in its parent process.
+    pub fn thread(&mut self, tid: Tid, pid: Option<u32>, comm: &str, forked_by: Option<Tid>) {
         let pid = pid.unwrap_or(tid);
         self.thread_pid.insert(tid, pid);
+        let parent = forked_by
+            .filter(|_| tid == pid)
+            .map(|t| self.thread_pid.get(&t).copied().unwrap_or(t));
         let info = self.process_entry(pid);
+        if parent.is_some() {
+            info.parent = parent;
+        }
         if (tid == pid || info.comm.is_empty()) && !comm.is_empty() && info.comm != comm {
             info.comm = comm.to_string();
         }
@@ -56,6 +65,7 @@ impl ProcessDirectory {
                 key,
                 comm: String::new(),
                 cgroup: None,
+                parent: None,
             }
         })
     }
@@ -63,6 +73,11 @@ impl ProcessDirectory {
     /// A process's cgroup v2 path.
     pub fn set_cgroup(&mut self, pid: u32, cgroup: String) {
         self.process_entry(pid).cgroup = Some(cgroup);
+    }
+
+    /// The process that started `pid`, when known.
+    pub fn parent_of(&self, pid: u32) -> Option<u32> {
+        self.processes.get(&pid)?.parent
     }
 
     /// Whether the process's cgroup is still to be read.
@@ -115,34 +130,40 @@ mod tests {
     #[test]
     fn threads_map_to_their_process_and_a_reused_pid_is_a_new_process() {
         let mut d = ProcessDirectory::default();
-        d.thread(100, Some(100), "server");
-        d.thread(101, Some(100), "worker");
+        d.thread(1, Some(1), "init", None);
+        d.thread(100, Some(100), "server", Some(1));
+        d.thread(101, Some(100), "worker", Some(100));
+        assert_eq!(d.parent_of(100), Some(1));
         d.set_cgroup(100, "/system.slice/server.service".into());
         let p = d.process_of(101).clone();
         assert_eq!(
             p.key,
             ProcessKey {
                 pid: 100,
-                serial: 0
+                serial: 1
             }
         );
         assert_eq!(p.comm, "server", "the main thread names the process");
         assert_eq!(p.cgroup.as_deref(), Some("/system.slice/server.service"));
         // The worker's own name does not rename the process.
-        d.thread(101, Some(100), "worker2");
+        d.thread(101, Some(100), "worker2", None);
         assert_eq!(d.process_of(100).comm, "server");
         // Main thread exits: still known until the interval is accounted.
         d.exited(100);
-        assert_eq!(d.process_of(101).key.serial, 0);
+        assert_eq!(d.process_of(101).key.serial, 1);
         assert_eq!(d.forget_gone(), 1);
-        assert_eq!(d.len(), (0, 0), "the worker went with its process");
+        assert_eq!(
+            d.len(),
+            (1, 1),
+            "the worker went with its process; init stays"
+        );
         // A new process with the same pid is another one.
-        d.thread(100, Some(100), "server");
+        d.thread(100, Some(100), "server", None);
         assert_eq!(
             d.process_of(100).key,
             ProcessKey {
                 pid: 100,
-                serial: 1
+                serial: 2
             }
         );
         assert!(d.lacks_cgroup(100));
@@ -152,7 +173,7 @@ mod tests {
     fn a_thread_of_unknown_process_is_its_own() {
         let mut d = ProcessDirectory::default();
         assert_eq!(d.process_of(7).key.pid, 7);
-        d.thread(8, None, "kworker/0:1");
+        d.thread(8, None, "kworker/0:1", None);
         assert_eq!(d.process_of(8).comm, "kworker/0:1");
     }
 }

@@ -216,6 +216,15 @@ impl Monitor {
                     cgroup,
                     basis: input.basis,
                 };
+                if !self.processes.contains_key(&labels) {
+                    // A pid reused while the old process's series is still kept: the
+                    // exposition cannot show two series with the same labels, and the
+                    // old one will not grow again.
+                    self.processes.retain(|k, _| {
+                        (k.key.pid, &k.comm, &k.cgroup, k.basis)
+                            != (labels.key.pid, &labels.comm, &labels.cgroup, labels.basis)
+                    });
+                }
                 let s = self.processes.entry(labels).or_insert(ProcessSeries {
                     counters: Counters::default(),
                     updated_ns: input.end_ns,
@@ -301,6 +310,7 @@ mod tests {
                 },
                 comm: format!("p{pid}"),
                 cgroup: cgroup.map(str::to_string),
+                parent: None,
             },
             runtime_ns,
             wakeups: WakeupCauses {
@@ -407,5 +417,11 @@ mod tests {
         m.close_interval(input(20, vec![process(3, 1, None)], Basis::Estimated));
         let pids: Vec<u32> = m.processes().keys().map(|k| k.key.pid).collect();
         assert_eq!(pids, [3], "the others were not updated for 17 s > 10 s");
+        // Pid 3 reused by a new process with the same name: one series, the new one.
+        let mut reused = process(3, 1, None);
+        reused.info.key.serial = 99;
+        m.close_interval(input(21, vec![reused], Basis::Estimated));
+        let keys: Vec<u64> = m.processes().keys().map(|k| k.key.serial).collect();
+        assert_eq!(keys, [99]);
     }
 }

@@ -2,6 +2,7 @@
 //! [`tasks`].
 
 pub mod maps;
+pub mod process;
 pub mod tasks;
 
 use crate::{sysfs, Roots, SysError};
