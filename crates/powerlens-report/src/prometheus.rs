@@ -13,6 +13,8 @@ pub struct AgentMetrics<'a> {
     /// Wake-up metrics exist only when the agent traces (a reduced agent samples procfs,
     /// which has no wake-ups: they are absent, not zero).
     pub traced: bool,
+    /// Per-process series (`--by process`); per-cgroup series only without.
+    pub per_process: bool,
     /// `trace`, or `reduced` with the reason.
     pub mode: &'a str,
     pub mode_reason: &'a str,
@@ -159,30 +161,33 @@ pub fn render(m: &AgentMetrics<'_>, format: Format) -> String {
         w.sample("powerlens_node_power_watts", &[], p);
     }
 
-    let process_rows: Vec<(Vec<(&str, String)>, &Counters)> = mon
-        .processes()
-        .iter()
-        .map(|(k, s)| {
-            (
-                vec![
-                    ("pid", k.key.pid.to_string()),
-                    ("comm", k.comm.clone()),
-                    ("cgroup", k.cgroup.clone()),
-                    ("provenance", k.basis.label().to_string()),
-                ],
-                &s.counters,
-            )
-        })
-        .chain(mon.other().iter().map(|(basis, c)| {
-            (
-                vec![
-                    ("comm", "other".to_string()),
-                    ("provenance", basis.label().to_string()),
-                ],
-                c,
-            )
-        }))
-        .collect();
+    let process_rows: Vec<(Vec<(&str, String)>, &Counters)> = if !m.per_process {
+        Vec::new()
+    } else {
+        mon.processes()
+            .iter()
+            .map(|(k, s)| {
+                (
+                    vec![
+                        ("pid", k.key.pid.to_string()),
+                        ("comm", k.comm.clone()),
+                        ("cgroup", k.cgroup.clone()),
+                        ("provenance", k.basis.label().to_string()),
+                    ],
+                    &s.counters,
+                )
+            })
+            .chain(mon.other().iter().map(|(basis, c)| {
+                (
+                    vec![
+                        ("comm", "other".to_string()),
+                        ("provenance", basis.label().to_string()),
+                    ],
+                    c,
+                )
+            }))
+            .collect()
+    };
     let labels =
         |l: &Vec<(&'static str, String)>, with_provenance: bool| -> Vec<(&'static str, String)> {
             l.iter()
@@ -196,74 +201,76 @@ pub fn render(m: &AgentMetrics<'_>, format: Format) -> String {
             all.extend_from_slice(extra);
             w.sample(name, &all, v);
         };
-    w.family(
+    if m.per_process {
+        w.family(
         "powerlens_process_energy_joules_total",
         "counter",
         Some("joules"),
         "Energy attributed to the process: the node's energy less the idle share, split by the CPU time the scheduler charged each process. The top processes of each interval have series of their own, comm=\"other\" holds the rest, so that processes + idle = node.",
     );
-    for (l, c) in &process_rows {
-        emit(
-            &mut w,
-            "powerlens_process_energy_joules_total",
-            labels(l, true),
-            &[],
-            c.energy_j,
-        );
-    }
-    w.family(
+        for (l, c) in &process_rows {
+            emit(
+                &mut w,
+                "powerlens_process_energy_joules_total",
+                labels(l, true),
+                &[],
+                c.energy_j,
+            );
+        }
+        w.family(
         "powerlens_process_cpu_seconds_total",
         "counter",
         Some("seconds"),
         "CPU time of the process, the kernel's own account (sched_stat_runtime when traced, /proc/PID/stat when reduced).",
     );
-    for (l, c) in &process_rows {
-        emit(
-            &mut w,
-            "powerlens_process_cpu_seconds_total",
-            labels(l, false),
-            &[],
-            c.cpu_s,
-        );
-    }
-    if m.traced {
-        w.family(
+        for (l, c) in &process_rows {
+            emit(
+                &mut w,
+                "powerlens_process_cpu_seconds_total",
+                labels(l, false),
+                &[],
+                c.cpu_s,
+            );
+        }
+        if m.traced {
+            w.family(
             "powerlens_process_wakeups_total",
             "counter",
             None,
             "Wake-ups the process's threads received, by what issued them: another thread, a timer, an interrupt (hardware or softirq) or an IPI / idle CPU.",
         );
-        for (l, c) in &process_rows {
-            let wk = &c.wakeups;
-            for (cause, n) in [
-                ("thread", wk.thread),
-                ("timer", wk.timer),
-                ("irq", wk.irq + wk.softirq),
-                ("ipi", wk.ipi_or_idle),
-            ] {
-                emit(
-                    &mut w,
-                    "powerlens_process_wakeups_total",
-                    labels(l, false),
-                    &[("cause", cause)],
-                    n as f64,
-                );
+            for (l, c) in &process_rows {
+                let wk = &c.wakeups;
+                for (cause, n) in [
+                    ("thread", wk.thread),
+                    ("timer", wk.timer),
+                    ("irq", wk.irq + wk.softirq),
+                    ("ipi", wk.ipi_or_idle),
+                ] {
+                    emit(
+                        &mut w,
+                        "powerlens_process_wakeups_total",
+                        labels(l, false),
+                        &[("cause", cause)],
+                        n as f64,
+                    );
+                }
             }
-        }
-        w.family(
+            w.family(
             "powerlens_process_idle_wakeups_total",
             "counter",
             None,
             "Times a thread of the process was the first to run on a CPU that had been idle: each one pulled a CPU out of an idle state.",
         );
-        for (l, c) in &process_rows {
-            emit(
-                &mut w,
-                "powerlens_process_idle_wakeups_total",
-                labels(l, false),
-                &[],
-                c.idle_wakeups as f64,
-            );
+            for (l, c) in &process_rows {
+                emit(
+                    &mut w,
+                    "powerlens_process_idle_wakeups_total",
+                    labels(l, false),
+                    &[],
+                    c.idle_wakeups as f64,
+                );
+            }
         }
     }
     w.family(
@@ -408,6 +415,7 @@ mod tests {
         AgentMetrics {
             monitor: m,
             traced: true,
+            per_process: true,
             mode: "trace",
             mode_reason: "",
             version: "0.1.0",
