@@ -177,7 +177,7 @@ pub fn execute(global: &GlobalArgs, args: DemoArgs) -> anyhow::Result<ExitCode> 
         bar.set_prefix(name.clone());
         let series = runner::run_series(&meter, &argv, &options, &bar)?;
         let stopped_early = series.stopped_early.clone();
-        let result = runner::result_of(&meter, argv, None, series);
+        let result = runner::result_of(&meter, argv, None, None, series);
         scenarios.push(Scenario { name, result });
         if let Some(why) = stopped_early {
             bar.finish_and_clear();
