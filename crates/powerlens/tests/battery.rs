@@ -36,6 +36,14 @@ const WATTS: f64 = 20.0;
 const FULL_UWH: u64 = 555_556;
 const FULL_J: f64 = FULL_UWH as f64 * 3.6e-3;
 
+/// A fixture tree with this machine's online CPUs (a recording reads them).
+fn energy_battery_tree() -> FixtureTree {
+    let tree = FixtureTree::new();
+    let online = std::fs::read_to_string("/sys/devices/system/cpu/online").unwrap();
+    tree.online_cpus(online.trim());
+    tree
+}
+
 /// An ACPI-style battery at 90%, discharging at [`WATTS`].
 fn energy_battery(tree: &FixtureTree) -> FakeMeter {
     let start = FULL_UWH * 9 / 10;
@@ -423,4 +431,73 @@ fn compare_says_work_per_charge_and_who_runs_out() {
             && verdict.contains("B runs out of battery after"),
         "{verdict}"
     );
+}
+
+#[test]
+fn a_recording_on_battery_reports_its_battery_life() {
+    let _serial = serial();
+    let tree = energy_battery_tree();
+    let dir = tempfile::tempdir().unwrap();
+    let rec = dir.path().join("battery.rec");
+    let rec_s = rec.to_str().unwrap();
+    let _battery = energy_battery(&tree);
+    // Reduced (procfs) recording: the battery path is the same as a trace's, and it needs
+    // no tracing privileges. 1.2 s at 1% a second: 1.2% discharged.
+    let out = powerlens(
+        &tree,
+        &[
+            "record",
+            "--reduced",
+            "--baseline",
+            "0",
+            "--quiet-command",
+            "-o",
+            rec_s,
+            "--",
+            "sleep",
+            "1.2",
+        ],
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("note: battery: BAT0 0.6 Wh full (energy_full); charge read from energy_now / energy_full"),
+        "{}",
+        stderr(&out)
+    );
+    let out = powerlens(&tree, &["report", rec_s, "--json"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let v = json(&out);
+    let elapsed = f(&v["system"]["elapsed_s"]);
+    let total = f(&v["energy"]["total_j"]);
+    assert!(
+        within(total, WATTS * elapsed, 0.03),
+        "{total} J over {elapsed} s"
+    );
+    let b = &v["battery"];
+    assert_eq!(b["available"], true, "{b}");
+    let life_h = FULL_J / WATTS / 3600.0;
+    assert!(within(f(&b["life_h"]), life_h, 0.03), "{b}");
+    assert!(
+        within(f(&b["runs_per_charge"]), FULL_J / (WATTS * elapsed), 0.03),
+        "{b}"
+    );
+    assert!(f(&b["discharged_pct"]) >= 1.0, "{b}");
+    assert!(
+        within(f(&b["conventional_life_h"]), life_h, 0.05),
+        "{b} vs {life_h} h"
+    );
+    // The text view says it per recording.
+    let out = powerlens(&tree, &["report", rec_s]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("battery: BAT0 0.556 Wh full (energy_full); at ")
+            && text.contains(" recordings ("),
+        "{text}"
+    );
+    // report --battery-wh: a 1 Wh charge instead; the gauge's conventional life stays.
+    let out = powerlens(&tree, &["report", rec_s, "--json", "--battery-wh", "1"]);
+    let given = &json(&out)["battery"];
+    assert_eq!(given["energy_full_source"], "--battery-wh");
+    assert!(within(f(&given["life_h"]), 1.0 / WATTS, 0.03), "{given}");
+    assert_eq!(given["conventional_life_h"], b["conventional_life_h"]);
 }
