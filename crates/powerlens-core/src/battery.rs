@@ -423,6 +423,20 @@ pub fn duration_text(hours: f64) -> String {
     }
 }
 
+/// A full charge as the views say it: `BAT0 + BAT1 57.4 Wh full (energy_full)`.
+pub fn full_charge_text(batteries: &[String], energy_full_wh: f64, source: &str) -> String {
+    let names = match batteries {
+        [] => String::new(),
+        names => format!("{} ", names.join(" + ")),
+    };
+    format!("{names}{} Wh full ({source})", wh_text(energy_full_wh))
+}
+
+/// Watt-hours to the milliwatt-hour, trailing zeros trimmed: `57`, `45.6`, `0.556`.
+pub fn wh_text(wh: f64) -> String {
+    format!("{}", (wh * 1000.0).round() / 1000.0)
+}
+
 /// A count of runs: whole above 10, two decimals below.
 fn runs_text(runs: f64) -> String {
     if runs >= 10.0 {
@@ -466,20 +480,16 @@ pub fn per_charge_sentence(
         )
     };
     let charge = |life: &BatteryLife| {
-        let batteries = if life.batteries.is_empty() {
-            String::new()
-        } else {
-            format!("{} ", life.batteries.join(" + "))
-        };
-        format!(
-            "{batteries}{:.1} Wh, {}",
-            life.energy_full_wh, life.energy_full_source
+        full_charge_text(
+            &life.batteries,
+            life.energy_full_wh,
+            &life.energy_full_source,
         )
     };
     let capacity = if charge(b) == charge(c) {
-        format!("per charge ({})", charge(b))
+        format!("per charge of {}", charge(b))
     } else {
-        format!("per charge ({} and {})", charge(b), charge(c))
+        format!("per charge of {} and of {}", charge(b), charge(c))
     };
     let mut s = format!(
         "On battery, {capacity}: {} retires {} runs{}, {} {}{}: {relative}.",
@@ -565,6 +575,15 @@ mod tests {
         }
     }
 
+    /// A run of 2 s at 10 W: 20 J.
+    fn two_second_run() -> Workload {
+        Workload {
+            energy_per_run_j: 20.0,
+            power_w: 10.0,
+            time_per_run_s: 2.0,
+        }
+    }
+
     fn charges(spans: &[ChargeSpan]) -> Result<Charges<'_>, String> {
         Ok(Charges {
             spans,
@@ -576,11 +595,7 @@ mod tests {
     #[test]
     fn life_and_runs_per_charge_by_hand() {
         // 50 Wh at 10 W: 5 h. A run of 2 s at 10 W is 20 J; 50 Wh = 180 000 J: 9000 runs.
-        let work = Workload {
-            energy_per_run_j: 20.0,
-            power_w: 10.0,
-            time_per_run_s: 2.0,
-        };
+        let work = two_second_run();
         let spans = [span(90.0, 89.6, 30.0), span(89.6, 89.1, 36.0)];
         let r = figures(&capacity(50.0), &work, charges(&spans), &measured(), true);
         assert!(r.available && r.reason.is_none());
@@ -603,11 +618,7 @@ mod tests {
 
     #[test]
     fn conventional_life_is_time_of_one_percent_times_100() {
-        let work = Workload {
-            energy_per_run_j: 20.0,
-            power_w: 10.0,
-            time_per_run_s: 2.0,
-        };
+        let work = two_second_run();
         // 0.8% in 150 s and 0.7% in 120 s: 1.5% in 270 s, so 1% in 180 s: 18 000 s = 5 h.
         let spans = [span(85.0, 84.2, 150.0), span(84.2, 83.5, 120.0)];
         let life = figures(&capacity(50.0), &work, charges(&spans), &measured(), true)
@@ -640,11 +651,7 @@ mod tests {
 
     #[test]
     fn what_is_missing_says_why() {
-        let work = Workload {
-            energy_per_run_j: 20.0,
-            power_w: 10.0,
-            time_per_run_s: 2.0,
-        };
+        let work = two_second_run();
         // Charging during the runs.
         let life = figures(
             &capacity(50.0),
@@ -688,11 +695,7 @@ mod tests {
 
     #[test]
     fn json_is_flat_and_reads_back() {
-        let work = Workload {
-            energy_per_run_j: 20.0,
-            power_w: 10.0,
-            time_per_run_s: 2.0,
-        };
+        let work = two_second_run();
         let r = figures(
             &capacity(50.0),
             &work,
@@ -744,7 +747,7 @@ mod tests {
         let s = per_charge_sentence(&win8, &win7, 1.0).unwrap();
         assert_eq!(
             s,
-            "On battery, per charge (BAT0 50.0 Wh, energy_full): Win8 retires 1.00 runs, Win7 0.83: 16.7% fewer. \
+            "On battery, per charge of BAT0 50 Wh full (energy_full): Win8 retires 1.00 runs, Win7 0.83: 16.7% fewer. \
 For the job of 1.00 runs: Win8 finishes it in 1 h 00 min on 100% of a charge; \
 Win7 runs out of battery after 2 h 30 min, 30 min before finishing it (3 h 00 min)."
         );
@@ -766,7 +769,7 @@ Win7 runs out of battery after 2 h 30 min, 30 min before finishing it (3 h 00 mi
         let s = per_charge_sentence(&a, &b, 100.0).unwrap();
         assert_eq!(
             s,
-            "On battery, per charge (BAT0 57.0 Wh, energy_full): A retires 410 runs (41040 units of work), B 377 (37665 units of work): 8.2% fewer."
+            "On battery, per charge of BAT0 57 Wh full (energy_full): A retires 410 runs (41040 units of work), B 377 (37665 units of work): 8.2% fewer."
         );
         // Without a job, a run longer than a charge is still called out.
         let huge = side("C", 300_000.0);
@@ -778,11 +781,7 @@ Win7 runs out of battery after 2 h 30 min, 30 min before finishing it (3 h 00 mi
 
     #[test]
     fn a_given_capacity_rescales_life_and_work_but_keeps_the_gauge() {
-        let work = Workload {
-            energy_per_run_j: 20.0,
-            power_w: 10.0,
-            time_per_run_s: 2.0,
-        };
+        let work = two_second_run();
         let spans = [span(85.0, 83.5, 270.0)];
         let saved = figures(&capacity(50.0), &work, charges(&spans), &measured(), true);
         // 25 Wh at 10 W: 2.5 h; 90 000 J / 20 J = 4500 runs. The gauge's 5 h stays.

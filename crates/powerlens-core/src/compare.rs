@@ -724,7 +724,7 @@ mod tests {
         c.energy_from(&estimated);
         let v = &c.candidates[0].verdict;
         // 3600 J per charge: 356.4 runs of 10.1 J and 178.2 of 20.2 J.
-        let battery = v.find("On battery, per charge (BAT0 1.0 Wh, energy_full): A retires 356 runs, B 178: 50.0% fewer.").expect(v);
+        let battery = v.find("On battery, per charge of BAT0 1 Wh full (energy_full): A retires 356 runs, B 178: 50.0% fewer.").expect(v);
         assert!(v.find("ESTIMATED, not measured").expect(v) > battery, "{v}");
         assert_eq!(c.battery.len(), 2);
     }

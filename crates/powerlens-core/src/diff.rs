@@ -11,6 +11,7 @@ use serde::Serialize;
 use serde_json::{Map, Value};
 
 use crate::advice::JudgedStates;
+use crate::battery::{duration_text, wh_text};
 use crate::provenance::Provenance;
 use crate::verdict::estimated_qualifier;
 
@@ -598,14 +599,18 @@ fn battery_finding(a: &Value, b: &Value) -> Option<String> {
     };
     let ((ra, la, wa), (rb, lb, wb)) = (figures(a)?, figures(b)?);
     let charge = if wa == wb {
-        format!("a charge of {wa:.1} Wh")
+        format!("a charge of {} Wh", wh_text(wa))
     } else {
-        format!("a charge ({wa:.1} Wh in A, {wb:.1} Wh in B)")
+        format!(
+            "a charge ({} Wh in A, {} Wh in B)",
+            wh_text(wa),
+            wh_text(wb)
+        )
     };
     Some(format!(
         "on battery, {charge} retires A's recorded work {ra:.0} times and B's {rb:.0} times, and lasts {} at A's power and {} at B's",
-        crate::battery::duration_text(la),
-        crate::battery::duration_text(lb)
+        duration_text(la),
+        duration_text(lb)
     ))
 }
 
@@ -684,7 +689,7 @@ mod tests {
         assert_eq!(f.section, ENERGY);
         assert_eq!(
             f.finding,
-            "on battery, a charge of 50.0 Wh retires A's recorded work 60000 times and B's 120000 times, and lasts 16 h 40 min at A's power and 33 h 20 min at B's"
+            "on battery, a charge of 50 Wh retires A's recorded work 60000 times and B's 120000 times, and lasts 16 h 40 min at A's power and 33 h 20 min at B's"
         );
     }
 

@@ -4,7 +4,7 @@
 
 use std::path::PathBuf;
 
-use powerlens_core::battery::{given_capacity, BatterySetup, Capacity, Missing};
+use powerlens_core::battery::{full_charge_text, given_capacity, BatterySetup, Capacity, Missing};
 use powerlens_sys::energy::battery::UNPLUG;
 use powerlens_sys::{power_supply, Roots, SysError};
 
@@ -123,13 +123,8 @@ impl MeterBattery {
         let s = &self.setup;
         match (&s.capacity, &s.capacity_unavailable) {
             (Some(c), _) => format!(
-                "battery: {}{:.1} Wh full ({}); {}",
-                match c.batteries.as_slice() {
-                    [] => String::new(),
-                    names => format!("{} ", names.join(" + ")),
-                },
-                c.energy_full_wh,
-                c.energy_full_source,
+                "battery: {}; {}",
+                full_charge_text(&c.batteries, c.energy_full_wh, &c.energy_full_source),
                 match (&s.charge_source, &s.charge_unavailable) {
                     (Some(source), _) => format!("charge read from {source}"),
                     (None, why) => format!(
@@ -244,7 +239,7 @@ mod tests {
             Some("energy_now / energy_full")
         );
         assert!(
-            b.describe().contains("BAT0 + BAT1 60.0 Wh full"),
+            b.describe().contains("BAT0 + BAT1 60 Wh full"),
             "{}",
             b.describe()
         );

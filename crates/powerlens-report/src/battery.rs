@@ -1,7 +1,9 @@
 //! Views of battery-life figures: the lines `run` and `report` print under their summary,
 //! and `compare`'s table of the configurations on battery.
 
-use powerlens_core::battery::{duration_text, BatteryLife, BatteryReport, LabelBattery};
+use powerlens_core::battery::{
+    duration_text, full_charge_text, wh_text, BatteryLife, BatteryReport, LabelBattery,
+};
 
 use crate::page::Page;
 use crate::table::{sig, Table};
@@ -30,14 +32,10 @@ impl Unit {
 }
 
 fn capacity(life: &BatteryLife) -> String {
-    let names = match life.batteries.as_slice() {
-        [] => String::new(),
-        names => format!("{} ", names.join(" + ")),
-    };
-    format!(
-        "{names}{} Wh full ({})",
-        sig(life.energy_full_wh, 3),
-        life.energy_full_source
+    full_charge_text(
+        &life.batteries,
+        life.energy_full_wh,
+        &life.energy_full_source,
     )
 }
 
@@ -148,7 +146,7 @@ pub fn table(labels: &[LabelBattery]) -> Table {
         };
         t.row([
             l.label.clone(),
-            sig(life.energy_full_wh, 3),
+            wh_text(life.energy_full_wh),
             sig(life.power_w, 4),
             duration_text(life.life_h),
             sig(life.runs_per_charge, 4),
@@ -218,7 +216,7 @@ mod tests {
         );
         assert_eq!(
             t,
-            "battery: BAT0 57.0 Wh full (energy_full); at 10.00 W a charge lasts 5 h 42 min and retires 2052 runs (100.0 J each)\n         conventional life (time of a 1% discharge × 100): 5 h 42 min, over 80.00% → 78.80% (energy_now / energy_full)\n"
+            "battery: BAT0 57 Wh full (energy_full); at 10.00 W a charge lasts 5 h 42 min and retires 2052 runs (100.0 J each)\n         conventional life (time of a 1% discharge × 100): 5 h 42 min, over 80.00% → 78.80% (energy_now / energy_full)\n"
         );
         let t = text(&report(&[]), Unit::Recording);
         assert!(t.contains("recordings (100.0 J the recording)"), "{t}");

@@ -24,6 +24,17 @@ fn within(value: f64, expected: f64, tolerance: f64) -> bool {
     (value - expected).abs() <= tolerance * expected.abs()
 }
 
+/// Every run's energy is the fake's power × its wall time, within 3%.
+fn assert_power_times_time(result: &serde_json::Value, watts: f64) {
+    for r in result["runs"].as_array().unwrap() {
+        let (wall, energy) = (f(&r["wall_s"]), f(&r["energy_j"]));
+        assert!(
+            within(energy, watts * wall, 0.03),
+            "{energy} J over {wall} s at {watts} W"
+        );
+    }
+}
+
 fn discharging(spec: BatterySpec) -> BatterySpec {
     BatterySpec {
         status: "Discharging".into(),
@@ -72,12 +83,8 @@ fn run_on_an_energy_battery_gives_life_work_per_charge_and_the_conventional_life
     );
     assert!(out.status.success(), "{}", stderr(&out));
     let v = json(&out);
+    assert_power_times_time(&v, WATTS);
     for r in v["runs"].as_array().unwrap() {
-        let (wall, energy) = (f(&r["wall_s"]), f(&r["energy_j"]));
-        assert!(
-            within(energy, WATTS * wall, 0.03),
-            "{energy} J over {wall} s at {WATTS} W"
-        );
         assert!(r["provenance"]["source"]
             .as_str()
             .unwrap()
@@ -117,7 +124,7 @@ fn run_on_an_energy_battery_gives_life_work_per_charge_and_the_conventional_life
     );
     let err = stderr(&out);
     assert!(
-        err.contains("battery: BAT0 0.6 Wh full (energy_full)"),
+        err.contains("battery: BAT0 0.556 Wh full (energy_full)"),
         "{err}"
     );
 
@@ -159,14 +166,8 @@ fn run_on_a_charge_battery_and_too_short_a_discharge() {
     );
     assert!(out.status.success(), "{}", stderr(&out));
     let v = json(&out);
-    for r in v["runs"].as_array().unwrap() {
-        let (wall, energy) = (f(&r["wall_s"]), f(&r["energy_j"]));
-        // charge_now is whole µAh: 43 mJ steps, 0.4% of a 0.6 s run.
-        assert!(
-            within(energy, WATTS * wall, 0.03),
-            "{energy} J over {wall} s"
-        );
-    }
+    // charge_now is whole µAh: 43 mJ steps, 0.4% of a 0.6 s run.
+    assert_power_times_time(&v, WATTS);
     let b = &v["battery"];
     assert_eq!(b["energy_full_source"], "charge_full × voltage_now");
     assert!(
@@ -426,7 +427,7 @@ fn compare_says_work_per_charge_and_who_runs_out() {
     );
     let verdict = v["candidates"][0]["verdict"].as_str().unwrap();
     assert!(
-        verdict.contains("On battery, per charge (BAT0 0.6 Wh, energy_full): A retires")
+        verdict.contains("On battery, per charge of BAT0 0.556 Wh full (energy_full): A retires")
             && verdict.contains("For the job of 400 runs: A finishes it in")
             && verdict.contains("B runs out of battery after"),
         "{verdict}"
@@ -460,7 +461,7 @@ fn a_recording_on_battery_reports_its_battery_life() {
     );
     assert!(out.status.success(), "{}", stderr(&out));
     assert!(
-        stderr(&out).contains("note: battery: BAT0 0.6 Wh full (energy_full); charge read from energy_now / energy_full"),
+        stderr(&out).contains("note: battery: BAT0 0.556 Wh full (energy_full); charge read from energy_now / energy_full"),
         "{}",
         stderr(&out)
     );
