@@ -106,6 +106,13 @@ fn run_on_an_energy_battery_gives_life_work_per_charge_and_the_conventional_life
         within(f(&b["runs_per_charge"]), runs, 0.03),
         "{b} vs {runs} runs"
     );
+    eprintln!(
+        "run: life_h / truth {:.4}, runs_per_charge / truth {:.4}, conventional_life_h / truth {:.4} over {:.2}%",
+        f(&b["life_h"]) / life_h,
+        f(&b["runs_per_charge"]) / runs,
+        f(&b["conventional_life_h"]) / life_h,
+        f(&b["discharged_pct"])
+    );
     // The study's method on the gauge: 1% takes 1 s here, × 100 = 100 s.
     let discharged = f(&b["discharged_pct"]);
     assert!(discharged >= 1.0, "{b}");
@@ -162,11 +169,11 @@ fn run_on_a_charge_battery_and_too_short_a_discharge() {
     let full_j = full_uah as f64 * volts_uv as f64 * 3.6e-9;
     let out = powerlens(
         &tree,
-        &["run", "--runs", "1", "--json", "--", "sleep", "0.6"],
+        &["run", "--runs", "1", "--json", "--", "sleep", "0.5"],
     );
     assert!(out.status.success(), "{}", stderr(&out));
     let v = json(&out);
-    // charge_now is whole µAh: 43 mJ steps, 0.4% of a 0.6 s run.
+    // charge_now is whole µAh: 43 mJ steps, 0.4% of a 0.5 s run.
     assert_power_times_time(&v, WATTS);
     let b = &v["battery"];
     assert_eq!(b["energy_full_source"], "charge_full × voltage_now");
@@ -183,7 +190,7 @@ fn run_on_a_charge_battery_and_too_short_a_discharge() {
         within(f(&b["runs_per_charge"]), full_j / (WATTS * mean_wall), 0.03),
         "{b}"
     );
-    // A 0.6 s run discharges 0.6%: too little for the study's 1%, and it says so.
+    // A 0.5 s run discharges 0.5%: too little for the study's 1%, and it says so.
     assert_eq!(b["conventional_life_h"], serde_json::Value::Null, "{b}");
     let why = b["conventional_life_unavailable"].as_str().unwrap();
     assert!(
@@ -417,19 +424,41 @@ fn compare_says_work_per_charge_and_who_runs_out() {
             "{side} vs {runs}"
         );
     }
-    assert_eq!(a["job"]["finishes"], true, "{a}");
-    assert_eq!(b["job"]["finishes"], false, "{b}");
-    let short = f(&b["job"]["short_by_h"]) * 3600.0;
-    let expected = 400.0 * wall(1) - FULL_J / WATTS;
-    assert!(
-        within(short, expected, 0.05),
-        "{short} s short vs {expected}"
-    );
+    // Whether each finishes the job, from the oracle: 400 runs × 20 W × its wall time
+    // against the 2000 J charge. Normally A needs ~1600 J and B ~3200 J; on a loaded
+    // machine the shell takes longer to start, so the oracle uses the measured times, and
+    // a side within the 3% the energy may be off is not judged.
+    let job_j = |i: usize| 400.0 * WATTS * wall(i);
+    for (i, (side, label)) in [(a, "A"), (b, "B")].into_iter().enumerate() {
+        let need = job_j(i);
+        if within(need, FULL_J, 0.03) {
+            eprintln!("{label}: the job needs {need:.0} J of {FULL_J:.0}: too close to judge");
+            continue;
+        }
+        let finishes = need < FULL_J;
+        assert_eq!(side["job"]["finishes"], finishes, "{side}");
+        let verdict = v["candidates"][0]["verdict"].as_str().unwrap();
+        let clause = if finishes {
+            format!("{label} finishes it in")
+        } else {
+            format!("{label} runs out of battery after")
+        };
+        assert!(verdict.contains(&clause), "{clause}: {verdict}");
+        if !finishes {
+            // It runs out after a charge's worth of its runs; the rest of the job is short.
+            let short = f(&side["job"]["short_by_h"]) * 3600.0;
+            let expected = 400.0 * wall(i) - FULL_J / WATTS;
+            assert!(
+                within(short, expected, 0.05),
+                "{label}: {short} s short vs {expected}"
+            );
+        }
+    }
+    assert!(job_j(1) > FULL_J, "sleep 0.4 × 400 runs out: {}", job_j(1));
     let verdict = v["candidates"][0]["verdict"].as_str().unwrap();
     assert!(
         verdict.contains("On battery, per charge of BAT0 0.556 Wh full (energy_full): A retires")
-            && verdict.contains("For the job of 400 runs: A finishes it in")
-            && verdict.contains("B runs out of battery after"),
+            && verdict.contains("For the job of 400 runs: "),
         "{verdict}"
     );
 }
@@ -481,6 +510,13 @@ fn a_recording_on_battery_reports_its_battery_life() {
     assert!(
         within(f(&b["runs_per_charge"]), FULL_J / (WATTS * elapsed), 0.03),
         "{b}"
+    );
+    eprintln!(
+        "recording: energy / P·t {:.4}, life_h / truth {:.4}, conventional_life_h / truth {:.4} over {:.2}%",
+        total / (WATTS * elapsed),
+        f(&b["life_h"]) / life_h,
+        f(&b["conventional_life_h"]) / life_h,
+        f(&b["discharged_pct"])
     );
     assert!(f(&b["discharged_pct"]) >= 1.0, "{b}");
     assert!(
