@@ -101,6 +101,26 @@ impl MeterBattery {
         }))
     }
 
+    /// A battery whose files could not be read (a driver writing something else than a
+    /// number, say): no figures, and why — the energy is still measured.
+    pub fn unreadable(err: &SysError, battery_wh: Option<f64>) -> MeterBattery {
+        let why = format!("the battery could not be read: {err}");
+        MeterBattery {
+            setup: BatterySetup {
+                capacity: battery_wh.map(|wh| given_capacity(wh, Vec::new())),
+                capacity_unavailable: battery_wh.is_none().then(|| Missing {
+                    reason: why.clone(),
+                    fix: Some("give the full charge with --battery-wh WH".into()),
+                }),
+                charge_source: None,
+                whole_percent: false,
+                charge_unavailable: Some(why),
+                whole_system: false,
+            },
+            gauge: Vec::new(),
+        }
+    }
+
     /// The charge left now, in percent of the full charge of every discharging battery;
     /// `None` when there is no gauge or a read fails (the runs then have no charge span,
     /// and the conventional figure says so).
@@ -206,6 +226,29 @@ mod tests {
         );
         assert_eq!(b.charge_pct(), None);
         assert!(b.setup.charge_unavailable.unwrap().contains("no battery"));
+    }
+
+    #[test]
+    fn an_unreadable_battery_gives_no_figures_but_says_why() {
+        let tree = FixtureTree::new();
+        let dir = tree.battery(
+            "BAT0",
+            &BatterySpec {
+                energy_now_uwh: Some(5),
+                ..discharging()
+            },
+        );
+        powerlens_sys::fixture::write_attr(&dir.join("energy_full"), "n/a");
+        let err = MeterBattery::open(&tree.roots(), None, true).unwrap_err();
+        let b = MeterBattery::unreadable(&err, None);
+        let m = b.setup.capacity_unavailable.as_ref().unwrap();
+        assert!(m.reason.contains("BAT0/energy_full"), "{m:?}");
+        assert_eq!(b.charge_pct(), None);
+        assert!(
+            b.describe().contains("no battery-life figures"),
+            "{}",
+            b.describe()
+        );
     }
 
     #[test]

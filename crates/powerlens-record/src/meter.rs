@@ -73,8 +73,9 @@ impl Meter {
         };
         // The battery is the whole machine; any other meter (or the model) covers part of it.
         let whole_system = matches!(&kind, Kind::Source(s) if s.name() == battery::NAME);
+        // A battery that cannot be read costs its figures, not the measurement.
         let battery = MeterBattery::open(roots, options.battery_wh, whole_system)
-            .context("reading the battery for battery-life figures")?;
+            .unwrap_or_else(|e| Some(MeterBattery::unreadable(&e, options.battery_wh)));
         Ok(Meter {
             kind,
             fixture_sysfs: (roots.sysfs != Roots::default().sysfs).then(|| roots.sysfs.clone()),
