@@ -325,6 +325,68 @@ fn bad_input_is_named_with_the_fix() {
 }
 
 #[test]
+fn compare_of_imported_figures_with_a_given_capacity() {
+    let tree = FixtureTree::new();
+    // Len Brown's make -j2 figures: 193.355 W × 209 s and 189.416 W × 228 s.
+    let csv = tree.sys_path("lkml.csv");
+    std::fs::write(
+        &csv,
+        "label,seconds,watts\nperformance,209,193.355\npowersaving,228,189.416\n",
+    )
+    .unwrap();
+    let csv = csv.to_str().unwrap();
+    // --job needs a full charge to judge against: refused, naming the fix.
+    let out = powerlens(&tree, &["compare", "--from-csv", csv, "--job", "10"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("--battery-wh WH"), "{}", stderr(&out));
+    // 100 Wh = 360 000 J: 8.908 builds of 40 411 J, 8.336 of 43 187 J; a job of 9 builds
+    // fits neither charge: performance runs out after 8.908 × 209 s = 31 min.
+    let out = powerlens(
+        &tree,
+        &[
+            "compare",
+            "--from-csv",
+            csv,
+            "--battery-wh",
+            "100",
+            "--job",
+            "9",
+            "--json",
+        ],
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    let v = json(&out);
+    let perf = &v["battery"][0];
+    assert!(
+        within(f(&perf["runs_per_charge"]), 360_000.0 / 40_411.195, 1e-9),
+        "{perf}"
+    );
+    assert_eq!(perf["job"]["finishes"], false);
+    assert!(
+        within(
+            f(&perf["job"]["runs_out_after_h"]),
+            360_000.0 / 193.355 / 3600.0,
+            1e-9
+        ),
+        "{perf}"
+    );
+    let verdict = v["candidates"][0]["verdict"].as_str().unwrap();
+    assert!(
+        verdict.contains(
+            "On battery, per charge of 100 Wh full (--battery-wh): performance retires 8.91 runs, powersaving 8.34: 6.4% fewer."
+        ),
+        "{verdict}"
+    );
+    assert!(
+        perf["conventional_life_unavailable"]
+            .as_str()
+            .unwrap()
+            .contains("no battery charge readings"),
+        "{perf}"
+    );
+}
+
+#[test]
 fn any_meter_with_a_given_capacity() {
     let _serial = serial();
     let tree = FixtureTree::new();
