@@ -5,11 +5,14 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
+use powerlens_core::battery::{BatteryReport, ChargeSpan, Workload};
 use powerlens_core::model::PowerModel;
 use powerlens_core::provenance::Provenance;
-use powerlens_core::run::DomainEnergy;
+use powerlens_core::run::{DomainEnergy, RunResult};
 use powerlens_sys::energy::sampler::{choose_read_interval, SampledSource};
-use powerlens_sys::energy::{discover, SourceStatus};
+use powerlens_sys::energy::{battery, discover, SourceStatus};
+
+use crate::battery::MeterBattery;
 use powerlens_sys::{procfs, Roots};
 
 /// How to choose and read the meter.
@@ -19,6 +22,9 @@ pub struct MeterOptions {
     pub power_model: Option<std::path::PathBuf>,
     /// Background read interval forced by the user (`--meter-read-every`).
     pub sample_interval: Option<Duration>,
+    /// The full charge of the battery for battery-life figures (`--battery-wh`), instead of
+    /// the battery's own `energy_full`, or for a machine without one.
+    pub battery_wh: Option<f64>,
 }
 
 enum Kind {
@@ -32,6 +38,8 @@ pub struct Reading {
     pub at: Instant,
     /// Cumulative joules per domain (a source), or busy CPU-seconds so far (the model).
     values: Vec<f64>,
+    /// The charge of the discharging battery, percent of full, when it can be read.
+    pub charge_pct: Option<f64>,
 }
 
 pub struct Meter {
@@ -43,6 +51,8 @@ pub struct Meter {
     pub statuses: Vec<SourceStatus>,
     /// Things the user should know about the meter (e.g. an unsafe read interval).
     pub warnings: Vec<String>,
+    /// The battery behind battery-life figures; `None` without a battery or `--battery-wh`.
+    pub battery: Option<MeterBattery>,
 }
 
 impl Meter {
@@ -61,11 +71,17 @@ impl Meter {
                 roots: roots.clone(),
             },
         };
+        // The battery is the whole machine; any other meter (or the model) covers part of it.
+        let whole_system = matches!(&kind, Kind::Source(s) if s.name() == battery::NAME);
+        // A battery that cannot be read costs its figures, not the measurement.
+        let battery = MeterBattery::open(roots, options.battery_wh, whole_system)
+            .unwrap_or_else(|e| Some(MeterBattery::unreadable(&e, options.battery_wh)));
         Ok(Meter {
             kind,
             fixture_sysfs: (roots.sysfs != Roots::default().sysfs).then(|| roots.sysfs.clone()),
             statuses,
             warnings,
+            battery,
         })
     }
 
@@ -93,6 +109,30 @@ impl Meter {
         Ok(Reading {
             at: Instant::now(),
             values,
+            charge_pct: self.battery.as_ref().and_then(MeterBattery::charge_pct),
+        })
+    }
+
+    /// The battery's charge over the interval between two readings, when both read it.
+    pub fn charge_between(&self, from: &Reading, to: &Reading) -> Option<ChargeSpan> {
+        Some(ChargeSpan {
+            start_pct: from.charge_pct?,
+            end_pct: to.charge_pct?,
+            seconds: to.at.duration_since(from.at).as_secs_f64(),
+        })
+    }
+
+    /// The battery-life figures of a `run` result; `None` without a battery or
+    /// `--battery-wh`.
+    pub fn battery_report(&self, result: &RunResult) -> Option<BatteryReport> {
+        let battery = self.battery.as_ref()?;
+        Some(match &result.summary {
+            Some(summary) => battery.setup.report(
+                &Workload::of_runs(summary),
+                &result.charges(),
+                &result.provenance,
+            ),
+            None => BatteryReport::unavailable("no run finished", None),
         })
     }
 
@@ -163,6 +203,15 @@ impl Meter {
                 },
             },
             Kind::Model { model, .. } => model.provenance(),
+        }
+    }
+
+    /// Tells stderr what measures energy and, with a battery, what the battery figures
+    /// rest on (or why there are none).
+    pub fn tell(&self) {
+        eprintln!("{}", self.describe());
+        if let Some(b) = &self.battery {
+            eprintln!("{}", b.describe());
         }
     }
 
