@@ -96,6 +96,8 @@ impl Meter {
             fixture_sysfs: (roots.sysfs != Roots::default().sysfs).then(|| roots.sysfs.clone()),
             statuses: Vec::new(),
             warnings: Vec::new(),
+            // Battery-life figures are the meter's that the monitor falls back from.
+            battery: None,
         })
     }
 
