@@ -84,11 +84,14 @@ struct Writer {
 }
 
 impl Writer {
-    /// A metric family's header. `name` is the sample name (with `_total` for counters).
+    /// A metric family's header. `name` is the sample name (with `_total` for counters,
+    /// `_info` for an info metric, which the text format calls a gauge).
     fn family(&mut self, name: &str, kind: &str, unit: Option<&str>, help: &str) {
-        let family = match (self.format, kind) {
-            (Format::OpenMetrics, "counter") => name.strip_suffix("_total").unwrap_or(name),
-            _ => name,
+        let (family, kind) = match (self.format, kind) {
+            (Format::OpenMetrics, "counter") => (name.strip_suffix("_total").unwrap_or(name), kind),
+            (Format::OpenMetrics, "info") => (name.strip_suffix("_info").unwrap_or(name), kind),
+            (Format::Text, "info") => (name, "gauge"),
+            _ => (name, kind),
         };
         let _ = writeln!(self.out, "# HELP {family} {help}");
         let _ = writeln!(self.out, "# TYPE {family} {kind}");
@@ -342,7 +345,7 @@ pub fn render(m: &AgentMetrics<'_>, format: Format) -> String {
     w.sample("powerlens_intervals_total", &[], mon.intervals() as f64);
     w.family(
         "powerlens_build_info",
-        "gauge",
+        "info",
         None,
         "The agent's version, how it measures (trace, or reduced: procfs samples, with the reason) and its interval.",
     );
@@ -448,6 +451,7 @@ mod tests {
             "irq and softirq together"
         );
         assert!(!text.contains("# EOF"));
+        assert!(text.contains("# TYPE powerlens_build_info gauge"));
         // Σ process energy + idle = node, read back from the text.
         let value = |prefix: &str| -> f64 {
             text.lines()
@@ -470,6 +474,7 @@ mod tests {
         assert!(text.contains("# TYPE powerlens_node_energy_joules counter"));
         assert!(text.contains("# UNIT powerlens_node_energy_joules joules"));
         assert!(text.ends_with("# EOF\n"));
+        assert!(text.contains("# TYPE powerlens_build info\npowerlens_build_info{"));
         assert_eq!(
             Format::negotiate(Some(
                 "application/openmetrics-text;version=1.0.0,text/plain;version=0.0.4;q=0.5"
