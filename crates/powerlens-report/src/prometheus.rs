@@ -138,7 +138,7 @@ pub fn render(m: &AgentMetrics<'_>, format: Format) -> String {
                 ("source", source),
                 ("provenance", basis.label()),
             ],
-            *j,
+            j.shown(),
         );
     }
     w.family(
@@ -151,7 +151,7 @@ pub fn render(m: &AgentMetrics<'_>, format: Format) -> String {
         w.sample(
             "powerlens_idle_energy_joules_total",
             &[("domain", domain)],
-            *j,
+            j.shown(),
         );
     }
     w.family(
@@ -164,7 +164,7 @@ pub fn render(m: &AgentMetrics<'_>, format: Format) -> String {
         w.sample("powerlens_node_power_watts", &[], p);
     }
 
-    let process_rows: Vec<(Vec<(&str, String)>, &Counters)> = if !m.per_process {
+    let process_rows: Vec<(Vec<(&str, String)>, Counters)> = if !m.per_process {
         Vec::new()
     } else {
         mon.processes()
@@ -177,7 +177,7 @@ pub fn render(m: &AgentMetrics<'_>, format: Format) -> String {
                         ("cgroup", k.cgroup.clone()),
                         ("provenance", k.basis.label().to_string()),
                     ],
-                    &s.counters,
+                    s.counters.shown(),
                 )
             })
             .chain(mon.other().iter().map(|(basis, c)| {
@@ -186,7 +186,7 @@ pub fn render(m: &AgentMetrics<'_>, format: Format) -> String {
                         ("comm", "other".to_string()),
                         ("provenance", basis.label().to_string()),
                     ],
-                    c,
+                    c.shown(),
                 )
             }))
             .collect()
@@ -294,7 +294,7 @@ pub fn render(m: &AgentMetrics<'_>, format: Format) -> String {
         if let Some(p) = &id.pod_uid {
             l.push(("pod_uid", p));
         }
-        w.sample("powerlens_cgroup_energy_joules_total", &l, *j);
+        w.sample("powerlens_cgroup_energy_joules_total", &l, j.shown());
     }
     w.family(
         "powerlens_cpu_idle_state_seconds_total",
@@ -414,7 +414,9 @@ mod tests {
         m
     }
 
-    fn metrics(m: &Monitor) -> AgentMetrics<'_> {
+    fn metrics(m: &mut Monitor) -> AgentMetrics<'_> {
+        // As the agent does after a scrape: the test reads the values a second scrape shows.
+        m.mark_shown();
         AgentMetrics {
             monitor: m,
             traced: true,
@@ -432,8 +434,8 @@ mod tests {
 
     #[test]
     fn text_exposition_escapes_labels_and_closes_on_the_node() {
-        let m = monitor();
-        let text = render(&metrics(&m), Format::Text);
+        let mut m = monitor();
+        let text = render(&metrics(&mut m), Format::Text);
         assert!(text.contains("# TYPE powerlens_node_energy_joules_total counter"));
         assert!(text.contains(
             "powerlens_node_energy_joules_total{domain=\"package-0\",source=\"rapl-powercap\",provenance=\"measured\"} 10"
@@ -469,8 +471,8 @@ mod tests {
 
     #[test]
     fn openmetrics_has_units_family_names_and_eof() {
-        let m = monitor();
-        let text = render(&metrics(&m), Format::OpenMetrics);
+        let mut m = monitor();
+        let text = render(&metrics(&mut m), Format::OpenMetrics);
         assert!(text.contains("# TYPE powerlens_node_energy_joules counter"));
         assert!(text.contains("# UNIT powerlens_node_energy_joules joules"));
         assert!(text.ends_with("# EOF\n"));
@@ -486,8 +488,8 @@ mod tests {
 
     #[test]
     fn a_reduced_agent_shows_no_wakeups() {
-        let m = monitor();
-        let mut metrics = metrics(&m);
+        let mut m = monitor();
+        let mut metrics = metrics(&mut m);
         metrics.traced = false;
         metrics.lost_records = None;
         let text = render(&metrics, Format::Text);

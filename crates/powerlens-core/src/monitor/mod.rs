@@ -11,5 +11,5 @@ pub use interval::{StreamAnalysis, ThreadInterval};
 pub use processes::{ProcessDirectory, ProcessInfo, ProcessKey};
 pub use series::{
     Basis, Counters, DomainInterval, IntervalInput, IntervalReport, Monitor, MonitorConfig,
-    ProcessInterval, ProcessLabels, ProcessSeries, UNKNOWN_CGROUP,
+    ProcessInterval, ProcessLabels, ProcessSeries, Shown, UNKNOWN_CGROUP,
 };
