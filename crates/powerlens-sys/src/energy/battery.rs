@@ -66,12 +66,28 @@ fn method_of(dir: &Path, now: Instant) -> Result<Option<Method>, SysError> {
     Ok(charge_times_voltage_j(dir)?.map(|start_j| Method::ChargeTimesVoltage { start_j }))
 }
 
+/// The batteries of `class/power_supply` (entries whose `type` is `Battery`, not mains
+/// adapters or USB supplies): `(name, directory)`, sorted by name.
+pub fn batteries(roots: &Roots) -> Result<Vec<(String, PathBuf)>, SysError> {
+    let mut out = Vec::new();
+    for dir in sysfs::list_dir(roots.sys("class/power_supply"))? {
+        if sysfs::read_optional_string(dir.join("type"))?.as_deref() == Some("Battery") {
+            let name = dir
+                .file_name()
+                .unwrap_or_default()
+                .to_string_lossy()
+                .to_string();
+            out.push((name, dir));
+        }
+    }
+    Ok(out)
+}
+
 impl BatterySource {
     /// Opens every discharging battery. No battery, or none discharging (on AC power), or
     /// none with a power/energy/charge attribute → `Unavailable` with the reason and fix.
     pub fn open(roots: &Roots) -> Result<Self, SysError> {
         let class = roots.sys("class/power_supply");
-        let dirs = sysfs::list_dir(&class)?;
         let mut found = Vec::new();
         let mut refusals = Vec::new();
         let mut source = BatterySource {
@@ -79,15 +95,7 @@ impl BatterySource {
             batteries: Vec::new(),
         };
         let now = Instant::now();
-        for dir in dirs {
-            if sysfs::read_optional_string(dir.join("type"))?.as_deref() != Some("Battery") {
-                continue;
-            }
-            let name = dir
-                .file_name()
-                .unwrap_or_default()
-                .to_string_lossy()
-                .to_string();
+        for (name, dir) in batteries(roots)? {
             found.push(name.clone());
             let status = sysfs::read_optional_string(dir.join("status"))?.unwrap_or_default();
             if status != "Discharging" {

@@ -22,14 +22,29 @@ pub struct InfoArgs {
 pub fn execute(global: &GlobalArgs, args: InfoArgs) -> anyhow::Result<ExitCode> {
     let roots = global.roots()?;
     let mut info = MachineInfo::collect(&roots);
+    let file = args.power_model.as_deref();
+    let model = powerlens_record::meter::load_model(file, &roots)?;
     info.energy_sources
-        .push(powerlens_record::meter::model_status(
-            args.power_model.as_deref(),
-        )?);
+        .push(powerlens_record::meter::model_status(&model));
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&info)?);
+        // The model estimates would use, with the class it was chosen for and why (absent
+        // when a file gave it): `file` says which file.
+        let mut json = serde_json::to_value(&info)?;
+        let mut power_model = serde_json::to_value(&model)?;
+        power_model["file"] = serde_json::json!(file.map(|f| f.display().to_string()));
+        json["power_model"] = power_model;
+        println!("{}", serde_json::to_string_pretty(&json)?);
     } else {
-        print!("{}", powerlens_report::info::render_info(&info));
+        print!(
+            "{}",
+            powerlens_report::info::render_info(
+                &info,
+                &powerlens_report::info::ModelChoice {
+                    model: &model,
+                    file
+                }
+            )
+        );
     }
     Ok(ExitCode::SUCCESS)
 }
