@@ -44,6 +44,22 @@ impl Provenance {
         }
     }
 
+    /// For an estimate by a model chosen for the kind of machine: which kind and why, e.g.
+    /// "the power model for a server, chosen because AMD EPYC 7B13 … is a server part".
+    pub fn chosen_because(&self) -> Option<String> {
+        match self {
+            Provenance::Estimated {
+                model,
+                machine_class: Some(class),
+                machine_class_reason: Some(reason),
+                ..
+            } => Some(format!(
+                "{model} is the power model for a {class} machine, chosen because {reason}"
+            )),
+            _ => None,
+        }
+    }
+
     pub fn is_estimate(&self) -> bool {
         matches!(self, Provenance::Estimated { .. })
     }

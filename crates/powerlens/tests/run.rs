@@ -387,6 +387,7 @@ fn an_estimate_names_the_machine_class_and_follows_its_parameters() {
         .collect();
     std::fs::write(proc.join("cpuinfo"), cpuinfo.join("\n")).unwrap();
     std::fs::write(proc.join("stat"), "cpu  100 0 100 1000 0 0 0 0 0 0\n").unwrap();
+    let html = env.path("run.html");
     let out = env
         .cmd()
         .env("POWERLENS_PROCFS_ROOT", &proc)
@@ -395,6 +396,8 @@ fn an_estimate_names_the_machine_class_and_follows_its_parameters() {
             "--runs",
             "2",
             "--json",
+            "--html",
+            html.to_str().unwrap(),
             "--",
             "sh",
             "-c",
@@ -426,4 +429,15 @@ fn an_estimate_names_the_machine_class_and_follows_its_parameters() {
         err.contains("ESTIMATED by the power model server-vcpu-linear (94.72 W idle + 2.76 W per busy CPU of the command; chosen because AMD EPYC 7B13 64-Core Processor is a server part (EPYC))"),
         "{err}"
     );
+    // The page says it too, as Chromium renders it.
+    let why = "ESTIMATED: server-vcpu-linear is the power model for a server machine, chosen because AMD EPYC 7B13 64-Core Processor is a server part (EPYC).";
+    let page = std::fs::read_to_string(&html).unwrap();
+    assert!(
+        page.contains(&format!("<p class=\"note\">{why}</p>")),
+        "{page}"
+    );
+    if let Some(dom) = common::chromium(&["--dump-dom", &format!("file://{}", html.display())]) {
+        assert!(dom.status.success(), "{}", stderr(&dom));
+        assert!(String::from_utf8_lossy(&dom.stdout).contains(why));
+    }
 }
