@@ -90,26 +90,7 @@ impl Stream {
     }
 
     fn report(&self, threads: &[(Tid, u32, &str)], target: u32, end: u64) -> RecordingReport {
-        let ctx = RecordingContext {
-            threads: threads
-                .iter()
-                .map(|&(tid, pid, comm)| ThreadInfo {
-                    tid,
-                    pid,
-                    comm: comm.into(),
-                })
-                .collect(),
-            target_pids: Some(BTreeSet::from([target])),
-            idle_states: Err("cpuidle driver none".into()),
-            sysfs_idle: Err("none".into()),
-            energy: Err(Provenance::Unavailable {
-                reason: "no meter".into(),
-                fix: None,
-            }),
-            frequency_samples: Vec::new(),
-            lost_records: Vec::new(),
-            unavailable_events: Vec::new(),
-        };
+        let ctx = context(threads, target);
         let mut events = self.events.clone();
         events.sort_by_key(|(e, _)| e.time_ns);
         let mut a = ctx.analysis();
@@ -121,6 +102,31 @@ impl Stream {
         let mut r = build(&a.finish(end), &ctx);
         attach_wakeup_causes(&mut r, w.finish(end), &ctx);
         r
+    }
+}
+
+/// A recording's context: `(tid, pid, comm)` threads, process `target` the target, no idle
+/// states, no meter.
+fn context(threads: &[(Tid, u32, &str)], target: u32) -> RecordingContext {
+    RecordingContext {
+        threads: threads
+            .iter()
+            .map(|&(tid, pid, comm)| ThreadInfo {
+                tid,
+                pid,
+                comm: comm.into(),
+            })
+            .collect(),
+        target_pids: Some(BTreeSet::from([target])),
+        idle_states: Err("cpuidle driver none".into()),
+        sysfs_idle: Err("none".into()),
+        energy: Err(Provenance::Unavailable {
+            reason: "no meter".into(),
+            fix: None,
+        }),
+        frequency_samples: Vec::new(),
+        lost_records: Vec::new(),
+        unavailable_events: Vec::new(),
     }
 }
 
@@ -441,32 +447,15 @@ fn taking_turns(blocked_at: &[NamedFrame<'static>]) -> Vec<Advice> {
             .ev(t, 0, cur, EventKind::Stack { id: WAIT });
         cur = next;
     }
-    let threads = [
-        (10, 10, "python3"),
-        (11, 10, "python3"),
-        (12, 10, "python3"),
-        (13, 10, "python3"),
-    ];
-    let ctx = RecordingContext {
-        threads: threads
-            .iter()
-            .map(|&(tid, pid, comm)| ThreadInfo {
-                tid,
-                pid,
-                comm: comm.into(),
-            })
-            .collect(),
-        target_pids: Some(BTreeSet::from([10])),
-        idle_states: Err("cpuidle driver none".into()),
-        sysfs_idle: Err("none".into()),
-        energy: Err(Provenance::Unavailable {
-            reason: "no meter".into(),
-            fix: None,
-        }),
-        frequency_samples: Vec::new(),
-        lost_records: Vec::new(),
-        unavailable_events: Vec::new(),
-    };
+    let ctx = context(
+        &[
+            (10, 10, "python3"),
+            (11, 10, "python3"),
+            (12, 10, "python3"),
+            (13, 10, "python3"),
+        ],
+        10,
+    );
     let mut a = StackAnalysis::new(ctx.analysis());
     for (e, c) in &s.events {
         a.feed_in_context(e, Some(*c));

@@ -214,24 +214,34 @@ fn intel_core(words: &[&str]) -> Option<(MachineClass, String)> {
             let at = words.iter().position(|w| *w == "Ultra")?;
             words.get(at + 2).copied()
         })?;
+    by_suffix("Core", number, |suffix| match suffix {
+        "" | "K" | "KF" | "KS" | "F" | "T" | "TE" | "S" | "X" | "XE" | "B" | "C" | "R" => {
+            Some(MachineClass::Desktop)
+        }
+        s if s.starts_with(['H', 'U', 'Y', 'M', 'P', 'Q', 'V', 'G']) || s == "XM" => {
+            Some(MachineClass::Laptop)
+        }
+        _ => None,
+    })
+}
+
+/// The class of a processor number (`1185G7`, `5800X`) by its letters after the digits,
+/// and why; `None` for a number without digits or an unknown suffix.
+fn by_suffix(
+    family: &str,
+    number: &str,
+    class_of: impl Fn(&str) -> Option<MachineClass>,
+) -> Option<(MachineClass, String)> {
     let digits = number.chars().take_while(char::is_ascii_digit).count();
     if digits == 0 {
         return None;
     }
     let suffix = number[digits..].to_ascii_uppercase();
-    let class = match suffix.as_str() {
-        "" | "K" | "KF" | "KS" | "F" | "T" | "TE" | "S" | "X" | "XE" | "B" | "C" | "R" => {
-            MachineClass::Desktop
-        }
-        s if s.starts_with(['H', 'U', 'Y', 'M', 'P', 'Q', 'V', 'G']) || s == "XM" => {
-            MachineClass::Laptop
-        }
-        _ => return None,
-    };
+    let class = class_of(&suffix)?;
     let why = if suffix.is_empty() {
-        format!("Core {number}: no mobile suffix")
+        format!("{family} {number}: no mobile suffix")
     } else {
-        format!("Core {number}: suffix {suffix}")
+        format!("{family} {number}: suffix {suffix}")
     };
     Some((class, why))
 }
@@ -248,32 +258,26 @@ fn amd_ryzen(words: &[&str]) -> Option<(MachineClass, String)> {
         .iter()
         .skip(1) // the tier: 3, 5, 7, 9
         .find(|w| **w != "PRO" && w.starts_with(|c: char| c.is_ascii_digit()))?;
-    let digits = number.chars().take_while(char::is_ascii_digit).count();
-    let suffix = number[digits..].to_ascii_uppercase();
-    let class = match suffix.as_str() {
-        "" | "X" | "XT" | "X3D" | "G" | "GE" | "F" | "E" => MachineClass::Desktop,
-        s if s.starts_with(['U', 'H', 'C']) => MachineClass::Laptop,
-        _ => return None,
-    };
-    let why = if suffix.is_empty() {
-        format!("Ryzen {number}: no mobile suffix")
-    } else {
-        format!("Ryzen {number}: suffix {suffix}")
-    };
-    Some((class, why))
+    by_suffix("Ryzen", number, |suffix| match suffix {
+        "" | "X" | "XT" | "X3D" | "G" | "GE" | "F" | "E" => Some(MachineClass::Desktop),
+        s if s.starts_with(['U', 'H', 'C']) => Some(MachineClass::Laptop),
+        _ => None,
+    })
+}
+
+/// A machine known only by its CPU model and count, for tests.
+#[cfg(test)]
+pub(crate) fn facts(model: &str, cpus: usize) -> MachineFacts {
+    MachineFacts {
+        cpu_model: Some(model.to_string()),
+        logical_cpus: cpus,
+        ..Default::default()
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn facts(model: &str, cpus: usize) -> MachineFacts {
-        MachineFacts {
-            cpu_model: Some(model.to_string()),
-            logical_cpus: cpus,
-            ..Default::default()
-        }
-    }
 
     #[test]
     fn parts_by_model_string() {

@@ -237,17 +237,9 @@ pub fn fit(points: &[(f64, f64)], source: &str) -> Result<ModelFit, ModelError> 
 mod tests {
     use super::*;
 
-    fn machine(model: &str, cpus: usize) -> MachineFacts {
-        MachineFacts {
-            cpu_model: Some(model.into()),
-            logical_cpus: cpus,
-            ..Default::default()
-        }
-    }
-
     #[test]
     fn energy_by_hand() {
-        let mut laptop = machine("Intel(R) Core(TM) i7-2720QM CPU @ 2.20GHz", 8);
+        let mut laptop = class::facts("Intel(R) Core(TM) i7-2720QM CPU @ 2.20GHz", 8);
         laptop.chassis_type = Some(10);
         let m = PowerModel::for_machine(&laptop);
         // 2 s wall with 3 busy CPU-seconds: 27.06 × 2 + 16 × 3 = 102.12 J.
@@ -259,7 +251,7 @@ mod tests {
     #[test]
     fn a_server_is_charged_per_vcpu() {
         // A 128-thread EPYC: 0.74 W × 128 idle, 3.5 − 0.74 = 2.76 W per busy CPU.
-        let m = PowerModel::for_machine(&machine("AMD EPYC 7B13 64-Core Processor", 128));
+        let m = PowerModel::for_machine(&class::facts("AMD EPYC 7B13 64-Core Processor", 128));
         assert_eq!(m.name, "server-vcpu-linear");
         assert!((m.idle_w - 94.72).abs() < 1e-9, "{}", m.idle_w);
         assert!((m.busy_cpu_w - 2.76).abs() < 1e-9, "{}", m.busy_cpu_w);
@@ -286,11 +278,12 @@ mod tests {
 
     #[test]
     fn a_desktop_and_an_unknown_machine() {
-        let d = PowerModel::for_machine(&machine("Intel(R) Core(TM) i7-8700 CPU @ 3.20GHz", 12));
+        let d =
+            PowerModel::for_machine(&class::facts("Intel(R) Core(TM) i7-8700 CPU @ 3.20GHz", 12));
         assert_eq!(d.name, "desktop-thread-linear");
         assert!((d.idle_w - 1.14 * 12.0).abs() < 1e-9);
         assert!((d.busy_cpu_w - (5.42 - 1.14)).abs() < 1e-9);
-        let u = PowerModel::for_machine(&machine("Mystery CPU", 4));
+        let u = PowerModel::for_machine(&class::facts("Mystery CPU", 4));
         assert_eq!(u.name, "fallback-vcpu-linear");
         assert_eq!(u.machine_class, Some(MachineClass::Unknown));
         assert!((u.idle_w - 0.74 * 4.0).abs() < 1e-9);
