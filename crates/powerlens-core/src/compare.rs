@@ -11,6 +11,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde::{Deserialize, Serialize};
 
+use crate::battery::{self, LabelBattery};
 use crate::stats::{t_quantile, Summary};
 use crate::verdict::{self, Ratios, VerdictClass};
 
@@ -99,9 +100,31 @@ pub struct Comparison {
     pub baseline: String,
     pub labels: Vec<LabelStats>,
     pub candidates: Vec<CandidateComparison>,
+    /// Each label's battery-life figures (on a battery, or with `--battery-wh`), once the
+    /// caller gives them ([`Comparison::battery_from`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub battery: Vec<LabelBattery>,
 }
 
 impl Comparison {
+    /// Adds every label's battery figures, and to every verdict how much work the
+    /// baseline and the candidate retire per charge (and whether one runs out before
+    /// finishing the job). Call before [`Comparison::energy_from`], so that an estimate's
+    /// qualifier ends the verdict. `work` is the units of work one run retires.
+    pub fn battery_from(&mut self, labels: Vec<LabelBattery>, work: f64) {
+        let find = |label: &str| labels.iter().find(|l| l.label == label);
+        for c in &mut self.candidates {
+            if let Some(s) = find(&c.baseline)
+                .zip(find(&c.label))
+                .and_then(|(b, l)| battery::per_charge_sentence(b, l, work))
+            {
+                c.verdict.push(' ');
+                c.verdict.push_str(&s);
+            }
+        }
+        self.battery = labels;
+    }
+
     /// Records where the compared energy comes from beside every verdict, and makes a
     /// verdict on estimated energy say so in its sentence.
     pub fn energy_from(&mut self, provenance: &crate::provenance::Provenance) {
@@ -163,6 +186,7 @@ pub fn compare(groups: &[Group], work: f64) -> Result<Comparison, CompareError> 
         baseline: baseline.label.clone(),
         labels,
         candidates,
+        battery: Vec::new(),
     })
 }
 
@@ -668,6 +692,45 @@ mod tests {
         assert_eq!(c2.class, VerdictClass::Equivalent);
         // perf per watt is the inverse of energy per unit of work.
         assert!((b.ratios["perf_per_watt"] - 1.0 / b.ratios["energy"]).abs() < 1e-2);
+    }
+
+    #[test]
+    fn the_battery_sentence_comes_before_an_estimates_qualifier() {
+        use crate::battery::{figures, Capacity, Workload};
+        let groups = [
+            group("A", &[(1.0, 10.0), (1.0, 10.2)]),
+            group("B", &[(2.0, 20.0), (2.0, 20.4)]),
+        ];
+        let mut c = compare(&groups, 1.0).unwrap();
+        let estimated = crate::model::PowerModel::for_machine(&crate::model::class::facts(
+            "Intel(R) Core(TM) i7-2720QM CPU @ 2.20GHz",
+            8,
+        ))
+        .provenance();
+        let labels = groups
+            .iter()
+            .map(|g| {
+                let report = figures(
+                    &Capacity {
+                        energy_full_wh: 1.0,
+                        energy_full_source: "energy_full".into(),
+                        batteries: vec!["BAT0".into()],
+                    },
+                    &Workload::of_samples(&g.samples).unwrap(),
+                    Err("n/a".into()),
+                    &estimated,
+                    false,
+                );
+                LabelBattery::new(&g.label, report, None)
+            })
+            .collect();
+        c.battery_from(labels, 1.0);
+        c.energy_from(&estimated);
+        let v = &c.candidates[0].verdict;
+        // 3600 J per charge: 356.4 runs of 10.1 J and 178.2 of 20.2 J.
+        let battery = v.find("On battery, per charge of BAT0 1 Wh full (energy_full): A retires 356 runs, B 178: 50.0% fewer.").expect(v);
+        assert!(v.find("ESTIMATED, not measured").expect(v) > battery, "{v}");
+        assert_eq!(c.battery.len(), 2);
     }
 
     #[test]

@@ -11,6 +11,7 @@ use serde::Serialize;
 use serde_json::{Map, Value};
 
 use crate::advice::JudgedStates;
+use crate::battery::{duration_text, wh_text};
 use crate::provenance::Provenance;
 use crate::verdict::estimated_qualifier;
 
@@ -108,14 +109,23 @@ pub fn diff(a: &Value, b: &Value, rows: Rows, target: Option<&JudgedStates>) -> 
     }
 }
 
-/// Every figure of `system` and `energy`, flattened to dotted keys
-/// (`idle_states.POLL.target_residency_us`, `energy.target_j`), in A's order then B's.
+/// Every figure of `system`, `energy` and `battery` (when a report has one), flattened to
+/// dotted keys (`idle_states.POLL.target_residency_us`, `energy.target_j`,
+/// `battery.runs_per_charge`), in A's order then B's.
 pub fn system(a: &Value, b: &Value) -> Vec<MetricDiff> {
     let mut a_leaves = Vec::new();
     let mut b_leaves = Vec::new();
-    for (section, prefix) in [("system", ""), ("energy", "energy.")] {
-        flatten(prefix, &a[section], &mut a_leaves);
-        flatten(prefix, &b[section], &mut b_leaves);
+    for (section, prefix) in [
+        ("system", ""),
+        ("energy", "energy."),
+        ("battery", "battery."),
+    ] {
+        // The battery section is there only when a recording has battery figures.
+        for (report, leaves) in [(a, &mut a_leaves), (b, &mut b_leaves)] {
+            if !report[section].is_null() {
+                flatten(prefix, &report[section], leaves);
+            }
+        }
     }
     let mut out: Vec<MetricDiff> = a_leaves
         .iter()
@@ -569,6 +579,39 @@ fn energy(a: &Value, b: &Value, out: &mut Vec<Finding>) {
         section: ENERGY,
         finding,
     });
+    if let Some(f) = battery_finding(a, b) {
+        out.push(Finding {
+            section: ENERGY,
+            finding: f,
+        });
+    }
+}
+
+/// On battery: how many times a charge retires each recording's work, and how long it
+/// lasts at each one's power — when both reports have battery figures.
+fn battery_finding(a: &Value, b: &Value) -> Option<String> {
+    let figures = |r: &Value| {
+        Some((
+            r["battery"]["runs_per_charge"].as_f64()?,
+            r["battery"]["life_h"].as_f64()?,
+            r["battery"]["energy_full_wh"].as_f64()?,
+        ))
+    };
+    let ((ra, la, wa), (rb, lb, wb)) = (figures(a)?, figures(b)?);
+    let charge = if wa == wb {
+        format!("a charge of {} Wh", wh_text(wa))
+    } else {
+        format!(
+            "a charge ({} Wh in A, {} Wh in B)",
+            wh_text(wa),
+            wh_text(wb)
+        )
+    };
+    Some(format!(
+        "on battery, {charge} retires A's recorded work {ra:.0} times and B's {rb:.0} times, and lasts {} at A's power and {} at B's",
+        duration_text(la),
+        duration_text(lb)
+    ))
 }
 
 #[cfg(test)]
@@ -616,6 +659,38 @@ mod tests {
         }
         assert!(d.notes.is_empty(), "{:?}", d.notes);
         assert!(d.rows.iter().all(|r| r.a.is_some() && r.b.is_some()));
+    }
+
+    #[test]
+    fn battery_figures_are_compared_when_a_report_has_them() {
+        let (mut a, mut b) = (
+            report(1050.0, 900.0, 0.5, 3.0),
+            report(10.5, 95_000.0, 0.25, 1.5),
+        );
+        let d = diff(&a, &b, Rows::Thread, None);
+        assert!(!d.system.iter().any(|m| m.metric.starts_with("battery")));
+        assert!(!d.summary.iter().any(|f| f.finding.contains("on battery")));
+        // 50 Wh = 180 000 J: 60 000 recordings of 3 J, 120 000 of 1.5 J; 3 W and 1.5 W
+        // over the 1 s recordings: 16 h 40 min and 33 h 20 min.
+        a["battery"] = json!({"available": true, "energy_full_wh": 50.0, "runs_per_charge": 60000.0, "life_h": 50.0 / 3.0});
+        b["battery"] = json!({"available": true, "energy_full_wh": 50.0, "runs_per_charge": 120000.0, "life_h": 50.0 / 1.5});
+        let d = diff(&a, &b, Rows::Thread, None);
+        let m = d
+            .system
+            .iter()
+            .find(|m| m.metric == "battery.runs_per_charge")
+            .unwrap();
+        assert_eq!((m.ratio, m.difference), (Some(0.5), Some(-60000.0)));
+        let f = d
+            .summary
+            .iter()
+            .find(|f| f.finding.contains("on battery"))
+            .unwrap();
+        assert_eq!(f.section, ENERGY);
+        assert_eq!(
+            f.finding,
+            "on battery, a charge of 50 Wh retires A's recorded work 60000 times and B's 120000 times, and lasts 16 h 40 min at A's power and 33 h 20 min at B's"
+        );
     }
 
     #[test]

@@ -3,11 +3,13 @@
 //! Deterministic and free of I/O: callers feed measured values in, typed results come out.
 
 pub mod advice;
+pub mod battery;
 pub mod codec;
 pub mod compare;
 pub mod diff;
 pub mod dvfs;
 pub mod model;
+pub mod monitor;
 pub mod provenance;
 pub mod run;
 pub mod sched;

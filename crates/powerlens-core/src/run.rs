@@ -8,6 +8,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+use crate::battery::{BatteryReport, ChargeSpan};
 use crate::provenance::Provenance;
 use crate::stats::{outliers, Summary};
 
@@ -55,6 +56,8 @@ pub struct Measurement {
     pub domains: Vec<DomainEnergy>,
     pub exit: ExitStatus,
     pub provenance: Provenance,
+    /// The battery's charge before and after, when a discharging battery was read.
+    pub charge: Option<ChargeSpan>,
 }
 
 /// Idle power measured before (and after) the runs.
@@ -103,6 +106,10 @@ pub struct Run {
     pub below_baseline: bool,
     pub exit: ExitStatus,
     pub provenance: Provenance,
+    /// The battery's charge (percent of full) before and after the run, when a
+    /// discharging battery was read: the conventional battery life is timed from these.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub charge: Option<ChargeSpan>,
 }
 
 impl Run {
@@ -134,6 +141,7 @@ impl Run {
             below_baseline: above.is_some_and(|a| a < 0.0),
             exit: m.exit,
             provenance: m.provenance,
+            charge: m.charge,
         }
     }
 }
@@ -262,6 +270,10 @@ pub struct RunResult {
     pub complete: bool,
     /// Why it stopped early (Ctrl-C, a failing run).
     pub stopped_early: Option<String>,
+    /// Battery-life figures, when the energy comes from a discharging battery or a
+    /// capacity was given (`--battery-wh`); `None` on a machine without a battery.
+    #[serde(default)]
+    pub battery: Option<BatteryReport>,
 }
 
 impl RunResult {
@@ -293,7 +305,13 @@ impl RunResult {
             warnings: all_warnings,
             complete: stopped_early.is_none(),
             stopped_early,
+            battery: None,
         }
+    }
+
+    /// The charge spans of the runs that have one, in run order.
+    pub fn charges(&self) -> Vec<ChargeSpan> {
+        self.runs.iter().filter_map(|r| r.charge).collect()
     }
 }
 
@@ -330,6 +348,7 @@ mod tests {
             provenance: Provenance::Measured {
                 source: "rapl-powercap".into(),
             },
+            charge: None,
         }
     }
 

@@ -217,6 +217,7 @@ mod tests {
             provenance: Provenance::Measured {
                 source: "test".into(),
             },
+            charge: None,
         };
         RunSummary::of(&[Run::new(0, m, None)]).unwrap()
     }

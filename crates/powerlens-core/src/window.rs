@@ -56,9 +56,15 @@ impl CounterWindow {
 
     /// The increase over the interval (never negative), or `None` without samples.
     pub fn increase(&self) -> Option<f64> {
+        let (start, end) = self.ends()?;
+        Some((end - start).max(0.0))
+    }
+
+    /// The value at the start and at the end of the interval, or `None` without samples.
+    pub fn ends(&self) -> Option<(f64, f64)> {
         let start = Self::at(self.start_ns, self.start_before, self.start_after)?;
         let end = Self::at(self.end_ns, self.end_before, self.end_after)?;
-        Some((end - start).max(0.0))
+        Some((start, end))
     }
 
     /// How much of the interval the samples cover, 0 to 1: less than 1 when the meter was

@@ -7,6 +7,7 @@ use std::collections::{BTreeSet, HashMap};
 
 use serde_json::Value;
 
+use powerlens_core::battery::{given_capacity, BatteryReport, BatterySetup, ChargeSpan, Workload};
 use powerlens_core::model::PowerModel;
 use powerlens_core::provenance::Provenance;
 use powerlens_core::sched::report::{
@@ -257,4 +258,69 @@ pub fn energy(
         provenance,
         idle_power_w: energy["baseline_w"].as_f64().unwrap_or(0.0),
     }))
+}
+
+/// The battery-life figures of a recording: the recorded work is one run, its energy the
+/// report's, the charge span the gauge's samples interpolated at both ends of the
+/// analysed interval. `battery_wh` (`report --battery-wh`) replaces the full charge the
+/// recording stored. `None` when the recording knows no battery and none is given.
+pub fn battery(
+    reader: &RecordingReader,
+    (start_ns, end_ns): (u64, u64),
+    energy: &Result<EnergyInput, Provenance>,
+    battery_wh: Option<f64>,
+) -> anyhow::Result<Option<BatteryReport>> {
+    let stored: Option<BatterySetup> = reader
+        .meta(meta::BATTERY)?
+        .and_then(|v| serde_json::from_value(v).ok());
+    let setup = match (stored, battery_wh) {
+        (None, None) => return Ok(None),
+        (Some(setup), None) => setup,
+        (Some(setup), Some(wh)) => setup.with_capacity_wh(wh),
+        (None, Some(wh)) => BatterySetup {
+            capacity: Some(given_capacity(wh, Vec::new())),
+            capacity_unavailable: None,
+            charge_source: None,
+            whole_percent: false,
+            charge_unavailable: Some(
+                "the recording has no battery charge readings (recorded without a discharging battery)".into(),
+            ),
+            whole_system: false,
+        },
+    };
+    let energy = match energy {
+        Ok(e) => e,
+        Err(p) => {
+            return Ok(Some(BatteryReport::unavailable(
+                format!("the recording's energy is {}", p.label()),
+                None,
+            )))
+        }
+    };
+    let mut charge = CounterWindow::new(start_ns, end_ns);
+    reader.samples(sampler::ENERGY, |t, data| {
+        if let Some(pct) = data["charge_pct"].as_f64() {
+            charge.push(t, pct);
+        }
+    })?;
+    let seconds = end_ns.saturating_sub(start_ns) as f64 / 1e9;
+    let spans: Vec<ChargeSpan> = charge
+        .ends()
+        .map(|(start_pct, end_pct)| ChargeSpan {
+            start_pct,
+            end_pct,
+            seconds,
+        })
+        .into_iter()
+        .collect();
+    let workload = Workload {
+        energy_per_run_j: energy.total_j,
+        power_w: if seconds > 0.0 {
+            energy.total_j / seconds
+        } else {
+            0.0
+        },
+        time_per_run_s: seconds,
+    };
+    Ok(Some(setup.report(&workload, &spans, &energy.provenance)))
 }

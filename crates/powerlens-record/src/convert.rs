@@ -72,6 +72,25 @@ pub fn recorded_event_names(has_waking: bool) -> Vec<&'static str> {
         .collect()
 }
 
+/// The tracepoints a monitor that runs without end opens (`powerlens agent`, `top`): what
+/// per-process CPU time, wake-ups by cause and idle wake-ups need, and no more — no
+/// `cpu_idle` (idle-state residency comes from the kernel's cpuidle counters), no
+/// frequency, migrations or timer arming (who armed a timer is the report's question).
+/// Each event left out is CPU time the monitor does not spend.
+pub fn monitor_event_names(has_waking: bool) -> Vec<&'static str> {
+    const LEFT_OUT: &[&str] = &[
+        "power/cpu_idle",
+        "power/cpu_frequency",
+        "sched/sched_migrate_task",
+        "timer/hrtimer_start",
+        "timer/timer_start",
+    ];
+    recorded_event_names(has_waking)
+        .into_iter()
+        .filter(|name| !LEFT_OUT.contains(name))
+        .collect()
+}
+
 /// What a tracepoint means to the analysis.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Tracepoint {

@@ -31,6 +31,12 @@ pub struct Batch {
     pub threads: Vec<ThreadRow>,
     pub modules: Vec<(u32, String)>,
     pub stacks: Vec<(StackId, Vec<u8>)>,
+    /// When the drain began (CLOCK_MONOTONIC ns): every record written before it is in
+    /// this batch or an earlier one, so a consumer merging the CPUs can deliver events up
+    /// to this time.
+    pub drained_ns: u64,
+    /// Records lost so far, all CPUs together.
+    pub lost: u64,
 }
 
 impl Batch {
@@ -77,6 +83,20 @@ impl Drainer {
         stacks: Option<StackRecorder>,
         roots: Roots,
     ) -> Drainer {
+        Self::start_with(collector, converter, threads, stacks, roots, false)
+    }
+
+    /// As [`Drainer::start`]; with `forget_exited`, the thread table forgets each exited
+    /// thread once its last change is handed out (for a consumer that runs without end:
+    /// the table then holds the live threads, not every thread ever).
+    pub fn start_with(
+        collector: Collector,
+        converter: Converter,
+        threads: ThreadTable,
+        stacks: Option<StackRecorder>,
+        roots: Roots,
+        forget_exited: bool,
+    ) -> Drainer {
         let (tx, rx) = mpsc::channel();
         let stop = Arc::new(AtomicBool::new(false));
         let flag = stop.clone();
@@ -87,6 +107,7 @@ impl Drainer {
                     converter,
                     threads,
                     stacks,
+                    forget_exited: forget_exited.then(Vec::new),
                 };
                 run(collector, state, &roots, &flag, &tx)
             })
@@ -125,6 +146,9 @@ struct State {
     converter: Converter,
     threads: ThreadTable,
     stacks: Option<StackRecorder>,
+    /// Forget threads once their exit was handed out (a consumer that runs without end);
+    /// the exits of the current drain wait here.
+    forget_exited: Option<Vec<Tid>>,
 }
 
 impl State {
@@ -136,6 +160,9 @@ impl State {
                     return;
                 };
                 let context = (r.tid != EXITED).then_some(r.tid);
+                if let (Some(gone), EventKind::Exit { tid }) = (&mut self.forget_exited, e.kind) {
+                    gone.push(tid);
+                }
                 if let Some(stacks) = &mut self.stacks {
                     match e.kind {
                         // In the parent's context: the header's pid is the parent process.
@@ -246,7 +273,10 @@ fn run(
         } else {
             collector.wait(WAIT)?;
         }
-        let mut batch = Batch::default();
+        let mut batch = Batch {
+            drained_ns: monotonic_now_ns(),
+            ..Batch::default()
+        };
         collector.drain_all(|c| state.take(c, &mut batch));
         if last {
             // Threads no record named (they never ran while recorded) get their process
@@ -254,6 +284,12 @@ fn run(
             state.threads.resolve_missing_pids(roots);
         }
         batch.threads = state.threads.take_changed();
+        if let Some(gone) = &mut state.forget_exited {
+            for tid in gone.drain(..) {
+                state.threads.forget(tid);
+            }
+        }
+        batch.lost = collector.total_lost();
         if let Some(stacks) = &mut state.stacks {
             (batch.modules, batch.stacks) = stacks.take_new();
             stacks.forget_exited();

@@ -6,11 +6,13 @@
 //! Without tracing privileges it falls back to a *reduced* recording: per-thread CPU time
 //! and context-switch counts sampled from procfs.
 
+pub mod battery;
 pub mod context;
 pub mod convert;
 pub mod drain;
 pub mod exec;
 pub mod interrupt;
+pub mod live;
 pub mod meter;
 pub mod reduced;
 pub mod replay;
@@ -62,6 +64,10 @@ pub mod meta {
     pub const STACKS: &str = "stacks";
     /// How user stacks were unwound (counts), written at the end.
     pub const UNWIND: &str = "unwind";
+    /// The battery behind battery-life figures (`powerlens_core::battery::BatterySetup`):
+    /// its full charge and how its gauge is read; absent without a battery or
+    /// `--battery-wh`.
+    pub const BATTERY: &str = "battery";
 }
 
 /// Opens a recording to read it, and checks that the tables its figures come from are
@@ -197,6 +203,9 @@ pub fn record(roots: &Roots, opts: &RecordOptions) -> anyhow::Result<RecordSumma
     }
     let cpus = topology::read_online(roots)?;
     let meter = Meter::open(roots, &opts.meter)?;
+    if let Some(battery) = &meter.battery {
+        notes.push(battery.describe());
+    }
     let baseline_w = measure_baseline(&meter, opts.baseline, opts.show_phase)?;
 
     let mut writer = create_file(&opts.output)?;
@@ -666,6 +675,9 @@ fn write_start_meta(
         }),
     };
     w.set_meta(meta::ENERGY, &energy)?;
+    if let Some(battery) = &meter.battery {
+        w.set_meta(meta::BATTERY, &serde_json::to_value(&battery.setup)?)?;
+    }
     w.flush()?;
     Ok(())
 }

@@ -5,12 +5,15 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
+use powerlens_core::battery::{BatteryReport, ChargeSpan, Workload};
 use powerlens_core::model::class::MachineFacts;
 use powerlens_core::model::PowerModel;
 use powerlens_core::provenance::Provenance;
-use powerlens_core::run::DomainEnergy;
+use powerlens_core::run::{DomainEnergy, RunResult};
 use powerlens_sys::energy::sampler::{choose_read_interval, SampledSource};
-use powerlens_sys::energy::{discover, SourceStatus};
+use powerlens_sys::energy::{battery, discover, SourceStatus};
+
+use crate::battery::MeterBattery;
 use powerlens_sys::{platform, procfs, Roots};
 
 /// How to choose and read the meter.
@@ -20,6 +23,9 @@ pub struct MeterOptions {
     pub power_model: Option<std::path::PathBuf>,
     /// Background read interval forced by the user (`--meter-read-every`).
     pub sample_interval: Option<Duration>,
+    /// The full charge of the battery for battery-life figures (`--battery-wh`), instead of
+    /// the battery's own `energy_full`, or for a machine without one.
+    pub battery_wh: Option<f64>,
 }
 
 enum Kind {
@@ -33,6 +39,8 @@ pub struct Reading {
     pub at: Instant,
     /// Cumulative joules per domain (a source), or busy CPU-seconds so far (the model).
     values: Vec<f64>,
+    /// The charge of the discharging battery, percent of full, when it can be read.
+    pub charge_pct: Option<f64>,
 }
 
 pub struct Meter {
@@ -44,6 +52,8 @@ pub struct Meter {
     pub statuses: Vec<SourceStatus>,
     /// Things the user should know about the meter (e.g. an unsafe read interval).
     pub warnings: Vec<String>,
+    /// The battery behind battery-life figures; `None` without a battery or `--battery-wh`.
+    pub battery: Option<MeterBattery>,
 }
 
 impl Meter {
@@ -62,11 +72,33 @@ impl Meter {
                 roots: roots.clone(),
             },
         };
+        // The battery is the whole machine; any other meter (or the model) covers part of it.
+        let whole_system = matches!(&kind, Kind::Source(s) if s.name() == battery::NAME);
+        // A battery that cannot be read costs its figures, not the measurement.
+        let battery = MeterBattery::open(roots, options.battery_wh, whole_system)
+            .unwrap_or_else(|e| Some(MeterBattery::unreadable(&e, options.battery_wh)));
         Ok(Meter {
             kind,
             fixture_sysfs: (roots.sysfs != Roots::default().sysfs).then(|| roots.sysfs.clone()),
             statuses,
             warnings,
+            battery,
+        })
+    }
+
+    /// The power model alone, whatever meter the machine has: what a long-running monitor
+    /// falls back to when its meter stops answering.
+    pub fn estimated(roots: &Roots, options: &MeterOptions) -> anyhow::Result<Meter> {
+        Ok(Meter {
+            kind: Kind::Model {
+                model: load_model(options.power_model.as_deref(), roots)?,
+                roots: roots.clone(),
+            },
+            fixture_sysfs: (roots.sysfs != Roots::default().sysfs).then(|| roots.sysfs.clone()),
+            statuses: Vec::new(),
+            warnings: Vec::new(),
+            // Battery-life figures are the meter's that the monitor falls back from.
+            battery: None,
         })
     }
 
@@ -80,6 +112,30 @@ impl Meter {
         Ok(Reading {
             at: Instant::now(),
             values,
+            charge_pct: self.battery.as_ref().and_then(MeterBattery::charge_pct),
+        })
+    }
+
+    /// The battery's charge over the interval between two readings, when both read it.
+    pub fn charge_between(&self, from: &Reading, to: &Reading) -> Option<ChargeSpan> {
+        Some(ChargeSpan {
+            start_pct: from.charge_pct?,
+            end_pct: to.charge_pct?,
+            seconds: to.at.duration_since(from.at).as_secs_f64(),
+        })
+    }
+
+    /// The battery-life figures of a `run` result; `None` without a battery or
+    /// `--battery-wh`.
+    pub fn battery_report(&self, result: &RunResult) -> Option<BatteryReport> {
+        let battery = self.battery.as_ref()?;
+        Some(match &result.summary {
+            Some(summary) => battery.setup.report(
+                &Workload::of_runs(summary),
+                &result.charges(),
+                &result.provenance,
+            ),
+            None => BatteryReport::unavailable("no run finished", None),
         })
     }
 
@@ -150,6 +206,15 @@ impl Meter {
                 },
             },
             Kind::Model { model, .. } => model.provenance(),
+        }
+    }
+
+    /// Tells stderr what measures energy and, with a battery, what the battery figures
+    /// rest on (or why there are none).
+    pub fn tell(&self) {
+        eprintln!("{}", self.describe());
+        if let Some(b) = &self.battery {
+            eprintln!("{}", b.describe());
         }
     }
 

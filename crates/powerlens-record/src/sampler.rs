@@ -135,10 +135,14 @@ fn take(config: &SamplerConfig, first: Option<&Reading>) -> Vec<Sample> {
                 .iter()
                 .map(|d| (d.name.clone(), json!(d.joules)))
                 .collect();
+            let mut data = json!({ "total_j": total, "domains_j": per_domain });
+            if let Some(pct) = now.charge_pct {
+                data["charge_pct"] = json!(pct);
+            }
             out.push(Sample {
                 time_ns,
                 kind: ENERGY,
-                data: json!({ "total_j": total, "domains_j": per_domain }),
+                data,
             });
         }
     }

@@ -127,6 +127,13 @@ impl ThreadTable {
             .collect()
     }
 
+    /// Forgets an exited thread (a recorder that runs without end forgets them after
+    /// handing out their last changes, so that the table holds the live threads).
+    pub fn forget(&mut self, tid: u32) {
+        self.rows.remove(&tid);
+        self.changed.remove(&tid);
+    }
+
     pub fn len(&self) -> usize {
         self.rows.len()
     }
@@ -161,5 +168,7 @@ mod tests {
         assert!(t.take_changed().is_empty(), "the same fact is not a change");
         t.observe_current(0, 102, 102);
         assert_eq!(t.take_changed()[0].pid, Some(102));
+        t.forget(102);
+        assert_eq!(t.len(), 1);
     }
 }

@@ -100,10 +100,33 @@ fn against(cand: &CandidateComparison) -> String {
     )
 }
 
+/// The notes of the battery figures, each once.
+fn battery_notes(c: &Comparison) -> Vec<&str> {
+    let mut notes: Vec<&str> = Vec::new();
+    for n in c
+        .battery
+        .iter()
+        .filter_map(|l| l.report.life.as_ref())
+        .flat_map(|life| &life.notes)
+    {
+        if !notes.contains(&n.as_str()) {
+            notes.push(n);
+        }
+    }
+    notes
+}
+
 /// The terminal view. `provenance` says where the numbers come from.
 pub fn text(c: &Comparison, provenance: &str) -> String {
     let mut out = format!("baseline: {}\nenergy:   {provenance}\n\n", c.baseline);
     out.push_str(&labels_table(c).render());
+    if !c.battery.is_empty() {
+        out.push_str("\non battery (one charge):\n");
+        out.push_str(&crate::battery::table(&c.battery).render());
+        for n in battery_notes(c) {
+            out.push_str(&format!("battery note: {n}\n"));
+        }
+    }
     for cand in &c.candidates {
         out.push_str(&format!("\n{}\n", against(cand)));
         out.push_str(&ratios_table(cand).render());
@@ -131,6 +154,13 @@ pub fn html(c: &Comparison, provenance: &str, notes: &[String]) -> String {
     page.h2("Means per label (click a column to sort)");
     page.note("± is the half-width of the 95% confidence interval of the mean.");
     page.table(&labels_table(c));
+    if !c.battery.is_empty() {
+        page.h2("On battery (one charge)");
+        page.table(&crate::battery::table(&c.battery));
+        for n in battery_notes(c) {
+            page.note(n);
+        }
+    }
     for cand in &c.candidates {
         page.h2(&against(cand));
         let rows: Vec<Interval> = figure_rows(cand)

@@ -92,6 +92,14 @@ pub fn text(diff: &Diff, sides: &Sides) -> String {
     }
     out += &t.render();
     out += "\nComparison summary\n";
+    out += &summary_text(diff);
+    out
+}
+
+/// The comparison summary, section by section, then the notes: the end of the text page,
+/// and what `demo` prints of its closing diff.
+pub fn summary_text(diff: &Diff) -> String {
+    let mut out = String::new();
     let mut section = "";
     for f in &diff.summary {
         if f.section != section {

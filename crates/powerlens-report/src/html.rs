@@ -750,6 +750,9 @@ pub fn page(input: &HtmlInput<'_>) -> Result<String, UnknownColumn> {
     page.key_values(&recording::system_items(r));
     page.section_lines("Thread balance", &recording::balance(r));
     page.section_lines("Energy", &recording::energy(r));
+    if let Some(battery) = &r.battery {
+        crate::battery::html(&mut page, battery, crate::battery::Unit::Recording);
+    }
     if !r.cpus.is_empty() {
         page.h2("Advice");
         page.p(&format!(

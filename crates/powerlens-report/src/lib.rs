@@ -2,13 +2,16 @@
 //! (`page`, `html`) and trace exports (Perfetto, Firefox Profiler). Takes analysed values in,
 //! returns strings; never measures anything.
 
+pub mod battery;
 pub mod compare;
 pub mod diff;
 pub mod dvfs;
 pub mod export;
 pub mod html;
+pub mod http;
 pub mod info;
 pub mod page;
+pub mod prometheus;
 pub mod recording;
 pub mod run;
 pub mod svg;

@@ -1373,6 +1373,12 @@ pub fn text(report: &RecordingReport, opts: &GridOptions) -> Result<String, Unkn
     }
     out.push('\n');
     out.push_str(&energy(report));
+    if let Some(battery) = &report.battery {
+        out.push_str(&crate::battery::text(
+            battery,
+            crate::battery::Unit::Recording,
+        ));
+    }
     if !report.cpus.is_empty() {
         out.push_str("\nadvice\n");
         out.push_str(&advice(report));

@@ -156,6 +156,9 @@ pub fn html(result: &RunResult) -> String {
             ],
         ));
     }
+    if let Some(battery) = &result.battery {
+        crate::battery::html(&mut page, battery, crate::battery::Unit::Run);
+    }
     page.h2("Runs (click a column to sort)");
     page.table(&runs_table(result));
     if let Some(why) = &result.stopped_early {
@@ -193,6 +196,10 @@ pub fn text(result: &RunResult) -> String {
             out.push_str(&summary_table(s).render());
         }
         None => out.push_str("runs:    none finished\n"),
+    }
+    if let Some(battery) = &result.battery {
+        out.push('\n');
+        out.push_str(&crate::battery::text(battery, crate::battery::Unit::Run));
     }
     if let Some(why) = &result.stopped_early {
         out.push_str(&format!("\nstopped early: {why}\n"));
@@ -263,6 +270,12 @@ pub fn markdown(result: &RunResult) -> String {
             ));
         }
     }
+    if let Some(battery) = &result.battery {
+        out.push('\n');
+        for line in crate::battery::lines(battery, crate::battery::Unit::Run) {
+            out.push_str(&format!("- battery: {line}\n"));
+        }
+    }
     out
 }
 
@@ -312,6 +325,7 @@ mod tests {
             provenance: Provenance::Measured {
                 source: "rapl-powercap".into(),
             },
+            charge: None,
         };
         RunResult::new(
             vec!["sh".into(), "-c".into(), "make -j4".into()],

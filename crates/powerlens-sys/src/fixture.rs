@@ -49,9 +49,13 @@ pub struct PolicySpec {
 pub struct BatterySpec {
     pub status: String,
     pub energy_now_uwh: Option<u64>,
+    pub energy_full_uwh: Option<u64>,
     pub charge_now_uah: Option<u64>,
+    pub charge_full_uah: Option<u64>,
     pub voltage_now_uv: Option<u64>,
     pub power_now_uw: Option<u64>,
+    /// `capacity`: the charge left in whole percent.
+    pub capacity_pct: Option<u64>,
 }
 
 /// One event of the perf `power` PMU (`events/<name>` and its `.scale`/`.unit` files).
@@ -218,9 +222,12 @@ impl FixtureTree {
         self.write_sys(format!("{dir}/status"), &spec.status);
         let optional = [
             ("energy_now", spec.energy_now_uwh),
+            ("energy_full", spec.energy_full_uwh),
             ("charge_now", spec.charge_now_uah),
+            ("charge_full", spec.charge_full_uah),
             ("voltage_now", spec.voltage_now_uv),
             ("power_now", spec.power_now_uw),
+            ("capacity", spec.capacity_pct),
         ];
         for (file, value) in optional {
             if let Some(value) = value {
@@ -332,7 +339,37 @@ impl MeterState {
     }
 }
 
-/// A thread that advances an `energy_uj` file at a known power, as a RAPL counter would:
+/// A meter state at `watts` from now.
+fn constant_power(watts: f64) -> Arc<Mutex<MeterState>> {
+    Arc::new(Mutex::new(MeterState {
+        watts,
+        joules_at_change: 0.0,
+        changed_at: Instant::now(),
+    }))
+}
+
+/// The energy of `state` so far, as a function for the writer thread.
+fn joules_of(state: Arc<Mutex<MeterState>>) -> impl Fn() -> f64 + Send + 'static {
+    move || {
+        state
+            .lock()
+            .expect("meter state")
+            .joules_now(Instant::now())
+    }
+}
+
+/// Writes `value` to a temporary file renamed over `path`, so that a reader never sees a
+/// half-written number.
+fn write_atomically(path: &Path, value: impl Display) {
+    let tmp = path.with_extension("fake-meter-tmp");
+    std::fs::write(&tmp, format!("{value}\n"))
+        .and_then(|()| std::fs::rename(&tmp, path))
+        .unwrap_or_else(|e| panic!("fake meter writes {}: {e}", path.display()));
+}
+
+/// A thread that advances an `energy_uj` file at a known power, as a RAPL counter would
+/// (or drains a fixture battery: [`FakeMeter::battery_by_energy`],
+/// [`FakeMeter::battery_by_charge`]):
 /// every ~1 ms it writes `(joules since start × 1e6) mod max_energy_range_uj`. Each value
 /// goes to a temporary file that is renamed over `energy_uj`, so a reader never sees a
 /// half-written number. Stops on drop.
@@ -351,20 +388,8 @@ pub struct FakeMeter {
 impl FakeMeter {
     /// Starts at 0 µJ (written before this returns) and `watts`.
     pub fn start(energy_uj_path: impl Into<PathBuf>, watts: f64, max_energy_range_uj: u64) -> Self {
-        let state = Arc::new(Mutex::new(MeterState {
-            watts,
-            joules_at_change: 0.0,
-            changed_at: Instant::now(),
-        }));
-        let source = {
-            let state = state.clone();
-            move || {
-                state
-                    .lock()
-                    .expect("meter state")
-                    .joules_now(Instant::now())
-            }
-        };
+        let state = constant_power(watts);
+        let source = joules_of(state.clone());
         Self::spawn(energy_uj_path.into(), max_energy_range_uj, state, source)
     }
 
@@ -391,16 +416,22 @@ impl FakeMeter {
         state: Arc<Mutex<MeterState>>,
         joules: impl Fn() -> f64 + Send + 'static,
     ) -> Self {
-        let stop = Arc::new(AtomicBool::new(false));
-        let writes = Arc::new(AtomicU64::new(0));
         let range = max_energy_range_uj.max(1);
-        let tmp = path.with_extension("fake-meter-tmp");
         let write = move |joules: f64| {
             let raw = ((joules.max(0.0) * 1e6) as u64) % range;
-            std::fs::write(&tmp, format!("{raw}\n"))
-                .and_then(|()| std::fs::rename(&tmp, &path))
-                .expect("fake meter writes energy_uj");
+            write_atomically(&path, raw);
         };
+        Self::spawn_writer(state, joules, write)
+    }
+
+    /// Writes `write(joules())` now and then every ~1 ms from a thread, until dropped.
+    fn spawn_writer(
+        state: Arc<Mutex<MeterState>>,
+        joules: impl Fn() -> f64 + Send + 'static,
+        write: impl Fn(f64) + Send + 'static,
+    ) -> Self {
+        let stop = Arc::new(AtomicBool::new(false));
+        let writes = Arc::new(AtomicU64::new(0));
         write(0.0);
         let thread = {
             let (stop, writes) = (stop.clone(), writes.clone());
@@ -418,6 +449,51 @@ impl FakeMeter {
             writes,
             thread: Some(thread),
         }
+    }
+
+    /// A discharging battery in `dir` (written by [`FixtureTree::battery`] with status
+    /// `Discharging` and `energy_full`), as an ACPI battery reports one: every ~1 ms
+    /// `energy_now` (µWh) is `start_uwh` less the energy since start at the meter's power,
+    /// `power_now` (µW) is that power, and `capacity` the whole percent of
+    /// `energy_full_uwh` left. Stops at empty, as a battery does.
+    pub fn battery_by_energy(dir: &Path, watts: f64, start_uwh: u64, energy_full_uwh: u64) -> Self {
+        let state = constant_power(watts);
+        let dir = dir.to_path_buf();
+        let power = state.clone();
+        let write = move |joules: f64| {
+            let now_uwh = (start_uwh as f64 - joules / 3.6e-3).max(0.0);
+            let watts = power.lock().expect("meter state").watts;
+            write_atomically(&dir.join("energy_now"), now_uwh.round() as u64);
+            write_atomically(&dir.join("power_now"), (watts * 1e6).round() as u64);
+            let pct = 100.0 * now_uwh / energy_full_uwh.max(1) as f64;
+            write_atomically(&dir.join("capacity"), pct.floor() as u64);
+        };
+        Self::spawn_writer(state.clone(), joules_of(state), write)
+    }
+
+    /// A discharging battery that reports charge, not energy (many smart batteries):
+    /// `charge_now` (µAh) falls from `start_uah` at the meter's power over a constant
+    /// `voltage_now` of `voltage_uv`, `capacity` follows as the whole percent of
+    /// `charge_full_uah`; no `power_now`. The tree's spec writes `voltage_now` and
+    /// `charge_full`.
+    pub fn battery_by_charge(
+        dir: &Path,
+        watts: f64,
+        voltage_uv: u64,
+        start_uah: u64,
+        charge_full_uah: u64,
+    ) -> Self {
+        let state = constant_power(watts);
+        let dir = dir.to_path_buf();
+        let write = move |joules: f64| {
+            // J = µAh × µV × 3.6e-9.
+            let used_uah = joules / (voltage_uv as f64 * 3.6e-9);
+            let now_uah = (start_uah as f64 - used_uah).max(0.0);
+            write_atomically(&dir.join("charge_now"), now_uah.round() as u64);
+            let pct = 100.0 * now_uah / charge_full_uah.max(1) as f64;
+            write_atomically(&dir.join("capacity"), pct.floor() as u64);
+        };
+        Self::spawn_writer(state.clone(), joules_of(state), write)
     }
 
     /// Changes the power from now on.
@@ -511,6 +587,51 @@ mod tests {
         meter.wait_for_write();
         // 3.5 J on a 1 J counter: wrapped three times.
         assert_eq!(sysfs::read_u64(&path).unwrap(), 500_000);
+    }
+
+    #[test]
+    fn fake_batteries_discharge_at_their_power() {
+        let tree = FixtureTree::new();
+        let spec = BatterySpec {
+            status: "Discharging".into(),
+            energy_full_uwh: Some(10_000_000),
+            ..Default::default()
+        };
+        let dir = tree.battery("BAT0", &spec);
+        // 36 W from 5 Wh of 10: 10 mWh (0.1%) per second.
+        let meter = FakeMeter::battery_by_energy(&dir, 36.0, 5_000_000, 10_000_000);
+        std::thread::sleep(Duration::from_millis(50));
+        meter.set_watts(0.0);
+        let truth = meter.joules();
+        meter.wait_for_write();
+        meter.wait_for_write();
+        let now = sysfs::read_u64(dir.join("energy_now")).unwrap();
+        assert_eq!(now, (5_000_000.0 - truth / 3.6e-3).round() as u64);
+        assert_eq!(sysfs::read_u64(dir.join("power_now")).unwrap(), 0);
+        assert_eq!(sysfs::read_u64(dir.join("capacity")).unwrap(), 49);
+
+        let spec = BatterySpec {
+            status: "Discharging".into(),
+            charge_full_uah: Some(4_000_000),
+            voltage_now_uv: Some(12_000_000),
+            ..Default::default()
+        };
+        let dir = tree.battery("BAT1", &spec);
+        let meter = FakeMeter::battery_by_charge(&dir, 12.0, 12_000_000, 2_000_000, 4_000_000);
+        std::thread::sleep(Duration::from_millis(50));
+        meter.set_watts(0.0);
+        let truth = meter.joules();
+        meter.wait_for_write();
+        meter.wait_for_write();
+        // 12 W at 12 V is 1 A for truth / 12 W seconds: 1e6 / 3600 µAh per second.
+        let now = sysfs::read_u64(dir.join("charge_now")).unwrap();
+        assert_eq!(
+            now,
+            (2_000_000.0 - truth / 12.0 / 3600.0 * 1e6).round() as u64
+        );
+        assert!(truth >= 0.6, "{truth} J in 50 ms at 12 W");
+        assert_eq!(sysfs::read_u64(dir.join("capacity")).unwrap(), 49);
+        assert!(!dir.join("power_now").exists());
     }
 
     #[test]

@@ -3,9 +3,8 @@
 //! (`/sys/class/dmi/id/chassis_type`) and the batteries (`class/power_supply`). The power
 //! model's default parameters are chosen from these (`powerlens_core::model::class`).
 
-use crate::energy::battery;
 use crate::procfs::cpuinfo;
-use crate::{sysfs, topology, Roots};
+use crate::{power_supply, sysfs, topology, Roots};
 
 /// The facts read; a missing file is an absent fact, noted in `notes` when it matters.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -50,8 +49,8 @@ pub fn read(roots: &Roots) -> PlatformFacts {
         Ok(None) => {}
         Err(e) => facts.notes.push(format!("no chassis type: {e}")),
     }
-    match battery::batteries(roots) {
-        Ok(found) => facts.batteries = found.into_iter().map(|(name, _)| name).collect(),
+    match power_supply::batteries(roots) {
+        Ok(found) => facts.batteries = found.into_iter().map(|b| b.name).collect(),
         Err(e) => facts.notes.push(format!("no battery list: {e}")),
     }
     facts

@@ -84,6 +84,8 @@ pub enum Command {
     /// C-state wake latency per idle state against the declared exit latency (wult-style).
     #[command(long_about = cmd::wake::LONG_ABOUT)]
     Wake(cmd::wake::WakeArgs),
+    /// Serve per-process energy, CPU time and wake-ups to Prometheus, continuously.
+    Agent(Box<cmd::agent::AgentArgs>),
     /// Put back system settings a killed powerlens left applied (compare/sweep --config).
     Restore(cmd::restore::RestoreArgs),
     /// Write shell completions to stdout.

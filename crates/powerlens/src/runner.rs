@@ -223,25 +223,30 @@ fn attempt_as_is(
         domains: meter.energy_between(&before, &after, Some(outcome.cpu_s)),
         exit: outcome.exit,
         provenance: meter.provenance(),
+        charge: meter.charge_between(&before, &after),
     }))
 }
 
-/// The result of one command's series, as `run` reports and saves it.
+/// The result of one command's series, as `run` reports and saves it: with the idle
+/// baseline when one was measured, and the battery-life figures when there is a battery.
 pub fn result_of(
     meter: &Meter,
     argv: Vec<String>,
     window: Option<Duration>,
+    baseline: Option<Baseline>,
     series: Series,
 ) -> RunResult {
-    RunResult::new(
+    let mut result = RunResult::new(
         argv,
         meter.provenance(),
         window.map(|w| w.as_secs_f64()),
-        None,
+        baseline,
         series.measurements,
         meter.warnings.clone(),
         series.stopped_early,
-    )
+    );
+    result.battery = meter.battery_report(&result);
+    result
 }
 
 /// Average power of the machine left idle for `duration`; `None` when interrupted.

@@ -1,6 +1,7 @@
 //! `powerlens demo` end to end on a machine without a meter (an empty sysfs root): every
 //! scenario measured, figures labelled as estimates, and the same-work pair faster in
-//! parallel when the machine has more than one CPU.
+//! parallel when the machine has more than one CPU. Then on this machine's own sysfs, its
+//! closing diff of the two sleepers (issue 15).
 
 mod common;
 
@@ -52,4 +53,77 @@ fn demo_measures_every_scenario_and_labels_estimates() {
     );
     // The 1 ms sleeper wakes 100× as often and so spends more CPU time than the 100 ms one.
     assert!(cpu(5) > cpu(4), "sleepy: {} vs {}", cpu(5), cpu(4));
+    // An empty sysfs cannot be recorded on: no closing diff, and it says why and what
+    // `record` needs, rather than a diff of nothing.
+    let why = v["diff_unavailable"].as_str().unwrap();
+    assert!(
+        why.contains("recording the 1ms sleeper failed")
+            && why.contains("devices/system/cpu/online does not exist")
+            && why.contains("needs the machine's sysfs"),
+        "{why}"
+    );
+    assert!(v.get("diff").is_none());
+}
+
+#[test]
+fn demo_ends_with_a_diff_of_its_two_sleepers() {
+    let _serial = common::serial();
+    let dir = tempfile::tempdir().unwrap();
+    let recs = dir.path().join("recs");
+    let out = common::on_this_machine(&[
+        "demo",
+        "--runs",
+        "1",
+        "--duration",
+        "0.2s",
+        "--json",
+        "--recordings",
+        recs.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{}", common::stderr(&out));
+    let v = common::json(&out);
+    let d = &v["diff"];
+    let (a, b) = (recs.join("sleepy-1ms.rec"), recs.join("sleepy-100ms.rec"));
+    assert_eq!(d["a"], a.to_str().unwrap(), "{d}");
+    assert_eq!(d["b"], b.to_str().unwrap());
+    assert_eq!(d["kept"], true);
+    // Root records a trace; otherwise a reduced profile, and the diff says which.
+    assert_eq!(d["reduced"], !common::is_root(), "{}", d["reduced"]);
+    // The diff's figures are the two recordings' own reports.
+    for (side, rec) in [("a", &a), ("b", &b)] {
+        let report = common::json(&common::on_this_machine(&[
+            "report",
+            rec.to_str().unwrap(),
+            "--json",
+        ]));
+        for key in ["elapsed_s", "busy_s"] {
+            let m = d["system"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|m| m["metric"] == key)
+                .unwrap();
+            assert_eq!(m[side], report["system"][key], "{key} of {side}");
+        }
+    }
+    // The sleeper thread matched across the recordings: 0.2 s at 1 ms is 200 periods, at
+    // 100 ms 2; each period ends in a sleep, a synchronization switch.
+    let row = d["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["key"].as_str().unwrap().ends_with("/ sleepy-0"))
+        .unwrap_or_else(|| panic!("no sleeper row: {}", d["rows"]));
+    let switches = |side: &str| row[side]["sync_switches"].as_u64().unwrap();
+    assert!(switches("a") >= 100, "1 ms sleeper: {row}");
+    assert!(switches("b") <= 8, "100 ms sleeper: {row}");
+    let sections: Vec<&str> = d["summary"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["section"].as_str().unwrap())
+        .collect();
+    for s in ["idleness", "scheduling", "active work", "energy"] {
+        assert!(sections.contains(&s), "{sections:?}");
+    }
 }

@@ -406,6 +406,11 @@ pub struct RecordingReport {
     /// (…)`); `None` when there were none and the idle rules could not be judged.
     #[serde(default)]
     pub advice_judged_against: Option<String>,
+    /// Battery-life figures of the recorded work (recorded on a battery, or with
+    /// `--battery-wh`); `None` otherwise. Filled in by the caller, which reads the
+    /// recording's battery metadata and charge samples.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub battery: Option<crate::battery::BatteryReport>,
 }
 
 fn secs(ns: u64) -> f64 {
@@ -802,6 +807,7 @@ pub fn build(summary: &SchedSummary, ctx: &RecordingContext) -> RecordingReport 
         wakeup_causes: Vec::new(),
         advice: Vec::new(),
         advice_judged_against: None,
+        battery: None,
     }
 }
 

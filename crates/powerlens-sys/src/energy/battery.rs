@@ -7,9 +7,12 @@ use std::time::{Duration, Instant};
 
 use crate::energy::integrate::{PowerIntegrator, POWER_READ_INTERVAL};
 use crate::energy::{domain, Domain, DomainKind, EnergySource};
-use crate::{sysfs, Roots, SysError};
+use crate::{power_supply, sysfs, Roots, SysError};
 
 pub const NAME: &str = "battery";
+
+/// The fix for a battery that is charging or full: it measures nothing until it discharges.
+pub const UNPLUG: &str = "unplug the charger to measure on battery";
 
 /// Joules in one µWh.
 const J_PER_UWH: f64 = 3.6e-3;
@@ -66,73 +69,56 @@ fn method_of(dir: &Path, now: Instant) -> Result<Option<Method>, SysError> {
     Ok(charge_times_voltage_j(dir)?.map(|start_j| Method::ChargeTimesVoltage { start_j }))
 }
 
-/// The batteries of `class/power_supply` (entries whose `type` is `Battery`, not mains
-/// adapters or USB supplies): `(name, directory)`, sorted by name.
-pub fn batteries(roots: &Roots) -> Result<Vec<(String, PathBuf)>, SysError> {
-    let mut out = Vec::new();
-    for dir in sysfs::list_dir(roots.sys("class/power_supply"))? {
-        if sysfs::read_optional_string(dir.join("type"))?.as_deref() == Some("Battery") {
-            let name = dir
-                .file_name()
-                .unwrap_or_default()
-                .to_string_lossy()
-                .to_string();
-            out.push((name, dir));
-        }
-    }
-    Ok(out)
-}
-
 impl BatterySource {
     /// Opens every discharging battery. No battery, or none discharging (on AC power), or
     /// none with a power/energy/charge attribute → `Unavailable` with the reason and fix.
     pub fn open(roots: &Roots) -> Result<Self, SysError> {
-        let class = roots.sys("class/power_supply");
-        let mut found = Vec::new();
-        let mut refusals = Vec::new();
+        let batteries = power_supply::batteries(roots)?;
         let mut source = BatterySource {
             domains: Vec::new(),
             batteries: Vec::new(),
         };
+        let mut missing = Vec::new();
         let now = Instant::now();
-        for (name, dir) in batteries(roots)? {
-            found.push(name.clone());
-            let status = sysfs::read_optional_string(dir.join("status"))?.unwrap_or_default();
-            if status != "Discharging" {
-                refusals.push(format!("{name} is {status:?}"));
-                continue;
-            }
-            match method_of(&dir, now)? {
+        for b in batteries.iter().filter(|b| b.is_discharging()) {
+            match method_of(&b.dir, now)? {
                 Some(method) => {
-                    source.domains.push(domain(name, DomainKind::Battery));
-                    source.batteries.push(Battery { dir, method });
+                    source.domains.push(domain(&b.name, DomainKind::Battery));
+                    source.batteries.push(Battery {
+                        dir: b.dir.clone(),
+                        method,
+                    });
                 }
-                None => refusals.push(format!(
-                    "{name} has no power_now, energy_now or charge_now with voltage_now"
+                None => missing.push(format!(
+                    "{} has no power_now, energy_now or charge_now with voltage_now",
+                    b.name
                 )),
             }
         }
-        if source.batteries.is_empty() {
-            let (reason, fix) = if found.is_empty() {
-                (format!("no battery in {}", class.display()), None)
-            } else if refusals.iter().any(|r| r.contains(" is ")) {
-                (
-                    format!(
-                        "on AC power ({}): a battery measures discharge only",
-                        refusals.join(", ")
-                    ),
-                    Some("unplug the charger to measure on battery".to_string()),
-                )
-            } else {
-                (refusals.join(", "), None)
-            };
-            return Err(SysError::Unavailable {
-                what: NAME.to_string(),
-                reason,
-                fix,
-            });
+        if !source.batteries.is_empty() {
+            return Ok(source);
         }
-        Ok(source)
+        let (reason, fix) = if batteries.is_empty() {
+            (
+                format!(
+                    "no battery in {}",
+                    roots.sys("class/power_supply").display()
+                ),
+                None,
+            )
+        } else if let Some(states) = power_supply::not_discharging(&batteries) {
+            (
+                format!("on AC power ({states}): a battery measures discharge only"),
+                Some(UNPLUG.to_string()),
+            )
+        } else {
+            (missing.join(", "), None)
+        };
+        Err(SysError::Unavailable {
+            what: NAME.to_string(),
+            reason,
+            fix,
+        })
     }
 
     /// A one-line description for `info`.

@@ -3,6 +3,7 @@
 
 pub mod cpuinfo;
 pub mod maps;
+pub mod process;
 pub mod tasks;
 
 use crate::{sysfs, Roots, SysError};

@@ -170,7 +170,7 @@ fn read_stat_cpu_ns(path: &Path) -> Result<u64, SysError> {
         })
 }
 
-fn parse_stat_cpu_ticks(text: &str) -> Option<u64> {
+pub(crate) fn parse_stat_cpu_ticks(text: &str) -> Option<u64> {
     let after_comm = &text[text.rfind(')')? + 1..];
     // After the comm: state(3) ppid(4) … utime(14) stime(15) → indexes 11 and 12 here.
     let fields: Vec<&str> = after_comm.split_whitespace().collect();

@@ -6,6 +6,7 @@ use std::process::ExitCode;
 
 use anyhow::{bail, Context};
 use clap::Args;
+use powerlens_core::battery::{self, BatteryReport, LabelBattery, Workload};
 use powerlens_core::compare::{self, Comparison, Group};
 use powerlens_core::provenance::Provenance;
 use powerlens_core::run::RunResult;
@@ -13,7 +14,9 @@ use powerlens_store::ResultsDb;
 use serde::Serialize;
 
 use crate::cli::GlobalArgs;
-use crate::cmd::run::{ConfigArgs, MeterArgs, OutputArgs, Rendered, SaveArgs, SeriesArgs};
+use crate::cmd::run::{
+    BatteryArgs, ConfigArgs, MeterArgs, OutputArgs, Rendered, SaveArgs, SeriesArgs,
+};
 use crate::runner::Job;
 use crate::units::parse_positive_number;
 use crate::{progress, results, runner};
@@ -38,7 +41,12 @@ CSV header `label,seconds,watts` or `label,seconds,joules`; rows with one label 
 Each figure (time, energy, average power, EDP, ED²P, work per joule) gets the ratio of means
 with a 95% confidence interval (Fieller) and whether it is significant; differences get
 Welch intervals. The verdict says which configuration needs less energy to retire the
-workload and in how much time: better on both, worse on both, or what it trades.")]
+workload and in how much time: better on both, worse on both, or what it trades.
+
+On a discharging battery (or with --battery-wh WH) the verdict also says how much work each
+configuration retires per charge, and with --job whether each finishes the job on one
+charge or runs out before:
+  powerlens compare --job 1000 -n fast -n slow -- './encode --fast' './encode --slow'")]
 pub struct CompareArgs {
     /// Saved results to compare: ids from `powerlens runs list`, or JSON files from `run --export-json`.
     #[arg(value_name = "RESULT")]
@@ -56,6 +64,13 @@ pub struct CompareArgs {
     #[arg(long, value_name = "N", default_value_t = 1.0, value_parser = parse_positive_number)]
     pub work: f64,
 
+    /// The whole job, in units of --work (one run each by default), for the battery
+    /// verdict: whether each configuration finishes it on one charge, or when its battery
+    /// runs out and how much of the job is left (needs battery figures: on a battery, or
+    /// --battery-wh).
+    #[arg(long, value_name = "UNITS", value_parser = parse_positive_number)]
+    pub job: Option<f64>,
+
     #[command(flatten)]
     pub series: SeriesArgs,
 
@@ -70,6 +85,9 @@ pub struct CompareArgs {
 
     #[command(flatten)]
     pub meter: MeterArgs,
+
+    #[command(flatten)]
+    pub battery: BatteryArgs,
 
     /// Shell command lines to run and compare (each through `sh -c`).
     #[arg(last = true, value_name = "CMD")]
@@ -93,6 +111,8 @@ struct Inputs {
     /// The energy's provenance behind the verdicts (an estimate when any input is one).
     energy: Provenance,
     stopped_early: Option<String>,
+    /// Each group's battery-life figures, when it has them.
+    battery: Vec<Option<BatteryReport>>,
 }
 
 pub fn execute(global: &GlobalArgs, args: CompareArgs) -> anyhow::Result<ExitCode> {
@@ -105,8 +125,11 @@ pub fn execute(global: &GlobalArgs, args: CompareArgs) -> anyhow::Result<ExitCod
         bail!("--config applies to commands that compare runs (after `--`), not to saved or imported results");
     }
     let inputs = match forms {
-        [true, false, false] => from_csv(args.from_csv.as_deref().expect("checked"))?,
-        [false, true, false] => from_results(&args.results, &args.save)?,
+        [true, false, false] => from_csv(
+            args.from_csv.as_deref().expect("checked"),
+            args.battery.battery_wh,
+        )?,
+        [false, true, false] => from_results(&args.results, &args.save, args.battery.battery_wh)?,
         [false, false, true] => live(global, &args)?,
         [false, false, false] => bail!(
             "nothing to compare: give commands after `--`, saved results (ids or JSON files), or --from-csv FILE"
@@ -114,6 +137,27 @@ pub fn execute(global: &GlobalArgs, args: CompareArgs) -> anyhow::Result<ExitCod
         _ => bail!("give one kind of input: commands after `--`, saved results, or --from-csv FILE — not several"),
     };
     let mut comparison = compare::compare(&inputs.groups, args.work)?;
+    let job_runs = args.job.map(|units| units / args.work);
+    if args.job.is_some() && inputs.battery.iter().all(Option::is_none) {
+        bail!("--job needs battery-life figures: measure on a discharging battery, or give its full charge with --battery-wh WH");
+    }
+    if inputs.battery.iter().any(Option::is_some) {
+        let labels = inputs
+            .groups
+            .iter()
+            .zip(&inputs.battery)
+            .map(|(g, b)| {
+                let report = b.clone().unwrap_or_else(|| {
+                    BatteryReport::unavailable(
+                        "this result has no battery-life figures (measured without a battery)",
+                        Some("measure it again on battery, or give --battery-wh WH".into()),
+                    )
+                });
+                LabelBattery::new(&g.label, report, job_runs)
+            })
+            .collect();
+        comparison.battery_from(labels, args.work);
+    }
     comparison.energy_from(&inputs.energy);
     let doc = CompareDoc {
         provenance: inputs.provenance.clone(),
@@ -142,27 +186,42 @@ pub fn execute(global: &GlobalArgs, args: CompareArgs) -> anyhow::Result<ExitCod
     Ok(interrupt::exit_code(inputs.stopped_early.as_deref()))
 }
 
-fn from_csv(path: &Path) -> anyhow::Result<Inputs> {
+fn from_csv(path: &Path, battery_wh: Option<f64>) -> anyhow::Result<Inputs> {
     let text =
         std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
     let groups =
         compare::groups_from_csv(text.lines()).with_context(|| format!("in {}", path.display()))?;
+    let energy = Provenance::Measured {
+        source: format!("imported from {}", path.display()),
+    };
+    // Figures measured elsewhere have no battery of their own: only a given capacity.
+    let battery = groups
+        .iter()
+        .map(|g| {
+            let (wh, workload) = battery_wh.zip(Workload::of_samples(&g.samples))?;
+            Some(battery::with_given_capacity(None, wh, &workload, &energy))
+        })
+        .collect();
     Ok(Inputs {
         groups,
         provenance: format!(
             "imported from {} (measured elsewhere, not by powerlens)",
             path.display()
         ),
-        energy: Provenance::Measured {
-            source: format!("imported from {}", path.display()),
-        },
+        energy,
         stopped_early: None,
+        battery,
     })
 }
 
-fn from_results(refs: &[String], save: &SaveArgs) -> anyhow::Result<Inputs> {
+fn from_results(
+    refs: &[String],
+    save: &SaveArgs,
+    battery_wh: Option<f64>,
+) -> anyhow::Result<Inputs> {
     let mut db: Option<ResultsDb> = None;
     let mut groups = Vec::new();
+    let mut battery = Vec::new();
     let mut provenances = Vec::new();
     let mut energy: Option<Provenance> = None;
     for r in refs {
@@ -208,6 +267,15 @@ fn from_results(refs: &[String], save: &SaveArgs) -> anyhow::Result<Inputs> {
         {
             energy = Some(result.provenance.clone());
         }
+        battery.push(match (battery_wh, &result.summary) {
+            (Some(wh), Some(summary)) => Some(battery::with_given_capacity(
+                result.battery.as_ref(),
+                wh,
+                &Workload::of_runs(summary),
+                &result.provenance,
+            )),
+            _ => result.battery.clone(),
+        });
         groups.push(Group {
             label,
             samples: compare::samples_of(&result),
@@ -227,6 +295,7 @@ fn from_results(refs: &[String], save: &SaveArgs) -> anyhow::Result<Inputs> {
         provenance,
         energy: energy.context("no saved result to compare")?,
         stopped_early: None,
+        battery,
     })
 }
 
@@ -272,8 +341,8 @@ fn live(global: &GlobalArgs, args: &CompareArgs) -> anyhow::Result<Inputs> {
         (labels, jobs)
     };
     let mut db = args.save.open()?;
-    let meter = Meter::open(&roots, &args.meter.options())?;
-    eprintln!("{}", meter.describe());
+    let meter = Meter::open(&roots, &args.meter.options_with(&args.battery))?;
+    meter.tell();
     interrupt::install();
     let options = args.series.options();
     let bar = progress::bar((options.runs * jobs.len()) as u64, "compare");
@@ -281,12 +350,14 @@ fn live(global: &GlobalArgs, args: &CompareArgs) -> anyhow::Result<Inputs> {
     bar.finish_and_clear();
     let stopped_early = series.first().and_then(|s| s.stopped_early.clone());
     let mut groups = Vec::new();
+    let mut battery = Vec::new();
     for ((label, job), s) in labels.iter().zip(jobs).zip(series) {
-        let result = runner::result_of(&meter, job.argv, options.window, s);
+        let result = runner::result_of(&meter, job.argv, options.window, None, s);
         if let Some(db) = db.as_mut().filter(|_| !result.runs.is_empty()) {
             let id = results::save_run(db, &result, Some(label.clone()))?;
             eprintln!("saved {label:?} as result {id}");
         }
+        battery.push(result.battery.clone());
         groups.push(Group {
             label: label.clone(),
             samples: compare::samples_of(&result),
@@ -297,5 +368,6 @@ fn live(global: &GlobalArgs, args: &CompareArgs) -> anyhow::Result<Inputs> {
         provenance: meter.provenance().label(),
         energy: meter.provenance(),
         stopped_early,
+        battery,
     })
 }

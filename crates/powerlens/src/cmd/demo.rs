@@ -1,7 +1,8 @@
 //! `powerlens demo`: the main job on built-in workloads — how much energy each costs to
 //! retire its work, and a plain verdict — on any machine, meter or not.
 
-use std::process::ExitCode;
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitCode, Stdio};
 use std::time::Duration;
 
 use anyhow::Context;
@@ -13,6 +14,7 @@ use powerlens_report::table::{sig, Table};
 use serde::Serialize;
 
 use crate::cli::GlobalArgs;
+use crate::cmd::report::{analyse, AnalyseOptions};
 use crate::cmd::run::MeterArgs;
 use crate::progress;
 use crate::runner::{self, SeriesOptions};
@@ -27,7 +29,13 @@ Measures six built-in workloads with `run`:
   spin on 1 CPU and on every CPU       what each busy CPU draws (the scheduler power study)
   sleepy with 100 ms and 1 ms periods  what frequent wake-ups cost over the same time
 and prints the table and a verdict for each pair. Without an energy meter (virtual
-machines) the figures are estimates from the power model and are labelled so.")]
+machines) the figures are estimates from the power model and are labelled so.
+
+It ends as the Windows 7 vs Windows 8 study does, with two systems side by side: it
+records the two sleepers (`powerlens record`: a trace as root, else a REDUCED procfs
+profile, and says which) and prints the comparison summary of `powerlens diff` — A the
+1 ms sleeper, B the 100 ms one. --recordings DIR keeps the two recordings for `report`
+and `diff`; --no-diff skips this part.")]
 pub struct DemoArgs {
     /// Measured runs per workload.
     #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..))]
@@ -40,6 +48,16 @@ pub struct DemoArgs {
     /// Print JSON instead of the table.
     #[arg(long)]
     pub json: bool,
+
+    /// Keep the two sleepers' recordings in DIR (created if missing) for `powerlens
+    /// report` and `powerlens diff`; by default they are written to a temporary
+    /// directory and removed.
+    #[arg(long, value_name = "DIR", conflicts_with = "no_diff")]
+    pub recordings: Option<PathBuf>,
+
+    /// Skip the closing diff of the two sleepers (and their recordings).
+    #[arg(long)]
+    pub no_diff: bool,
 
     #[command(flatten)]
     pub meter: MeterArgs,
@@ -177,7 +195,7 @@ pub fn execute(global: &GlobalArgs, args: DemoArgs) -> anyhow::Result<ExitCode> 
         bar.set_prefix(name.clone());
         let series = runner::run_series(&meter, &argv, &options, &bar)?;
         let stopped_early = series.stopped_early.clone();
-        let result = runner::result_of(&meter, argv, None, series);
+        let result = runner::result_of(&meter, argv, None, None, series);
         scenarios.push(Scenario { name, result });
         if let Some(why) = stopped_early {
             bar.finish_and_clear();
@@ -186,17 +204,26 @@ pub fn execute(global: &GlobalArgs, args: DemoArgs) -> anyhow::Result<ExitCode> 
     }
     bar.finish_and_clear();
     let verdicts = verdicts(&scenarios, cpus, secs, &meter.provenance());
+    // The meter's thread stops before the recordings, which open their own.
+    let provenance = meter.provenance();
+    drop(meter);
+    let closing = (!args.no_diff).then(|| closing_diff(global, &args, &exe));
 
     if args.json {
-        let doc = serde_json::json!({
-            "provenance": meter.provenance(),
+        let mut doc = serde_json::json!({
+            "provenance": provenance,
             "scenarios": scenarios,
             "verdicts": verdicts,
         });
+        match &closing {
+            Some(Ok(c)) => doc["diff"] = c.json.clone(),
+            Some(Err(why)) => doc["diff_unavailable"] = serde_json::json!(why),
+            None => {}
+        }
         println!("{}", serde_json::to_string_pretty(&doc)?);
         return Ok(ExitCode::SUCCESS);
     }
-    println!("energy: {}\n", meter.provenance().label());
+    println!("energy: {}\n", provenance.label());
     let mut t = Table::new([
         "workload",
         "wall s",
@@ -229,11 +256,161 @@ pub fn execute(global: &GlobalArgs, args: DemoArgs) -> anyhow::Result<ExitCode> 
     for v in &verdicts {
         println!("{}", v.sentence);
     }
-    if meter.provenance().is_estimate() {
+    if provenance.is_estimate() {
         println!(
             "\nThese are ESTIMATES from the power model ({}), because no meter can be read here; `powerlens info` says why and how to fix it.",
-            meter.provenance().label()
+            provenance.label()
         );
     }
+    match &closing {
+        Some(Ok(c)) => print!("{}", c.text),
+        Some(Err(why)) => println!("\nNo closing diff of the two sleepers: {why}"),
+        None => {}
+    }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The two sleepers recorded and put side by side: what `diff` would print of them.
+struct ClosingDiff {
+    /// The comparison summary, with what the recordings are and where they are.
+    text: String,
+    /// `diff --json`'s document, with `recordings`, `reduced` and `kept` beside it.
+    json: serde_json::Value,
+}
+
+/// The sleepers of the demo, A then B of the diff: the frequent waker against the rare one.
+const SLEEPERS: [(&str, &str); 2] = [("sleepy-1ms", "1ms"), ("sleepy-100ms", "100ms")];
+
+/// Records the two sleepers with `powerlens record` (a child process each, as a user
+/// would run it: tracing needs its own mount namespace and threads of its own) and diffs
+/// them. `Err` says why there is no diff and how to get one.
+fn closing_diff(global: &GlobalArgs, args: &DemoArgs, exe: &Path) -> Result<ClosingDiff, String> {
+    let (dir, kept) = match &args.recordings {
+        Some(dir) => {
+            std::fs::create_dir_all(dir)
+                .map_err(|e| format!("--recordings {}: {e}", dir.display()))?;
+            (dir.clone(), true)
+        }
+        None => {
+            let dir = std::env::temp_dir().join(format!("powerlens-demo-{}", std::process::id()));
+            std::fs::create_dir(&dir).map_err(|e| format!("creating {}: {e}", dir.display()))?;
+            (dir, false)
+        }
+    };
+    let result = record_and_diff(global, args, exe, &dir, kept);
+    if !kept {
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+    result
+}
+
+fn record_and_diff(
+    global: &GlobalArgs,
+    args: &DemoArgs,
+    exe: &Path,
+    dir: &Path,
+    kept: bool,
+) -> Result<ClosingDiff, String> {
+    let secs = args.duration.as_secs_f64();
+    let spinner = progress::spinner("recording the two sleepers for the closing diff");
+    let mut paths = Vec::new();
+    for (name, period) in SLEEPERS {
+        let rec = dir.join(format!("{name}.rec"));
+        if rec.exists() {
+            return Err(format!(
+                "{} exists: give --recordings an empty directory",
+                rec.display()
+            ));
+        }
+        let mut c = Command::new(exe);
+        for (flag, root) in [
+            ("--sysfs-root", &global.sysfs_root),
+            ("--procfs-root", &global.procfs_root),
+        ] {
+            if let Some(root) = root {
+                c.arg(flag).arg(root);
+            }
+        }
+        c.args([
+            "record",
+            "--no-stacks",
+            "--baseline",
+            "0",
+            "--quiet-command",
+            "-o",
+        ])
+        .arg(&rec);
+        if let Some(model) = &args.meter.power_model {
+            c.arg("--power-model").arg(model);
+        }
+        c.arg("--")
+            .arg(exe)
+            .args(["workload", "sleepy", "--period", period, "--duration"])
+            .arg(format!("{secs}s"))
+            .arg("--quiet")
+            .stdout(Stdio::null());
+        let out = c
+            .output()
+            .map_err(|e| format!("running `powerlens record`: {e}"))?;
+        if !out.status.success() || interrupt::interrupted() {
+            spinner.finish_and_clear();
+            let err = String::from_utf8_lossy(&out.stderr);
+            let last = err
+                .lines()
+                .rev()
+                .find(|l| !l.trim().is_empty())
+                .unwrap_or("");
+            return Err(format!(
+                "recording the {period} sleeper failed ({last}); `powerlens record` needs the machine's sysfs and procfs (and root for a full trace)"
+            ));
+        }
+        paths.push(rec);
+    }
+    let roots = global.roots().map_err(|e| e.to_string())?;
+    let options = AnalyseOptions {
+        all_processes: false,
+        grouping: None,
+        stacks: false,
+        roots: &roots,
+        battery_wh: None,
+    };
+    let mut reports = Vec::new();
+    let mut reduced = false;
+    for rec in &paths {
+        let analysed = analyse(rec, &options).map_err(|e| format!("{e:#}"))?;
+        reduced |= analysed.report.cpus.is_empty();
+        reports.push(serde_json::to_value(&analysed.report).map_err(|e| e.to_string())?);
+    }
+    spinner.finish_and_clear();
+    let diff = powerlens_core::diff::diff(
+        &reports[0],
+        &reports[1],
+        powerlens_core::diff::Rows::Thread,
+        None,
+    );
+    let sides = powerlens_report::diff::Sides {
+        a: paths[0].display().to_string(),
+        b: paths[1].display().to_string(),
+        by: "thread",
+    };
+    let mut json: serde_json::Value =
+        serde_json::from_str(&powerlens_report::diff::json(&diff, &sides))
+            .map_err(|e| e.to_string())?;
+    json["reduced"] = serde_json::json!(reduced);
+    json["kept"] = serde_json::json!(kept);
+    let mut text = format!(
+        "\nThe two sleepers side by side (`powerlens diff`, A = the 1 ms sleeper, B = the 100 ms one, {secs} s each){}:\n",
+        if reduced {
+            ", from REDUCED recordings (procfs only: no tracing privileges), so without idle or wake-up figures"
+        } else {
+            ""
+        }
+    );
+    text += &powerlens_report::diff::summary_text(&diff);
+    if kept {
+        text += &format!("the recordings: powerlens diff {} {}\n", sides.a, sides.b);
+    } else {
+        text += "(the recordings were temporary: --recordings DIR keeps them for `report` and `diff`)\n";
+    }
+    Ok(ClosingDiff { text, json })
 }

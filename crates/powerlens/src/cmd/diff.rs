@@ -90,6 +90,7 @@ pub fn execute(global: &GlobalArgs, args: DiffArgs) -> anyhow::Result<ExitCode> 
         grouping: (rows == Rows::Function).then_some(Grouping::Function),
         stacks: true,
         roots: &roots,
+        battery_wh: None,
     };
     let a = report_json(&args.a, &options).context("A")?;
     let b = report_json(&args.b, &options).context("B")?;

@@ -1,5 +1,6 @@
 //! One module per command; each turns its arguments into options and calls the libraries.
 
+pub mod agent;
 pub mod calibrate;
 pub mod compare;
 pub mod completions;
@@ -24,6 +25,7 @@ use crate::cli::{Cli, Command};
 pub fn execute(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
         Command::Info(args) => info::execute(&cli.global, args),
+        Command::Agent(args) => agent::execute(&cli.global, *args),
         Command::Dvfs(args) => dvfs::execute(&cli.global, args),
         Command::Run(args) => run::execute(&cli.global, *args),
         Command::Record(args) => record::execute(&cli.global, *args),

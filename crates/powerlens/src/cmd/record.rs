@@ -9,7 +9,7 @@ use std::time::Duration;
 use clap::Args;
 
 use crate::cli::GlobalArgs;
-use crate::cmd::run::MeterArgs;
+use crate::cmd::run::{BatteryArgs, MeterArgs};
 use crate::units::{parse_seconds, parse_seconds_or_zero};
 use powerlens_record::{self as record, RecordOptions, Target};
 
@@ -100,6 +100,9 @@ pub struct RecordArgs {
     #[command(flatten)]
     pub meter: MeterArgs,
 
+    #[command(flatten)]
+    pub battery: BatteryArgs,
+
     /// The command to record, and its arguments.
     #[arg(last = true, value_name = "CMD")]
     pub command: Vec<String>,
@@ -124,7 +127,7 @@ pub fn execute(global: &GlobalArgs, args: RecordArgs) -> anyhow::Result<ExitCode
         buffer_pages: args.buffer_pages,
         reduced: args.reduced,
         show_output: !args.quiet_command,
-        meter: args.meter.options(),
+        meter: args.meter.options_with(&args.battery),
         stacks_hz: (!args.no_stacks).then_some(args.frequency),
         stack_bytes: args.stack_bytes,
         show_phase: crate::progress::phase,

@@ -25,6 +25,7 @@ use powerlens_report::recording::{self as view, By, GridOptions};
 use powerlens_store::recording::RecordingReader;
 
 use crate::cli::GlobalArgs;
+use crate::cmd::run::BatteryArgs;
 use crate::progress;
 use powerlens_record::{context, meta, reduced, replay, symbols, MODE_REDUCED};
 
@@ -115,6 +116,9 @@ pub struct ReportArgs {
     /// idle states (haltpoll, 1 µs) hide sleeps too short for a real CPU's deep states.
     #[arg(long, value_name = "NAME|FILE")]
     pub target: Option<String>,
+
+    #[command(flatten)]
+    pub battery: BatteryArgs,
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
@@ -183,6 +187,7 @@ pub fn execute(global: &GlobalArgs, args: ReportArgs) -> anyhow::Result<ExitCode
             // Also without --by function: wake-up causes and advice name functions.
             stacks: true,
             roots: &roots,
+            battery_wh: args.battery.battery_wh,
         },
     )?;
     let (mut report, span) = (analysed.report, analysed.span);
@@ -326,6 +331,8 @@ pub struct AnalyseOptions<'a> {
     /// Analyse the call stacks (when the recording has them).
     pub stacks: bool,
     pub roots: &'a Roots,
+    /// A full charge for the battery-life figures, instead of the one recorded.
+    pub battery_wh: Option<f64>,
 }
 
 /// A recording analysed.
@@ -452,6 +459,7 @@ pub fn analyse(path: &std::path::Path, opts: &AnalyseOptions<'_>) -> anyhow::Res
     ctx.energy = context::energy(&reader, interval, busy_s)?;
     ctx.sysfs_idle = context::sysfs_idle(&reader, interval)?;
     let mut report = model::build(&summary, &ctx);
+    report.battery = context::battery(&reader, interval, &ctx.energy, opts.battery_wh)?;
     if let Some(r) = &resolved {
         wakeups::resolve_timer_functions(&mut causes, &|addr| r.kernel_names.get(&addr).cloned());
     }

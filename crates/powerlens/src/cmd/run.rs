@@ -6,12 +6,11 @@ use std::time::Duration;
 
 use anyhow::Context;
 use clap::Args;
-use powerlens_core::run::RunResult;
 use powerlens_store::ResultsDb;
 
 use crate::cli::GlobalArgs;
 use crate::runner::{self, Config, SeriesOptions};
-use crate::units::{parse_positive_duration, parse_seconds};
+use crate::units::{parse_positive_duration, parse_positive_number, parse_seconds};
 use crate::{progress, results};
 use powerlens_record::interrupt;
 use powerlens_record::meter::{Meter, MeterOptions};
@@ -24,6 +23,12 @@ Examples:
   powerlens run --runs 10 --warmup 2 -- ./bench --size 1e6
   powerlens run --baseline 5 -- powerlens workload spin --threads 1 --duration 2s
   powerlens run --window 10 -- ./encode.sh      # race-to-idle: same window for every run
+  powerlens run --battery-wh 57 -- ./encode.sh  # battery life: hours on a charge, runs per charge
+
+On a discharging battery (or with --battery-wh) the result also has battery-life figures:
+how long a full charge lasts at the measured power, how many runs it retires, and the
+conventional life of the Windows 7 vs Windows 8 study (time of a 1% discharge × 100),
+timed on the battery's gauge once the runs discharge 1%. See docs/ENERGY.md.
 
 Energy is measured by the best meter this machine has (RAPL powercap, perf power PMU,
 battery, hwmon; see `powerlens info`) and otherwise ESTIMATED by a power model, labelled
@@ -48,6 +53,9 @@ pub struct RunArgs {
 
     #[command(flatten)]
     pub meter: MeterArgs,
+
+    #[command(flatten)]
+    pub battery: BatteryArgs,
 
     /// The command to measure, and its arguments.
     #[arg(required = true, last = true, value_name = "CMD")]
@@ -246,15 +254,42 @@ impl MeterArgs {
         MeterOptions {
             power_model: self.power_model.clone(),
             sample_interval: self.sample_interval,
+            battery_wh: None,
         }
     }
+
+    /// The options of a command that also makes battery-life figures.
+    pub fn options_with(&self, battery: &BatteryArgs) -> MeterOptions {
+        MeterOptions {
+            battery_wh: battery.battery_wh,
+            ..self.options()
+        }
+    }
+}
+
+/// The battery behind battery-life figures, for `run`, `compare`, `record` and `report`.
+#[derive(Debug, Clone, Args)]
+#[command(next_help_heading = "Battery life")]
+pub struct BatteryArgs {
+    /// A full charge, in watt-hours, for the battery-life figures: instead of the
+    /// battery's own energy_full, or with any meter on a machine without a battery.
+    /// On a discharging battery the figures come without it (see docs/ENERGY.md).
+    #[arg(long, value_name = "WH", allow_negative_numbers = true, value_parser = parse_battery_wh)]
+    pub battery_wh: Option<f64>,
+}
+
+/// `--battery-wh`: a full charge must be a positive number of watt-hours.
+fn parse_battery_wh(text: &str) -> Result<f64, String> {
+    parse_positive_number(text).map_err(|e| {
+        format!("{e}: give the battery's full charge in watt-hours, e.g. --battery-wh 57 (its label, or `upower -i`, says it)")
+    })
 }
 
 pub fn execute(global: &GlobalArgs, args: RunArgs) -> anyhow::Result<ExitCode> {
     let roots = global.roots()?;
     let mut db = args.save.open()?;
-    let meter = Meter::open(&roots, &args.meter.options())?;
-    eprintln!("{}", meter.describe());
+    let meter = Meter::open(&roots, &args.meter.options_with(&args.battery))?;
+    meter.tell();
     interrupt::install();
 
     let series_options = args.series.options();
@@ -269,14 +304,12 @@ pub fn execute(global: &GlobalArgs, args: RunArgs) -> anyhow::Result<ExitCode> {
         runner::finish_baseline(&meter, b)?;
     }
 
-    let result = RunResult::new(
+    let result = runner::result_of(
+        &meter,
         args.command.clone(),
-        meter.provenance(),
-        args.series.window.map(|w| w.as_secs_f64()),
+        args.series.window,
         baseline,
-        series.measurements,
-        meter.warnings.clone(),
-        series.stopped_early,
+        series,
     );
     args.output.emit(&Rendered {
         json: serde_json::to_string_pretty(&result)?,

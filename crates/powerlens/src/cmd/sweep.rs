@@ -127,7 +127,7 @@ pub fn execute(global: &GlobalArgs, args: SweepArgs) -> anyhow::Result<ExitCode>
 
     let mut samples = Vec::with_capacity(series.len());
     for ((combo, argv), s) in combos.iter().zip(&argvs).zip(series) {
-        let result = runner::result_of(&meter, argv.clone(), options.window, s);
+        let result = runner::result_of(&meter, argv.clone(), options.window, None, s);
         if let Some(db) = db.as_mut().filter(|_| !result.runs.is_empty()) {
             results::save_run(db, &result, Some(sweep::combo_label(combo)))?;
         }

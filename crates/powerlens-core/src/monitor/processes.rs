@@ -1,0 +1,179 @@
+//! Which process each thread belongs to, for a monitor that runs without end. Threads and
+//! processes are forgotten once they are gone and their last interval is accounted, so the
+//! directory holds the live ones only; every process gets a serial number of its own, so
+//! that a pid reused by a new process never continues the old process's figures.
+
+use std::collections::HashMap;
+
+use crate::sched::event::{Tid, TidMap};
+
+/// A process as the monitor names it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct ProcessKey {
+    pub pid: u32,
+    /// In the order the directory first saw the processes, from 0.
+    pub serial: u64,
+}
+
+/// What the monitor knows of a process.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProcessInfo {
+    pub key: ProcessKey,
+    /// Its main thread's name (or the name of a thread of it, until the main one is seen).
+    pub comm: String,
+    /// Its cgroup v2 path, when it was read.
+    pub cgroup: Option<String>,
+    /// The process that started it, when known.
+    pub parent: Option<u32>,
+}
+
+#[derive(Debug, Default)]
+pub struct ProcessDirectory {
+    thread_pid: TidMap<u32>,
+    processes: HashMap<u32, ProcessInfo>,
+    next_serial: u64,
+    /// Threads and processes gone, forgotten at the next [`ProcessDirectory::forget_gone`].
+    gone_threads: Vec<Tid>,
+    gone_processes: Vec<u32>,
+}
+
+impl ProcessDirectory {
+    /// A thread's process and name, as the recorder learns them (`pid` unknown: the
+    /// thread is taken as a process of its own until it is known), and the thread that
+    /// forked it, when known: a main thread's forker is in its parent process.
+    pub fn thread(&mut self, tid: Tid, pid: Option<u32>, comm: &str, forked_by: Option<Tid>) {
+        let pid = pid.unwrap_or(tid);
+        self.thread_pid.insert(tid, pid);
+        let parent = forked_by
+            .filter(|_| tid == pid)
+            .map(|t| self.thread_pid.get(&t).copied().unwrap_or(t));
+        let info = self.process_entry(pid);
+        if parent.is_some() {
+            info.parent = parent;
+        }
+        if (tid == pid || info.comm.is_empty()) && !comm.is_empty() && info.comm != comm {
+            info.comm = comm.to_string();
+        }
+    }
+
+    fn process_entry(&mut self, pid: u32) -> &mut ProcessInfo {
+        let next = &mut self.next_serial;
+        self.processes.entry(pid).or_insert_with(|| {
+            let key = ProcessKey { pid, serial: *next };
+            *next += 1;
+            ProcessInfo {
+                key,
+                comm: String::new(),
+                cgroup: None,
+                parent: None,
+            }
+        })
+    }
+
+    /// A process's cgroup v2 path.
+    pub fn set_cgroup(&mut self, pid: u32, cgroup: String) {
+        self.process_entry(pid).cgroup = Some(cgroup);
+    }
+
+    /// The process that started `pid`, when known.
+    pub fn parent_of(&self, pid: u32) -> Option<u32> {
+        self.processes.get(&pid)?.parent
+    }
+
+    /// Whether the process's cgroup is still to be read.
+    pub fn lacks_cgroup(&self, pid: u32) -> bool {
+        self.processes.get(&pid).is_some_and(|p| p.cgroup.is_none())
+    }
+
+    /// The process of a thread (one of its own when nothing said which).
+    pub fn process_of(&mut self, tid: Tid) -> &ProcessInfo {
+        let pid = self.thread_pid.get(&tid).copied().unwrap_or(tid);
+        self.process_entry(pid)
+    }
+
+    /// A thread exited; its process ended with it when it was the main thread. Both stay
+    /// known until [`ProcessDirectory::forget_gone`], so that the interval they ended in
+    /// is still charged to them.
+    pub fn exited(&mut self, tid: Tid) {
+        self.gone_threads.push(tid);
+        if self.thread_pid.get(&tid).is_none_or(|&pid| pid == tid) {
+            self.gone_processes.push(tid);
+        }
+    }
+
+    /// Forgets what exited (call after the interval is accounted). Returns how many
+    /// processes were forgotten.
+    pub fn forget_gone(&mut self) -> usize {
+        for tid in self.gone_threads.drain(..) {
+            self.thread_pid.remove(&tid);
+        }
+        let mut forgotten = 0;
+        for pid in self.gone_processes.drain(..) {
+            forgotten += self.processes.remove(&pid).is_some() as usize;
+        }
+        // Threads of an ended process that were never seen to exit go with it.
+        let processes = &self.processes;
+        self.thread_pid.retain(|_, pid| processes.contains_key(pid));
+        forgotten
+    }
+
+    /// Processes and threads known.
+    pub fn len(&self) -> (usize, usize) {
+        (self.processes.len(), self.thread_pid.len())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn threads_map_to_their_process_and_a_reused_pid_is_a_new_process() {
+        let mut d = ProcessDirectory::default();
+        d.thread(1, Some(1), "init", None);
+        d.thread(100, Some(100), "server", Some(1));
+        d.thread(101, Some(100), "worker", Some(100));
+        assert_eq!(d.parent_of(100), Some(1));
+        d.set_cgroup(100, "/system.slice/server.service".into());
+        let p = d.process_of(101).clone();
+        assert_eq!(
+            p.key,
+            ProcessKey {
+                pid: 100,
+                serial: 1
+            }
+        );
+        assert_eq!(p.comm, "server", "the main thread names the process");
+        assert_eq!(p.cgroup.as_deref(), Some("/system.slice/server.service"));
+        // The worker's own name does not rename the process.
+        d.thread(101, Some(100), "worker2", None);
+        assert_eq!(d.process_of(100).comm, "server");
+        // Main thread exits: still known until the interval is accounted.
+        d.exited(100);
+        assert_eq!(d.process_of(101).key.serial, 1);
+        assert_eq!(d.forget_gone(), 1);
+        assert_eq!(
+            d.len(),
+            (1, 1),
+            "the worker went with its process; init stays"
+        );
+        // A new process with the same pid is another one.
+        d.thread(100, Some(100), "server", None);
+        assert_eq!(
+            d.process_of(100).key,
+            ProcessKey {
+                pid: 100,
+                serial: 2
+            }
+        );
+        assert!(d.lacks_cgroup(100));
+    }
+
+    #[test]
+    fn a_thread_of_unknown_process_is_its_own() {
+        let mut d = ProcessDirectory::default();
+        assert_eq!(d.process_of(7).key.pid, 7);
+        d.thread(8, None, "kworker/0:1", None);
+        assert_eq!(d.process_of(8).comm, "kworker/0:1");
+    }
+}

@@ -1,0 +1,427 @@
+//! The monitor's cumulative figures, interval after interval: node energy per domain, its
+//! idle share, and the active rest attributed to processes by the CPU time the scheduler
+//! charged them. Every interval closes exactly — per domain, node = idle + Σ processes — and
+//! the counters only add non-negative amounts, so they never go backwards (a meter's
+//! wrap-around is the meter's business: it hands over interval energies).
+//!
+//! The `top` processes of each interval by energy get series of their own; the rest of the
+//! interval goes to one `other` series, so the processes' series plus idle still add up to
+//! the node. A series no interval has added to for `series_ttl_ns` is dropped (its process
+//! exited, or it left the top): memory follows the live processes, not every one ever.
+
+use std::collections::BTreeMap;
+
+use crate::provenance::Provenance;
+use crate::sched::analysis::WakeupCauses;
+use crate::sched::attribution::Split;
+
+use super::processes::{ProcessInfo, ProcessKey};
+
+/// Whether energy was measured or estimated: a label of every energy series, so that an
+/// estimate never continues a measurement's series (a meter that disappears mid-run).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Basis {
+    Measured,
+    Estimated,
+}
+
+impl Basis {
+    pub fn of(p: &Provenance) -> Basis {
+        match p {
+            Provenance::Measured { .. } => Basis::Measured,
+            _ => Basis::Estimated,
+        }
+    }
+
+    pub fn label(self) -> &'static str {
+        match self {
+            Basis::Measured => "measured",
+            Basis::Estimated => "estimated",
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct MonitorConfig {
+    /// Processes with series of their own per interval (the rest is `other`).
+    pub top: usize,
+    /// A series nothing was added to for this long is dropped.
+    pub series_ttl_ns: u64,
+    /// At most this many process series; the least recently updated go first.
+    pub max_series: usize,
+}
+
+impl Default for MonitorConfig {
+    fn default() -> Self {
+        MonitorConfig {
+            top: 20,
+            // Prometheus's own staleness horizon: a series that disappears sooner could
+            // lose its last increase between two scrapes.
+            series_ttl_ns: 300_000_000_000,
+            max_series: 2_000,
+        }
+    }
+}
+
+/// One domain's energy over an interval.
+#[derive(Debug, Clone, PartialEq)]
+pub struct DomainInterval {
+    pub name: String,
+    pub joules: f64,
+    /// Whether it adds into the node's total (packages and DRAM yes; subzones no).
+    pub counts_in_total: bool,
+    /// Its idle (baseline) power, W.
+    pub idle_w: f64,
+}
+
+/// One process over an interval.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ProcessInterval {
+    pub info: ProcessInfo,
+    pub runtime_ns: u64,
+    pub wakeups: WakeupCauses,
+    pub idle_wakeups: u64,
+}
+
+/// What the monitor needs at the end of an interval.
+#[derive(Debug, Clone)]
+pub struct IntervalInput {
+    /// The interval's end, CLOCK_MONOTONIC ns.
+    pub end_ns: u64,
+    pub elapsed_s: f64,
+    pub domains: Vec<DomainInterval>,
+    /// What the energy came from: the meter's name, or the model's.
+    pub source: String,
+    pub basis: Basis,
+    pub processes: Vec<ProcessInterval>,
+}
+
+/// What one interval held, for live views: every process, not only the top ones.
+#[derive(Debug, Clone, Default)]
+pub struct IntervalReport {
+    pub elapsed_s: f64,
+    /// Σ of the domains that count in the total, J.
+    pub node_j: f64,
+    pub idle_j: f64,
+    /// Processes with their share of the total, J, most energy first.
+    pub processes: Vec<(ProcessInterval, f64)>,
+}
+
+/// What a series counts.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Counters {
+    pub energy_j: f64,
+    pub cpu_s: f64,
+    pub wakeups: WakeupCauses,
+    pub idle_wakeups: u64,
+}
+
+impl Counters {
+    fn add(&mut self, p: &ProcessInterval, energy_j: f64) {
+        self.energy_j += energy_j;
+        self.cpu_s += p.runtime_ns as f64 / 1e9;
+        self.wakeups.add(&p.wakeups);
+        self.idle_wakeups += p.idle_wakeups;
+    }
+}
+
+/// The labels of a process series.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct ProcessLabels {
+    pub key: ProcessKey,
+    pub comm: String,
+    pub cgroup: String,
+    pub basis: Basis,
+}
+
+/// The cgroup label of a process whose cgroup was not read (it exited first).
+pub const UNKNOWN_CGROUP: &str = "unknown";
+
+#[derive(Debug, Clone)]
+pub struct ProcessSeries {
+    pub counters: Counters,
+    pub updated_ns: u64,
+}
+
+/// Node energy series: per (domain, source, basis).
+pub type NodeKey = (String, String, Basis);
+
+#[derive(Debug, Default)]
+pub struct Monitor {
+    config: MonitorConfig,
+    node: BTreeMap<NodeKey, f64>,
+    idle: BTreeMap<String, f64>,
+    processes: BTreeMap<ProcessLabels, ProcessSeries>,
+    other: BTreeMap<Basis, Counters>,
+    cgroups: BTreeMap<(String, Basis), f64>,
+    intervals: u64,
+    last_power_w: Option<f64>,
+}
+
+impl Monitor {
+    pub fn new(config: MonitorConfig) -> Monitor {
+        Monitor {
+            config,
+            ..Monitor::default()
+        }
+    }
+
+    /// Adds an interval; returns what it held.
+    pub fn close_interval(&mut self, input: IntervalInput) -> IntervalReport {
+        let weights: Vec<f64> = input
+            .processes
+            .iter()
+            .map(|p| p.runtime_ns as f64)
+            .collect();
+        let total_weight: f64 = weights.iter().sum();
+        let mut energy = vec![0.0; input.processes.len()];
+        let (mut node_j, mut idle_j) = (0.0, 0.0);
+        for d in &input.domains {
+            let split = Split::new(d.joules, d.idle_w, input.elapsed_s, total_weight);
+            *self
+                .node
+                .entry((d.name.clone(), input.source.clone(), input.basis))
+                .or_default() += split.total_j;
+            *self.idle.entry(d.name.clone()).or_default() += split.idle_j;
+            if d.counts_in_total {
+                node_j += split.total_j;
+                idle_j += split.idle_j;
+                for (e, w) in energy.iter_mut().zip(&weights) {
+                    *e += split.share(*w);
+                }
+            }
+        }
+        self.last_power_w = (input.elapsed_s > 0.0).then(|| node_j / input.elapsed_s);
+        let mut ranked: Vec<(ProcessInterval, f64)> =
+            input.processes.into_iter().zip(energy).collect();
+        ranked.sort_by(|(a, ea), (b, eb)| {
+            eb.total_cmp(ea)
+                .then(b.runtime_ns.cmp(&a.runtime_ns))
+                .then(a.info.key.cmp(&b.info.key))
+        });
+        for (i, (p, e)) in ranked.iter().enumerate() {
+            let cgroup = p
+                .info
+                .cgroup
+                .clone()
+                .unwrap_or_else(|| UNKNOWN_CGROUP.to_string());
+            *self
+                .cgroups
+                .entry((cgroup.clone(), input.basis))
+                .or_default() += e;
+            if i < self.config.top {
+                let labels = ProcessLabels {
+                    key: p.info.key,
+                    comm: p.info.comm.clone(),
+                    cgroup,
+                    basis: input.basis,
+                };
+                if !self.processes.contains_key(&labels) {
+                    // A pid reused while the old process's series is still kept: the
+                    // exposition cannot show two series with the same labels, and the
+                    // old one will not grow again.
+                    self.processes.retain(|k, _| {
+                        (k.key.pid, &k.comm, &k.cgroup, k.basis)
+                            != (labels.key.pid, &labels.comm, &labels.cgroup, labels.basis)
+                    });
+                }
+                let s = self.processes.entry(labels).or_insert(ProcessSeries {
+                    counters: Counters::default(),
+                    updated_ns: input.end_ns,
+                });
+                s.counters.add(p, *e);
+                s.updated_ns = input.end_ns;
+            } else {
+                self.other.entry(input.basis).or_default().add(p, *e);
+            }
+        }
+        self.drop_stale(input.end_ns);
+        self.intervals += 1;
+        IntervalReport {
+            elapsed_s: input.elapsed_s,
+            node_j,
+            idle_j,
+            processes: ranked,
+        }
+    }
+
+    fn drop_stale(&mut self, now_ns: u64) {
+        let ttl = self.config.series_ttl_ns;
+        self.processes
+            .retain(|_, s| now_ns.saturating_sub(s.updated_ns) <= ttl);
+        if self.processes.len() > self.config.max_series {
+            let mut by_age: Vec<(u64, ProcessLabels)> = self
+                .processes
+                .iter()
+                .map(|(k, s)| (s.updated_ns, k.clone()))
+                .collect();
+            by_age.sort();
+            let excess = self.processes.len() - self.config.max_series;
+            for (_, k) in by_age.into_iter().take(excess) {
+                self.processes.remove(&k);
+            }
+        }
+    }
+
+    /// Cumulative node energy per (domain, source, basis), J.
+    pub fn node(&self) -> &BTreeMap<NodeKey, f64> {
+        &self.node
+    }
+
+    /// Cumulative idle share per domain, J.
+    pub fn idle(&self) -> &BTreeMap<String, f64> {
+        &self.idle
+    }
+
+    pub fn processes(&self) -> &BTreeMap<ProcessLabels, ProcessSeries> {
+        &self.processes
+    }
+
+    /// What the processes without a series of their own added up to.
+    pub fn other(&self) -> &BTreeMap<Basis, Counters> {
+        &self.other
+    }
+
+    /// Cumulative energy per (cgroup, basis), J: every process's, whatever its rank.
+    pub fn cgroups(&self) -> &BTreeMap<(String, Basis), f64> {
+        &self.cgroups
+    }
+
+    /// The last interval's power (Σ domains that count in the total), W.
+    pub fn last_power_w(&self) -> Option<f64> {
+        self.last_power_w
+    }
+
+    pub fn intervals(&self) -> u64 {
+        self.intervals
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn process(pid: u32, runtime_ns: u64, cgroup: Option<&str>) -> ProcessInterval {
+        ProcessInterval {
+            info: ProcessInfo {
+                key: ProcessKey {
+                    pid,
+                    serial: pid as u64,
+                },
+                comm: format!("p{pid}"),
+                cgroup: cgroup.map(str::to_string),
+                parent: None,
+            },
+            runtime_ns,
+            wakeups: WakeupCauses {
+                timer: 2,
+                ..WakeupCauses::default()
+            },
+            idle_wakeups: 1,
+        }
+    }
+
+    fn input(end_s: u64, processes: Vec<ProcessInterval>, basis: Basis) -> IntervalInput {
+        IntervalInput {
+            end_ns: end_s * 1_000_000_000,
+            elapsed_s: 1.0,
+            domains: vec![
+                DomainInterval {
+                    name: "package-0".into(),
+                    joules: 20.0,
+                    counts_in_total: true,
+                    idle_w: 5.0,
+                },
+                DomainInterval {
+                    name: "core".into(),
+                    joules: 8.0,
+                    counts_in_total: false,
+                    idle_w: 2.0,
+                },
+            ],
+            source: "rapl-powercap".into(),
+            basis,
+            processes,
+        }
+    }
+
+    /// 20 J over 1 s with 5 W idle: 15 J active, split 3:1 by CPU time (hand-computed).
+    /// Only the top process gets a series; the other goes to `other`; Σ closes on the node.
+    #[test]
+    fn an_interval_closes_exactly_and_the_rest_is_other() {
+        let mut m = Monitor::new(MonitorConfig {
+            top: 1,
+            ..MonitorConfig::default()
+        });
+        let r = m.close_interval(input(
+            1,
+            vec![
+                process(1, 250_000_000, None),
+                process(2, 750_000_000, Some("/a")),
+            ],
+            Basis::Measured,
+        ));
+        assert_eq!((r.node_j, r.idle_j), (20.0, 5.0));
+        assert_eq!(r.processes[0].0.info.key.pid, 2, "most energy first");
+        assert!((r.processes[0].1 - 11.25).abs() < 1e-9);
+        assert!((r.processes[1].1 - 3.75).abs() < 1e-9);
+        let (labels, s) = m.processes().iter().next().unwrap();
+        assert_eq!((labels.key.pid, labels.cgroup.as_str()), (2, "/a"));
+        assert!((s.counters.energy_j - 11.25).abs() < 1e-9);
+        assert_eq!(s.counters.cpu_s, 0.75);
+        assert_eq!(s.counters.wakeups.timer, 2);
+        let other = m.other()[&Basis::Measured];
+        assert!((other.energy_j - 3.75).abs() < 1e-9);
+        assert_eq!(m.idle()["package-0"], 5.0);
+        assert_eq!(m.idle()["core"], 2.0, "every domain has its idle share");
+        let cg: f64 = m.cgroups().values().sum();
+        assert!((cg + m.idle()["package-0"] - 20.0).abs() < 1e-9);
+        assert_eq!(
+            m.cgroups()[&(UNKNOWN_CGROUP.to_string(), Basis::Measured)],
+            3.75
+        );
+        assert_eq!(m.last_power_w(), Some(20.0));
+    }
+
+    /// Nothing ran: the whole interval is idle, no process gets a negative or NaN share.
+    #[test]
+    fn an_idle_interval_is_all_idle() {
+        let mut m = Monitor::new(MonitorConfig::default());
+        let r = m.close_interval(input(1, vec![process(1, 0, None)], Basis::Estimated));
+        assert_eq!(r.idle_j, 20.0);
+        assert_eq!(r.processes[0].1, 0.0);
+        assert_eq!(
+            m.node()[&("package-0".into(), "rapl-powercap".into(), Basis::Estimated)],
+            20.0
+        );
+    }
+
+    /// A series not added to for longer than the TTL is dropped; the cap keeps the most
+    /// recently updated; a measured series and an estimated one of a process are two.
+    #[test]
+    fn stale_series_are_dropped_and_bases_never_mix() {
+        let mut m = Monitor::new(MonitorConfig {
+            top: 5,
+            series_ttl_ns: 10_000_000_000,
+            max_series: 2,
+        });
+        m.close_interval(input(1, vec![process(1, 1, None)], Basis::Measured));
+        m.close_interval(input(2, vec![process(1, 1, None)], Basis::Estimated));
+        assert_eq!(m.processes().len(), 2);
+        m.close_interval(input(3, vec![process(2, 1, None)], Basis::Estimated));
+        assert_eq!(m.processes().len(), 2, "capped at two");
+        assert!(m
+            .processes()
+            .keys()
+            .all(|k| !(k.key.pid == 1 && k.basis == Basis::Measured)));
+        m.close_interval(input(20, vec![process(3, 1, None)], Basis::Estimated));
+        let pids: Vec<u32> = m.processes().keys().map(|k| k.key.pid).collect();
+        assert_eq!(pids, [3], "the others were not updated for 17 s > 10 s");
+        // Pid 3 reused by a new process with the same name: one series, the new one.
+        let mut reused = process(3, 1, None);
+        reused.info.key.serial = 99;
+        m.close_interval(input(21, vec![reused], Basis::Estimated));
+        let keys: Vec<u64> = m.processes().keys().map(|k| k.key.serial).collect();
+        assert_eq!(keys, [99]);
+    }
+}

@@ -1,0 +1,527 @@
+//! A live session: the recorder's collector, converter and drain, without a file, feeding
+//! the streaming analysis interval by interval — what `powerlens agent` exports and
+//! `powerlens top` shows. Each interval ends with the meter's energy (or the power model's
+//! estimate), the per-process counters and the kernel's cpuidle counters.
+//!
+//! The drain hands over each CPU's records in ring order; events are merged across CPUs
+//! up to the time the latest drain began (every record written before it has arrived), so
+//! the analysis sees one stream in time order, as it does when replaying a recording.
+//!
+//! Without tracing privileges the session is *reduced*: per-process CPU time from procfs,
+//! no wake-ups; [`LiveSession::mode`] says so and why.
+
+use std::collections::HashMap;
+use std::sync::mpsc::RecvTimeoutError;
+use std::time::{Duration, Instant};
+
+use anyhow::Context;
+use powerlens_core::monitor::{
+    Basis, DomainInterval, IntervalInput, ProcessDirectory, ProcessInterval, StreamAnalysis,
+};
+use powerlens_core::provenance::Provenance;
+use powerlens_core::sched::analysis::WakeupCauses;
+use powerlens_core::sched::event::EventKind;
+use powerlens_sys::trace::{monotonic_now_ns, Collector, CollectorOptions};
+use powerlens_sys::{cpuidle, procfs, topology, Roots, SysError};
+
+use crate::convert::{monitor_event_names, Converter};
+use crate::drain::{Batch, Drainer, InContext};
+use crate::meter::{Meter, MeterOptions, Reading};
+use crate::threads::ThreadTable;
+
+/// How a live session measures.
+#[derive(Debug, Clone)]
+pub struct LiveOptions {
+    pub interval: Duration,
+    /// Ring size per CPU, in pages.
+    pub buffer_pages: usize,
+    pub meter: MeterOptions,
+    pub idle: IdlePower,
+    /// Sample procfs instead of tracing, even where tracing is possible.
+    pub reduced: bool,
+}
+
+/// The idle (baseline) share of a measured meter's energy.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum IdlePower {
+    /// Each domain's lowest interval power so far: an estimate that starts high (the
+    /// first interval is all idle) and settles once the machine has been quiet once.
+    Lowest,
+    /// This total power, W, spread over the domains in proportion to their lowest power
+    /// so far (`--idle-w`, e.g. from `powerlens calibrate` or a measured baseline).
+    Fixed(f64),
+}
+
+/// Whether the session traces, or samples procfs and why.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Mode {
+    Trace,
+    Reduced { reason: String },
+}
+
+/// What one interval measured.
+#[derive(Debug, Clone)]
+pub struct LiveInterval {
+    /// For [`powerlens_core::monitor::Monitor::close_interval`].
+    pub input: IntervalInput,
+    /// Where the interval's energy came from.
+    pub energy: Provenance,
+    /// Trace records lost so far (rings that overflowed).
+    pub lost_records: u64,
+    /// Per CPU and idle state: cumulative seconds in the state, the kernel's counters.
+    pub idle_states: Vec<IdleStateTime>,
+    /// What the user should know of this interval (a meter that disappeared).
+    pub notes: Vec<String>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct IdleStateTime {
+    pub cpu: u32,
+    pub state: String,
+    pub seconds: f64,
+}
+
+pub struct LiveSession {
+    roots: Roots,
+    mode: Mode,
+    interval: Duration,
+    idle: IdlePower,
+    source: Source,
+    meter: Option<Meter>,
+    /// The power model, read every interval too: it takes over the interval in which the
+    /// meter stops answering, so the figures never have a gap.
+    model: Meter,
+    last: (Option<Reading>, Reading),
+    /// Lowest interval power seen per domain, W.
+    lowest_w: HashMap<String, f64>,
+    directory: ProcessDirectory,
+    /// Idle-state names per CPU, read once.
+    idle_names: Vec<(u32, Vec<String>)>,
+    cpus: Vec<u32>,
+    next_end: Instant,
+    last_end_ns: u64,
+}
+
+/// Where the per-process figures come from.
+enum Source {
+    Trace(Box<TraceSource>),
+    Procfs(ProcfsSource),
+}
+
+struct TraceSource {
+    drainer: Drainer,
+    analysis: StreamAnalysis,
+    /// Each CPU's events not yet delivered: later than the latest drain's start.
+    pending: Vec<(u32, Vec<InContext>)>,
+    lost: u64,
+}
+
+#[derive(Default)]
+struct ProcfsSource {
+    /// CPU time per (pid, serial) at the last sample.
+    last_cpu_ns: HashMap<(u32, u64), u64>,
+}
+
+impl LiveSession {
+    /// Opens the tracepoints (or falls back to procfs), the meter and the model, and
+    /// starts the first interval.
+    pub fn start(roots: &Roots, opts: &LiveOptions) -> anyhow::Result<LiveSession> {
+        let (source, mode) = match open_trace(roots, opts)? {
+            Ok(s) => (Source::Trace(Box::new(s)), Mode::Trace),
+            Err(reason) => (
+                Source::Procfs(ProcfsSource::default()),
+                Mode::Reduced { reason },
+            ),
+        };
+        let meter = Meter::open(roots, &opts.meter)?;
+        let meter = meter.model().is_none().then_some(meter);
+        let model = Meter::estimated(roots, &opts.meter)?;
+        let last = (meter.as_ref().and_then(|m| m.read().ok()), model.read()?);
+        let cpus = topology::read_online(roots)?;
+        let idle_names = cpus
+            .iter()
+            .filter_map(|&cpu| {
+                let states = cpuidle::read_states(roots, cpu).ok()?;
+                Some((cpu, states.into_iter().map(|s| s.name).collect()))
+            })
+            .collect();
+        let mut session = LiveSession {
+            roots: roots.clone(),
+            mode,
+            interval: opts.interval,
+            idle: opts.idle,
+            source,
+            meter,
+            model,
+            last,
+            lowest_w: HashMap::new(),
+            directory: ProcessDirectory::default(),
+            idle_names,
+            cpus,
+            next_end: Instant::now() + opts.interval,
+            last_end_ns: monotonic_now_ns(),
+        };
+        if let Source::Procfs(p) = &mut session.source {
+            // The first sample is the baseline of the first interval.
+            p.sample(&session.roots, &mut session.directory);
+        }
+        Ok(session)
+    }
+
+    pub fn mode(&self) -> &Mode {
+        &self.mode
+    }
+
+    /// What measures energy now.
+    pub fn energy_provenance(&self) -> Provenance {
+        match &self.meter {
+            Some(m) => m.provenance(),
+            None => self.model.provenance(),
+        }
+    }
+
+    /// One line for the user: what measures energy, and why not something better.
+    pub fn describe_energy(&self) -> String {
+        match &self.meter {
+            Some(m) => m.describe(),
+            None => self.model.describe(),
+        }
+    }
+
+    /// Waits for the current interval to end — taking events as they come — and returns
+    /// it; `None` when `stop` said so first (checked every 50 ms).
+    pub fn next_interval(
+        &mut self,
+        stop: &dyn Fn() -> bool,
+    ) -> anyhow::Result<Option<LiveInterval>> {
+        loop {
+            if stop() {
+                return Ok(None);
+            }
+            let now = Instant::now();
+            if now >= self.next_end {
+                break;
+            }
+            let wait = (self.next_end - now).min(Duration::from_millis(50));
+            match &mut self.source {
+                Source::Trace(t) => t.take(wait, &mut self.directory)?,
+                Source::Procfs(_) => std::thread::sleep(wait),
+            }
+        }
+        self.next_end += self.interval;
+        // A consumer that fell behind (a stopped process) skips the missed ends.
+        if self.next_end < Instant::now() {
+            self.next_end = Instant::now() + self.interval;
+        }
+        Ok(Some(self.close()?))
+    }
+
+    fn close(&mut self) -> anyhow::Result<LiveInterval> {
+        let end_ns = monotonic_now_ns();
+        let elapsed_s = (end_ns - self.last_end_ns) as f64 / 1e9;
+        self.last_end_ns = end_ns;
+        let mut notes = Vec::new();
+        let (domains, energy) = self.interval_energy(elapsed_s, &mut notes)?;
+        let (processes, lost_records) = match &mut self.source {
+            Source::Trace(t) => {
+                let counters = t.analysis.close_interval();
+                let mut by_process: HashMap<u64, ProcessInterval> = HashMap::new();
+                for (tid, c) in counters {
+                    let info = self.directory.process_of(tid).clone();
+                    let p = by_process
+                        .entry(info.key.serial)
+                        .or_insert_with(|| ProcessInterval {
+                            info,
+                            runtime_ns: 0,
+                            wakeups: WakeupCauses::default(),
+                            idle_wakeups: 0,
+                        });
+                    p.runtime_ns += c.runtime_ns;
+                    p.wakeups.add(&c.wakeups);
+                    p.idle_wakeups += c.idle_wakeups;
+                }
+                (by_process.into_values().collect::<Vec<_>>(), t.lost)
+            }
+            Source::Procfs(p) => (p.sample(&self.roots, &mut self.directory), 0),
+        };
+        let mut processes = processes;
+        for p in &mut processes {
+            if p.info.cgroup.is_none() {
+                p.info.cgroup = self.cgroup_of(p.info.key.pid);
+            }
+        }
+        self.directory.forget_gone();
+        let basis = Basis::of(&energy);
+        let source = match &energy {
+            Provenance::Measured { source } => source.clone(),
+            Provenance::Estimated { model, .. } => model.clone(),
+            Provenance::Unavailable { .. } => "none".into(),
+        };
+        Ok(LiveInterval {
+            input: IntervalInput {
+                end_ns,
+                elapsed_s,
+                domains,
+                source,
+                basis,
+                processes,
+            },
+            energy,
+            lost_records,
+            idle_states: self.idle_states(),
+            notes,
+        })
+    }
+
+    /// A process's cgroup: read from procfs while it lives, else its parent's (a child
+    /// starts in its parent's cgroup), else unknown.
+    fn cgroup_of(&mut self, pid: u32) -> Option<String> {
+        let mut pid = pid;
+        for _ in 0..2 {
+            if let Ok(Some(cg)) = procfs::process::read_cgroup(&self.roots, pid) {
+                self.directory.set_cgroup(pid, cg.clone());
+                return Some(cg);
+            }
+            pid = self.directory.parent_of(pid)?;
+        }
+        None
+    }
+
+    /// The interval's energy per domain with each domain's idle power, and where it came
+    /// from: the meter, or the model when there is none or it stopped answering.
+    fn interval_energy(
+        &mut self,
+        elapsed_s: f64,
+        notes: &mut Vec<String>,
+    ) -> anyhow::Result<(Vec<DomainInterval>, Provenance)> {
+        let model_now = self.model.read()?;
+        let model_then = std::mem::replace(&mut self.last.1, model_now.clone());
+        if let Some(meter) = &self.meter {
+            match (meter.read(), self.last.0.take()) {
+                (Ok(now), Some(then)) => {
+                    let energies = meter.energy_between(&then, &now, None);
+                    let provenance = meter.provenance();
+                    self.last.0 = Some(now);
+                    let domains = self.measured_domains(energies, elapsed_s);
+                    return Ok((domains, provenance));
+                }
+                (Ok(now), None) => {
+                    // The meter answered again after a failed read: from now on.
+                    self.last.0 = Some(now);
+                }
+                (Err(e), _) => {
+                    notes.push(format!(
+                        "the energy meter stopped answering ({e:#}): energy is ESTIMATED by the power model from now on"
+                    ));
+                    self.meter = None;
+                }
+            }
+        }
+        let model = self.model.model().expect("the model meter is a model");
+        let energies = self.model.energy_between(&model_then, &model_now, None);
+        let domains = energies
+            .into_iter()
+            .map(|d| DomainInterval {
+                name: d.name,
+                joules: d.joules,
+                counts_in_total: d.counts_in_total,
+                idle_w: model.idle_w,
+            })
+            .collect();
+        Ok((domains, self.model.provenance()))
+    }
+
+    fn measured_domains(
+        &mut self,
+        energies: Vec<powerlens_core::run::DomainEnergy>,
+        elapsed_s: f64,
+    ) -> Vec<DomainInterval> {
+        for d in &energies {
+            if elapsed_s > 0.0 {
+                let w = d.joules / elapsed_s;
+                let lowest = self.lowest_w.entry(d.name.clone()).or_insert(w);
+                *lowest = lowest.min(w);
+            }
+        }
+        let lowest_total: f64 = energies
+            .iter()
+            .filter(|d| d.counts_in_total)
+            .map(|d| self.lowest_w.get(&d.name).copied().unwrap_or(0.0))
+            .sum();
+        energies
+            .into_iter()
+            .map(|d| {
+                let lowest = self.lowest_w.get(&d.name).copied().unwrap_or(0.0);
+                let idle_w = match self.idle {
+                    IdlePower::Fixed(total) if d.counts_in_total && lowest_total > 0.0 => {
+                        total * lowest / lowest_total
+                    }
+                    _ => lowest,
+                };
+                DomainInterval {
+                    name: d.name,
+                    joules: d.joules,
+                    counts_in_total: d.counts_in_total,
+                    idle_w,
+                }
+            })
+            .collect()
+    }
+
+    fn idle_states(&self) -> Vec<IdleStateTime> {
+        let mut out = Vec::new();
+        for (cpu, names) in &self.idle_names {
+            let Ok(counters) = cpuidle::read_counters(&self.roots, *cpu) else {
+                continue;
+            };
+            for (name, c) in names.iter().zip(counters) {
+                out.push(IdleStateTime {
+                    cpu: *cpu,
+                    state: name.clone(),
+                    seconds: c.time_us as f64 / 1e6,
+                });
+            }
+        }
+        out
+    }
+
+    /// The online CPUs.
+    pub fn cpus(&self) -> &[u32] {
+        &self.cpus
+    }
+}
+
+/// Opens and enables the monitor's tracepoints; `Err(reason)` when tracing is not
+/// allowed here (the session is then reduced) or was not wanted.
+fn open_trace(roots: &Roots, opts: &LiveOptions) -> anyhow::Result<Result<TraceSource, String>> {
+    if opts.reduced {
+        return Ok(Err("procfs sampling was asked for (--reduced)".into()));
+    }
+    if let Err(e) = powerlens_sys::trace::ensure_tracefs(roots) {
+        return Ok(Err(e.to_string()));
+    }
+    let has_waking = powerlens_sys::perf_caps::tracepoint_id(roots, "sched/sched_waking").is_ok();
+    let options = CollectorOptions {
+        buffer_pages: opts.buffer_pages,
+        callchains: false,
+        ..Default::default()
+    };
+    let collector = match Collector::open(roots, &monitor_event_names(has_waking), options) {
+        Ok(c) => c,
+        Err(e @ SysError::PermissionDenied { .. }) => return Ok(Err(e.to_string())),
+        Err(e) => return Err(e).context("opening the tracepoints"),
+    };
+    let converter = Converter::new(collector.events());
+    let mut threads = ThreadTable::default();
+    threads.scan_procfs(roots);
+    collector.enable()?;
+    let drainer = Drainer::start_with(collector, converter, threads, None, roots.clone(), true);
+    Ok(Ok(TraceSource {
+        drainer,
+        analysis: StreamAnalysis::new(),
+        pending: Vec::new(),
+        lost: 0,
+    }))
+}
+
+impl TraceSource {
+    /// Takes the batches that come within `wait` and delivers their events up to the
+    /// latest drain's start, in time order.
+    fn take(&mut self, wait: Duration, directory: &mut ProcessDirectory) -> anyhow::Result<()> {
+        let mut watermark = None;
+        let mut first = true;
+        loop {
+            let batch = if first {
+                first = false;
+                match self.drainer.batches.recv_timeout(wait) {
+                    Ok(b) => b,
+                    Err(RecvTimeoutError::Timeout) => break,
+                    Err(RecvTimeoutError::Disconnected) => {
+                        anyhow::bail!("the drain thread stopped (the tracepoints failed)")
+                    }
+                }
+            } else {
+                match self.drainer.batches.try_recv() {
+                    Ok(b) => b,
+                    Err(_) => break,
+                }
+            };
+            watermark = Some(batch.drained_ns);
+            self.absorb(batch, directory);
+        }
+        if let Some(w) = watermark {
+            self.deliver_until(w, directory);
+        }
+        Ok(())
+    }
+
+    fn absorb(&mut self, batch: Batch, directory: &mut ProcessDirectory) {
+        self.lost = batch.lost;
+        for row in &batch.threads {
+            directory.thread(row.tid, row.pid, &row.comm, row.parent_tid);
+        }
+        for (cpu, events) in batch.events {
+            match self.pending.iter_mut().find(|(c, _)| *c == cpu) {
+                Some((_, p)) => p.extend(events),
+                None => self.pending.push((cpu, events)),
+            }
+        }
+    }
+
+    /// Feeds every pending event up to `watermark`, all CPUs merged by time (ties in CPU
+    /// order, as a recording's replay has them).
+    fn deliver_until(&mut self, watermark: u64, directory: &mut ProcessDirectory) {
+        let mut ready: Vec<(u32, InContext)> = Vec::new();
+        for (cpu, events) in &mut self.pending {
+            // A ring is in write order: time order but for records nested by an interrupt.
+            events.sort_by_key(|(e, _)| e.time_ns);
+            let n = events.partition_point(|(e, _)| e.time_ns <= watermark);
+            ready.extend(events.drain(..n).map(|ev| (*cpu, ev)));
+        }
+        ready.sort_by_key(|(cpu, (e, _))| (e.time_ns, *cpu));
+        for (_, (e, context)) in &ready {
+            self.analysis.feed_in_context(e, *context);
+            if let EventKind::Exit { tid } = e.kind {
+                directory.exited(tid);
+            }
+        }
+    }
+}
+
+impl ProcfsSource {
+    /// Every process's CPU time since the last sample (procfs's utime + stime; a process
+    /// that ended between two samples loses its last partial interval).
+    fn sample(&mut self, roots: &Roots, directory: &mut ProcessDirectory) -> Vec<ProcessInterval> {
+        let mut seen = HashMap::new();
+        let mut out = Vec::new();
+        for pid in procfs::tasks::process_ids(roots).unwrap_or_default() {
+            let Ok(stat) = procfs::process::read_process(roots, pid) else {
+                continue;
+            };
+            directory.thread(pid, Some(pid), &stat.comm, None);
+            let info = directory.process_of(pid).clone();
+            let key = (pid, info.key.serial);
+            // A process first seen now has no interval yet.
+            if let Some(before) = self.last_cpu_ns.get(&key) {
+                let runtime_ns = stat.cpu_time_ns.saturating_sub(*before);
+                if runtime_ns > 0 {
+                    out.push(ProcessInterval {
+                        info,
+                        runtime_ns,
+                        wakeups: WakeupCauses::default(),
+                        idle_wakeups: 0,
+                    });
+                }
+            }
+            seen.insert(key, stat.cpu_time_ns);
+        }
+        // Processes no longer listed ended: forget them.
+        for &(pid, serial) in self.last_cpu_ns.keys() {
+            if !seen.contains_key(&(pid, serial)) {
+                directory.exited(pid);
+            }
+        }
+        self.last_cpu_ns = seen;
+        out
+    }
+}

@@ -1,0 +1,492 @@
+//! The agent's metrics in the Prometheus text exposition format 0.0.4, or in OpenMetrics
+//! 1.0 when the scraper asks for it. Names follow Prometheus's conventions: base units
+//! (joules, seconds, watts, bytes), counters end in `_total`.
+
+use std::fmt::Write;
+
+use powerlens_core::monitor::cgroup::identify;
+use powerlens_core::monitor::{Counters, Monitor};
+
+/// Everything one scrape shows.
+pub struct AgentMetrics<'a> {
+    pub monitor: &'a Monitor,
+    /// Wake-up metrics exist only when the agent traces (a reduced agent samples procfs,
+    /// which has no wake-ups: they are absent, not zero).
+    pub traced: bool,
+    /// Per-process series (`--by process`); per-cgroup series only without.
+    pub per_process: bool,
+    /// `trace`, or `reduced` with the reason.
+    pub mode: &'a str,
+    pub mode_reason: &'a str,
+    pub version: &'a str,
+    /// (cpu, state name, cumulative seconds), the kernel's cpuidle counters.
+    pub idle_states: &'a [(u32, String, f64)],
+    pub lost_records: Option<u64>,
+    pub self_cpu_s: f64,
+    pub self_resident_bytes: u64,
+    pub interval_s: f64,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    /// `text/plain; version=0.0.4`
+    Text,
+    /// `application/openmetrics-text; version=1.0.0`
+    OpenMetrics,
+}
+
+impl Format {
+    pub fn content_type(self) -> &'static str {
+        match self {
+            Format::Text => "text/plain; version=0.0.4; charset=utf-8",
+            Format::OpenMetrics => "application/openmetrics-text; version=1.0.0; charset=utf-8",
+        }
+    }
+
+    /// The format an `Accept` header asks for: OpenMetrics when it is listed, as
+    /// Prometheus lists it first since 2.5; the text format otherwise.
+    pub fn negotiate(accept: Option<&str>) -> Format {
+        match accept {
+            Some(a) if a.contains("application/openmetrics-text") => Format::OpenMetrics,
+            _ => Format::Text,
+        }
+    }
+}
+
+/// A label value with `\`, `"` and newlines escaped.
+fn escape(v: &str) -> String {
+    let mut out = String::with_capacity(v.len());
+    for c in v.chars() {
+        match c {
+            '\\' => out.push_str("\\\\"),
+            '"' => out.push_str("\\\""),
+            '\n' => out.push_str("\\n"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// A float as both formats want it (`+Inf`, `NaN`; integers without an exponent).
+fn number(x: f64) -> String {
+    if x.is_nan() {
+        "NaN".into()
+    } else if x.is_infinite() {
+        if x > 0.0 { "+Inf" } else { "-Inf" }.into()
+    } else {
+        format!("{x}")
+    }
+}
+
+struct Writer {
+    out: String,
+    format: Format,
+}
+
+impl Writer {
+    /// A metric family's header. `name` is the sample name (with `_total` for counters).
+    fn family(&mut self, name: &str, kind: &str, unit: Option<&str>, help: &str) {
+        let family = match (self.format, kind) {
+            (Format::OpenMetrics, "counter") => name.strip_suffix("_total").unwrap_or(name),
+            _ => name,
+        };
+        let _ = writeln!(self.out, "# HELP {family} {help}");
+        let _ = writeln!(self.out, "# TYPE {family} {kind}");
+        if let (Format::OpenMetrics, Some(unit)) = (self.format, unit) {
+            let _ = writeln!(self.out, "# UNIT {family} {unit}");
+        }
+    }
+
+    fn sample(&mut self, name: &str, labels: &[(&str, &str)], value: f64) {
+        self.out.push_str(name);
+        if !labels.is_empty() {
+            self.out.push('{');
+            for (i, (k, v)) in labels.iter().enumerate() {
+                if i > 0 {
+                    self.out.push(',');
+                }
+                let _ = write!(self.out, "{k}=\"{}\"", escape(v));
+            }
+            self.out.push('}');
+        }
+        let _ = writeln!(self.out, " {}", number(value));
+    }
+}
+
+/// The exposition.
+pub fn render(m: &AgentMetrics<'_>, format: Format) -> String {
+    let mut w = Writer {
+        out: String::with_capacity(8192),
+        format,
+    };
+    let mon = m.monitor;
+
+    w.family(
+        "powerlens_node_energy_joules_total",
+        "counter",
+        Some("joules"),
+        "Energy of the node since the agent started, per domain; source names the meter or the power model, provenance says which.",
+    );
+    for ((domain, source, basis), j) in mon.node() {
+        w.sample(
+            "powerlens_node_energy_joules_total",
+            &[
+                ("domain", domain),
+                ("source", source),
+                ("provenance", basis.label()),
+            ],
+            *j,
+        );
+    }
+    w.family(
+        "powerlens_idle_energy_joules_total",
+        "counter",
+        Some("joules"),
+        "The idle (baseline) share of the node's energy, per domain: the idle power times the time.",
+    );
+    for (domain, j) in mon.idle() {
+        w.sample(
+            "powerlens_idle_energy_joules_total",
+            &[("domain", domain)],
+            *j,
+        );
+    }
+    w.family(
+        "powerlens_node_power_watts",
+        "gauge",
+        Some("watts"),
+        "The node's power over the last interval (domains that count in the total).",
+    );
+    if let Some(p) = mon.last_power_w() {
+        w.sample("powerlens_node_power_watts", &[], p);
+    }
+
+    let process_rows: Vec<(Vec<(&str, String)>, &Counters)> = if !m.per_process {
+        Vec::new()
+    } else {
+        mon.processes()
+            .iter()
+            .map(|(k, s)| {
+                (
+                    vec![
+                        ("pid", k.key.pid.to_string()),
+                        ("comm", k.comm.clone()),
+                        ("cgroup", k.cgroup.clone()),
+                        ("provenance", k.basis.label().to_string()),
+                    ],
+                    &s.counters,
+                )
+            })
+            .chain(mon.other().iter().map(|(basis, c)| {
+                (
+                    vec![
+                        ("comm", "other".to_string()),
+                        ("provenance", basis.label().to_string()),
+                    ],
+                    c,
+                )
+            }))
+            .collect()
+    };
+    let labels =
+        |l: &Vec<(&'static str, String)>, with_provenance: bool| -> Vec<(&'static str, String)> {
+            l.iter()
+                .filter(|(k, _)| with_provenance || *k != "provenance")
+                .cloned()
+                .collect()
+        };
+    let emit =
+        |w: &mut Writer, name: &str, l: Vec<(&str, String)>, extra: &[(&str, &str)], v: f64| {
+            let mut all: Vec<(&str, &str)> = l.iter().map(|(k, v)| (*k, v.as_str())).collect();
+            all.extend_from_slice(extra);
+            w.sample(name, &all, v);
+        };
+    if m.per_process {
+        w.family(
+        "powerlens_process_energy_joules_total",
+        "counter",
+        Some("joules"),
+        "Energy attributed to the process: the node's energy less the idle share, split by the CPU time the scheduler charged each process. The top processes of each interval have series of their own, comm=\"other\" holds the rest, so that processes + idle = node.",
+    );
+        for (l, c) in &process_rows {
+            emit(
+                &mut w,
+                "powerlens_process_energy_joules_total",
+                labels(l, true),
+                &[],
+                c.energy_j,
+            );
+        }
+        w.family(
+        "powerlens_process_cpu_seconds_total",
+        "counter",
+        Some("seconds"),
+        "CPU time of the process, the kernel's own account (sched_stat_runtime when traced, /proc/PID/stat when reduced).",
+    );
+        for (l, c) in &process_rows {
+            emit(
+                &mut w,
+                "powerlens_process_cpu_seconds_total",
+                labels(l, false),
+                &[],
+                c.cpu_s,
+            );
+        }
+        if m.traced {
+            w.family(
+            "powerlens_process_wakeups_total",
+            "counter",
+            None,
+            "Wake-ups the process's threads received, by what issued them: another thread, a timer, an interrupt (hardware or softirq) or an IPI / idle CPU.",
+        );
+            for (l, c) in &process_rows {
+                let wk = &c.wakeups;
+                for (cause, n) in [
+                    ("thread", wk.thread),
+                    ("timer", wk.timer),
+                    ("irq", wk.irq + wk.softirq),
+                    ("ipi", wk.ipi_or_idle),
+                ] {
+                    emit(
+                        &mut w,
+                        "powerlens_process_wakeups_total",
+                        labels(l, false),
+                        &[("cause", cause)],
+                        n as f64,
+                    );
+                }
+            }
+            w.family(
+            "powerlens_process_idle_wakeups_total",
+            "counter",
+            None,
+            "Times a thread of the process was the first to run on a CPU that had been idle: each one pulled a CPU out of an idle state.",
+        );
+            for (l, c) in &process_rows {
+                emit(
+                    &mut w,
+                    "powerlens_process_idle_wakeups_total",
+                    labels(l, false),
+                    &[],
+                    c.idle_wakeups as f64,
+                );
+            }
+        }
+    }
+    w.family(
+        "powerlens_cgroup_energy_joules_total",
+        "counter",
+        Some("joules"),
+        "Energy attributed to the processes of each cgroup (v2 path), every process counted whatever its rank; unit, container_id and pod_uid when the path names them.",
+    );
+    for ((cgroup, basis), j) in mon.cgroups() {
+        let id = identify(cgroup);
+        let mut l: Vec<(&str, &str)> = vec![("cgroup", cgroup), ("provenance", basis.label())];
+        if let Some(u) = &id.unit {
+            l.push(("unit", u));
+        }
+        if let Some(c) = &id.container_id {
+            l.push(("container_id", c));
+        }
+        if let Some(p) = &id.pod_uid {
+            l.push(("pod_uid", p));
+        }
+        w.sample("powerlens_cgroup_energy_joules_total", &l, *j);
+    }
+    w.family(
+        "powerlens_cpu_idle_state_seconds_total",
+        "counter",
+        Some("seconds"),
+        "Time each CPU spent in each idle state since boot, the kernel's cpuidle counters.",
+    );
+    for (cpu, state, s) in m.idle_states {
+        w.sample(
+            "powerlens_cpu_idle_state_seconds_total",
+            &[("cpu", &cpu.to_string()), ("state", state)],
+            *s,
+        );
+    }
+    if let Some(lost) = m.lost_records {
+        w.family(
+            "powerlens_lost_records_total",
+            "counter",
+            None,
+            "Trace records lost because a ring filled faster than the agent read it (raise --buffer-pages).",
+        );
+        w.sample("powerlens_lost_records_total", &[], lost as f64);
+    }
+    w.family(
+        "powerlens_self_cpu_seconds_total",
+        "counter",
+        Some("seconds"),
+        "CPU time the agent itself used (user + system, getrusage).",
+    );
+    w.sample("powerlens_self_cpu_seconds_total", &[], m.self_cpu_s);
+    w.family(
+        "powerlens_self_resident_memory_bytes",
+        "gauge",
+        Some("bytes"),
+        "The agent's resident memory.",
+    );
+    w.sample(
+        "powerlens_self_resident_memory_bytes",
+        &[],
+        m.self_resident_bytes as f64,
+    );
+    w.family(
+        "powerlens_intervals_total",
+        "counter",
+        None,
+        "Intervals the agent has closed.",
+    );
+    w.sample("powerlens_intervals_total", &[], mon.intervals() as f64);
+    w.family(
+        "powerlens_build_info",
+        "gauge",
+        None,
+        "The agent's version, how it measures (trace, or reduced: procfs samples, with the reason) and its interval.",
+    );
+    w.sample(
+        "powerlens_build_info",
+        &[
+            ("version", m.version),
+            ("mode", m.mode),
+            ("reason", m.mode_reason),
+            ("interval_seconds", &number(m.interval_s)),
+        ],
+        1.0,
+    );
+    if format == Format::OpenMetrics {
+        w.out.push_str("# EOF\n");
+    }
+    w.out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use powerlens_core::monitor::{
+        Basis, DomainInterval, IntervalInput, MonitorConfig, ProcessInfo, ProcessInterval,
+        ProcessKey,
+    };
+    use powerlens_core::sched::analysis::WakeupCauses;
+
+    fn monitor() -> Monitor {
+        let mut m = Monitor::new(MonitorConfig {
+            top: 1,
+            ..MonitorConfig::default()
+        });
+        let p = |pid: u32, comm: &str, ns: u64| ProcessInterval {
+            info: ProcessInfo {
+                key: ProcessKey {
+                    pid,
+                    serial: pid as u64,
+                },
+                comm: comm.into(),
+                cgroup: Some("/system.slice/a\"b.service".into()),
+                parent: None,
+            },
+            runtime_ns: ns,
+            wakeups: WakeupCauses {
+                timer: 3,
+                softirq: 1,
+                irq: 1,
+                ..WakeupCauses::default()
+            },
+            idle_wakeups: 2,
+        };
+        m.close_interval(IntervalInput {
+            end_ns: 1_000_000_000,
+            elapsed_s: 1.0,
+            domains: vec![DomainInterval {
+                name: "package-0".into(),
+                joules: 10.0,
+                counts_in_total: true,
+                idle_w: 2.0,
+            }],
+            source: "rapl-powercap".into(),
+            basis: Basis::Measured,
+            processes: vec![p(10, "spin\nner", 3), p(11, "x", 1)],
+        });
+        m
+    }
+
+    fn metrics(m: &Monitor) -> AgentMetrics<'_> {
+        AgentMetrics {
+            monitor: m,
+            traced: true,
+            per_process: true,
+            mode: "trace",
+            mode_reason: "",
+            version: "0.1.0",
+            idle_states: &[],
+            lost_records: Some(0),
+            self_cpu_s: 0.5,
+            self_resident_bytes: 1 << 20,
+            interval_s: 1.0,
+        }
+    }
+
+    #[test]
+    fn text_exposition_escapes_labels_and_closes_on_the_node() {
+        let m = monitor();
+        let text = render(&metrics(&m), Format::Text);
+        assert!(text.contains("# TYPE powerlens_node_energy_joules_total counter"));
+        assert!(text.contains(
+            "powerlens_node_energy_joules_total{domain=\"package-0\",source=\"rapl-powercap\",provenance=\"measured\"} 10"
+        ));
+        assert!(text.contains("comm=\"spin\\nner\""), "newline escaped");
+        assert!(
+            text.contains("cgroup=\"/system.slice/a\\\"b.service\""),
+            "quote escaped"
+        );
+        assert!(text.contains(
+            "powerlens_process_energy_joules_total{comm=\"other\",provenance=\"measured\"} 2"
+        ));
+        assert!(
+            text.contains("cause=\"irq\"} 2"),
+            "irq and softirq together"
+        );
+        assert!(!text.contains("# EOF"));
+        // Σ process energy + idle = node, read back from the text.
+        let value = |prefix: &str| -> f64 {
+            text.lines()
+                .filter(|l| l.starts_with(prefix))
+                .map(|l| l.rsplit(' ').next().unwrap().parse::<f64>().unwrap())
+                .sum()
+        };
+        let processes = value("powerlens_process_energy_joules_total{");
+        let idle = value("powerlens_idle_energy_joules_total{");
+        assert!(
+            (processes + idle - 10.0).abs() < 1e-9,
+            "{processes} + {idle}"
+        );
+    }
+
+    #[test]
+    fn openmetrics_has_units_family_names_and_eof() {
+        let m = monitor();
+        let text = render(&metrics(&m), Format::OpenMetrics);
+        assert!(text.contains("# TYPE powerlens_node_energy_joules counter"));
+        assert!(text.contains("# UNIT powerlens_node_energy_joules joules"));
+        assert!(text.ends_with("# EOF\n"));
+        assert_eq!(
+            Format::negotiate(Some(
+                "application/openmetrics-text;version=1.0.0,text/plain;version=0.0.4;q=0.5"
+            )),
+            Format::OpenMetrics
+        );
+        assert_eq!(Format::negotiate(Some("*/*")), Format::Text);
+    }
+
+    #[test]
+    fn a_reduced_agent_shows_no_wakeups() {
+        let m = monitor();
+        let mut metrics = metrics(&m);
+        metrics.traced = false;
+        metrics.lost_records = None;
+        let text = render(&metrics, Format::Text);
+        assert!(!text.contains("wakeups"));
+        assert!(!text.contains("lost_records"));
+    }
+}

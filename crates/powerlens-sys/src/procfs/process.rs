@@ -1,0 +1,106 @@
+//! Per-process readers for a monitor that runs without end: a process's name and CPU time
+//! (all its threads, from `/proc/PID/stat`) and its cgroup v2 path (`/proc/PID/cgroup`).
+
+use crate::{sysfs, Roots, SysError};
+
+/// What `/proc/PID/stat` says of a whole process.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProcessStat {
+    pub pid: u32,
+    pub comm: String,
+    /// utime + stime of every thread, live and reaped (clock ticks turned to ns: 10 ms
+    /// resolution at USER_HZ 100).
+    pub cpu_time_ns: u64,
+}
+
+/// Reads `/proc/PID/stat`.
+pub fn read_process(roots: &Roots, pid: u32) -> Result<ProcessStat, SysError> {
+    let path = roots.proc(format!("{pid}/stat"));
+    let text = sysfs::read_string(&path)?;
+    parse_process_stat(pid, &text).ok_or_else(|| SysError::Parse {
+        path,
+        expected: "a stat line: pid (comm) state … utime stime",
+        found: text.chars().take(80).collect(),
+    })
+}
+
+/// Parses a `stat` line; the name may hold spaces and parentheses, so it is what lies
+/// between the first `(` and the last `)`.
+pub fn parse_process_stat(pid: u32, text: &str) -> Option<ProcessStat> {
+    let open = text.find('(')?;
+    let close = text.rfind(')')?;
+    let comm = text.get(open + 1..close)?.to_string();
+    let ticks = super::tasks::parse_stat_cpu_ticks(text)?;
+    Some(ProcessStat {
+        pid,
+        comm,
+        cpu_time_ns: ticks.saturating_mul(1_000_000_000) / super::user_hz() as u64,
+    })
+}
+
+/// A process's cgroup v2 path (the `0::PATH` line of `/proc/PID/cgroup`); `None` on a
+/// cgroup-v1-only system.
+pub fn read_cgroup(roots: &Roots, pid: u32) -> Result<Option<String>, SysError> {
+    let path = roots.proc(format!("{pid}/cgroup"));
+    Ok(parse_cgroup(&sysfs::read_string(&path)?))
+}
+
+pub fn parse_cgroup(text: &str) -> Option<String> {
+    text.lines()
+        .find_map(|l| l.strip_prefix("0::"))
+        .map(|p| p.trim().to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fixture::FixtureTree;
+
+    #[test]
+    fn a_name_with_parentheses_and_spaces_is_whole() {
+        let hz = super::super::user_hz() as u64;
+        let line = "4242 (my (odd) prog) S 1 4242 4242 0 -1 4194560 100 0 0 0 250 50 0 0 20 0 3 0 12345 0 0";
+        let p = parse_process_stat(4242, line).unwrap();
+        assert_eq!(p.comm, "my (odd) prog");
+        assert_eq!(p.cpu_time_ns, 300 * 1_000_000_000 / hz);
+        assert!(parse_process_stat(1, "1 (init").is_none());
+    }
+
+    #[test]
+    fn cgroup_v2_line_and_fixture_root() {
+        assert_eq!(
+            parse_cgroup("12:cpu:/old\n0::/system.slice/sshd.service\n").as_deref(),
+            Some("/system.slice/sshd.service")
+        );
+        assert_eq!(parse_cgroup("12:cpu:/old\n"), None);
+        let f = FixtureTree::new();
+        f.write_proc("77/cgroup", "0::/user.slice/user-0.slice\n");
+        assert_eq!(
+            read_cgroup(&f.roots(), 77).unwrap().as_deref(),
+            Some("/user.slice/user-0.slice")
+        );
+        assert!(read_cgroup(&f.roots(), 78).unwrap_err().is_not_found());
+    }
+
+    /// This process, against getrusage: procfs's CPU time of the whole process covers at
+    /// least what the kernel's rusage said just before (tick resolution below it).
+    #[test]
+    fn live_cpu_time_of_this_process_is_the_kernels() {
+        let spin = std::time::Instant::now();
+        while spin.elapsed() < std::time::Duration::from_millis(60) {}
+        // SAFETY: getrusage writes into the struct it is given.
+        let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+        unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) };
+        let rusage_ns = (ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) as u64 * 1_000_000_000
+            + (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) as u64 * 1_000;
+        let p = read_process(&Roots::default(), std::process::id()).unwrap();
+        let tick = 1_000_000_000 / super::super::user_hz() as u64;
+        assert!(
+            p.cpu_time_ns + 2 * tick >= rusage_ns && rusage_ns >= 50_000_000,
+            "procfs {} ns vs getrusage {} ns",
+            p.cpu_time_ns,
+            rusage_ns
+        );
+        assert!(!p.comm.is_empty());
+    }
+}

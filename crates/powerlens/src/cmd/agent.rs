@@ -1,0 +1,202 @@
+//! `powerlens agent`: the live session, closed interval by interval into the monitor's
+//! series, served to Prometheus over HTTP. The interval loop runs here; the server answers
+//! scrapes from the state the last interval left (`agent/server.rs`).
+
+mod server;
+
+use std::net::{SocketAddr, TcpListener, ToSocketAddrs};
+use std::process::ExitCode;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use anyhow::Context;
+use clap::{Args, ValueEnum};
+
+use powerlens_core::monitor::{Monitor, MonitorConfig};
+use powerlens_record::interrupt;
+use powerlens_record::live::{IdlePower, LiveOptions, LiveSession, Mode};
+
+use crate::cli::GlobalArgs;
+use crate::cmd::run::MeterArgs;
+use crate::units::{parse_positive_duration, parse_positive_number};
+
+/// The default address: loopback only. Serving elsewhere takes an explicit `--listen`.
+pub const DEFAULT_LISTEN: &str = "127.0.0.1:9877";
+
+#[derive(Debug, Args)]
+#[command(after_long_help = "\
+Examples:
+  powerlens agent                                  # serve http://127.0.0.1:9877/metrics
+  powerlens agent --interval 5s --top 50
+  powerlens agent --listen 0.0.0.0:9877            # reachable from other hosts (see docs/AGENT.md)
+  curl -s localhost:9877/metrics | grep powerlens_process_energy
+
+Every interval the agent reads the energy meter (RAPL, perf power PMU, battery, hwmon; the
+power model, labelled estimated, when there is none) and attributes the interval's energy:
+an idle (baseline) share, and the rest split over processes by the CPU time the scheduler
+charged them. The top N processes of each interval have series of their own and
+comm=\"other\" holds the rest, so that the processes and the idle share add up to the node
+exactly. Wake-ups by cause and idle wake-ups come from the scheduler tracepoints (root or
+CAP_PERFMON); without them the agent samples /proc and says so in powerlens_build_info.
+
+Endpoints: /metrics (Prometheus text 0.0.4, or OpenMetrics when the scraper asks),
+/healthz, and / (a page linking both). Metrics, the attribution rule, the security model,
+a scrape config and a Grafana dashboard: docs/AGENT.md.")]
+pub struct AgentArgs {
+    /// Address to serve on. The default answers on loopback only; any other address is
+    /// reachable from the network (the agent has no authentication of its own: see
+    /// docs/AGENT.md for a reverse proxy with TLS and basic auth).
+    #[arg(long, value_name = "ADDR", default_value = DEFAULT_LISTEN)]
+    pub listen: String,
+
+    /// Length of an interval: how often energy is read and attributed.
+    #[arg(long, value_name = "DURATION", default_value = "1s", value_parser = parse_positive_duration)]
+    pub interval: Duration,
+
+    /// Processes with series of their own per interval (by energy); the rest is comm="other".
+    #[arg(long, value_name = "N", default_value_t = 20)]
+    pub top: usize,
+
+    /// Per-process series and per-cgroup series (process), or per-cgroup series only
+    /// (cgroup: fewer series on busy hosts).
+    #[arg(long, value_enum, default_value = "process")]
+    pub by: By,
+
+    /// The node's idle (baseline) power, W, when a meter measures [default: each domain's
+    /// lowest interval power so far]. With the power model, its own idle term is used.
+    #[arg(long, value_name = "WATTS", value_parser = parse_positive_number)]
+    pub idle_w: Option<f64>,
+
+    /// Drop a process series nothing was added to for this long (its process exited or
+    /// left the top). Keep it above the scrape interval, or the last increase is lost.
+    #[arg(long, value_name = "DURATION", default_value = "5min", value_parser = parse_positive_duration)]
+    pub series_ttl: Duration,
+
+    /// Ring buffer per CPU, in pages.
+    #[arg(long, value_name = "PAGES", default_value_t = 256)]
+    pub buffer_pages: usize,
+
+    /// Sample /proc instead of tracing (CPU time only: no wake-ups).
+    #[arg(long)]
+    pub reduced: bool,
+
+    /// Stop after this long (default: until SIGINT or SIGTERM).
+    #[arg(long, value_name = "DURATION", value_parser = parse_positive_duration)]
+    pub duration: Option<Duration>,
+
+    #[command(flatten)]
+    pub meter: MeterArgs,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum By {
+    Process,
+    Cgroup,
+}
+
+/// What the server shows: the state the last interval left.
+pub struct State {
+    pub monitor: Monitor,
+    pub traced: bool,
+    pub per_process: bool,
+    pub mode_reason: String,
+    pub idle_states: Vec<(u32, String, f64)>,
+    pub lost_records: Option<u64>,
+    pub interval: Duration,
+    /// When the last interval closed (or the agent started).
+    pub last_close: Instant,
+}
+
+pub fn execute(global: &GlobalArgs, args: AgentArgs) -> anyhow::Result<ExitCode> {
+    let roots = global.roots()?;
+    let addr = resolve(&args.listen)?;
+    // Bound first: a port in use is told before the tracepoints are opened.
+    let listener = TcpListener::bind(addr).map_err(|e| {
+        let hint = match e.kind() {
+            std::io::ErrorKind::AddrInUse => {
+                "the port is in use (another agent?): stop it, or pick another with --listen ADDR:PORT"
+            }
+            std::io::ErrorKind::PermissionDenied => {
+                "ports below 1024 need root or CAP_NET_BIND_SERVICE: pick a higher port"
+            }
+            _ => "check the address with `ip addr`",
+        };
+        anyhow::anyhow!("cannot listen on {addr}: {e}: {hint}")
+    })?;
+    if !addr.ip().is_loopback() {
+        eprintln!(
+            "powerlens: warning: serving on {addr}, reachable from other hosts; the agent has no authentication of its own (docs/AGENT.md: put a reverse proxy with TLS and basic auth in front)"
+        );
+    }
+    interrupt::install();
+    let options = LiveOptions {
+        interval: args.interval,
+        buffer_pages: args.buffer_pages,
+        meter: args.meter.options(),
+        idle: args
+            .idle_w
+            .map(IdlePower::Fixed)
+            .unwrap_or(IdlePower::Lowest),
+        reduced: args.reduced,
+    };
+    let mut session = LiveSession::start(&roots, &options)?;
+    let (traced, mode_reason) = match session.mode() {
+        Mode::Trace => (true, String::new()),
+        Mode::Reduced { reason } => {
+            eprintln!(
+                "powerlens: warning: {reason}; the agent samples /proc instead (REDUCED: per-process CPU time and energy, no wake-ups). Run as root or with CAP_PERFMON for the full figures"
+            );
+            (false, reason.clone())
+        }
+    };
+    eprintln!("powerlens: {}", session.describe_energy());
+    let state = Arc::new(Mutex::new(State {
+        monitor: Monitor::new(MonitorConfig {
+            top: args.top,
+            series_ttl_ns: args.series_ttl.as_nanos().min(u64::MAX as u128) as u64,
+            ..MonitorConfig::default()
+        }),
+        traced,
+        per_process: args.by == By::Process,
+        mode_reason,
+        idle_states: Vec::new(),
+        lost_records: traced.then_some(0),
+        interval: args.interval,
+        last_close: Instant::now(),
+    }));
+    server::start(listener, state.clone()).context("starting the HTTP server")?;
+    eprintln!(
+        "powerlens: serving http://{addr}/metrics, one interval every {:?} (Ctrl-C or SIGTERM to stop)",
+        args.interval
+    );
+    let started = Instant::now();
+    let stop = || interrupt::interrupted() || args.duration.is_some_and(|d| started.elapsed() >= d);
+    while let Some(interval) = session.next_interval(&stop)? {
+        for note in &interval.notes {
+            eprintln!("powerlens: warning: {note}");
+        }
+        let mut s = state.lock().unwrap_or_else(|p| p.into_inner());
+        s.monitor.close_interval(interval.input);
+        s.idle_states = interval
+            .idle_states
+            .into_iter()
+            .map(|i| (i.cpu, i.state, i.seconds))
+            .collect();
+        if s.traced {
+            s.lost_records = Some(interval.lost_records);
+        }
+        s.last_close = Instant::now();
+    }
+    eprintln!("powerlens: agent stopped");
+    Ok(ExitCode::SUCCESS)
+}
+
+fn resolve(listen: &str) -> anyhow::Result<SocketAddr> {
+    listen
+        .to_socket_addrs()
+        .with_context(|| {
+            format!("--listen {listen}: write HOST:PORT, e.g. {DEFAULT_LISTEN} or [::1]:9877")
+        })?
+        .next()
+        .with_context(|| format!("--listen {listen} resolves to no address"))
+}
