@@ -127,6 +127,11 @@ pub struct Counters {
 impl Counters {
     fn add(&mut self, p: &ProcessInterval, energy_j: f64) {
         self.energy_j += energy_j;
+        self.add_activity(p);
+    }
+
+    /// CPU time and wake-ups, without energy.
+    fn add_activity(&mut self, p: &ProcessInterval) {
         self.cpu_s += p.runtime_ns as f64 / 1e9;
         self.wakeups.add(&p.wakeups);
         self.idle_wakeups += p.idle_wakeups;
@@ -239,6 +244,13 @@ impl Monitor {
                 .then(b.runtime_ns.cmp(&a.runtime_ns))
                 .then(a.info.key.cmp(&b.info.key))
         });
+        // `other` exists from a basis's first interval, shown with the baseline when that
+        // comes before the first scrape.
+        let mut other = self
+            .other
+            .get(&input.basis)
+            .map(|o| o.value)
+            .unwrap_or_default();
         for (i, (p, e)) in ranked.iter().enumerate() {
             let cgroup = p
                 .info
@@ -270,16 +282,26 @@ impl Monitor {
                     counters: Shown::new(scraped),
                     updated_ns: input.end_ns,
                 });
-                s.counters.value.add(p, *e);
                 s.updated_ns = input.end_ns;
+                if s.counters.shown {
+                    s.counters.value.add(p, *e);
+                } else {
+                    // Not shown yet: `other` carries its joules until a scrape has shown
+                    // it at zero, so that every interval's joules are in a series
+                    // Prometheus already knows and the increases add up to the node's
+                    // exactly. Its CPU time and wake-ups are its own from the start.
+                    s.counters.value.add_activity(p);
+                    other.energy_j += e;
+                }
             } else {
-                self.other
-                    .entry(input.basis)
-                    .or_insert_with(|| Shown::new(scraped))
-                    .value
-                    .add(p, *e);
+                other.add(p, *e);
             }
         }
+        let scraped = self.scraped;
+        self.other
+            .entry(input.basis)
+            .or_insert_with(|| Shown::new(scraped))
+            .value = other;
         self.drop_stale(input.end_ns);
         self.intervals += 1;
         IntervalReport {
@@ -310,7 +332,9 @@ impl Monitor {
 
     /// Marks every series shown: called after a scrape rendered them.
     pub fn mark_shown(&mut self) {
-        self.scraped = true;
+        // A scrape before the first interval showed no series: the series the first
+        // interval makes are still the baseline.
+        self.scraped |= self.intervals > 0;
         self.node.values_mut().for_each(|s| s.shown = true);
         self.idle.values_mut().for_each(|s| s.shown = true);
         self.processes
@@ -457,11 +481,13 @@ mod tests {
         );
     }
 
-    /// The series the first scrape finds show their values; a series born after a scrape
-    /// is shown at 0 until the next one.
+    /// The series the first scrape finds show their values; a process series born after a
+    /// scrape is shown at 0 until the next one, and `other` carries its joules until then
+    /// (its CPU time stays its own).
     #[test]
     fn series_born_after_a_scrape_are_born_at_zero() {
         let mut m = Monitor::new(MonitorConfig::default());
+        m.mark_shown();
         m.close_interval(input(1, vec![process(1, 5, None)], Basis::Measured));
         let node = |m: &Monitor| m.node().values().map(|s| s.shown()).sum::<f64>();
         let energy_of = |m: &Monitor, pid: u32| {
@@ -477,11 +503,31 @@ mod tests {
         );
         m.mark_shown();
         assert!((energy_of(&m, 1).unwrap() - 15.0).abs() < 1e-9);
+        let other = |m: &Monitor| m.other()[&Basis::Measured].shown().energy_j;
+        assert_eq!(other(&m), 0.0, "other is shown from the start");
         m.close_interval(input(2, vec![process(2, 5, None)], Basis::Measured));
         assert_eq!(energy_of(&m, 2), Some(0.0), "a new series starts at 0");
+        assert!((other(&m) - 15.0).abs() < 1e-9, "and other carries it");
         assert!((energy_of(&m, 1).unwrap() - 15.0).abs() < 1e-9);
         m.mark_shown();
-        assert!((energy_of(&m, 2).unwrap() - 15.0).abs() < 1e-9);
+        assert_eq!(energy_of(&m, 2), Some(0.0), "shown at 0 once");
+        let cpu_of_2 = m
+            .processes()
+            .iter()
+            .find(|(k, _)| k.key.pid == 2)
+            .unwrap()
+            .1;
+        assert_eq!(
+            cpu_of_2.counters.shown().cpu_s,
+            5e-9,
+            "its CPU time is its own"
+        );
+        m.close_interval(input(3, vec![process(2, 5, None)], Basis::Measured));
+        assert!(
+            (energy_of(&m, 2).unwrap() - 15.0).abs() < 1e-9,
+            "then it counts"
+        );
+        assert!((other(&m) - 15.0).abs() < 1e-9);
     }
 
     /// A series not added to for longer than the TTL is dropped; the cap keeps the most
