@@ -53,6 +53,10 @@ impl Basis {
 pub struct MonitorConfig {
     /// Processes with series of their own per interval (the rest is `other`).
     pub top: usize,
+    /// ...and only those with at least this share of the interval's CPU time: a process
+    /// that ran for microseconds (one of hundreds of short-lived ones a second) is not
+    /// worth a series of its own.
+    pub min_share: f64,
     /// A series nothing was added to for this long is dropped.
     pub series_ttl_ns: u64,
     /// At most this many process series; the least recently updated go first.
@@ -63,6 +67,7 @@ impl Default for MonitorConfig {
     fn default() -> Self {
         MonitorConfig {
             top: 20,
+            min_share: 0.01,
             // Prometheus's own staleness horizon: a series that disappears sooner could
             // lose its last increase between two scrapes.
             series_ttl_ns: 300_000_000_000,
@@ -262,7 +267,12 @@ impl Monitor {
                 .entry((cgroup.clone(), input.basis))
                 .or_insert_with(|| Shown::new(scraped))
                 .value += e;
-            if i < self.config.top {
+            let share = if total_weight > 0.0 {
+                p.runtime_ns as f64 / total_weight
+            } else {
+                0.0
+            };
+            if i < self.config.top && share >= self.config.min_share {
                 let labels = ProcessLabels {
                     key: p.info.key,
                     comm: p.info.comm.clone(),
@@ -426,6 +436,20 @@ mod tests {
         }
     }
 
+    /// A process below the minimum share of the CPU time has no series of its own.
+    #[test]
+    fn a_process_that_barely_ran_is_other() {
+        let mut m = Monitor::new(MonitorConfig::default());
+        m.close_interval(input(
+            1,
+            vec![process(1, 995_000_000, None), process(2, 5_000_000, None)],
+            Basis::Measured,
+        ));
+        let pids: Vec<u32> = m.processes().keys().map(|k| k.key.pid).collect();
+        assert_eq!(pids, [1], "0.5% of the CPU time is below the 1% floor");
+        assert!(m.other()[&Basis::Measured].value.energy_j > 0.0);
+    }
+
     /// 20 J over 1 s with 5 W idle: 15 J active, split 3:1 by CPU time (hand-computed).
     /// Only the top process gets a series; the other goes to `other`; Σ closes on the node.
     #[test]
@@ -538,6 +562,7 @@ mod tests {
             top: 5,
             series_ttl_ns: 10_000_000_000,
             max_series: 2,
+            min_share: 0.0,
         });
         m.close_interval(input(1, vec![process(1, 1, None)], Basis::Measured));
         m.close_interval(input(2, vec![process(1, 1, None)], Basis::Estimated));
