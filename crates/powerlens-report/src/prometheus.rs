@@ -377,6 +377,7 @@ mod tests {
     fn monitor() -> Monitor {
         let mut m = Monitor::new(MonitorConfig {
             top: 1,
+            min_cpu: 0.0,
             ..MonitorConfig::default()
         });
         let p = |pid: u32, comm: &str, ns: u64| ProcessInterval {

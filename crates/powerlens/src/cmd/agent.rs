@@ -57,11 +57,11 @@ pub struct AgentArgs {
     #[arg(long, value_name = "N", default_value_t = 20)]
     pub top: usize,
 
-    /// A process needs at least this share of an interval's CPU time, in percent, to get a
-    /// series of its own (hundreds of short-lived processes a second would otherwise each
-    /// get one); below it, it is in comm="other".
+    /// A process must keep at least this share of one CPU busy over an interval, in
+    /// percent, to get a series of its own (hundreds of short-lived processes a second
+    /// would otherwise each get one); below it, it is in comm="other".
     #[arg(long, value_name = "PERCENT", default_value_t = 1.0)]
-    pub min_share: f64,
+    pub min_cpu: f64,
 
     /// Per-process series and per-cgroup series (process), or per-cgroup series only
     /// (cgroup: fewer series on busy hosts).
@@ -159,7 +159,7 @@ pub fn execute(global: &GlobalArgs, args: AgentArgs) -> anyhow::Result<ExitCode>
     let state = Arc::new(Mutex::new(State {
         monitor: Monitor::new(MonitorConfig {
             top: args.top,
-            min_share: args.min_share / 100.0,
+            min_cpu: args.min_cpu / 100.0,
             series_ttl_ns: args.series_ttl.as_nanos().min(u64::MAX as u128) as u64,
             ..MonitorConfig::default()
         }),
