@@ -108,11 +108,7 @@ fn sample(body: &str, name: &str, with: &[&str]) -> Option<f64> {
 
 /// A fixture sysfs: this machine's online CPUs and tracefs, one RAPL zone.
 fn fixture_with_rapl() -> (FixtureTree, PathBuf) {
-    let tree = FixtureTree::new();
-    let online = std::fs::read_to_string("/sys/devices/system/cpu/online").unwrap();
-    tree.online_cpus(online.trim());
-    std::fs::create_dir_all(tree.sys_path("kernel")).unwrap();
-    std::os::unix::fs::symlink("/sys/kernel/tracing", tree.sys_path("kernel/tracing")).unwrap();
+    let tree = common::fixture_with_live_tracing();
     let zone = tree.rapl_zone(0, "package-0", 0, 1 << 40);
     (tree, zone.join("energy_uj"))
 }
@@ -581,11 +577,7 @@ fn the_agents_figures_are_the_kernels() {
         return;
     }
     let _serial = serial();
-    let tree = FixtureTree::new();
-    let online = std::fs::read_to_string("/sys/devices/system/cpu/online").unwrap();
-    tree.online_cpus(online.trim());
-    std::fs::create_dir_all(tree.sys_path("kernel")).unwrap();
-    std::os::unix::fs::symlink("/sys/kernel/tracing", tree.sys_path("kernel/tracing")).unwrap();
+    let tree = common::fixture_with_live_tracing();
     let port = free_port();
     let mut agent = agent(&tree.sys_path(""), port, &["--top", "100"]);
     wait_healthy(port, &mut agent);
