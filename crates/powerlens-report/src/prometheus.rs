@@ -387,6 +387,7 @@ mod tests {
                     serial: pid as u64,
                 },
                 comm: comm.into(),
+                any_comm: String::new(),
                 cgroup: Some("/system.slice/a\"b.service".into()),
                 parent: None,
             },

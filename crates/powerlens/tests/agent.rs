@@ -624,7 +624,8 @@ fn the_agents_figures_are_the_kernels() {
     .expect("the load's thread wake-ups");
     assert!(
         (agent_cpu - cpu_s).abs() / cpu_s < 0.02,
-        "agent {agent_cpu:.4} s against the threads' own clocks {cpu_s:.4} s"
+        "agent {agent_cpu:.4} s against the threads' own clocks {cpu_s:.4} s; the load's series:\n{}",
+        body.lines().filter(|l| l.contains(&with) || l.contains("other")).collect::<Vec<_>>().join("\n")
     );
     assert!(
         (wakeups - blocked).abs() / blocked < 0.02,

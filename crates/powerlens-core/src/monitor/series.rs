@@ -396,6 +396,7 @@ mod tests {
                     serial: pid as u64,
                 },
                 comm: format!("p{pid}"),
+                any_comm: String::new(),
                 cgroup: cgroup.map(str::to_string),
                 parent: None,
             },
