@@ -9,8 +9,10 @@ cd "$(dirname "$0")/.."
 # files, rt-tests (cyclictest) checks `wake`, linux-perf (`perf sched timehist`) checks `report`.
 # rt-tests gives cyclictest, the oracle of `powerlens wake`'s UserLatency; chromium (headless)
 # checks the HTML report in a real browser; xz-utils is a command of the README's Quick start;
-# prometheus (the server and promtool) scrapes `powerlens agent` and lints its exposition.
-debs=(sqlite3 rt-tests linux-perf chromium xz-utils prometheus)
+# prometheus (the server and promtool) scrapes `powerlens agent` and lints its exposition;
+# openssl (certificates), apache2-utils (htpasswd's bcrypt hashes) and curl (an HTTPS
+# client) check the agent's --web-config.
+debs=(sqlite3 rt-tests linux-perf chromium xz-utils prometheus openssl apache2-utils curl)
 
 missing=()
 if command -v dpkg >/dev/null 2>&1; then

@@ -9,75 +9,14 @@ mod common;
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+use common::agent::{agent, finish, free_port, get, which, Prometheus, Reaped};
 use common::{is_root, serial};
 use powerlens_sys::fixture::{FakeMeter, FixtureTree};
 
 const BIN: &str = env!("CARGO_BIN_EXE_powerlens");
-
-/// A child process that is killed when the test ends, however it ends (a failed
-/// assertion must not leave an agent, a Prometheus or a spinner running).
-struct Reaped(Option<Child>);
-
-impl Reaped {
-    fn id(&self) -> u32 {
-        self.0.as_ref().unwrap().id()
-    }
-
-    fn child(&mut self) -> &mut Child {
-        self.0.as_mut().unwrap()
-    }
-
-    fn into_inner(mut self) -> Child {
-        self.0.take().unwrap()
-    }
-}
-
-impl Drop for Reaped {
-    fn drop(&mut self) {
-        if let Some(c) = &mut self.0 {
-            let _ = c.kill();
-            let _ = c.wait();
-        }
-    }
-}
-
-/// A port nobody listens on now.
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
-/// One HTTP GET on loopback: (status, body).
-fn get(port: u16, path: &str, accept: Option<&str>) -> std::io::Result<(u16, String)> {
-    let mut s = TcpStream::connect(("127.0.0.1", port))?;
-    s.set_read_timeout(Some(Duration::from_secs(10)))?;
-    let accept = accept
-        .map(|a| format!("Accept: {a}\r\n"))
-        .unwrap_or_default();
-    // Prometheus keeps connections open unless told: the body ends with the connection.
-    write!(
-        s,
-        "GET {path} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n{accept}\r\n"
-    )?;
-    let mut text = String::new();
-    s.read_to_string(&mut text)?;
-    let status = text
-        .split(' ')
-        .nth(1)
-        .and_then(|c| c.parse().ok())
-        .unwrap_or(0);
-    let body = text
-        .split_once("\r\n\r\n")
-        .map(|(_, b)| b.to_string())
-        .unwrap_or_default();
-    Ok((status, body))
-}
 
 /// Waits until `port` answers /healthz with 200.
 fn wait_healthy(port: u16, agent: &mut Reaped) {
@@ -111,34 +50,6 @@ fn fixture_with_rapl() -> (FixtureTree, PathBuf) {
     let tree = common::fixture_with_live_tracing();
     let zone = tree.rapl_zone(0, "package-0", 0, 1 << 40);
     (tree, zone.join("energy_uj"))
-}
-
-fn agent(sysfs: &Path, port: u16, extra: &[&str]) -> Reaped {
-    Reaped(Some(
-        Command::new(BIN)
-            .env("POWERLENS_SYSFS_ROOT", sysfs)
-            .env_remove("POWERLENS_PROCFS_ROOT")
-            .args([
-                "agent",
-                "--listen",
-                &format!("127.0.0.1:{port}"),
-                "--interval",
-                "1s",
-            ])
-            .args(extra)
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap(),
-    ))
-}
-
-/// Ends an agent with SIGTERM and returns its stderr.
-fn finish(agent: Reaped) -> String {
-    let child = agent.into_inner();
-    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
-    let out = child.wait_with_output().unwrap();
-    String::from_utf8_lossy(&out.stderr).into_owned()
 }
 
 /// A percent-encoded query string value.
@@ -190,15 +101,14 @@ fn a_real_prometheus_scrapes_the_agent_and_the_figures_close_on_the_meter() {
         eprintln!("skipped: the agent's tracepoints need root");
         return;
     }
-    let Ok(prometheus) = which("prometheus") else {
-        eprintln!("skipped: no prometheus binary (Debian package prometheus; scripts/test.sh installs it)");
+    let Some(prometheus) = Prometheus::find() else {
         return;
     };
     let _serial = serial();
     const WATTS: f64 = 20.0;
     let (tree, energy_uj) = fixture_with_rapl();
     let meter = FakeMeter::start(&energy_uj, WATTS, 1 << 40);
-    let spinner = Reaped(Some(
+    let spinner = Reaped::new(
         // At a higher priority than the machine's other work (a developer's build), so
         // that it is the top process there too; `nice` execs it: the same pid.
         Command::new("nice")
@@ -216,7 +126,7 @@ fn a_real_prometheus_scrapes_the_agent_and_the_figures_close_on_the_meter() {
             .stdout(Stdio::null())
             .spawn()
             .unwrap(),
-    ));
+    );
     let port = free_port();
     let mut agent = agent(
         tree.sys_path("").as_path(),
@@ -227,7 +137,7 @@ fn a_real_prometheus_scrapes_the_agent_and_the_figures_close_on_the_meter() {
 
     // The exposition passes Prometheus's own linter.
     let (_, text) = get(port, "/metrics", None).unwrap();
-    let mut promtool = Command::new(which("promtool").unwrap())
+    let mut promtool = Command::new(which("promtool").expect("promtool, of Debian's prometheus"))
         .args(["check", "metrics"])
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
@@ -249,28 +159,14 @@ fn a_real_prometheus_scrapes_the_agent_and_the_figures_close_on_the_meter() {
     );
 
     let dir = tempfile::tempdir().unwrap();
-    let config = dir.path().join("prometheus.yml");
-    std::fs::write(
-        &config,
-        format!(
-            "global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\nscrape_configs:\n  - job_name: powerlens\n    static_configs:\n      - targets: ['127.0.0.1:{port}']\n"
+    let server = Prometheus::start(
+        &prometheus,
+        dir.path(),
+        &format!(
+            "  - job_name: powerlens\n    static_configs:\n      - targets: ['127.0.0.1:{port}']\n"
         ),
-    )
-    .unwrap();
-    let prom_port = free_port();
-    let server = Reaped(Some(
-        Command::new(prometheus)
-            .arg(format!("--config.file={}", config.display()))
-            .arg(format!(
-                "--storage.tsdb.path={}",
-                dir.path().join("data").display()
-            ))
-            .arg(format!("--web.listen-address=127.0.0.1:{prom_port}"))
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap(),
-    ));
+    );
+    let prom_port = server.port;
     // 25 s of scrapes: the queries below look at the last 20. The spinner's CPU time, as
     // the kernel counts it, is read along (the machine may be busy: it gets what it gets).
     let spinner_cpu_s = || {
@@ -444,15 +340,6 @@ fn a_real_prometheus_scrapes_the_agent_and_the_figures_close_on_the_meter() {
         stderr.contains("the energy meter stopped answering") && stderr.contains("ESTIMATED"),
         "{stderr}"
     );
-}
-
-fn which(name: &str) -> Result<PathBuf, ()> {
-    std::env::var_os("PATH")
-        .into_iter()
-        .flat_map(|p| std::env::split_paths(&p).collect::<Vec<_>>())
-        .map(|d| d.join(name))
-        .find(|p| p.is_file())
-        .ok_or(())
 }
 
 /// Faults, on a reduced agent (procfs, no privileges needed): each is served or refused

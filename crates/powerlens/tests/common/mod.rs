@@ -4,6 +4,8 @@
 // Each test binary uses a different subset of these helpers.
 #![allow(dead_code)]
 
+pub mod agent;
+
 use std::path::Path;
 use std::process::{Command, Output};
 
