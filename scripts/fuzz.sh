@@ -5,6 +5,7 @@
 #   scripts/fuzz.sh TARGET SECONDS           fuzz one target (or `all`: SECONDS each)
 #   scripts/fuzz.sh --ci [SECONDS]           every target for SECONDS (default 15): CI's step
 #   scripts/fuzz.sh --replay TARGET FILE...  run saved inputs once (reproduce a crash)
+#   scripts/fuzz.sh --summary                hours and inputs per target, from the log
 #
 # The fuzzer is built in release mode with LLVM's SanitizerCoverage (on stable Rust: edge
 # counters guide the mutations), overflow checks and debug assertions, in target/fuzz.
@@ -29,7 +30,7 @@ build() {
 }
 
 usage() {
-    sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//' >&2
+    sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//' >&2
     exit 2
 }
 
@@ -63,6 +64,14 @@ case "${1:-}" in
         build
         # No working corpus: CI starts from the checked-in seeds every time.
         "$bin" run all "$seconds" --crash-dir target/fuzz/crashes
+        ;;
+    --summary)
+        # target/fuzz/campaigns.tsv: unix time, target, seed, seconds, inputs, corpus,
+        # edges covered, edges, outcome.
+        printf "%-16s %8s %14s %8s\n" target hours inputs crashes
+        awk -F'\t' '{ s[$2] += $4; n[$2] += $5; if ($9 != "ok") c[$2]++ }
+            END { for (t in s) printf "%-16s %8.2f %14d %8d\n", t, s[t] / 3600, n[t], c[t] }' \
+            target/fuzz/campaigns.tsv | sort
         ;;
     ""|-h|--help)
         usage

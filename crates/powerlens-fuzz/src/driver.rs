@@ -47,6 +47,8 @@ pub struct Stats {
 pub struct Crash {
     pub message: String,
     pub saved: PathBuf,
+    /// The run up to the crash.
+    pub stats: Stats,
 }
 
 /// The panic message of the last panic on this process, set by the hook [`quiet_panics`]
@@ -196,14 +198,26 @@ pub fn fuzz(target: &'static Target, opts: &Options) -> Result<Stats, Crash> {
             Ok(()) => Ok(coverage.merge()),
             Err(message) => {
                 let saved = save(&opts.crash_dir, "crash", input);
-                Err(Crash { message, saved })
+                Err(Crash {
+                    message,
+                    saved,
+                    stats: Stats::default(),
+                })
             }
         }
     };
 
+    let with_stats = |mut crash: Crash, stats: &Stats, coverage: &Coverage| {
+        crash.stats = Stats {
+            seconds: start.elapsed().as_secs_f64(),
+            covered: coverage.covered(),
+            ..stats.clone()
+        };
+        crash
+    };
     // The corpus first: every seed must pass, and sets the coverage to beat.
     for input in corpus.clone() {
-        execute(&input, &mut coverage, &mut stats)?;
+        execute(&input, &mut coverage, &mut stats).map_err(|c| with_stats(c, &stats, &coverage))?;
     }
     let mut last_status = Instant::now();
     let mut input = Vec::new();
@@ -213,7 +227,9 @@ pub fn fuzz(target: &'static Target, opts: &Options) -> Result<Stats, Crash> {
         input.clear();
         input.extend_from_slice(&corpus[base]);
         mutator.mutate(&mut input, &corpus[other]);
-        if execute(&input, &mut coverage, &mut stats)? {
+        let new = execute(&input, &mut coverage, &mut stats)
+            .map_err(|c| with_stats(c, &stats, &coverage))?;
+        if new {
             if let Some(dir) = &opts.keep_dir {
                 save(dir, "cov", &input);
             }

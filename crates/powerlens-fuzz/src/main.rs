@@ -133,10 +133,7 @@ fn run(args: &[String]) -> Result<ExitCode, String> {
                     t.name,
                     crash.saved.display()
                 );
-                (
-                    format!("crash {}", crash.saved.display()),
-                    Default::default(),
-                )
+                (format!("crash {}", crash.saved.display()), crash.stats)
             }
         };
         eprintln!(
