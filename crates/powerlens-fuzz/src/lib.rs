@@ -128,6 +128,22 @@ pub fn verbose(message: impl FnOnce() -> String) {
     }
 }
 
+/// A temporary directory for a target's files: in memory (`/dev/shm`) where there is one,
+/// since targets write a file or a tree per input and SQLite syncs what it commits.
+pub fn scratch_dir(prefix: &str) -> tempfile::TempDir {
+    let mut builder = tempfile::Builder::new();
+    builder.prefix(prefix);
+    let shm = Path::new("/dev/shm");
+    shm.is_dir()
+        .then(|| builder.tempdir_in(shm).ok())
+        .flatten()
+        .unwrap_or_else(|| {
+            builder
+                .tempdir()
+                .expect("a scratch directory for fuzz inputs")
+        })
+}
+
 /// The target called `name`.
 pub fn target(name: &str) -> Option<&'static Target> {
     TARGETS.iter().find(|t| t.name == name)

@@ -67,12 +67,7 @@ thread_local! {
 pub fn with_tree<R>(input: &[u8], f: impl FnOnce(&Path) -> R) -> R {
     SCRATCH.with(|cell| {
         let mut cell = cell.borrow_mut();
-        let dir = cell.get_or_insert_with(|| {
-            tempfile::Builder::new()
-                .prefix("powerlens-fuzz-tree")
-                .tempdir()
-                .expect("a scratch directory for fuzz inputs")
-        });
+        let dir = cell.get_or_insert_with(|| crate::scratch_dir("powerlens-fuzz-tree"));
         let root = dir.path().join("t");
         let _ = std::fs::remove_dir_all(&root);
         let _ = std::fs::create_dir_all(&root);

@@ -12,12 +12,7 @@ thread_local! {
 pub fn with_dir<R>(f: impl FnOnce(&Path) -> R) -> R {
     DIR.with(|cell| {
         let mut cell = cell.borrow_mut();
-        let dir = cell.get_or_insert_with(|| {
-            tempfile::Builder::new()
-                .prefix("powerlens-fuzz")
-                .tempdir()
-                .expect("a scratch directory for fuzz inputs")
-        });
+        let dir = cell.get_or_insert_with(|| crate::scratch_dir("powerlens-fuzz"));
         let work = dir.path().join("w");
         let _ = std::fs::remove_dir_all(&work);
         std::fs::create_dir_all(&work).expect("the scratch directory");
