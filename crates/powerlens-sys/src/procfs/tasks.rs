@@ -158,11 +158,13 @@ fn read_schedstat_run_ns(path: &Path) -> Option<u64> {
 }
 
 /// utime + stime of a `stat` file, in ns. The comm field may hold spaces and parentheses,
-/// so fields are counted after the last ')'.
+/// so fields are counted after the last ')'. Times that do not fit in u64 nanoseconds (585
+/// years; only a damaged file has them) are a parse error: they overflowed (fuzzing).
 fn read_stat_cpu_ns(path: &Path) -> Result<u64, SysError> {
     let text = sysfs::read_string(path)?;
     parse_stat_cpu_ticks(&text)
-        .map(|ticks| ticks * 1_000_000_000 / super::user_hz() as u64)
+        .and_then(|ticks| ticks.checked_mul(1_000_000_000))
+        .map(|ns| ns / super::user_hz() as u64)
         .ok_or_else(|| SysError::Parse {
             path: path.to_path_buf(),
             expected: "a stat line with utime and stime",
@@ -176,7 +178,7 @@ fn parse_stat_cpu_ticks(text: &str) -> Option<u64> {
     let fields: Vec<&str> = after_comm.split_whitespace().collect();
     let utime: u64 = fields.get(11)?.parse().ok()?;
     let stime: u64 = fields.get(12)?.parse().ok()?;
-    Some(utime + stime)
+    utime.checked_add(stime)
 }
 
 #[cfg(test)]
@@ -215,6 +217,22 @@ mod tests {
         let hz = crate::procfs::user_hz() as u64;
         assert_eq!(worker.cpu_time_ns, 200 * 1_000_000_000 / hz);
         assert!(!worker.cpu_time_precise);
+    }
+
+    /// Regression (fuzz/regressions/procfs/stat-ticks-overflow): utime + stime, and the
+    /// ticks in nanoseconds, overflowed u64.
+    #[test]
+    fn ticks_beyond_u64_nanoseconds_are_a_parse_error() {
+        let tree = FixtureTree::new();
+        tree.write_proc("10/task/10/status", status("x", 1, 0, 0));
+        for (utime, stime) in [(u64::MAX, 1), (u64::MAX / 1000, 0)] {
+            tree.write_proc(
+                "10/task/10/stat",
+                format!("10 (x) S 1 10 10 0 -1 0 0 0 0 0 {utime} {stime} 0 0 20 0 1 0 1 0 0\n"),
+            );
+            let e = read_thread(&tree.roots(), 10, 10).unwrap_err().to_string();
+            assert!(e.contains("10/task/10/stat") && e.contains("utime"), "{e}");
+        }
     }
 
     #[test]
