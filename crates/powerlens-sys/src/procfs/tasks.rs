@@ -96,7 +96,9 @@ pub fn read_threads(roots: &Roots, pid: u32) -> Result<Vec<ThreadStat>, SysError
 }
 
 /// The process ids of `root` and all its descendants, from each process's `PPid`.
-/// Processes that vanish during the scan are skipped.
+/// Processes that vanish during the scan are skipped. Each process is taken once, so that
+/// parents read in a cycle (a reused pid read mid-reparenting, a damaged or fixture tree)
+/// cannot make the walk endless: it was, and grew without bound.
 pub fn process_tree(roots: &Roots, root: u32) -> Result<Vec<u32>, SysError> {
     let mut parents = Vec::new();
     for pid in process_ids(roots)? {
@@ -112,19 +114,18 @@ pub fn process_tree(roots: &Roots, root: u32) -> Result<Vec<u32>, SysError> {
         }
     }
     let mut tree = vec![root];
+    let mut seen = std::collections::HashSet::from([root]);
     let mut i = 0;
     while i < tree.len() {
         let parent = tree[i];
-        tree.extend(
-            parents
-                .iter()
-                .filter(|(pid, ppid)| *ppid == parent && *pid != parent)
-                .map(|(pid, _)| *pid),
-        );
+        for &(pid, ppid) in &parents {
+            if ppid == parent && seen.insert(pid) {
+                tree.push(pid);
+            }
+        }
         i += 1;
     }
     tree.sort_unstable();
-    tree.dedup();
     Ok(tree)
 }
 
@@ -251,6 +252,18 @@ mod tests {
             tree.write_proc(format!("{pid}/status"), status("p", ppid, 0, 0));
         }
         assert_eq!(process_tree(&tree.roots(), 10).unwrap(), vec![10, 11, 12]);
+    }
+
+    /// Regression (fuzz/regressions/procfs/ppid-cycle): parents in a cycle made the walk
+    /// endless (found while writing the procfs fuzz target, whose time limit reports it).
+    #[test]
+    fn parents_in_a_cycle_end_the_walk() {
+        let tree = FixtureTree::new();
+        for (pid, ppid) in [(10, 11), (11, 10), (12, 11), (13, 13)] {
+            tree.write_proc(format!("{pid}/status"), status("p", ppid, 0, 0));
+        }
+        assert_eq!(process_tree(&tree.roots(), 10).unwrap(), vec![10, 11, 12]);
+        assert_eq!(process_tree(&tree.roots(), 13).unwrap(), vec![13]);
     }
 
     #[test]
