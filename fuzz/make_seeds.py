@@ -226,6 +226,7 @@ def texts():
     put("compare_csv", "joules-repeats", "# measured with an external meter\nlabel,seconds,joules\nA,1.02,50.1\nA,0.98,49.7\nA,1.01,50.3\nB,1.20,44.0\nB,1.18,43.1\nB,1.22,44.9\nC,0.9,60\nC,0.91,61\n")
     put("dvfs_trace", "phases", "duration_us,level,hint\n# a vector phase, then scalar code\n120.5,1,0\n30,0\n2000,2,1\n15.25,avx2\n0.5,normal,1\n")
     put("dvfs_trace", "plain-rows", "".join(f"{(i * 37) % 500}.{i % 10},{i % 3},{i % 2}\n" for i in range(60)))
+    put("dvfs_samples", "two-processes", "time_us,pid,level\n# pid 10 switches to AVX-512 code, pid 11 stays scalar\n0,10,0\n1200,11,0\n2500,10,2\n2600,11,0\n5000,10,avx512\n5100,11,normal\n9000,10,2\n")
     put("dvfs_profile", "toml", 'name = "laptop"\n\n[[bucket]]\nmin_cores = 1\nmax_cores = 2\nnormal_ghz = 4.7\navx2_ghz = 4.2\navx512_ghz = 3.6\n\n[[bucket]]\nmin_cores = 3\nmax_cores = 4\nnormal_ghz = 4.2\navx2_ghz = 3.8\navx512_ghz = 3.2\n\n[transition_us]\nnormal_to_avx2_us = 9\nnormal_to_avx512_us = 12\navx2_to_avx512_us = 9\nup_us = 500\n')
     put("dvfs_profile", "json", '{"name": "server", "bucket": [{"min_cores": 1, "max_cores": 16, "normal_ghz": 3.1, "avx2_ghz": 2.7, "avx512_ghz": 2.4}], "transition_us": {"up_us": 670}}\n')
     put("target_table", "states", '{"states": [{"name": "C1", "latency_us": 2, "target_residency_us": 2}, {"name": "C6", "latency_us": 133, "target_residency_us": 600}]}\n')

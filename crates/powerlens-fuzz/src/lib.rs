@@ -101,6 +101,12 @@ pub const TARGETS: &[Target] = &[
         dict: targets::dvfs::PROFILE_DICT,
     },
     Target {
+        name: "dvfs_samples",
+        about: "`dvfs classify` samples CSV (time_us,pid,level), then the power scores",
+        run: targets::dvfs::samples,
+        dict: targets::dvfs::SAMPLES_DICT,
+    },
+    Target {
         name: "target_table",
         about: "`report --target FILE` idle-state tables (JSON, or `powerlens info --json`)",
         run: targets::target_table::run,

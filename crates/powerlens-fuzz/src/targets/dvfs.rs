@@ -1,11 +1,12 @@
 //! `dvfs simulate`'s inputs: the trace CSV (`duration_us,level[,hint]`) and the machine
-//! profile file (TOML or JSON).
+//! profile file (TOML or JSON); and `dvfs classify`'s samples CSV (`time_us,pid,level`).
 //!
 //! The trace parser has a fast path for the common row shape beside the general parser;
 //! every line is checked against a plain reference parser written from the documented
 //! format (docs/DVFS.md), so the two paths cannot drift apart silently. Accepted traces
 //! and profiles are simulated; the simulated times must be finite.
 
+use powerlens_core::dvfs::classify::SamplesReader;
 use powerlens_core::dvfs::policy::Policy;
 use powerlens_core::dvfs::profile::Profile;
 use powerlens_core::dvfs::simulate::simulate_policies;
@@ -35,6 +36,14 @@ pub const PROFILE_DICT: &[&str] = &[
     "avx2_to_avx512_us = ",
     "up_us = ",
     "\"bucket\": [",
+];
+
+pub const SAMPLES_DICT: &[&str] = &[
+    "time_us,pid,level\n",
+    "4294967295",
+    "4294967296",
+    "avx512",
+    "# comment",
 ];
 
 /// Traces longer than this are parsed but not simulated (the simulation is linear).
@@ -157,5 +166,35 @@ fn simulate(profile: &Profile, trace: &[Phase]) {
                 );
             }
         }
+    }
+}
+
+/// `dvfs classify`: every accepted samples file scores each process between level 0 and
+/// level 2 (a moving average of levels), each process once.
+pub fn samples(input: &[u8]) {
+    let text = String::from_utf8_lossy(input);
+    let mut reader = SamplesReader::new();
+    for line in text.split_inclusive('\n') {
+        if reader.push_line(line).is_err() {
+            return;
+        }
+    }
+    let scores = reader.finish();
+    let mut pids: Vec<u32> = scores.rows.iter().map(|r| r.pid).collect();
+    pids.sort_unstable();
+    pids.dedup();
+    assert_eq!(pids.len(), scores.rows.len(), "a process scored twice");
+    for r in &scores.rows {
+        assert!(
+            (0.0..=2.0).contains(&r.score),
+            "pid {}: score {} outside the levels",
+            r.pid,
+            r.score
+        );
+        assert!(
+            r.updates <= r.samples,
+            "pid {}: more updates than samples",
+            r.pid
+        );
     }
 }
