@@ -17,6 +17,17 @@ use powerlens_store::recording::{RecordingReader, ThreadRow};
 
 use crate::{meta, sampler};
 
+/// A CPU number from the file, when it is one a machine can have. The report makes a table
+/// row per CPU up to the highest number it sees: a damaged sample's CPU of 4000000000 asked
+/// for 64 GB (found while writing the recording fuzz target), and `as u32` would have
+/// folded 2^32 + 1 onto CPU 1.
+fn cpu_number(value: &Value) -> Option<u32> {
+    value
+        .as_u64()
+        .filter(|&n| n <= u64::from(powerlens_sys::sysfs::MAX_CPU))
+        .map(|n| n as u32)
+}
+
 /// Everything but the energy, which needs the analysis' busy time when it is estimated.
 pub fn read(reader: &RecordingReader) -> anyhow::Result<RecordingContext> {
     let rows = reader.threads()?;
@@ -47,7 +58,7 @@ pub fn read(reader: &RecordingReader) -> anyhow::Result<RecordingContext> {
         .and_then(|v| v.as_array().cloned())
         .unwrap_or_default()
         .iter()
-        .filter_map(|l| Some((l["cpu"].as_u64()? as u32, l["lost"].as_u64()?)))
+        .filter_map(|l| Some((cpu_number(&l["cpu"])?, l["lost"].as_u64()?)))
         .collect();
     Ok(RecordingContext {
         threads,
@@ -146,14 +157,14 @@ pub fn sysfs_idle(
     let mut windows: Vec<((u32, u32), CounterWindow, CounterWindow)> = Vec::new();
     reader.samples(sampler::CPUIDLE, |t, data| {
         for cpu in data.as_array().into_iter().flatten() {
-            let Some(n) = cpu["cpu"].as_u64() else {
+            let Some(n) = cpu_number(&cpu["cpu"]) else {
                 continue;
             };
             for (i, s) in cpu["states"].as_array().into_iter().flatten().enumerate() {
                 let (Some(usage), Some(time_us)) = (s[0].as_u64(), s[1].as_u64()) else {
                     continue;
                 };
-                let key = (n as u32, i as u32);
+                let key = (n, i as u32);
                 let slot = match windows.iter().position(|(k, _, _)| *k == key) {
                     Some(slot) => slot,
                     None => {
@@ -188,12 +199,13 @@ pub fn sysfs_idle(
     Ok(Ok(out))
 }
 
-fn frequency_samples(reader: &RecordingReader) -> anyhow::Result<Vec<(u64, u32, u64)>> {
+/// The cpufreq samples: (time, CPU, kHz).
+pub fn frequency_samples(reader: &RecordingReader) -> anyhow::Result<Vec<(u64, u32, u64)>> {
     let mut out = Vec::new();
     reader.samples(sampler::CPUFREQ, |t, data| {
         for pair in data.as_array().into_iter().flatten() {
-            if let (Some(cpu), Some(khz)) = (pair[0].as_u64(), pair[1].as_u64()) {
-                out.push((t, cpu as u32, khz));
+            if let (Some(cpu), Some(khz)) = (cpu_number(&pair[0]), pair[1].as_u64()) {
+                out.push((t, cpu, khz));
             }
         }
     })?;
@@ -257,4 +269,48 @@ pub fn energy(
         provenance,
         idle_power_w: energy["baseline_w"].as_f64().unwrap_or(0.0),
     }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use powerlens_store::recording::RecordingWriter;
+    use serde_json::json;
+
+    /// CPU numbers no machine has (a damaged sample's 4000000000 asked the report for a
+    /// 64 GB table; 2^32 + 1 would have folded onto CPU 1) are left out, the rest kept.
+    #[test]
+    fn cpu_numbers_no_machine_has_are_left_out() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("r.rec");
+        let mut w = RecordingWriter::create(&path).unwrap();
+        let idle = |cpu: u64| json!({"cpu": cpu, "states": [[1, 10], [2, 20]]});
+        for t in [0, 1_000_000] {
+            w.append_sample(
+                t,
+                sampler::CPUIDLE,
+                &json!([idle(0), idle(4_000_000_000), idle(4_294_967_297)]),
+            )
+            .unwrap();
+            w.append_sample(
+                t,
+                sampler::CPUFREQ,
+                &json!([[1, 2_000_000], [4_000_000_000u64, 1]]),
+            )
+            .unwrap();
+        }
+        w.set_meta(
+            meta::LOST,
+            &json!([{"cpu": 1, "lost": 3}, {"cpu": 4_000_000_000u64, "lost": 9}]),
+        )
+        .unwrap();
+        w.finish().unwrap();
+        let reader = RecordingReader::open(&path).unwrap();
+        let idle = sysfs_idle(&reader, (0, 1_000_000)).unwrap().unwrap();
+        assert!(idle.iter().all(|s| s.cpu == 0), "{idle:?}");
+        assert_eq!(idle.len(), 2);
+        let freq = frequency_samples(&reader).unwrap();
+        assert_eq!(freq, [(0, 1, 2_000_000), (1_000_000, 1, 2_000_000)]);
+        assert_eq!(read(&reader).unwrap().lost_records, [(1, 3)]);
+    }
 }
