@@ -7,7 +7,7 @@ use std::collections::{BTreeSet, HashMap};
 
 use serde_json::Value;
 
-use powerlens_core::model::PowerModel;
+use powerlens_core::model::{ModelError, PowerModel};
 use powerlens_core::provenance::Provenance;
 use powerlens_core::sched::report::{
     EnergyInput, IdleStateInfo, RecordingContext, SysfsIdle, ThreadInfo,
@@ -222,14 +222,27 @@ pub fn energy(
 ) -> anyhow::Result<Result<EnergyInput, Provenance>> {
     let energy = reader.meta(meta::ENERGY)?.unwrap_or(Value::Null);
     let elapsed_s = end_ns.saturating_sub(start_ns) as f64 / 1e9;
-    if let Ok(model) = serde_json::from_value::<PowerModel>(energy["model"].clone()) {
-        let joules = model.energy_j(elapsed_s, busy_cpu_s);
-        return Ok(Ok(EnergyInput {
-            total_j: joules,
-            domains: vec![("system".to_string(), joules)],
-            provenance: model.provenance(),
-            idle_power_w: model.idle_w,
-        }));
+    // Checked as a model file is: a damaged one (a negative idle power) gave negative
+    // energies and watts (found by the recording fuzz target's check).
+    match PowerModel::from_json(&energy["model"].to_string()) {
+        Err(ModelError::Parameter { name, value }) => {
+            return Ok(Err(Provenance::Unavailable {
+                reason: format!(
+                    "the recording's power model is damaged: {name} = {value} is not a power"
+                ),
+                fix: Some("record again".into()),
+            }))
+        }
+        Err(_) => {}
+        Ok(model) => {
+            let joules = model.energy_j(elapsed_s, busy_cpu_s);
+            return Ok(Ok(EnergyInput {
+                total_j: joules,
+                domains: vec![("system".to_string(), joules)],
+                provenance: model.provenance(),
+                idle_power_w: model.idle_w,
+            }));
+        }
     }
     let provenance: Provenance =
         serde_json::from_value(energy["provenance"].clone()).unwrap_or(Provenance::Unavailable {
@@ -312,5 +325,36 @@ mod tests {
         let freq = frequency_samples(&reader).unwrap();
         assert_eq!(freq, [(0, 1, 2_000_000), (1_000_000, 1, 2_000_000)]);
         assert_eq!(read(&reader).unwrap().lost_records, [(1, 3)]);
+    }
+
+    /// Regression (fuzz/regressions/recording/negative-idle-power.rec): a damaged power
+    /// model's negative idle power came out as a negative power and energy.
+    #[test]
+    fn a_damaged_power_model_is_unavailable_energy_not_a_negative_one() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("r.rec");
+        let mut w = RecordingWriter::create(&path).unwrap();
+        let model =
+            json!({"name": "default-linear", "idle_w": -270.6, "busy_cpu_w": 16.0, "source": "x"});
+        w.set_meta(meta::ENERGY, &json!({ "model": model }))
+            .unwrap();
+        w.finish().unwrap();
+        let reader = RecordingReader::open(&path).unwrap();
+        match energy(&reader, (0, 1_000_000_000), 0.5).unwrap() {
+            Err(Provenance::Unavailable { reason, .. }) => {
+                assert!(reason.contains("idle_w = -270.6"), "{reason}")
+            }
+            other => panic!("{other:?}"),
+        }
+        // A valid model still estimates: 27.06 W for 1 s plus 16 W for 0.5 CPU-s.
+        let mut w = RecordingWriter::create(&dir.path().join("ok.rec")).unwrap();
+        let model =
+            json!({"name": "default-linear", "idle_w": 27.06, "busy_cpu_w": 16.0, "source": "x"});
+        w.set_meta(meta::ENERGY, &json!({ "model": model }))
+            .unwrap();
+        w.finish().unwrap();
+        let reader = RecordingReader::open(&dir.path().join("ok.rec")).unwrap();
+        let e = energy(&reader, (0, 1_000_000_000), 0.5).unwrap().unwrap();
+        assert!((e.total_j - 35.06).abs() < 1e-9, "{}", e.total_j);
     }
 }
