@@ -250,10 +250,12 @@ pub fn energy(
             fix: Some("record again with this powerlens".into()),
         });
     let mut total = CounterWindow::new(start_ns, end_ns);
+    let mut sampled = false;
     let mut domains: Vec<(String, CounterWindow)> = Vec::new();
     reader.samples(sampler::ENERGY, |t, data| {
         if let Some(j) = data["total_j"].as_f64() {
             total.push(t, j);
+            sampled = true;
         }
         for (name, j) in data["domains_j"].as_object().into_iter().flatten() {
             let Some(j) = j.as_f64() else { continue };
@@ -268,9 +270,18 @@ pub fn energy(
         }
     })?;
     let Some(total_j) = total.increase() else {
+        // Samples with no finite increase (counters of ±1e308 J) are damaged ones.
         return Ok(Err(Provenance::Unavailable {
-            reason: format!("no energy samples were recorded ({})", provenance.label()),
-            fix: Some("record for longer than the sample interval (--sample-every)".into()),
+            reason: if sampled {
+                "the recording's energy samples are damaged: they give no finite increase".into()
+            } else {
+                format!("no energy samples were recorded ({})", provenance.label())
+            },
+            fix: Some(if sampled {
+                "record again".into()
+            } else {
+                "record for longer than the sample interval (--sample-every)".into()
+            }),
         }));
     };
     Ok(Ok(EnergyInput {
@@ -280,7 +291,11 @@ pub fn energy(
             .filter_map(|(n, w)| Some((n.clone(), w.increase()?)))
             .collect(),
         provenance,
-        idle_power_w: energy["baseline_w"].as_f64().unwrap_or(0.0),
+        // A damaged baseline can be negative: no baseline then, as when none was measured.
+        idle_power_w: energy["baseline_w"]
+            .as_f64()
+            .filter(|w| w.is_finite() && *w >= 0.0)
+            .unwrap_or(0.0),
     }))
 }
 
@@ -356,5 +371,40 @@ mod tests {
         let reader = RecordingReader::open(&dir.path().join("ok.rec")).unwrap();
         let e = energy(&reader, (0, 1_000_000_000), 0.5).unwrap().unwrap();
         assert!((e.total_j - 35.06).abs() < 1e-9, "{}", e.total_j);
+    }
+
+    /// Meter samples of ±1e308 J (an infinite increase) and a negative baseline, as damage
+    /// could leave them, give no figure rather than an infinite energy or a negative power.
+    #[test]
+    fn damaged_meter_samples_and_baseline_are_no_figures() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("r.rec");
+        let mut w = RecordingWriter::create(&path).unwrap();
+        w.set_meta(meta::ENERGY, &json!({"baseline_w": -5.0}))
+            .unwrap();
+        for (t, j) in [(0, -1.7e308), (1_000_000_000u64, 1.7e308)] {
+            let sample = json!({"total_j": j, "domains_j": {"package-0": j}});
+            w.append_sample(t, sampler::ENERGY, &sample).unwrap();
+        }
+        w.finish().unwrap();
+        let reader = RecordingReader::open(&path).unwrap();
+        match energy(&reader, (0, 1_000_000_000), 0.5).unwrap() {
+            Err(Provenance::Unavailable { reason, .. }) => {
+                assert!(reason.contains("damaged"), "{reason}")
+            }
+            other => panic!("{other:?}"),
+        }
+        let path = dir.path().join("ok.rec");
+        let mut w = RecordingWriter::create(&path).unwrap();
+        w.set_meta(meta::ENERGY, &json!({"baseline_w": -5.0}))
+            .unwrap();
+        for (t, j) in [(0, 10.0), (1_000_000_000u64, 30.0)] {
+            w.append_sample(t, sampler::ENERGY, &json!({ "total_j": j }))
+                .unwrap();
+        }
+        w.finish().unwrap();
+        let reader = RecordingReader::open(&path).unwrap();
+        let e = energy(&reader, (0, 1_000_000_000), 0.5).unwrap().unwrap();
+        assert_eq!((e.total_j, e.idle_power_w), (20.0, 0.0));
     }
 }
