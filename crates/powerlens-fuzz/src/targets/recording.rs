@@ -64,7 +64,15 @@ fn read(path: &std::path::Path, roots: &Roots) -> anyhow::Result<()> {
     let summary = if mode.as_ref().and_then(|m| m.as_str()) == Some(MODE_REDUCED) {
         reduced::summary(&reader)?
     } else {
-        let resolved = symbols::resolve(&reader, roots).ok().flatten();
+        // With its symbol cache intact, resolving reads the stacks, the modules and the
+        // cache from the file. A damaged cache makes `report` symbolize every frame again
+        // from the modules' ELF files — libLLVM, rustc, whatever ran while the seed was
+        // recorded: up to a second per input, a hundred times the rest, spent in the ELF
+        // reader rather than in powerlens's parsers. Those inputs skip the stacks.
+        let resolved = match reader.symbols_intact() {
+            Ok(true) => symbols::resolve(&reader, roots).ok().flatten(),
+            _ => None,
+        };
         let end_ns = reader
             .meta(meta::STOP)?
             .and_then(|s| s["monotonic_ns"].as_u64())
