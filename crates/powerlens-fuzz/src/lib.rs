@@ -124,6 +124,18 @@ pub const TARGETS: &[Target] = &[
         run: targets::settings::journal,
         dict: targets::settings::JOURNAL_DICT,
     },
+    Target {
+        name: "agent_http",
+        about: "the agent's HTTP request heads, with the credentials of `Authorization: Basic`",
+        run: targets::agent::http,
+        dict: targets::agent::HTTP_DICT,
+    },
+    Target {
+        name: "web_config",
+        about: "the agent's `--web-config` file (exporter-toolkit's YAML: TLS, basic auth users)",
+        run: targets::agent::web_config,
+        dict: targets::agent::WEB_CONFIG_DICT,
+    },
 ];
 
 /// With `POWERLENS_FUZZ_VERBOSE` set, prints what a target's parser said (for replaying

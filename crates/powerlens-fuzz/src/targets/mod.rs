@@ -1,5 +1,6 @@
 //! The fuzz targets, one module per parser (or family of readers) of outside input.
 
+pub mod agent;
 pub mod chunk;
 pub mod compare_csv;
 pub mod dvfs;
