@@ -488,6 +488,26 @@ mod tests {
         assert_eq!(Format::negotiate(Some("*/*")), Format::Text);
     }
 
+    /// `--by cgroup`: the cgroups' series, none per process, and they still close.
+    #[test]
+    fn by_cgroup_there_are_no_process_series() {
+        let mut m = monitor();
+        let mut metrics = metrics(&mut m);
+        metrics.per_process = false;
+        let text = render(&metrics, Format::Text);
+        assert!(!text.contains("powerlens_process_"), "{text}");
+        let cgroups: f64 = text
+            .lines()
+            .filter(|l| l.starts_with("powerlens_cgroup_energy_joules_total{"))
+            .map(|l| l.rsplit(' ').next().unwrap().parse::<f64>().unwrap())
+            .sum();
+        assert!(
+            (cgroups + 2.0 - 10.0).abs() < 1e-9,
+            "cgroups {cgroups} + idle 2 = node 10"
+        );
+        assert!(text.contains("unit=\"a\\\"b.service\""), "{text}");
+    }
+
     #[test]
     fn a_reduced_agent_shows_no_wakeups() {
         let mut m = monitor();

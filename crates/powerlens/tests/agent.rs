@@ -519,3 +519,93 @@ fn the_agents_figures_are_the_kernels() {
         "agent {wakeups} thread wake-ups against {blocked} voluntary switches"
     );
 }
+
+/// A meter that wraps around every 1.5 s (a 30 J range at 20 W, as RAPL's 32-bit counters
+/// wrap within minutes on a busy server): the node's counter never goes backwards and
+/// grows at the meter's power. Reduced (no tracing needed): the energy is the meter's
+/// either way.
+#[test]
+fn counters_never_go_backwards_across_a_meter_wrap() {
+    let _serial = serial();
+    let tree = common::fixture_with_live_tracing();
+    let zone = tree.rapl_zone(0, "package-0", 0, 30_000_000);
+    let _meter = FakeMeter::start(zone.join("energy_uj"), 20.0, 30_000_000);
+    let port = free_port();
+    let mut agent = agent(&tree.sys_path(""), port, &["--reduced"]);
+    wait_healthy(port, &mut agent);
+    let node = || {
+        sample(
+            &get(port, "/metrics", None).unwrap().1,
+            "powerlens_node_energy_joules_total",
+            &["provenance=\"measured\""],
+        )
+        .unwrap()
+    };
+    // The first scrape shows the series; from the second on, readings every 0.25 s.
+    let _ = get(port, "/metrics", None).unwrap();
+    std::thread::sleep(Duration::from_millis(1100));
+    let (t0, first) = (Instant::now(), node());
+    let mut last = first;
+    while t0.elapsed() < Duration::from_secs(6) {
+        std::thread::sleep(Duration::from_millis(250));
+        let now = node();
+        assert!(
+            now >= last,
+            "the node's counter went back from {last} to {now}"
+        );
+        last = now;
+    }
+    let watts = (last - first) / t0.elapsed().as_secs_f64();
+    assert!(
+        (watts - 20.0).abs() < 4.0,
+        "{watts:.2} W across four wraps of a 20 W meter (±1 interval of 6 s)"
+    );
+    let _ = finish(agent);
+}
+
+/// Without privileges the agent falls back to /proc by itself, says so with the fix, and
+/// labels its figures reduced (run as nobody through setpriv when we are root).
+#[test]
+fn without_privileges_the_agent_says_it_is_reduced() {
+    if !is_root() {
+        eprintln!("skipped: needs root to become nobody (setpriv)");
+        return;
+    }
+    let _serial = serial();
+    let port = free_port();
+    let mut child = Reaped::new(
+        Command::new("setpriv")
+            .args([
+                "--reuid=65534",
+                "--regid=65534",
+                "--clear-groups",
+                BIN,
+                "agent",
+                "--listen",
+                &format!("127.0.0.1:{port}"),
+            ])
+            .env_remove("POWERLENS_SYSFS_ROOT")
+            .env_remove("POWERLENS_PROCFS_ROOT")
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap(),
+    );
+    wait_healthy(port, &mut child);
+    std::thread::sleep(Duration::from_millis(1500));
+    let (_, body) = get(port, "/metrics", None).unwrap();
+    let stderr = finish(child);
+    assert!(body.contains("mode=\"reduced\""), "{body}");
+    assert!(
+        !body.contains("powerlens_process_wakeups_total"),
+        "no wake-ups when reduced"
+    );
+    assert!(
+        body.contains("powerlens_process_cpu_seconds_total{"),
+        "{body}"
+    );
+    assert!(
+        stderr.contains("REDUCED") && stderr.contains("root or with CAP_PERFMON"),
+        "{stderr}"
+    );
+}

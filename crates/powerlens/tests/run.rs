@@ -338,7 +338,7 @@ fn runs_list_has_a_date_column() {
     assert!(text.contains(&today), "no {today} in:\n{text}");
 }
 
-/// Four `run`s at once, twenty each, into one results database: every result is kept,
+/// Eight `run`s at once, twenty each, into one results database: all 160 results are kept,
 /// and the database still checks out (SQLite's own integrity check). Runs queue on the
 /// database (WAL, a busy timeout, immediate transactions) instead of failing with
 /// "database is locked".
@@ -346,7 +346,7 @@ fn runs_list_has_a_date_column() {
 fn concurrent_runs_lose_no_result() {
     let env = Env::new();
     std::thread::scope(|scope| {
-        for w in 0..4 {
+        for w in 0..8 {
             let env = &env;
             scope.spawn(move || {
                 let label = format!("writer{w}");
@@ -359,13 +359,13 @@ fn concurrent_runs_lose_no_result() {
     });
     let db = rusqlite::Connection::open(env.db()).unwrap();
     let count = |sql: &str| -> i64 { db.query_row(sql, [], |r| r.get(0)).unwrap() };
-    assert_eq!(count("SELECT count(*) FROM results"), 80);
-    assert_eq!(count("SELECT count(*) FROM runs"), 80);
+    assert_eq!(count("SELECT count(*) FROM results"), 160);
+    assert_eq!(count("SELECT count(*) FROM runs"), 160);
     assert_eq!(
         count(
             "SELECT count(*) FROM (SELECT label FROM results GROUP BY label HAVING count(*) = 20)"
         ),
-        4
+        8
     );
     let check: String = db
         .query_row("PRAGMA integrity_check", [], |r| r.get(0))
