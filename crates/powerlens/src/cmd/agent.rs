@@ -14,11 +14,11 @@ use clap::{Args, ValueEnum};
 
 use powerlens_core::monitor::{Monitor, MonitorConfig};
 use powerlens_record::interrupt;
-use powerlens_record::live::{IdlePower, LiveOptions, LiveSession, Mode};
+use powerlens_record::live::{LiveSession, Mode};
 
 use crate::cli::GlobalArgs;
-use crate::cmd::run::MeterArgs;
-use crate::units::{parse_positive_duration, parse_positive_number};
+use crate::cmd::live::LiveArgs;
+use crate::units::parse_positive_duration;
 
 /// The default address: loopback only. Serving elsewhere takes an explicit `--listen`.
 pub const DEFAULT_LISTEN: &str = "127.0.0.1:9877";
@@ -49,10 +49,6 @@ pub struct AgentArgs {
     #[arg(long, value_name = "ADDR", default_value = DEFAULT_LISTEN)]
     pub listen: String,
 
-    /// Length of an interval: how often energy is read and attributed.
-    #[arg(long, value_name = "DURATION", default_value = "1s", value_parser = parse_positive_duration)]
-    pub interval: Duration,
-
     /// Processes with series of their own per interval (by energy); the rest is comm="other".
     #[arg(long, value_name = "N", default_value_t = 20)]
     pub top: usize,
@@ -62,30 +58,17 @@ pub struct AgentArgs {
     #[arg(long, value_enum, default_value = "process")]
     pub by: By,
 
-    /// The node's idle (baseline) power, W, when a meter measures [default: each domain's
-    /// lowest interval power so far]. With the power model, its own idle term is used.
-    #[arg(long, value_name = "WATTS", value_parser = parse_positive_number)]
-    pub idle_w: Option<f64>,
-
     /// Drop a process series nothing was added to for this long (its process exited or
     /// left the top). Keep it above the scrape interval, or the last increase is lost.
     #[arg(long, value_name = "DURATION", default_value = "5min", value_parser = parse_positive_duration)]
     pub series_ttl: Duration,
-
-    /// Ring buffer per CPU, in pages.
-    #[arg(long, value_name = "PAGES", default_value_t = 256)]
-    pub buffer_pages: usize,
-
-    /// Sample /proc instead of tracing (CPU time only: no wake-ups).
-    #[arg(long)]
-    pub reduced: bool,
 
     /// Stop after this long (default: until SIGINT or SIGTERM).
     #[arg(long, value_name = "DURATION", value_parser = parse_positive_duration)]
     pub duration: Option<Duration>,
 
     #[command(flatten)]
-    pub meter: MeterArgs,
+    pub live: LiveArgs,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -129,17 +112,7 @@ pub fn execute(global: &GlobalArgs, args: AgentArgs) -> anyhow::Result<ExitCode>
         );
     }
     interrupt::install();
-    let options = LiveOptions {
-        interval: args.interval,
-        buffer_pages: args.buffer_pages,
-        meter: args.meter.options(),
-        idle: args
-            .idle_w
-            .map(IdlePower::Fixed)
-            .unwrap_or(IdlePower::Lowest),
-        reduced: args.reduced,
-    };
-    let mut session = LiveSession::start(&roots, &options)?;
+    let mut session = LiveSession::start(&roots, &args.live.options())?;
     let (traced, mode_reason) = match session.mode() {
         Mode::Trace => (true, String::new()),
         Mode::Reduced { reason } => {
@@ -161,13 +134,13 @@ pub fn execute(global: &GlobalArgs, args: AgentArgs) -> anyhow::Result<ExitCode>
         mode_reason,
         idle_states: Vec::new(),
         lost_records: traced.then_some(0),
-        interval: args.interval,
+        interval: args.live.interval,
         last_close: Instant::now(),
     }));
     server::start(listener, state.clone()).context("starting the HTTP server")?;
     eprintln!(
         "powerlens: serving http://{addr}/metrics, one interval every {:?} (Ctrl-C or SIGTERM to stop)",
-        args.interval
+        args.live.interval
     );
     let started = Instant::now();
     let stop = || interrupt::interrupted() || args.duration.is_some_and(|d| started.elapsed() >= d);

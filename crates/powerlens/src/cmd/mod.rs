@@ -9,6 +9,7 @@ pub mod diff;
 pub mod dvfs;
 pub mod export;
 pub mod info;
+pub mod live;
 pub mod record;
 pub mod report;
 pub mod restore;
