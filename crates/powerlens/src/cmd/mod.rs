@@ -16,6 +16,7 @@ pub mod restore;
 pub mod run;
 pub mod runs;
 pub mod sweep;
+pub mod top;
 pub mod wake;
 pub mod workload;
 
@@ -27,6 +28,7 @@ pub fn execute(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
         Command::Info(args) => info::execute(&cli.global, args),
         Command::Agent(args) => agent::execute(&cli.global, *args),
+        Command::Top(args) => top::execute(&cli.global, *args),
         Command::Dvfs(args) => dvfs::execute(&cli.global, args),
         Command::Run(args) => run::execute(&cli.global, *args),
         Command::Record(args) => record::execute(&cli.global, *args),
