@@ -9,8 +9,9 @@ cd "$(dirname "$0")/.."
 # files, rt-tests (cyclictest) checks `wake`, linux-perf (`perf sched timehist`) checks `report`.
 # rt-tests gives cyclictest, the oracle of `powerlens wake`'s UserLatency; chromium (headless)
 # checks the HTML report in a real browser; xz-utils is a command of the README's Quick start;
+# prometheus (the server and promtool) scrapes `powerlens agent` and lints its exposition;
 # tmux is the real terminal `powerlens top` is driven in (send-keys, capture-pane).
-debs=(sqlite3 rt-tests linux-perf chromium xz-utils tmux)
+debs=(sqlite3 rt-tests linux-perf chromium xz-utils prometheus tmux)
 
 missing=()
 if command -v dpkg >/dev/null 2>&1; then

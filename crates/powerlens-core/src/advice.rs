@@ -8,11 +8,14 @@
 //! stays silent when its evidence is missing or below threshold, so a quiet or healthy
 //! run gets no advice.
 
+use std::collections::{BTreeMap, BTreeSet};
+
 use serde::{Deserialize, Serialize};
 
 use crate::sched::event::Tid;
 use crate::sched::report::{IdleStateInfo, RecordingReport, ThreadRow};
 use crate::sched::wakeups::{describe, WakeupCause};
+use crate::stacks::locks::{LockWait, RUNTIMES};
 
 /// short-sleeps: a thread must sleep at least this often (per second) to matter.
 pub const SHORT_SLEEPS_MIN_PER_S: f64 = 50.0;
@@ -46,14 +49,23 @@ pub const POLLING_PATTERNS: &[&str] = &[
     "pause",
     "poll",
 ];
+/// interpreter-lock: a thread is bound by a runtime's global lock when its waits for the
+/// lock are at least this share of its wait time (they dominate it)…
+pub const LOCK_MIN_WAIT_SHARE: f64 = 0.5;
+/// …and at least this share of its time in the recording (running, runnable or blocked):
+/// a thread that runs native code releasing the lock and rarely contends for it is not.
+pub const LOCK_MIN_TIME_SHARE: f64 = 0.25;
+/// interpreter-lock: lock-bound threads of one process, at least (one thread has no one
+/// to take turns with).
+pub const LOCK_MIN_THREADS: usize = 2;
 /// Advice per rule at most (the worst first).
 pub const MAX_PER_RULE: usize = 3;
 
 /// One piece of advice.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Advice {
-    /// `short-sleeps`, `preemption`, `imbalance`, `frequency-drop`, `polling`,
-    /// `timer-coalescing`.
+    /// `short-sleeps`, `preemption`, `interpreter-lock`, `imbalance`, `frequency-drop`,
+    /// `polling`, `timer-coalescing`.
     pub rule: String,
     /// What was measured, with the numbers.
     pub evidence: String,
@@ -130,6 +142,9 @@ pub struct AdviceInput<'a> {
     /// The highest frequency the CPUs can run at (cpufreq `cpuinfo_max_freq`), when
     /// known; else the highest mean frequency of the recording's threads is the reference.
     pub max_frequency_mhz: Option<f64>,
+    /// Threads' waits for an interpreter's global lock (`stacks::locks`), when the
+    /// recording has stacks.
+    pub lock_waits: &'a [LockWait],
 }
 
 impl AdviceInput<'_> {
@@ -177,6 +192,7 @@ pub fn advise(input: &AdviceInput) -> Vec<Advice> {
     for rule in [
         short_sleeps,
         preemption,
+        interpreter_lock,
         imbalance,
         frequency_drop,
         polling,
@@ -331,8 +347,14 @@ fn preemption(input: &AdviceInput) -> Vec<Advice> {
 /// (each ≥ [`WORKER_SHARE`] of the busiest) is at least [`IMBALANCE_MIN`], the busiest
 /// having at least [`MIN_CPU_S`].
 fn imbalance(input: &AdviceInput) -> Vec<Advice> {
+    // Threads that take turns on an interpreter lock run one at a time however the work
+    // is split: `interpreter-lock` says so instead.
+    let lock_bound: BTreeSet<u32> = lock_bound_threads(input).into_keys().collect();
     let mut out = Vec::new();
     for b in &input.report.balance {
+        if lock_bound.contains(&b.pid) {
+            continue;
+        }
         let workers: Vec<_> = b
             .threads
             .iter()
@@ -388,6 +410,104 @@ fn imbalance(input: &AdviceInput) -> Vec<Advice> {
         });
     }
     out
+}
+
+/// Per process, its threads whose blocking is mostly waits for a runtime's global lock
+/// (at least [`LOCK_MIN_WAIT_SHARE`] of the thread's wait time), each with whether it is
+/// bound by it (the waits are also [`LOCK_MIN_TIME_SHARE`] of its time in the recording).
+/// Only processes with [`LOCK_MIN_THREADS`] bound threads or more.
+#[allow(clippy::type_complexity)]
+fn lock_bound_threads<'a>(
+    input: &'a AdviceInput,
+) -> BTreeMap<u32, Vec<(&'a ThreadRow, &'a LockWait, bool)>> {
+    let mut by_pid: BTreeMap<u32, Vec<(&ThreadRow, &LockWait, bool)>> = BTreeMap::new();
+    for w in input.lock_waits {
+        let Some(t) = input.report.threads.iter().find(|t| t.tid == w.tid) else {
+            continue;
+        };
+        let (Some(pid), Some(wait)) = (t.pid, t.wait_time_s) else {
+            continue;
+        };
+        if wait <= 0.0 || w.wait_s < LOCK_MIN_WAIT_SHARE * wait {
+            continue;
+        }
+        let time = t.cpu_time_s + wait + t.inactive_time_s.unwrap_or(0.0);
+        let bound = w.wait_s >= LOCK_MIN_TIME_SHARE * time;
+        by_pid.entry(pid).or_default().push((t, w, bound));
+    }
+    by_pid.retain(|_, threads| threads.iter().filter(|t| t.2).count() >= LOCK_MIN_THREADS);
+    by_pid
+}
+
+/// interpreter-lock: the threads of a process take turns on a runtime's global lock
+/// (CPython's GIL, Ruby's GVL): [`LOCK_MIN_THREADS`] or more threads whose blocking is
+/// mostly waits for the lock ([`lock_bound_threads`]), together at least [`MIN_CPU_S`].
+/// More threads, or the work split differently, cannot make such a program faster.
+fn interpreter_lock(input: &AdviceInput) -> Vec<Advice> {
+    let mut hits: Vec<(f64, Advice)> = Vec::new();
+    for (pid, threads) in lock_bound_threads(input) {
+        let lock_s: f64 = threads.iter().map(|(_, w, _)| w.wait_s).sum();
+        if lock_s < MIN_CPU_S {
+            continue;
+        }
+        let wait_s: f64 = threads.iter().filter_map(|(t, ..)| t.wait_time_s).sum();
+        let cpu_s: f64 = threads.iter().map(|(t, ..)| t.cpu_time_s).sum();
+        let switches: u64 = threads.iter().map(|(_, w, _)| w.sync_switches).sum();
+        let (worst, w, _) = threads
+            .iter()
+            .max_by(|a, b| a.1.wait_s.total_cmp(&b.1.wait_s))
+            .expect("at least two threads");
+        let runtime = RUNTIMES
+            .iter()
+            .find(|r| r.runtime == w.runtime)
+            .expect("a runtime of the table");
+        let parallel = input
+            .report
+            .balance
+            .iter()
+            .find(|b| b.pid == pid)
+            .and_then(|b| b.effective_parallelism)
+            .map(|p| {
+                format!(
+                    "; the process's effective parallelism was {p:.2} (1: one thread at a time)"
+                )
+            })
+            .unwrap_or_default();
+        let unnamed = if w.inferred {
+            let module = w.function.split(" [").next().unwrap_or(&w.function);
+            format!(
+                "; {module} keeps no symbol for {}: its waits are recognised as {}'s own unnamed code waiting on a condition variable",
+                runtime.functions[0], w.runtime
+            )
+        } else {
+            String::new()
+        };
+        hits.push((
+            lock_s,
+            Advice {
+                rule: "interpreter-lock".into(),
+                evidence: format!(
+                    "{} threads of {} (pid {pid}) waited {lock_s:.2} s for {}'s {} ({switches} waits, most in {}), {:.0}% of their wait time, against {cpu_s:.2} s of CPU{parallel}{unnamed}",
+                    threads.len(),
+                    worst.comm,
+                    w.runtime,
+                    runtime.lock,
+                    w.function,
+                    lock_s / wait_s.max(1e-12) * 100.0,
+                ),
+                suggestion: format!(
+                    "the threads serialize on the interpreter lock: only one of them runs interpreted code at a time, so neither more threads nor another division of the work will make it faster; {}",
+                    runtime.suggestion
+                ),
+                function: Some(w.function.clone()),
+                tid: Some(worst.tid),
+                value: Some(lock_s / wait_s.max(1e-12)),
+                threshold: Some(LOCK_MIN_WAIT_SHARE),
+            },
+        ));
+    }
+    hits.sort_by(|a, b| b.0.total_cmp(&a.0));
+    hits.into_iter().map(|(_, a)| a).collect()
 }
 
 /// frequency-drop: a compute-bound target thread (CPU time ≥ [`COMPUTE_BOUND_SHARE`] of

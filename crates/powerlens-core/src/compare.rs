@@ -702,7 +702,11 @@ mod tests {
             group("B", &[(2.0, 20.0), (2.0, 20.4)]),
         ];
         let mut c = compare(&groups, 1.0).unwrap();
-        let estimated = crate::model::PowerModel::default().provenance();
+        let estimated = crate::model::PowerModel::for_machine(&crate::model::class::facts(
+            "Intel(R) Core(TM) i7-2720QM CPU @ 2.20GHz",
+            8,
+        ))
+        .provenance();
         let labels = groups
             .iter()
             .map(|g| {

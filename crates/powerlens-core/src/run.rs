@@ -234,9 +234,19 @@ pub fn warnings(runs: &[Run], baseline: Option<&Baseline>) -> Vec<String> {
             "{below} run(s) measured at or below the idle baseline: their energy above baseline is reported as 0 (within noise)"
         ));
     }
-    if let Some(Provenance::Estimated { model, parameters }) = runs.first().map(|r| &r.provenance) {
+    if let Some(Provenance::Estimated {
+        model,
+        parameters,
+        machine_class_reason,
+        ..
+    }) = runs.first().map(|r| &r.provenance)
+    {
+        let chosen = machine_class_reason
+            .as_ref()
+            .map(|why| format!(", chosen because {why}"))
+            .unwrap_or_default();
         out.push(format!(
-            "no energy meter could be read: energy is ESTIMATED by the power model '{model}' ({parameters}); see `powerlens info` for why each meter is unavailable"
+            "no energy meter could be read: energy is ESTIMATED by the power model '{model}' ({parameters}{chosen}); see `powerlens info` for why each meter is unavailable"
         ));
     }
     out
@@ -402,7 +412,7 @@ mod tests {
     #[test]
     fn estimates_are_flagged() {
         let mut m = measured(1.0, 1.0, 1.0, 1.0);
-        m.provenance = crate::model::PowerModel::default().provenance();
+        m.provenance = crate::model::PowerModel::for_machine(&Default::default()).provenance();
         let w = warnings(&[Run::new(0, m, None)], None);
         assert!(w.iter().any(|w| w.contains("ESTIMATED")), "{w:?}");
     }

@@ -29,6 +29,7 @@ use crate::convert::{monitor_event_names, Converter};
 use crate::drain::{Batch, Drainer, InContext};
 use crate::meter::{Meter, MeterOptions, Reading};
 use crate::threads::ThreadTable;
+use powerlens_store::recording::ThreadRow;
 
 /// How a live session measures.
 #[derive(Debug, Clone)]
@@ -105,8 +106,13 @@ enum Source {
 struct TraceSource {
     drainer: Drainer,
     analysis: StreamAnalysis,
-    /// Each CPU's events not yet delivered: later than the latest drain's start.
+    /// Each CPU's events not yet delivered: later than the latest drain's start, or than
+    /// the end of the interval under way.
     pending: Vec<(u32, Vec<InContext>)>,
+    /// The latest drain's start: every event before it has arrived.
+    watermark: u64,
+    /// Thread-table rows not yet given to the directory.
+    threads: Vec<ThreadRow>,
     lost: u64,
 }
 
@@ -198,7 +204,13 @@ impl LiveSession {
             }
             let wait = (self.next_end - now).min(Duration::from_millis(50));
             match &mut self.source {
-                Source::Trace(t) => t.take(wait, &mut self.directory)?,
+                Source::Trace(t) => {
+                    t.take(wait)?;
+                    // Nothing past the interval's end goes into it.
+                    let left = self.next_end.saturating_duration_since(Instant::now());
+                    let end_ns = monotonic_now_ns() + left.as_nanos() as u64;
+                    t.deliver_until(t.watermark.min(end_ns), &mut self.directory);
+                }
                 Source::Procfs(_) => std::thread::sleep(wait),
             }
         }
@@ -216,6 +228,22 @@ impl LiveSession {
         self.last_end_ns = end_ns;
         let mut notes = Vec::new();
         let (domains, energy) = self.interval_energy(elapsed_s, &mut notes)?;
+        if let Source::Trace(t) = &mut self.source {
+            // The interval's events are those up to its end: wait (a little) for the drain
+            // to pass it, so that a drain thread the machine's load delayed does not leave
+            // an interval with its energy but without the work that used it.
+            let deadline = Instant::now() + self.interval / 2;
+            while t.watermark < end_ns && Instant::now() < deadline {
+                t.take(Duration::from_millis(10))?;
+            }
+            if t.watermark < end_ns {
+                notes.push(format!(
+                    "the trace's drain is {:.0} ms behind (a busy machine): this interval's last events count in the next one",
+                    (end_ns - t.watermark) as f64 / 1e6
+                ));
+            }
+            t.deliver_until(t.watermark.min(end_ns), &mut self.directory);
+        }
         let (processes, lost_records) = match &mut self.source {
             Source::Trace(t) => {
                 let counters = t.analysis.close_interval();
@@ -416,15 +444,15 @@ fn open_trace(roots: &Roots, opts: &LiveOptions) -> anyhow::Result<Result<TraceS
         drainer,
         analysis: StreamAnalysis::new(),
         pending: Vec::new(),
+        watermark: 0,
+        threads: Vec::new(),
         lost: 0,
     }))
 }
 
 impl TraceSource {
-    /// Takes the batches that come within `wait` and delivers their events up to the
-    /// latest drain's start, in time order.
-    fn take(&mut self, wait: Duration, directory: &mut ProcessDirectory) -> anyhow::Result<()> {
-        let mut watermark = None;
+    /// Takes the batches that come within `wait`, keeping their events pending.
+    fn take(&mut self, wait: Duration) -> anyhow::Result<()> {
         let mut first = true;
         loop {
             let batch = if first {
@@ -442,20 +470,15 @@ impl TraceSource {
                     Err(_) => break,
                 }
             };
-            watermark = Some(batch.drained_ns);
-            self.absorb(batch, directory);
-        }
-        if let Some(w) = watermark {
-            self.deliver_until(w, directory);
+            self.watermark = self.watermark.max(batch.drained_ns);
+            self.absorb(batch);
         }
         Ok(())
     }
 
-    fn absorb(&mut self, batch: Batch, directory: &mut ProcessDirectory) {
+    fn absorb(&mut self, batch: Batch) {
         self.lost = batch.lost;
-        for row in &batch.threads {
-            directory.thread(row.tid, row.pid, &row.comm, row.parent_tid);
-        }
+        self.threads.extend(batch.threads);
         for (cpu, events) in batch.events {
             match self.pending.iter_mut().find(|(c, _)| *c == cpu) {
                 Some((_, p)) => p.extend(events),
@@ -464,9 +487,14 @@ impl TraceSource {
         }
     }
 
-    /// Feeds every pending event up to `watermark`, all CPUs merged by time (ties in CPU
-    /// order, as a recording's replay has them).
-    fn deliver_until(&mut self, watermark: u64, directory: &mut ProcessDirectory) {
+    /// Feeds every pending event up to `until`, all CPUs merged by time (ties in CPU
+    /// order, as a recording's replay has them), after the thread-table rows that came
+    /// with them.
+    fn deliver_until(&mut self, until: u64, directory: &mut ProcessDirectory) {
+        for row in self.threads.drain(..) {
+            directory.thread(row.tid, row.pid, &row.comm, row.parent_tid);
+        }
+        let watermark = until;
         let mut ready: Vec<(u32, InContext)> = Vec::new();
         for (cpu, events) in &mut self.pending {
             // A ring is in write order: time order but for records nested by an interrupt.

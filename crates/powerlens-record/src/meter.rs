@@ -6,6 +6,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use powerlens_core::battery::{BatteryReport, ChargeSpan, Workload};
+use powerlens_core::model::class::MachineFacts;
 use powerlens_core::model::PowerModel;
 use powerlens_core::provenance::Provenance;
 use powerlens_core::run::{DomainEnergy, RunResult};
@@ -13,7 +14,7 @@ use powerlens_sys::energy::sampler::{choose_read_interval, SampledSource};
 use powerlens_sys::energy::{battery, discover, SourceStatus};
 
 use crate::battery::MeterBattery;
-use powerlens_sys::{procfs, Roots};
+use powerlens_sys::{platform, procfs, Roots};
 
 /// How to choose and read the meter.
 #[derive(Debug, Clone, Default)]
@@ -67,7 +68,7 @@ impl Meter {
                 Kind::Source(SampledSource::start(source, interval))
             }
             None => Kind::Model {
-                model: load_model(options.power_model.as_deref())?,
+                model: load_model(options.power_model.as_deref(), roots)?,
                 roots: roots.clone(),
             },
         };
@@ -90,7 +91,7 @@ impl Meter {
     pub fn estimated(roots: &Roots, options: &MeterOptions) -> anyhow::Result<Meter> {
         Ok(Meter {
             kind: Kind::Model {
-                model: load_model(options.power_model.as_deref())?,
+                model: load_model(options.power_model.as_deref(), roots)?,
                 roots: roots.clone(),
             },
             fixture_sysfs: (roots.sysfs != Roots::default().sysfs).then(|| roots.sysfs.clone()),
@@ -241,8 +242,13 @@ impl Meter {
                     .filter(|s| !s.available)
                     .map(|s| format!("{}: {}", s.name, s.reason))
                     .collect();
+                let chosen = model
+                    .machine_class_reason
+                    .as_ref()
+                    .map(|why| format!("; chosen because {why}"))
+                    .unwrap_or_default();
                 format!(
-                    "energy: ESTIMATED by the power model {} ({} W idle + {} W per busy CPU of the command) — no meter can be read{}",
+                    "energy: ESTIMATED by the power model {} ({:.2} W idle + {:.2} W per busy CPU of the command{chosen}) — no meter can be read{}",
                     model.name,
                     model.idle_w,
                     model.busy_cpu_w,
@@ -258,23 +264,37 @@ impl Meter {
 }
 
 /// The power model as an energy source in `info`: always available, never a measurement.
-pub fn model_status(path: Option<&Path>) -> anyhow::Result<SourceStatus> {
-    let model = load_model(path)?;
-    Ok(SourceStatus {
+pub fn model_status(model: &PowerModel) -> SourceStatus {
+    SourceStatus {
         name: powerlens_sys::energy::POWER_MODEL_SOURCE.into(),
         available: true,
         reason: format!(
-            "estimates, not measurements, from /proc/stat CPU time: {} W idle + {} W per busy CPU ({}: {}); used only when no meter above can be read",
-            model.idle_w, model.busy_cpu_w, model.name, model.source
+            "estimates, not measurements, from /proc/stat CPU time: {:.2} W idle + {:.2} W per busy CPU ({}); used only when no meter above can be read",
+            model.idle_w, model.busy_cpu_w, model.name
         ),
         fix: None,
         domains: Vec::new(),
-    })
+    }
 }
 
-fn load_model(path: Option<&Path>) -> anyhow::Result<PowerModel> {
+/// What the default power model is chosen from: this machine's CPU, chassis and
+/// batteries, read below the roots.
+pub fn machine_facts(roots: &Roots) -> MachineFacts {
+    let p = platform::read(roots);
+    MachineFacts {
+        cpu_model: p.cpu_model,
+        logical_cpus: p.logical_cpus,
+        hypervisor: p.hypervisor,
+        chassis_type: p.chassis_type,
+        batteries: p.batteries,
+    }
+}
+
+/// The power model: the file given (`--power-model`), else the default for this
+/// machine's class.
+pub fn load_model(path: Option<&Path>, roots: &Roots) -> anyhow::Result<PowerModel> {
     let Some(path) = path else {
-        return Ok(PowerModel::default());
+        return Ok(PowerModel::for_machine(&machine_facts(roots)));
     };
     let text = std::fs::read_to_string(path)
         .with_context(|| format!("reading the power model {}", path.display()))?;

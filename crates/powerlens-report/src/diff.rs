@@ -35,7 +35,7 @@ fn is_prose(m: &MetricDiff) -> bool {
         .any(|v| matches!(v, Value::String(s) if s.len() > 40) || v.is_array())
 }
 
-/// "measured (rapl-powercap)", "estimated (default-linear)", …: each side's energy.
+/// "measured (rapl-powercap)", "estimated (server-vcpu-linear)", …: each side's energy.
 fn energy_labels(diff: &Diff) -> [String; 2] {
     diff.energy_provenance.each_ref().map(|p| {
         p.as_ref()

@@ -2,6 +2,9 @@
 //! shows its reason and its fix.
 
 use std::fmt::Write;
+use std::path::Path;
+
+use powerlens_core::model::PowerModel;
 
 use powerlens_sys::cpufreq::khz_to_mhz;
 use powerlens_sys::energy::SourceStatus;
@@ -11,15 +14,60 @@ use powerlens_sys::Availability;
 /// Width of the label column.
 const LABEL: usize = 22;
 
+/// The power model `info` shows: the one estimates would use, and the file it came from
+/// (`--power-model`) if not chosen for the machine's class.
+pub struct ModelChoice<'a> {
+    pub model: &'a PowerModel,
+    pub file: Option<&'a Path>,
+}
+
 /// Renders `info` as text for a terminal.
-pub fn render_info(info: &MachineInfo) -> String {
+pub fn render_info(info: &MachineInfo, model: &ModelChoice<'_>) -> String {
     let mut out = String::new();
     cpu(&mut out, info);
     cpuidle(&mut out, &info.cpuidle);
     cpufreq(&mut out, &info.cpufreq);
     energy(&mut out, &info.energy_sources);
+    power_model(&mut out, model);
     perf(&mut out, &info.perf);
     out
+}
+
+/// Which model estimates would use, and why: the machine class and its reason, or the
+/// file that overrides it.
+fn power_model(out: &mut String, choice: &ModelChoice<'_>) {
+    let m = choice.model;
+    out.push_str("\nPower model (when no meter can be read; its figures are ESTIMATES)\n");
+    line(
+        out,
+        "model",
+        format!(
+            "{}: {:.2} W idle + {:.2} W per busy CPU",
+            m.name, m.idle_w, m.busy_cpu_w
+        ),
+    );
+    match (choice.file, m.machine_class, &m.machine_class_reason) {
+        (Some(file), ..) => line(
+            out,
+            "chosen by",
+            format!(
+                "--power-model {} (the machine class is not used)",
+                file.display()
+            ),
+        ),
+        (None, Some(class), Some(reason)) => {
+            line(out, "machine class", format!("{}: {reason}", class.name()))
+        }
+        (None, ..) => line(out, "chosen by", "the default"),
+    }
+    line(out, "source", &m.source);
+    if choice.file.is_none() {
+        line(
+            out,
+            "override",
+            "--power-model FILE (`powerlens calibrate -o FILE` fits one on a machine with a meter)",
+        );
+    }
 }
 
 /// `label  value` with the label column aligned.
@@ -265,7 +313,29 @@ mod tests {
             };
             tree.cpuidle_state(cpu, 0, &spec);
         }
-        let text = render_info(&MachineInfo::collect(&tree.roots()));
+        let roots = tree.roots();
+        let model = PowerModel::for_machine(&powerlens_core::model::class::MachineFacts {
+            cpu_model: Some("Fixture CPU".into()),
+            logical_cpus: 2,
+            ..Default::default()
+        });
+        let text = render_info(
+            &MachineInfo::collect(&roots),
+            &ModelChoice {
+                model: &model,
+                file: None,
+            },
+        );
+        assert!(
+            text.contains(
+                "model                  fallback-vcpu-linear: 1.48 W idle + 2.76 W per busy CPU"
+            ),
+            "{text}"
+        );
+        assert!(
+            text.contains("machine class          unknown: the CPU model \"Fixture CPU\" is not one powerlens recognises"),
+            "{text}"
+        );
         assert!(text.contains("Fixture CPU (GenuineTest)"), "{text}");
         assert!(
             text.contains("1 package, 2 cores, 2 threads (online 0-1)"),

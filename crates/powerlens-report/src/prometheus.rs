@@ -84,11 +84,14 @@ struct Writer {
 }
 
 impl Writer {
-    /// A metric family's header. `name` is the sample name (with `_total` for counters).
+    /// A metric family's header. `name` is the sample name (with `_total` for counters,
+    /// `_info` for an info metric, which the text format calls a gauge).
     fn family(&mut self, name: &str, kind: &str, unit: Option<&str>, help: &str) {
-        let family = match (self.format, kind) {
-            (Format::OpenMetrics, "counter") => name.strip_suffix("_total").unwrap_or(name),
-            _ => name,
+        let (family, kind) = match (self.format, kind) {
+            (Format::OpenMetrics, "counter") => (name.strip_suffix("_total").unwrap_or(name), kind),
+            (Format::OpenMetrics, "info") => (name.strip_suffix("_info").unwrap_or(name), kind),
+            (Format::Text, "info") => (name, "gauge"),
+            _ => (name, kind),
         };
         let _ = writeln!(self.out, "# HELP {family} {help}");
         let _ = writeln!(self.out, "# TYPE {family} {kind}");
@@ -135,7 +138,7 @@ pub fn render(m: &AgentMetrics<'_>, format: Format) -> String {
                 ("source", source),
                 ("provenance", basis.label()),
             ],
-            *j,
+            j.shown(),
         );
     }
     w.family(
@@ -148,7 +151,7 @@ pub fn render(m: &AgentMetrics<'_>, format: Format) -> String {
         w.sample(
             "powerlens_idle_energy_joules_total",
             &[("domain", domain)],
-            *j,
+            j.shown(),
         );
     }
     w.family(
@@ -161,7 +164,7 @@ pub fn render(m: &AgentMetrics<'_>, format: Format) -> String {
         w.sample("powerlens_node_power_watts", &[], p);
     }
 
-    let process_rows: Vec<(Vec<(&str, String)>, &Counters)> = if !m.per_process {
+    let process_rows: Vec<(Vec<(&str, String)>, Counters)> = if !m.per_process {
         Vec::new()
     } else {
         mon.processes()
@@ -174,7 +177,7 @@ pub fn render(m: &AgentMetrics<'_>, format: Format) -> String {
                         ("cgroup", k.cgroup.clone()),
                         ("provenance", k.basis.label().to_string()),
                     ],
-                    &s.counters,
+                    s.counters.shown(),
                 )
             })
             .chain(mon.other().iter().map(|(basis, c)| {
@@ -183,7 +186,7 @@ pub fn render(m: &AgentMetrics<'_>, format: Format) -> String {
                         ("comm", "other".to_string()),
                         ("provenance", basis.label().to_string()),
                     ],
-                    c,
+                    c.shown(),
                 )
             }))
             .collect()
@@ -291,7 +294,7 @@ pub fn render(m: &AgentMetrics<'_>, format: Format) -> String {
         if let Some(p) = &id.pod_uid {
             l.push(("pod_uid", p));
         }
-        w.sample("powerlens_cgroup_energy_joules_total", &l, *j);
+        w.sample("powerlens_cgroup_energy_joules_total", &l, j.shown());
     }
     w.family(
         "powerlens_cpu_idle_state_seconds_total",
@@ -342,7 +345,7 @@ pub fn render(m: &AgentMetrics<'_>, format: Format) -> String {
     w.sample("powerlens_intervals_total", &[], mon.intervals() as f64);
     w.family(
         "powerlens_build_info",
-        "gauge",
+        "info",
         None,
         "The agent's version, how it measures (trace, or reduced: procfs samples, with the reason) and its interval.",
     );
@@ -411,7 +414,9 @@ mod tests {
         m
     }
 
-    fn metrics(m: &Monitor) -> AgentMetrics<'_> {
+    fn metrics(m: &mut Monitor) -> AgentMetrics<'_> {
+        // As the agent does after a scrape: the test reads the values a second scrape shows.
+        m.mark_shown();
         AgentMetrics {
             monitor: m,
             traced: true,
@@ -429,8 +434,8 @@ mod tests {
 
     #[test]
     fn text_exposition_escapes_labels_and_closes_on_the_node() {
-        let m = monitor();
-        let text = render(&metrics(&m), Format::Text);
+        let mut m = monitor();
+        let text = render(&metrics(&mut m), Format::Text);
         assert!(text.contains("# TYPE powerlens_node_energy_joules_total counter"));
         assert!(text.contains(
             "powerlens_node_energy_joules_total{domain=\"package-0\",source=\"rapl-powercap\",provenance=\"measured\"} 10"
@@ -448,6 +453,7 @@ mod tests {
             "irq and softirq together"
         );
         assert!(!text.contains("# EOF"));
+        assert!(text.contains("# TYPE powerlens_build_info gauge"));
         // Σ process energy + idle = node, read back from the text.
         let value = |prefix: &str| -> f64 {
             text.lines()
@@ -465,11 +471,12 @@ mod tests {
 
     #[test]
     fn openmetrics_has_units_family_names_and_eof() {
-        let m = monitor();
-        let text = render(&metrics(&m), Format::OpenMetrics);
+        let mut m = monitor();
+        let text = render(&metrics(&mut m), Format::OpenMetrics);
         assert!(text.contains("# TYPE powerlens_node_energy_joules counter"));
         assert!(text.contains("# UNIT powerlens_node_energy_joules joules"));
         assert!(text.ends_with("# EOF\n"));
+        assert!(text.contains("# TYPE powerlens_build info\npowerlens_build_info{"));
         assert_eq!(
             Format::negotiate(Some(
                 "application/openmetrics-text;version=1.0.0,text/plain;version=0.0.4;q=0.5"
@@ -481,8 +488,8 @@ mod tests {
 
     #[test]
     fn a_reduced_agent_shows_no_wakeups() {
-        let m = monitor();
-        let mut metrics = metrics(&m);
+        let mut m = monitor();
+        let mut metrics = metrics(&mut m);
         metrics.traced = false;
         metrics.lost_records = None;
         let text = render(&metrics, Format::Text);

@@ -1239,6 +1239,9 @@ pub fn energy(report: &RecordingReport) -> String {
         );
     }
     let _ = writeln!(out, "method: {}", e.method);
+    if let Some(why) = e.provenance.chosen_because() {
+        let _ = writeln!(out, "model: {why}");
+    }
     out
 }
 
@@ -1540,6 +1543,47 @@ mod tests {
             show: show.iter().map(|s| s.to_string()).collect(),
             hide: hide.iter().map(|s| s.to_string()).collect(),
         }
+    }
+
+    /// Issue 17 point 1: an estimate by the model chosen for the machine's class says which
+    /// model, for which class and why, in the energy section (text and the HTML page's
+    /// paragraphs) and in the JSON provenance.
+    #[test]
+    fn an_estimate_names_its_machine_class_and_why() {
+        let model = powerlens_core::model::PowerModel::for_machine(
+            &powerlens_core::model::class::MachineFacts {
+                cpu_model: Some("AMD EPYC 7B13 64-Core Processor".into()),
+                logical_cpus: 128,
+                ..Default::default()
+            },
+        );
+        let mut ctx = context(false);
+        ctx.energy = Ok(EnergyInput {
+            total_j: model.energy_j(0.1, 0.11),
+            domains: vec![("system".into(), model.energy_j(0.1, 0.11))],
+            provenance: model.provenance(),
+            idle_power_w: model.idle_w,
+        });
+        let mut a = ctx.analysis();
+        for e in stream() {
+            a.feed(&e);
+        }
+        let r = build(&a.finish(100 * MS), &ctx);
+        let text = energy(&r);
+        assert!(
+            text.contains("[estimated (server-vcpu-linear)]")
+                && text.contains("model: server-vcpu-linear is the power model for a server machine, chosen because AMD EPYC 7B13 64-Core Processor is a server part (EPYC)\n"),
+            "{text}"
+        );
+        let v: serde_json::Value = serde_json::from_str(&json(&r)).unwrap();
+        let p = &v["energy"]["provenance"];
+        assert_eq!(p["machine_class"], "server", "{p}");
+        assert_eq!(
+            p["machine_class_reason"],
+            "AMD EPYC 7B13 64-Core Processor is a server part (EPYC)"
+        );
+        // A measured figure has no model to explain.
+        assert!(!energy(&report(true)).contains("model:"));
     }
 
     #[test]

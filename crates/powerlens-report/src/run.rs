@@ -98,6 +98,9 @@ pub fn html(result: &RunResult) -> String {
     let command = shell_words(&result.command);
     let mut page = Page::new(&format!("powerlens run: {command}"));
     page.p(&format!("Energy: {}.", result.provenance.label()));
+    if let Some(why) = result.provenance.chosen_because() {
+        page.note(&format!("ESTIMATED: {why}."));
+    }
     let text = text(result);
     let header: String = text
         .lines()

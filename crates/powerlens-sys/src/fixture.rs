@@ -117,6 +117,25 @@ impl FixtureTree {
         self.write_proc("cpuinfo", format!("{}\n{}", one(0), one(1)));
     }
 
+    /// `/proc/cpuinfo` listing `processors` processors of the given model (none: no
+    /// `model name` lines, as on arm64) with the given `flags` line (e.g. `fpu hypervisor`).
+    pub fn cpuinfo_with(&self, model: Option<&str>, processors: usize, flags: &str) {
+        let text: Vec<String> = (0..processors)
+            .map(|n| {
+                let model = model
+                    .map(|m| format!("model name\t: {m}\n"))
+                    .unwrap_or_default();
+                format!("processor\t: {n}\n{model}flags\t\t: {flags}\n")
+            })
+            .collect();
+        self.write_proc("cpuinfo", text.join("\n"));
+    }
+
+    /// The SMBIOS chassis type as DMI shows it (`class/dmi/id/chassis_type`), e.g. `10`.
+    pub fn chassis_type(&self, value: &str) {
+        self.write_sys("class/dmi/id/chassis_type", value);
+    }
+
     /// `devices/system/cpu/online`, e.g. `0-3`.
     pub fn online_cpus(&self, list: &str) {
         self.write_sys("devices/system/cpu/online", list);

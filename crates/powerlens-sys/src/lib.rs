@@ -15,6 +15,7 @@ pub mod fixture;
 pub mod machine;
 pub mod perf;
 pub mod perf_caps;
+pub mod platform;
 pub mod power_supply;
 pub mod procfs;
 pub mod roots;

@@ -36,8 +36,8 @@ impl Topology {
     pub fn read(roots: &Roots) -> Result<Self, SysError> {
         let online = read_online(roots)?;
         let mut notes = Vec::new();
-        let (model, vendor) = match sysfs::read_string(roots.proc("cpuinfo")) {
-            Ok(text) => parse_cpuinfo(&text),
+        let (model, vendor) = match crate::procfs::cpuinfo::read(roots) {
+            Ok(info) => (info.model_name, info.vendor),
             Err(e) => {
                 notes.push(format!("no CPU model: {e}"));
                 (None, None)
@@ -135,17 +135,6 @@ pub fn read_online(roots: &Roots) -> Result<Vec<u32>, SysError> {
             found: text,
         }),
     }
-}
-
-/// `model name` and `vendor_id` of the first processor listed in cpuinfo.
-fn parse_cpuinfo(text: &str) -> (Option<String>, Option<String>) {
-    let field = |key: &str| {
-        text.lines().find_map(|line| {
-            let (k, v) = line.split_once(':')?;
-            (k.trim() == key).then(|| v.trim().to_string())
-        })
-    };
-    (field("model name"), field("vendor_id"))
 }
 
 #[cfg(test)]

@@ -53,7 +53,8 @@ impl GlobalArgs {
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    /// What this machine offers: topology, idle and frequency control, energy sources, perf access.
+    /// What this machine offers: topology, idle and frequency control, energy sources, the
+    /// power model for estimates, perf access.
     Info(cmd::info::InfoArgs),
     /// Measure the energy a command takes to retire its work, over repeated runs.
     Run(Box<cmd::run::RunArgs>),

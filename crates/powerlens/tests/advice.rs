@@ -212,3 +212,194 @@ fn a_bad_target_names_the_problem_and_the_fix() {
         "{e}"
     );
 }
+
+/// Four threads of pure-Python arithmetic, the first with three times the work of the
+/// others: the imbalance rule's evidence (max/mean CPU about 2.3), but the threads take
+/// turns on the GIL, so splitting the work differently cannot help.
+const GIL_BOUND: &str = "import threading
+def work(n):
+    x = 0
+    for i in range(n):
+        x += i * i % 7
+ts = [threading.Thread(target=work, args=(n,)) for n in (6_000_000, 2_000_000, 2_000_000, 2_000_000)]
+[t.start() for t in ts]; [t.join() for t in ts]";
+
+/// Threads that sleep and write: blocked in clock_nanosleep and fsync, not on the GIL.
+const SLEEP_AND_IO: &str = "import threading, time, os, tempfile
+def work():
+    fd, path = tempfile.mkstemp()
+    for _ in range(100):
+        time.sleep(0.005)
+        os.write(fd, b'x' * 512); os.fsync(fd)
+    os.close(fd); os.unlink(path)
+ts = [threading.Thread(target=work) for _ in range(4)]
+[t.start() for t in ts]; [t.join() for t in ts]";
+
+/// Threads hashing 1 MiB buffers: hashlib releases the GIL while it hashes.
+const HASHING: &str = "import threading, hashlib
+data = b'Z' * (1 << 20)
+def work():
+    for _ in range(600):
+        hashlib.sha256(data).digest()
+ts = [threading.Thread(target=work) for _ in range(4)]
+[t.start() for t in ts]; [t.join() for t in ts]";
+
+/// The CPython interpreters to test: Debian's (`take_gil` is a static function its
+/// stripped `python3.11` has no symbol for) and the one on PATH when it is another (a
+/// pyenv build whose libpython keeps its symbols).
+fn pythons() -> Vec<String> {
+    let mut found = Vec::new();
+    for candidate in ["/usr/bin/python3", "python3"] {
+        let Ok(out) = std::process::Command::new(candidate)
+            .args([
+                "-c",
+                "import os, sys; print(os.path.realpath(sys.executable))",
+            ])
+            .output()
+        else {
+            continue;
+        };
+        let exe = String::from_utf8_lossy(&out.stdout).trim().to_string();
+        if out.status.success() && !exe.is_empty() && !found.contains(&exe) {
+            found.push(exe);
+        }
+    }
+    found
+}
+
+/// Records `python -c SCRIPT` and returns `(report --json, report text, report.rec)`.
+fn record_python(dir: &Path, python: &str, script: &str) -> (Value, String, std::path::PathBuf) {
+    let rec = dir.join("py.rec");
+    let _ = std::fs::remove_file(&rec);
+    let out = with_tracefs(
+        &[
+            bin(),
+            "record",
+            "-o",
+            rec.to_str().unwrap(),
+            "--quiet-command",
+            "--",
+            python,
+            "-c",
+            script,
+        ],
+        &[],
+    );
+    assert!(out.status.success(), "record: {}", stderr(&out));
+    let report = |extra: &[&str]| {
+        let out = std::process::Command::new(bin())
+            .arg("report")
+            .arg(&rec)
+            .args(extra)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "report: {}", stderr(&out));
+        out
+    };
+    let text = String::from_utf8(report(&[]).stdout).unwrap();
+    (json(&report(&["--json"])), text, rec)
+}
+
+/// Issue 17 point 11, live: for a GIL-bound program `report` says that the threads
+/// serialize on the interpreter lock and suggests processes or native code, and gives no
+/// advice to split the work over threads — in JSON, text and the HTML page (in headless
+/// Chromium). Threads that sleep and do I/O, or hash with hashlib (which releases the
+/// GIL), do not get the finding. With and without the interpreter's symbols.
+#[test]
+fn interpreter_lock_fires_on_gil_bound_threads_and_not_on_sleeping_or_hashing_ones() {
+    let Some(_serial) = live_recording() else {
+        return;
+    };
+    let pythons = pythons();
+    if pythons.is_empty() {
+        eprintln!("skipped: no python3 on this machine (apt-get install python3)");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    for python in &pythons {
+        let (r, text, rec) = record_python(dir.path(), python, GIL_BOUND);
+        let lock: Vec<&Value> = r["advice"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|a| a["rule"] == "interpreter-lock")
+            .collect();
+        assert_eq!(lock.len(), 1, "{python}: {:#}", r["advice"]);
+        let a = lock[0];
+        let evidence = a["evidence"].as_str().unwrap();
+        assert!(
+            evidence.contains("CPython's global interpreter lock (GIL)"),
+            "{python}: {evidence}"
+        );
+        // The lock's waits are most of the threads' wait time (the rule's threshold).
+        assert!(a["value"].as_f64().unwrap() >= 0.5, "{python}: {a:#}");
+        assert_eq!(a["threshold"], 0.5);
+        assert!(
+            a["suggestion"]
+                .as_str()
+                .unwrap()
+                .starts_with("the threads serialize on the interpreter lock"),
+            "{python}: {a:#}"
+        );
+        // The imbalance rule's evidence is there, its advice is not.
+        let pid = r["threads"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|t| t["tid"] == a["tid"])
+            .unwrap()["pid"]
+            .clone();
+        let balance = r["balance"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|b| b["pid"] == pid)
+            .unwrap();
+        assert!(
+            balance["imbalance"].as_f64().unwrap() >= 1.5,
+            "{python}: the workload meant to be imbalanced is not: {balance:#}"
+        );
+        for other in r["advice"].as_array().unwrap() {
+            assert_ne!(other["rule"], "imbalance", "{python}: {other:#}");
+            assert!(
+                !other["suggestion"].as_str().unwrap().contains("split"),
+                "{python}: {other:#}"
+            );
+        }
+        assert!(
+            text.contains("[interpreter-lock]")
+                && text.contains("serialize on the interpreter lock"),
+            "{python}: {text}"
+        );
+        let html = dir.path().join("py.html");
+        let out = std::process::Command::new(bin())
+            .arg("report")
+            .arg(&rec)
+            .arg("--html")
+            .arg(&html)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", stderr(&out));
+        if let Some(dom) = common::chromium(&["--dump-dom", &format!("file://{}", html.display())])
+        {
+            let dom = String::from_utf8_lossy(&dom.stdout);
+            let advice = dom.split("<h2>Advice</h2>").nth(1).unwrap_or_default();
+            let advice = advice.split("<h2>").next().unwrap_or_default();
+            assert!(
+                advice.contains("interpreter-lock")
+                    && advice.contains("serialize on the interpreter lock")
+                    && !advice.contains("split"),
+                "{python}: {advice}"
+            );
+        }
+
+        for (what, script) in [("sleep and I/O", SLEEP_AND_IO), ("hashlib", HASHING)] {
+            let (r, _, _) = record_python(dir.path(), python, script);
+            assert!(
+                !rules(&r).iter().any(|x| x == "interpreter-lock"),
+                "{python}, {what}: {:#}",
+                r["advice"]
+            );
+        }
+    }
+}

@@ -17,7 +17,8 @@ use serde_json::{json, Value};
 
 mod common;
 use common::{
-    assert_renders_in_chromium, assert_self_contained, on_this_machine, stderr, with_tracefs,
+    assert_renders_in_chromium, assert_self_contained, layout_in_chromium, on_this_machine, stderr,
+    with_tracefs,
 };
 
 fn bin() -> &'static str {
@@ -835,6 +836,7 @@ fn html_report_renders_in_chromium_with_names_as_text() {
     // No preformatted block anywhere: the per-CPU tables are tables too.
     assert!(!page.contains("<pre>"), "a <pre> block is left");
     for section in [
+        "CPUs: busy, idle and unknown time",
         "System",
         "Advice",
         "Unavailable",
@@ -861,4 +863,79 @@ fn html_report_renders_in_chromium_with_names_as_text() {
     );
 
     assert_renders_in_chromium(&html, "<i>pwn</i>", "i");
+}
+
+/// Issue 17 point 8: the report page's per-CPU figures are tables (not a preformatted
+/// block clipped at the page's width), each n/a reason a note under its table, and in a
+/// real browser they fit the window and wrap: at the page's width (1100 px) and in a 700 px
+/// window no table or note runs past the viewport, and the notes take more lines when
+/// narrower. (At Chromium's narrowest, 500 px, the nine-column CPU table is about 480 px
+/// of numbers and overruns the 485 px viewport: a table cannot wrap a number.)
+#[test]
+fn html_per_cpu_tables_are_tables_that_wrap_with_their_notes() {
+    let dir = tempfile::tempdir().unwrap();
+    let rec = synthetic(dir.path());
+    let html = dir.path().join("r.html");
+    ok(powerlens(&[
+        "report",
+        rec.to_str().unwrap(),
+        "--html",
+        html.to_str().unwrap(),
+    ]));
+    let page = std::fs::read_to_string(&html).unwrap();
+    const HEADING: &str = "CPUs: busy, idle and unknown time";
+    let at = page.find(&format!("<h2>{HEADING}</h2>")).unwrap();
+    let end = at + 4 + page[at + 4..].find("<h2>").unwrap();
+    let section = &page[at..end];
+    assert!(!section.contains("<pre"), "{section}");
+    // The CPU table and the idle-residency table, with their headers as the text view's.
+    assert_eq!(
+        section.matches("<table class=\"grid\">").count(),
+        2,
+        "{section}"
+    );
+    for header in [
+        ">cpu</th>",
+        ">util</th>",
+        ">idle wake-ups</th>",
+        ">state</th>",
+        ">sysfs time s</th>",
+    ] {
+        assert!(section.contains(header), "missing {header}: {section}");
+    }
+    // cpu1 has no power:cpu_idle records and no sysfs counters: its n/a cells are
+    // explained in notes, not in the table's lines.
+    assert!(
+        section.contains("<p class=\"note\">cpu1 trace n/a: "),
+        "{section}"
+    );
+    assert!(
+        section.contains("<p class=\"note\">idle residency (trace: power:cpu_idle; sysfs: cpuidle usage/time deltas):</p>"),
+        "{section}"
+    );
+
+    let Some((wide_vw, wide)) = layout_in_chromium(&html, 1100, HEADING) else {
+        return;
+    };
+    let (narrow_vw, narrow) = layout_in_chromium(&html, 700, HEADING).unwrap();
+    for (vw, laid) in [(wide_vw, &wide), (narrow_vw, &narrow)] {
+        let tables = laid.iter().filter(|l| l.element == "table.grid").count();
+        let notes = laid.iter().filter(|l| l.element == "p.note").count();
+        assert!(tables == 2 && notes >= 2, "{laid:?}");
+        for l in laid.iter() {
+            assert!(l.right <= vw, "{l:?} runs past the {vw} px viewport");
+        }
+    }
+    // The notes wrap: in the narrow window they take more lines (their total height
+    // grows), where preformatted text would have run on past the edge.
+    let notes_height = |laid: &[common::Laid]| -> f64 {
+        laid.iter()
+            .filter(|l| l.element == "p.note")
+            .map(|l| l.height)
+            .sum()
+    };
+    assert!(
+        notes_height(&narrow) > notes_height(&wide),
+        "notes do not wrap: {wide:?} vs {narrow:?}"
+    );
 }

@@ -259,3 +259,151 @@ fn live_perf_power_is_a_meter_only_when_perf_reads_energy() {
         assert!(reason.contains("did not advance"), "{reason}");
     }
 }
+
+/// `info` on a fixture machine: `(power_model JSON, text)`.
+fn power_model_of(tree: &FixtureTree, extra: &[&str]) -> (Value, String) {
+    let roots = tree.roots();
+    let mut args = vec!["info", "--json"];
+    args.extend_from_slice(extra);
+    let json = json_of(&run(&args, Some(&roots.sysfs), Some(&roots.procfs)));
+    args.remove(1);
+    let out = run(&args, Some(&roots.sysfs), Some(&roots.procfs));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    (
+        json["power_model"].clone(),
+        String::from_utf8(out.stdout).unwrap(),
+    )
+}
+
+fn close(a: &Value, b: f64) -> bool {
+    (a.as_f64().unwrap() - b).abs() < 1e-9
+}
+
+/// Issue 17, point 1: without a meter the default model fits the kind of machine, and
+/// `info` says which model and why — on fixture procfs/sysfs trees whose CPU, chassis and
+/// count are known. The parameters are the sources' (docs/ENERGY.md), computed by hand:
+/// a server's 0.74 W idle and 3.5 W at full load per vCPU, a desktop's 1.14 and 5.42 W per
+/// thread, the laptop's 27.06 W + 16 W per busy CPU.
+#[test]
+fn the_default_power_model_follows_the_machine_class() {
+    // An EPYC server, 128 threads, no chassis information: a server part.
+    let epyc = FixtureTree::new();
+    epyc.cpuinfo_with(Some("AMD EPYC 7B13 64-Core Processor"), 128, "fpu vme sse");
+    let (m, text) = power_model_of(&epyc, &[]);
+    assert_eq!(m["name"], "server-vcpu-linear");
+    assert_eq!(m["machine_class"], "server");
+    assert_eq!(
+        m["machine_class_reason"],
+        "AMD EPYC 7B13 64-Core Processor is a server part (EPYC)"
+    );
+    assert!(
+        close(&m["idle_w"], 0.74 * 128.0) && close(&m["busy_cpu_w"], 3.5 - 0.74),
+        "{m}"
+    );
+    assert!(m["file"].is_null());
+    assert!(
+        text.contains(
+            "model                  server-vcpu-linear: 94.72 W idle + 2.76 W per busy CPU"
+        ),
+        "{text}"
+    );
+    assert!(
+        text.contains("machine class          server: AMD EPYC 7B13 64-Core Processor is a server part (EPYC)"),
+        "{text}"
+    );
+    assert!(text.contains("Cloud Carbon Footprint"), "{text}");
+    // The same model is the one the power-model source describes.
+    assert!(
+        text.contains("power-model            available: estimates, not measurements, from /proc/stat CPU time: 94.72 W idle + 2.76 W per busy CPU (server-vcpu-linear)"),
+        "{text}"
+    );
+
+    // A laptop part in a notebook chassis (SMBIOS type 10).
+    let laptop = FixtureTree::new();
+    laptop.cpuinfo_with(
+        Some("11th Gen Intel(R) Core(TM) i7-1185G7 @ 3.00GHz"),
+        8,
+        "fpu",
+    );
+    laptop.chassis_type("10");
+    let (m, text) = power_model_of(&laptop, &[]);
+    assert_eq!(m["name"], "laptop-linear");
+    assert_eq!(m["machine_class"], "laptop");
+    assert_eq!(
+        m["machine_class_reason"],
+        "DMI chassis type 10 (Notebook) is a laptop chassis"
+    );
+    assert!(
+        close(&m["idle_w"], 27.06) && close(&m["busy_cpu_w"], 16.0),
+        "{m}"
+    );
+    assert!(
+        text.contains("laptop: DMI chassis type 10 (Notebook)"),
+        "{text}"
+    );
+
+    // A desktop part, nothing else known.
+    let desktop = FixtureTree::new();
+    desktop.cpuinfo_with(Some("Intel(R) Core(TM) i7-8700 CPU @ 3.20GHz"), 12, "fpu");
+    let (m, _) = power_model_of(&desktop, &[]);
+    assert_eq!(m["name"], "desktop-thread-linear");
+    assert_eq!(m["machine_class"], "desktop");
+    assert!(
+        close(&m["idle_w"], 1.14 * 12.0) && close(&m["busy_cpu_w"], 5.42 - 1.14),
+        "{m}"
+    );
+
+    // An unknown part: the documented fallback, per vCPU, with the reason.
+    let unknown = FixtureTree::new();
+    unknown.cpuinfo_with(Some("Mystery CPU 1"), 4, "fpu");
+    let (m, text) = power_model_of(&unknown, &[]);
+    assert_eq!(m["name"], "fallback-vcpu-linear");
+    assert_eq!(m["machine_class"], "unknown");
+    assert!(close(&m["idle_w"], 0.74 * 4.0), "{m}");
+    assert!(
+        m["machine_class_reason"]
+            .as_str()
+            .unwrap()
+            .contains("\"Mystery CPU 1\" is not one powerlens recognises"),
+        "{m}"
+    );
+    assert!(text.contains("unknown: the CPU model"), "{text}");
+
+    // A virtual machine: the hypervisor flag outranks the part and the (virtual) chassis.
+    let vm = FixtureTree::new();
+    vm.cpuinfo_with(Some("AMD EPYC 7B13 64-Core Processor"), 4, "fpu hypervisor");
+    vm.chassis_type("1");
+    let (m, _) = power_model_of(&vm, &[]);
+    assert_eq!(m["name"], "server-vcpu-linear");
+    assert!(close(&m["idle_w"], 0.74 * 4.0), "{m}");
+    assert!(
+        m["machine_class_reason"]
+            .as_str()
+            .unwrap()
+            .starts_with("a virtual machine (the `hypervisor` flag"),
+        "{m}"
+    );
+
+    // A user's model file overrides the class, and says so.
+    let file = epyc.sys_path("lab.json");
+    std::fs::write(
+        &file,
+        r#"{"name":"lab","idle_w":50,"busy_cpu_w":7.5,"source":"bench"}"#,
+    )
+    .unwrap();
+    let (m, text) = power_model_of(&epyc, &["--power-model", file.to_str().unwrap()]);
+    assert_eq!(m["name"], "lab");
+    assert!(m.get("machine_class").is_none(), "{m}");
+    assert_eq!(m["file"], file.to_str().unwrap());
+    assert!(
+        text.contains(&format!(
+            "chosen by              --power-model {} (the machine class is not used)",
+            file.display()
+        )),
+        "{text}"
+    );
+}

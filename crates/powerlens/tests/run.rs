@@ -145,10 +145,18 @@ fn fixed_window_covers_the_idle_tail() {
     // The model charges idle power over the whole window: energy / window = power.
     let power = r["power_w"].as_f64().unwrap();
     assert!((r["energy_j"].as_f64().unwrap() / 0.5 - power).abs() < 1e-9);
-    assert!(
-        power >= 27.0,
-        "idle power of the default model over the window: {power}"
+    // The model `info` shows for the same roots: its idle power over the whole window,
+    // plus the little CPU a sleep takes (under 5% of a CPU).
+    let model = json(&env.run(&["info", "--json"]))["power_model"].clone();
+    let (idle_w, busy_w) = (
+        model["idle_w"].as_f64().unwrap(),
+        model["busy_cpu_w"].as_f64().unwrap(),
     );
+    assert!(
+        power >= idle_w && power <= idle_w + 0.05 * busy_w / 0.5,
+        "idle power of the default model ({model}) over the window: {power}"
+    );
+    assert_eq!(r["provenance"]["model"], model["name"]);
 
     let too_long = env.run(&[
         "run", "--runs", "1", "--window", "0.1s", "--", "sleep", "0.3",
@@ -363,4 +371,73 @@ fn concurrent_runs_lose_no_result() {
         .query_row("PRAGMA integrity_check", [], |r| r.get(0))
         .unwrap();
     assert_eq!(check, "ok");
+}
+
+/// Issue 17, point 1: `run` on a machine without a meter estimates with the model of its
+/// class and says which and why, in JSON (provenance with the class and reason) and on
+/// stderr. The fixture procfs is a 128-thread EPYC; the oracle is the model's formula by
+/// hand from the run's own wall and CPU times: 0.74 W × 128 × wall + (3.5 − 0.74) W × CPU.
+#[test]
+fn an_estimate_names_the_machine_class_and_follows_its_parameters() {
+    let env = Env::new();
+    let proc = env.path("proc");
+    std::fs::create_dir(&proc).unwrap();
+    let cpuinfo: Vec<String> = (0..128)
+        .map(|n| format!("processor\t: {n}\nmodel name\t: AMD EPYC 7B13 64-Core Processor\nflags\t\t: fpu sse\n"))
+        .collect();
+    std::fs::write(proc.join("cpuinfo"), cpuinfo.join("\n")).unwrap();
+    std::fs::write(proc.join("stat"), "cpu  100 0 100 1000 0 0 0 0 0 0\n").unwrap();
+    let html = env.path("run.html");
+    let out = env
+        .cmd()
+        .env("POWERLENS_PROCFS_ROOT", &proc)
+        .args([
+            "run",
+            "--runs",
+            "2",
+            "--json",
+            "--html",
+            html.to_str().unwrap(),
+            "--",
+            "sh",
+            "-c",
+            "i=0; while [ $i -lt 20000 ]; do i=$((i+1)); done; sleep 0.1",
+        ])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let v = json(&out);
+    let p = &v["provenance"];
+    assert_eq!(p["kind"], "estimated");
+    assert_eq!(p["model"], "server-vcpu-linear");
+    assert_eq!(p["machine_class"], "server");
+    assert_eq!(
+        p["machine_class_reason"],
+        "AMD EPYC 7B13 64-Core Processor is a server part (EPYC)"
+    );
+    for r in v["runs"].as_array().unwrap() {
+        let (wall, cpu) = (r["wall_s"].as_f64().unwrap(), r["cpu_s"].as_f64().unwrap());
+        let expected = 0.74 * 128.0 * wall + (3.5 - 0.74) * cpu;
+        let energy = r["energy_j"].as_f64().unwrap();
+        assert!(
+            (energy - expected).abs() <= 0.02 * expected,
+            "{energy} J vs {expected} J by hand (wall {wall} s, cpu {cpu} s)"
+        );
+    }
+    let err = stderr(&out);
+    assert!(
+        err.contains("ESTIMATED by the power model server-vcpu-linear (94.72 W idle + 2.76 W per busy CPU of the command; chosen because AMD EPYC 7B13 64-Core Processor is a server part (EPYC))"),
+        "{err}"
+    );
+    // The page says it too, as Chromium renders it.
+    let why = "ESTIMATED: server-vcpu-linear is the power model for a server machine, chosen because AMD EPYC 7B13 64-Core Processor is a server part (EPYC).";
+    let page = std::fs::read_to_string(&html).unwrap();
+    assert!(
+        page.contains(&format!("<p class=\"note\">{why}</p>")),
+        "{page}"
+    );
+    if let Some(dom) = common::chromium(&["--dump-dom", &format!("file://{}", html.display())]) {
+        assert!(dom.status.success(), "{}", stderr(&dom));
+        assert!(String::from_utf8_lossy(&dom.stdout).contains(why));
+    }
 }

@@ -9,6 +9,7 @@ use crate::provenance::Provenance;
 use crate::sched::event::{Event, EventKind, InterruptKind, SwitchedOut, IDLE_TID};
 use crate::sched::report::{attach_wakeup_causes, build, RecordingContext, ThreadInfo};
 use crate::sched::wakeups::WakeupAnalysis;
+use crate::stacks::test_support::{resolve, NamedFrame};
 
 const US: u64 = 1_000;
 const MS: u64 = 1_000_000;
@@ -89,26 +90,7 @@ impl Stream {
     }
 
     fn report(&self, threads: &[(Tid, u32, &str)], target: u32, end: u64) -> RecordingReport {
-        let ctx = RecordingContext {
-            threads: threads
-                .iter()
-                .map(|&(tid, pid, comm)| ThreadInfo {
-                    tid,
-                    pid,
-                    comm: comm.into(),
-                })
-                .collect(),
-            target_pids: Some(BTreeSet::from([target])),
-            idle_states: Err("cpuidle driver none".into()),
-            sysfs_idle: Err("none".into()),
-            energy: Err(Provenance::Unavailable {
-                reason: "no meter".into(),
-                fix: None,
-            }),
-            frequency_samples: Vec::new(),
-            lost_records: Vec::new(),
-            unavailable_events: Vec::new(),
-        };
+        let ctx = context(threads, target);
         let mut events = self.events.clone();
         events.sort_by_key(|(e, _)| e.time_ns);
         let mut a = ctx.analysis();
@@ -123,6 +105,31 @@ impl Stream {
     }
 }
 
+/// A recording's context: `(tid, pid, comm)` threads, process `target` the target, no idle
+/// states, no meter.
+fn context(threads: &[(Tid, u32, &str)], target: u32) -> RecordingContext {
+    RecordingContext {
+        threads: threads
+            .iter()
+            .map(|&(tid, pid, comm)| ThreadInfo {
+                tid,
+                pid,
+                comm: comm.into(),
+            })
+            .collect(),
+        target_pids: Some(BTreeSet::from([target])),
+        idle_states: Err("cpuidle driver none".into()),
+        sysfs_idle: Err("none".into()),
+        energy: Err(Provenance::Unavailable {
+            reason: "no meter".into(),
+            fix: None,
+        }),
+        frequency_samples: Vec::new(),
+        lost_records: Vec::new(),
+        unavailable_events: Vec::new(),
+    }
+}
+
 fn server() -> Option<JudgedStates> {
     let (source, states) = targets::builtin("server").unwrap();
     Some(JudgedStates { source, states })
@@ -134,6 +141,7 @@ fn run(report: &RecordingReport, states: Option<JudgedStates>) -> Vec<Advice> {
         functions: &[],
         states,
         max_frequency_mhz: None,
+        lock_waits: &[],
     })
 }
 
@@ -331,6 +339,7 @@ fn polling_needs_a_busy_wait_function_with_a_large_share() {
             functions,
             states: server(),
             max_frequency_mhz: None,
+            lock_waits: &[],
         })
     };
     let a = with(&[row("core::hint::spin_loop", 0.5), row("solve", 0.1)]);
@@ -371,6 +380,7 @@ fn function_rows_name_the_culprit_when_present() {
         functions: std::slice::from_ref(&f),
         states: server(),
         max_frequency_mhz: None,
+        lock_waits: &[],
     });
     let s = a.iter().find(|a| a.rule == "short-sleeps").unwrap();
     assert_eq!(s.function.as_deref(), Some("poll_sensor (app)"));
@@ -403,4 +413,154 @@ fn target_files_take_a_states_array_or_info_json_and_say_what_is_wrong() {
     }
     assert!(targets::builtin("skylake-server").is_some());
     assert!(targets::builtin("nonesuch").is_none());
+}
+
+/// Issue 17 point 11. Three threads of a process take turns on one CPU, each running until
+/// it blocks — at the stack `blocked_at` — and waking the next; thread 11 runs 30 ms a turn,
+/// 12 and 13 run 5 ms, so the work is imbalanced (max/mean 1.8). The main thread blocks in
+/// a join (a semaphore wait in CPython) for the whole run. The stacks are resolved as a
+/// symbolizer would name them; the lock waits come from `stacks::locks`, the report and
+/// the advice from the same pipeline as `powerlens report`.
+fn taking_turns(blocked_at: &[NamedFrame<'static>]) -> Vec<Advice> {
+    use crate::stacks::attribution::StackAnalysis;
+    use crate::stacks::locks;
+
+    const WAIT: u32 = 1;
+    const JOIN: u32 = 2;
+    let join = vec![
+        ("[kernel]", Some("__schedule")),
+        (LIBC, Some("__new_sem_wait_slow64")),
+        (PYTHON, Some("PyThread_acquire_lock_timed")),
+    ];
+    let resolved = resolve(&[(WAIT, blocked_at.to_vec()), (JOIN, join)]);
+
+    let mut s = Stream::default();
+    s.switch(MS, 0, 10, SwitchedOut::Blocked, 11)
+        .ev(MS, 0, 10, EventKind::Stack { id: JOIN });
+    let (mut t, mut cur) = (MS, 11);
+    let end = 1000 * MS;
+    while t < end - 40 * MS {
+        let next = if cur == 13 { 11 } else { cur + 1 };
+        t += if cur == 11 { 30 * MS } else { 5 * MS };
+        s.wakeup(t - US, 0, cur, next)
+            .switch(t, 0, cur, SwitchedOut::Blocked, next)
+            .ev(t, 0, cur, EventKind::Stack { id: WAIT });
+        cur = next;
+    }
+    let ctx = context(
+        &[
+            (10, 10, "python3"),
+            (11, 10, "python3"),
+            (12, 10, "python3"),
+            (13, 10, "python3"),
+        ],
+        10,
+    );
+    let mut a = StackAnalysis::new(ctx.analysis());
+    for (e, c) in &s.events {
+        a.feed_in_context(e, Some(*c));
+    }
+    let (summary, charges) = a.finish(end);
+    let report = build(&summary, &ctx);
+    let lock_waits = locks::interpreter_lock_waits(&charges, &report.threads, &resolved);
+    advise(&AdviceInput {
+        report: &report,
+        functions: &[],
+        states: None,
+        max_frequency_mhz: None,
+        lock_waits: &lock_waits,
+    })
+}
+
+const LIBC: &str = "/usr/lib/x86_64-linux-gnu/libc.so.6";
+const PYTHON: &str = "/usr/bin/python3.11";
+const FUTEX: [NamedFrame<'static>; 3] = [
+    ("[kernel]", Some("__schedule")),
+    (LIBC, Some("__futex_abstimed_wait_common")),
+    (LIBC, Some("___pthread_cond_timedwait64")),
+];
+
+#[test]
+fn interpreter_lock_replaces_split_the_work_when_threads_take_turns_on_the_gil() {
+    // Debian's python3.11: take_gil has no symbol; the wait is the interpreter's unnamed
+    // code on a condition variable, called from the eval loop.
+    let gil = [
+        FUTEX.as_slice(),
+        &[(PYTHON, None), (PYTHON, Some("_PyEval_EvalFrameDefault"))],
+    ]
+    .concat();
+    let a = taking_turns(&gil);
+    assert_eq!(rules(&a), vec!["interpreter-lock"], "{a:#?}");
+    let lock = &a[0];
+    // 24 turns of 40 ms (11 runs 30, 12 and 13 run 5): each thread blocks once a turn, 72
+    // waits, every one of them at the GIL, so 100% of the three threads' wait time; the
+    // one CPU ran one of them at a time.
+    assert!(
+        lock.evidence
+            .starts_with("3 threads of python3 (pid 10) waited 1.9")
+            && lock.evidence.contains("(72 waits,")
+            && lock.evidence.contains("effective parallelism was 1.00"),
+        "{}",
+        lock.evidence
+    );
+    assert!(
+        lock.evidence
+            .contains("CPython's global interpreter lock (GIL)")
+            && lock.evidence.contains("100% of their wait time")
+            && lock
+                .evidence
+                .contains("python3.11 [no symbols] (python3.11)")
+            && lock
+                .evidence
+                .contains("python3.11 keeps no symbol for take_gil"),
+        "{}",
+        lock.evidence
+    );
+    assert!(
+        lock.suggestion
+            .starts_with("the threads serialize on the interpreter lock")
+            && lock.suggestion.contains("ProcessPoolExecutor")
+            && !lock.suggestion.contains("split python3's work"),
+        "{}",
+        lock.suggestion
+    );
+    assert_eq!(lock.value, Some(1.0));
+    assert_eq!(lock.threshold, Some(LOCK_MIN_WAIT_SHARE));
+
+    // With symbols (a libpython that keeps its static functions): named, not inferred.
+    let named = [
+        FUTEX.as_slice(),
+        &[
+            (PYTHON, Some("take_gil")),
+            (PYTHON, Some("_PyEval_EvalFrameDefault")),
+        ],
+    ]
+    .concat();
+    let a = taking_turns(&named);
+    assert_eq!(rules(&a), vec!["interpreter-lock"], "{a:#?}");
+    assert!(
+        a[0].evidence.contains("most in take_gil (python3.11)")
+            && !a[0].evidence.contains("no symbol"),
+        "{}",
+        a[0].evidence
+    );
+}
+
+#[test]
+fn threads_that_block_elsewhere_keep_the_imbalance_advice() {
+    // The same turns, blocked in a sleep (clock_nanosleep from the interpreter): not the
+    // GIL, so the imbalance rule speaks as before.
+    let sleep = [
+        ("[kernel]", Some("__schedule")),
+        (LIBC, Some("clock_nanosleep")),
+        (PYTHON, None),
+        (PYTHON, Some("_PyEval_EvalFrameDefault")),
+    ];
+    let a = taking_turns(&sleep);
+    assert_eq!(rules(&a), vec!["imbalance"], "{a:#?}");
+    assert!(
+        a[0].suggestion.contains("split python3's work"),
+        "{}",
+        a[0].suggestion
+    );
 }

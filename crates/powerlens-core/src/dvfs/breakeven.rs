@@ -89,11 +89,10 @@ pub fn break_even_table(profile: &Profile, fixed_timeout_us: f64) -> BreakEvenTa
         }
     }
     BreakEvenTable {
-        provenance: Provenance::Estimated {
-            model: "break-even time t_BE = f_high * t_o / (f_high - f_low), t_o = t_down + t_up"
-                .into(),
-            parameters: format!("profile {}, {}", profile.name, profile.costs.describe()),
-        },
+        provenance: Provenance::estimated(
+            "break-even time t_BE = f_high * t_o / (f_high - f_low), t_o = t_down + t_up",
+            format!("profile {}, {}", profile.name, profile.costs.describe()),
+        ),
         profile: profile.name.clone(),
         costs: profile.costs,
         fixed_timeout_us,

@@ -101,13 +101,13 @@ impl Classifier {
     /// Scores by pid.
     pub fn finish(self) -> Classification {
         Classification {
-            provenance: Provenance::Estimated {
-                model: "power score (dim-silicon report, section 5.2)".into(),
-                parameters: format!(
+            provenance: Provenance::estimated(
+                "power score (dim-silicon report, section 5.2)",
+                format!(
                     "S = {NEW_SAMPLE_WEIGHT}*L + {}*S on runs > {LONG_RUN_US} us or when L passes both the previous level and S",
                     1.0 - NEW_SAMPLE_WEIGHT
                 ),
-            },
+            ),
             rows: self.processes.into_values().collect(),
         }
     }

@@ -333,9 +333,9 @@ pub fn simulate_policies(
         row.overhead_ratio_to_oracle = overhead_ratio(row.overhead_us, oracle_overhead);
     }
     Ok(Simulation {
-        provenance: Provenance::Estimated {
-            model: "powerlens dvfs phase model (docs/DVFS.md)".into(),
-            parameters: format!(
+        provenance: Provenance::estimated(
+            "powerlens dvfs phase model (docs/DVFS.md)",
+            format!(
                 "profile {}, {} active cores ({}), {}/{}/{} GHz, {}",
                 profile.name,
                 active_cores,
@@ -345,7 +345,7 @@ pub fn simulate_policies(
                 bucket.avx512_ghz,
                 profile.costs.describe()
             ),
-        },
+        ),
         profile: profile.name.clone(),
         active_cores,
         frequencies: Frequencies {

@@ -8,6 +8,14 @@
 //! interval goes to one `other` series, so the processes' series plus idle still add up to
 //! the node. A series no interval has added to for `series_ttl_ns` is dropped (its process
 //! exited, or it left the top): memory follows the live processes, not every one ever.
+//!
+//! A series born after the first scrape is born at zero: until a scrape has shown it once
+//! ([`Monitor::mark_shown`]), [`Shown::shown`] is 0, whatever it already counted.
+//! Prometheus cannot know what a counter held before its first sample, so a process series
+//! that first appeared at its value would lose that value from every `increase()`, and the
+//! processes' increases would no longer add up to the node's. The series the first scrape
+//! finds show their values at once: what they counted before it is the baseline every
+//! series starts from, spent before Prometheus looked.
 
 use std::collections::BTreeMap;
 
@@ -119,6 +127,11 @@ pub struct Counters {
 impl Counters {
     fn add(&mut self, p: &ProcessInterval, energy_j: f64) {
         self.energy_j += energy_j;
+        self.add_activity(p);
+    }
+
+    /// CPU time and wake-ups, without energy.
+    fn add_activity(&mut self, p: &ProcessInterval) {
         self.cpu_s += p.runtime_ns as f64 / 1e9;
         self.wakeups.add(&p.wakeups);
         self.idle_wakeups += p.idle_wakeups;
@@ -139,23 +152,51 @@ pub const UNKNOWN_CGROUP: &str = "unknown";
 
 #[derive(Debug, Clone)]
 pub struct ProcessSeries {
-    pub counters: Counters,
+    pub counters: Shown<Counters>,
     pub updated_ns: u64,
 }
 
 /// Node energy series: per (domain, source, basis).
 pub type NodeKey = (String, String, Basis);
 
+/// A series' value, and whether a scrape has shown it yet.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Shown<T> {
+    pub value: T,
+    shown: bool,
+}
+
+impl<T: Copy + Default> Shown<T> {
+    /// A new series: shown at once until the first scrape, born at zero after it.
+    fn new(scraped: bool) -> Self {
+        Shown {
+            value: T::default(),
+            shown: !scraped,
+        }
+    }
+
+    /// What a scrape shows: 0 until one has shown the series.
+    pub fn shown(&self) -> T {
+        if self.shown {
+            self.value
+        } else {
+            T::default()
+        }
+    }
+}
+
 #[derive(Debug, Default)]
 pub struct Monitor {
     config: MonitorConfig,
-    node: BTreeMap<NodeKey, f64>,
-    idle: BTreeMap<String, f64>,
+    node: BTreeMap<NodeKey, Shown<f64>>,
+    idle: BTreeMap<String, Shown<f64>>,
     processes: BTreeMap<ProcessLabels, ProcessSeries>,
-    other: BTreeMap<Basis, Counters>,
-    cgroups: BTreeMap<(String, Basis), f64>,
+    other: BTreeMap<Basis, Shown<Counters>>,
+    cgroups: BTreeMap<(String, Basis), Shown<f64>>,
     intervals: u64,
     last_power_w: Option<f64>,
+    /// Whether a scrape has shown the series yet.
+    scraped: bool,
 }
 
 impl Monitor {
@@ -178,11 +219,15 @@ impl Monitor {
         let (mut node_j, mut idle_j) = (0.0, 0.0);
         for d in &input.domains {
             let split = Split::new(d.joules, d.idle_w, input.elapsed_s, total_weight);
-            *self
-                .node
+            let scraped = self.scraped;
+            self.node
                 .entry((d.name.clone(), input.source.clone(), input.basis))
-                .or_default() += split.total_j;
-            *self.idle.entry(d.name.clone()).or_default() += split.idle_j;
+                .or_insert_with(|| Shown::new(scraped))
+                .value += split.total_j;
+            self.idle
+                .entry(d.name.clone())
+                .or_insert_with(|| Shown::new(scraped))
+                .value += split.idle_j;
             if d.counts_in_total {
                 node_j += split.total_j;
                 idle_j += split.idle_j;
@@ -199,16 +244,24 @@ impl Monitor {
                 .then(b.runtime_ns.cmp(&a.runtime_ns))
                 .then(a.info.key.cmp(&b.info.key))
         });
+        // `other` exists from a basis's first interval, shown with the baseline when that
+        // comes before the first scrape.
+        let mut other = self
+            .other
+            .get(&input.basis)
+            .map(|o| o.value)
+            .unwrap_or_default();
         for (i, (p, e)) in ranked.iter().enumerate() {
             let cgroup = p
                 .info
                 .cgroup
                 .clone()
                 .unwrap_or_else(|| UNKNOWN_CGROUP.to_string());
-            *self
-                .cgroups
+            let scraped = self.scraped;
+            self.cgroups
                 .entry((cgroup.clone(), input.basis))
-                .or_default() += e;
+                .or_insert_with(|| Shown::new(scraped))
+                .value += e;
             if i < self.config.top {
                 let labels = ProcessLabels {
                     key: p.info.key,
@@ -226,15 +279,29 @@ impl Monitor {
                     });
                 }
                 let s = self.processes.entry(labels).or_insert(ProcessSeries {
-                    counters: Counters::default(),
+                    counters: Shown::new(scraped),
                     updated_ns: input.end_ns,
                 });
-                s.counters.add(p, *e);
                 s.updated_ns = input.end_ns;
+                if s.counters.shown {
+                    s.counters.value.add(p, *e);
+                } else {
+                    // Not shown yet: `other` carries its joules until a scrape has shown
+                    // it at zero, so that every interval's joules are in a series
+                    // Prometheus already knows and the increases add up to the node's
+                    // exactly. Its CPU time and wake-ups are its own from the start.
+                    s.counters.value.add_activity(p);
+                    other.energy_j += e;
+                }
             } else {
-                self.other.entry(input.basis).or_default().add(p, *e);
+                other.add(p, *e);
             }
         }
+        let scraped = self.scraped;
+        self.other
+            .entry(input.basis)
+            .or_insert_with(|| Shown::new(scraped))
+            .value = other;
         self.drop_stale(input.end_ns);
         self.intervals += 1;
         IntervalReport {
@@ -263,13 +330,27 @@ impl Monitor {
         }
     }
 
+    /// Marks every series shown: called after a scrape rendered them.
+    pub fn mark_shown(&mut self) {
+        // A scrape before the first interval showed no series: the series the first
+        // interval makes are still the baseline.
+        self.scraped |= self.intervals > 0;
+        self.node.values_mut().for_each(|s| s.shown = true);
+        self.idle.values_mut().for_each(|s| s.shown = true);
+        self.processes
+            .values_mut()
+            .for_each(|s| s.counters.shown = true);
+        self.other.values_mut().for_each(|s| s.shown = true);
+        self.cgroups.values_mut().for_each(|s| s.shown = true);
+    }
+
     /// Cumulative node energy per (domain, source, basis), J.
-    pub fn node(&self) -> &BTreeMap<NodeKey, f64> {
+    pub fn node(&self) -> &BTreeMap<NodeKey, Shown<f64>> {
         &self.node
     }
 
     /// Cumulative idle share per domain, J.
-    pub fn idle(&self) -> &BTreeMap<String, f64> {
+    pub fn idle(&self) -> &BTreeMap<String, Shown<f64>> {
         &self.idle
     }
 
@@ -278,12 +359,12 @@ impl Monitor {
     }
 
     /// What the processes without a series of their own added up to.
-    pub fn other(&self) -> &BTreeMap<Basis, Counters> {
+    pub fn other(&self) -> &BTreeMap<Basis, Shown<Counters>> {
         &self.other
     }
 
     /// Cumulative energy per (cgroup, basis), J: every process's, whatever its rank.
-    pub fn cgroups(&self) -> &BTreeMap<(String, Basis), f64> {
+    pub fn cgroups(&self) -> &BTreeMap<(String, Basis), Shown<f64>> {
         &self.cgroups
     }
 
@@ -367,17 +448,21 @@ mod tests {
         assert!((r.processes[1].1 - 3.75).abs() < 1e-9);
         let (labels, s) = m.processes().iter().next().unwrap();
         assert_eq!((labels.key.pid, labels.cgroup.as_str()), (2, "/a"));
-        assert!((s.counters.energy_j - 11.25).abs() < 1e-9);
-        assert_eq!(s.counters.cpu_s, 0.75);
-        assert_eq!(s.counters.wakeups.timer, 2);
-        let other = m.other()[&Basis::Measured];
+        assert!((s.counters.value.energy_j - 11.25).abs() < 1e-9);
+        assert_eq!(s.counters.value.cpu_s, 0.75);
+        assert_eq!(s.counters.value.wakeups.timer, 2);
+        let other = m.other()[&Basis::Measured].value;
         assert!((other.energy_j - 3.75).abs() < 1e-9);
-        assert_eq!(m.idle()["package-0"], 5.0);
-        assert_eq!(m.idle()["core"], 2.0, "every domain has its idle share");
-        let cg: f64 = m.cgroups().values().sum();
-        assert!((cg + m.idle()["package-0"] - 20.0).abs() < 1e-9);
+        assert_eq!(m.idle()["package-0"].value, 5.0);
         assert_eq!(
-            m.cgroups()[&(UNKNOWN_CGROUP.to_string(), Basis::Measured)],
+            m.idle()["core"].value,
+            2.0,
+            "every domain has its idle share"
+        );
+        let cg: f64 = m.cgroups().values().map(|s| s.value).sum();
+        assert!((cg + m.idle()["package-0"].value - 20.0).abs() < 1e-9);
+        assert_eq!(
+            m.cgroups()[&(UNKNOWN_CGROUP.to_string(), Basis::Measured)].value,
             3.75
         );
         assert_eq!(m.last_power_w(), Some(20.0));
@@ -391,9 +476,58 @@ mod tests {
         assert_eq!(r.idle_j, 20.0);
         assert_eq!(r.processes[0].1, 0.0);
         assert_eq!(
-            m.node()[&("package-0".into(), "rapl-powercap".into(), Basis::Estimated)],
+            m.node()[&("package-0".into(), "rapl-powercap".into(), Basis::Estimated)].value,
             20.0
         );
+    }
+
+    /// The series the first scrape finds show their values; a process series born after a
+    /// scrape is shown at 0 until the next one, and `other` carries its joules until then
+    /// (its CPU time stays its own).
+    #[test]
+    fn series_born_after_a_scrape_are_born_at_zero() {
+        let mut m = Monitor::new(MonitorConfig::default());
+        m.mark_shown();
+        m.close_interval(input(1, vec![process(1, 5, None)], Basis::Measured));
+        let node = |m: &Monitor| m.node().values().map(|s| s.shown()).sum::<f64>();
+        let energy_of = |m: &Monitor, pid: u32| {
+            m.processes()
+                .iter()
+                .find(|(k, _)| k.key.pid == pid)
+                .map(|(_, s)| s.counters.shown().energy_j)
+        };
+        assert_eq!(
+            node(&m),
+            20.0 + 8.0,
+            "before the first scrape: the baseline"
+        );
+        m.mark_shown();
+        assert!((energy_of(&m, 1).unwrap() - 15.0).abs() < 1e-9);
+        let other = |m: &Monitor| m.other()[&Basis::Measured].shown().energy_j;
+        assert_eq!(other(&m), 0.0, "other is shown from the start");
+        m.close_interval(input(2, vec![process(2, 5, None)], Basis::Measured));
+        assert_eq!(energy_of(&m, 2), Some(0.0), "a new series starts at 0");
+        assert!((other(&m) - 15.0).abs() < 1e-9, "and other carries it");
+        assert!((energy_of(&m, 1).unwrap() - 15.0).abs() < 1e-9);
+        m.mark_shown();
+        assert_eq!(energy_of(&m, 2), Some(0.0), "shown at 0 once");
+        let cpu_of_2 = m
+            .processes()
+            .iter()
+            .find(|(k, _)| k.key.pid == 2)
+            .unwrap()
+            .1;
+        assert_eq!(
+            cpu_of_2.counters.shown().cpu_s,
+            5e-9,
+            "its CPU time is its own"
+        );
+        m.close_interval(input(3, vec![process(2, 5, None)], Basis::Measured));
+        assert!(
+            (energy_of(&m, 2).unwrap() - 15.0).abs() < 1e-9,
+            "then it counts"
+        );
+        assert!((other(&m) - 15.0).abs() < 1e-9);
     }
 
     /// A series not added to for longer than the TTL is dropped; the cap keeps the most

@@ -943,10 +943,7 @@ fn attribution_weighs_by_frequency_when_known() {
     ctx.energy = Ok(super::report::EnergyInput {
         total_j: 5.0,
         domains: vec![],
-        provenance: Provenance::Estimated {
-            model: "default".into(),
-            parameters: "idle 0 W".into(),
-        },
+        provenance: Provenance::estimated("default", "idle 0 W"),
         idle_power_w: 0.0,
     });
     let r = super::report::build(&s, &ctx);

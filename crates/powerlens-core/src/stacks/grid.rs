@@ -63,7 +63,7 @@ pub struct FunctionRow {
 }
 
 /// The target's (thread, stack) charges; threads not in `threads` are left out.
-fn target_charges<'a>(
+pub(crate) fn target_charges<'a>(
     charges: &'a StackCharges,
     threads: &'a [ThreadRow],
 ) -> impl Iterator<Item = (&'a ThreadRow, StackId, &'a StackMetrics)> + 'a {

@@ -10,9 +10,10 @@
 
 pub mod attribution;
 pub mod grid;
+pub mod locks;
 mod system;
 
-pub use system::is_system_module;
+pub use system::{is_kernel_or_c_runtime, is_system_module};
 
 use std::collections::HashMap;
 
@@ -222,6 +223,43 @@ impl ResolvedStacks {
 /// A module's file name without its directory.
 pub fn short(module: &str) -> &str {
     module.rsplit('/').next().unwrap_or(module)
+}
+
+/// Synthetic stacks for tests, resolved as the symbolizer would resolve recorded ones.
+#[cfg(test)]
+pub(crate) mod test_support {
+    use std::collections::HashMap;
+
+    use super::{FrameRef, ResolvedStacks};
+    use crate::sched::event::StackId;
+
+    /// One frame: its module's path and its symbol (`None`: the symbolizer finds none).
+    pub type NamedFrame<'a> = (&'a str, Option<&'a str>);
+
+    /// Resolves stacks given innermost first. Each frame gets its own address; return
+    /// addresses are named one byte back, as [`super::lookups`] looks them up.
+    pub fn resolve(stacks: &[(StackId, Vec<NamedFrame<'_>>)]) -> ResolvedStacks {
+        let mut modules: HashMap<String, u32> = HashMap::new();
+        let mut names: HashMap<FrameRef, String> = HashMap::new();
+        let mut recorded = Vec::new();
+        let mut offset = 0x1000;
+        for (id, frames) in stacks {
+            let mut refs = Vec::new();
+            for (depth, (path, name)) in frames.iter().enumerate() {
+                let next = modules.len() as u32;
+                let module = *modules.entry(path.to_string()).or_insert(next);
+                offset += 0x10;
+                if let Some(n) = name {
+                    let at = if depth == 0 { offset } else { offset - 1 };
+                    names.insert(FrameRef { module, offset: at }, n.to_string());
+                }
+                refs.push(FrameRef { module, offset });
+            }
+            recorded.push((*id, refs));
+        }
+        let modules: HashMap<u32, String> = modules.into_iter().map(|(p, id)| (id, p)).collect();
+        ResolvedStacks::resolve(&recorded, &modules, &|fr| names.get(&fr).cloned())
+    }
 }
 
 #[cfg(test)]

@@ -30,21 +30,31 @@ const RUNTIME_PREFIXES: &[&str] = &[
 /// the main executable itself and libraries shipped in its own directory
 /// (`/usr/lib/firefox/libxul.so` next to `/usr/lib/firefox/firefox`).
 pub fn is_system_module(path: &str, main_executable: Option<&str>) -> bool {
-    if path.starts_with("[kernel") || matches!(path, "[vdso]" | "[vsyscall]" | "[uprobes]") {
+    if is_kernel_or_c_runtime(path) && main_executable != Some(path) {
         return true;
     }
     if main_executable == Some(path) {
         return false;
     }
     let file = Path::new(path);
-    let name = file.file_name().and_then(|n| n.to_str()).unwrap_or("");
-    if RUNTIME_PREFIXES.iter().any(|p| name.starts_with(p)) {
-        return true;
-    }
     if !SYSTEM_DIRS.iter().any(|dir| file.starts_with(dir)) {
         return false;
     }
     !main_executable.is_some_and(|main| beside_main_executable(file, Path::new(main)))
+}
+
+/// True for the kernel, the vDSO and the C runtime and dynamic loader (libc, libpthread,
+/// ld.so, …) wherever installed: what every blocking call passes through, below any
+/// program's, runtime's or interpreter's own code.
+pub fn is_kernel_or_c_runtime(path: &str) -> bool {
+    if path.starts_with("[kernel") || matches!(path, "[vdso]" | "[vsyscall]" | "[uprobes]") {
+        return true;
+    }
+    let name = Path::new(path)
+        .file_name()
+        .and_then(|n| n.to_str())
+        .unwrap_or("");
+    RUNTIME_PREFIXES.iter().any(|p| name.starts_with(p))
 }
 
 /// True when `file` sits in the main executable's own directory and that directory is an

@@ -1,6 +1,7 @@
 //! Readers of procfs: system-wide CPU time (`/proc/stat`) here, per-thread figures in
-//! [`tasks`].
+//! [`tasks`], the CPU's identity in [`cpuinfo`].
 
+pub mod cpuinfo;
 pub mod maps;
 pub mod process;
 pub mod tasks;

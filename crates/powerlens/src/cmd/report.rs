@@ -15,6 +15,7 @@ use powerlens_core::sched::report as model;
 use powerlens_core::sched::wakeups::{self, WakeupAnalysis};
 use powerlens_core::stacks::attribution::{StackAnalysis, StackCharges};
 use powerlens_core::stacks::grid::{self, Grouping};
+use powerlens_core::stacks::locks;
 use powerlens_core::stacks::ResolvedStacks;
 use powerlens_sys::Roots;
 
@@ -190,12 +191,17 @@ pub fn execute(global: &GlobalArgs, args: ReportArgs) -> anyhow::Result<ExitCode
         },
     )?;
     let (mut report, span) = (analysed.report, analysed.span);
-    let evidence = analysed
+    let (evidence, lock_waits) = analysed
         .stacks
         .as_ref()
-        .map(|(charges, resolved)| function_evidence(charges, &report.threads, resolved))
+        .map(|(charges, resolved)| {
+            (
+                function_evidence(charges, &report.threads, resolved),
+                locks::interpreter_lock_waits(charges, &report.threads, resolved),
+            )
+        })
         .unwrap_or_default();
-    give_advice(&mut report, target, &evidence);
+    give_advice(&mut report, target, &evidence, &lock_waits);
     if needs_stacks && analysed.stacks.is_none() {
         anyhow::bail!(
             "{} has no call stacks: {}",
@@ -568,6 +574,7 @@ fn give_advice(
     report: &mut model::RecordingReport,
     target: Option<JudgedStates>,
     functions: &[FunctionEvidence],
+    lock_waits: &[locks::LockWait],
 ) {
     let states = target.or_else(|| JudgedStates::this_machine(report));
     report.advice_judged_against = states.as_ref().map(|s| s.source.clone());
@@ -576,6 +583,7 @@ fn give_advice(
         functions,
         states,
         max_frequency_mhz: None,
+        lock_waits,
     });
 }
 

@@ -170,6 +170,57 @@ pub fn assert_renders_in_chromium(html: &Path, markup: &str, tag: &str) {
     );
 }
 
+/// One element of a page section as Chromium laid it out: its tag (and class), right edge,
+/// width and height in CSS pixels.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Laid {
+    pub element: String,
+    pub right: f64,
+    pub width: f64,
+    pub height: f64,
+}
+
+/// Lays out `html` in headless Chromium at a window `width` px wide and returns the
+/// viewport's width and the elements between the `<h2>` whose text starts with `heading`
+/// and the next `<h2>`, measured by a script added to a copy of the page (the page itself
+/// stays script-free but for its sorting). `None`, saying why, without Chromium.
+pub fn layout_in_chromium(html: &Path, width: u32, heading: &str) -> Option<(f64, Vec<Laid>)> {
+    let page = std::fs::read_to_string(html).unwrap();
+    let probe = format!(
+        "<script>(function(){{var vw=document.documentElement.clientWidth,out=[];
+var h=[].slice.call(document.querySelectorAll('h2')).filter(function(x){{return x.textContent.indexOf({heading:?})==0}})[0];
+for(var el=h&&h.nextElementSibling;el&&el.tagName!='H2';el=el.nextElementSibling){{var r=el.getBoundingClientRect();
+out.push([el.tagName.toLowerCase()+(el.getAttribute('class')?'.'+el.getAttribute('class'):''),r.right,r.width,r.height].join(','));}}
+document.body.setAttribute('data-layout',vw+'|'+out.join('|'));}})();</script></body>"
+    );
+    let copy = html.with_extension(format!("layout{width}.html"));
+    std::fs::write(&copy, page.replace("</body>", &probe)).unwrap();
+    let out = chromium(&[
+        &format!("--window-size={width},1200"),
+        "--dump-dom",
+        &format!("file://{}", copy.display()),
+    ])?;
+    assert!(out.status.success(), "{}", stderr(&out));
+    let dom = String::from_utf8_lossy(&out.stdout);
+    let at = dom.find("data-layout=\"").expect("the probe ran") + "data-layout=\"".len();
+    let layout = &dom[at..at + dom[at..].find('"').unwrap()];
+    let mut parts = layout.split('|');
+    let viewport: f64 = parts.next().unwrap().parse().unwrap();
+    let laid = parts
+        .filter(|p| !p.is_empty())
+        .map(|p| {
+            let f: Vec<&str> = p.split(',').collect();
+            Laid {
+                element: f[0].to_string(),
+                right: f[1].parse().unwrap(),
+                width: f[2].parse().unwrap(),
+                height: f[3].parse().unwrap(),
+            }
+        })
+        .collect();
+    Some((viewport, laid))
+}
+
 /// Running as root (live tracing, tmpfs mounts, cpuidle settings).
 pub fn is_root() -> bool {
     // SAFETY: geteuid has no preconditions.

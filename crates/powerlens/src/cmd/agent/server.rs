@@ -150,9 +150,9 @@ fn health(state: &Mutex<State>) -> Vec<u8> {
 
 fn metrics(state: &Mutex<State>, format: Format) -> String {
     let (self_cpu_s, self_resident_bytes) = self_usage();
-    let s = state.lock().unwrap_or_else(|p| p.into_inner());
+    let mut s = state.lock().unwrap_or_else(|p| p.into_inner());
     let mode = if s.traced { "trace" } else { "reduced" };
-    render(
+    let text = render(
         &AgentMetrics {
             monitor: &s.monitor,
             traced: s.traced,
@@ -167,7 +167,10 @@ fn metrics(state: &Mutex<State>, format: Format) -> String {
             interval_s: s.interval.as_secs_f64(),
         },
         format,
-    )
+    );
+    // Series born since the last scrape were shown at 0; from now on, at their value.
+    s.monitor.mark_shown();
+    text
 }
 
 /// The agent's own CPU time (getrusage) and resident memory (/proc/self/statm).

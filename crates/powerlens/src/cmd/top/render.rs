@@ -532,10 +532,7 @@ pub(crate) mod tests {
             elapsed_s: report.elapsed_s,
             node_power_w: report.node_j,
             idle_power_w: report.idle_j,
-            energy: Provenance::Estimated {
-                model: "default-linear".into(),
-                parameters: "27.3 W idle".into(),
-            },
+            energy: Provenance::estimated("default-linear", "27.3 W idle"),
             wakeups_unavailable: (!traced).then(|| "no tracing for the test".to_string()),
             lost_records: traced.then_some(0),
             processes: process_rows(&report, traced),

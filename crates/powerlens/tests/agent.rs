@@ -1,0 +1,573 @@
+//! `powerlens agent` end to end: a real Prometheus server (Debian's `prometheus`) scrapes
+//! it every second on loopback while a fake RAPL meter gives a known power and a spinner
+//! runs; what Prometheus's query API answers is checked against the meter. Then the faults
+//! a long-running server meets: a port in use, a client that never reads, a thousand rapid
+//! scrapes, SIGTERM, a meter that disappears.
+
+mod common;
+
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::{is_root, serial};
+use powerlens_sys::fixture::{FakeMeter, FixtureTree};
+
+const BIN: &str = env!("CARGO_BIN_EXE_powerlens");
+
+/// A child process that is killed when the test ends, however it ends (a failed
+/// assertion must not leave an agent, a Prometheus or a spinner running).
+struct Reaped(Option<Child>);
+
+impl Reaped {
+    fn id(&self) -> u32 {
+        self.0.as_ref().unwrap().id()
+    }
+
+    fn child(&mut self) -> &mut Child {
+        self.0.as_mut().unwrap()
+    }
+
+    fn into_inner(mut self) -> Child {
+        self.0.take().unwrap()
+    }
+}
+
+impl Drop for Reaped {
+    fn drop(&mut self) {
+        if let Some(c) = &mut self.0 {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
+/// A port nobody listens on now.
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// One HTTP GET on loopback: (status, body).
+fn get(port: u16, path: &str, accept: Option<&str>) -> std::io::Result<(u16, String)> {
+    let mut s = TcpStream::connect(("127.0.0.1", port))?;
+    s.set_read_timeout(Some(Duration::from_secs(10)))?;
+    let accept = accept
+        .map(|a| format!("Accept: {a}\r\n"))
+        .unwrap_or_default();
+    // Prometheus keeps connections open unless told: the body ends with the connection.
+    write!(
+        s,
+        "GET {path} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n{accept}\r\n"
+    )?;
+    let mut text = String::new();
+    s.read_to_string(&mut text)?;
+    let status = text
+        .split(' ')
+        .nth(1)
+        .and_then(|c| c.parse().ok())
+        .unwrap_or(0);
+    let body = text
+        .split_once("\r\n\r\n")
+        .map(|(_, b)| b.to_string())
+        .unwrap_or_default();
+    Ok((status, body))
+}
+
+/// Waits until `port` answers /healthz with 200.
+fn wait_healthy(port: u16, agent: &mut Reaped) {
+    let agent = agent.child();
+    let start = Instant::now();
+    loop {
+        if let Ok((200, _)) = get(port, "/healthz", None) {
+            return;
+        }
+        if let Ok(Some(status)) = agent.try_wait() {
+            panic!("the agent exited ({status}) before serving");
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(30),
+            "the agent never became healthy"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// The value of the first sample of `name{…}` whose labels contain each of `with`.
+fn sample(body: &str, name: &str, with: &[&str]) -> Option<f64> {
+    body.lines()
+        .filter(|l| l.starts_with(&format!("{name}{{")) || l.starts_with(&format!("{name} ")))
+        .find(|l| with.iter().all(|w| l.contains(w)))
+        .and_then(|l| l.rsplit(' ').next()?.parse().ok())
+}
+
+/// A fixture sysfs: this machine's online CPUs and tracefs, one RAPL zone.
+fn fixture_with_rapl() -> (FixtureTree, PathBuf) {
+    let tree = FixtureTree::new();
+    let online = std::fs::read_to_string("/sys/devices/system/cpu/online").unwrap();
+    tree.online_cpus(online.trim());
+    std::fs::create_dir_all(tree.sys_path("kernel")).unwrap();
+    std::os::unix::fs::symlink("/sys/kernel/tracing", tree.sys_path("kernel/tracing")).unwrap();
+    let zone = tree.rapl_zone(0, "package-0", 0, 1 << 40);
+    (tree, zone.join("energy_uj"))
+}
+
+fn agent(sysfs: &Path, port: u16, extra: &[&str]) -> Reaped {
+    Reaped(Some(
+        Command::new(BIN)
+            .env("POWERLENS_SYSFS_ROOT", sysfs)
+            .env_remove("POWERLENS_PROCFS_ROOT")
+            .args([
+                "agent",
+                "--listen",
+                &format!("127.0.0.1:{port}"),
+                "--interval",
+                "1s",
+            ])
+            .args(extra)
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap(),
+    ))
+}
+
+/// Ends an agent with SIGTERM and returns its stderr.
+fn finish(agent: Reaped) -> String {
+    let child = agent.into_inner();
+    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    let out = child.wait_with_output().unwrap();
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+/// A percent-encoded query string value.
+fn encode(q: &str) -> String {
+    q.bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
+                (b as char).to_string()
+            }
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
+}
+
+/// An instant query against Prometheus: the vector's (labels, value) pairs.
+fn query(port: u16, promql: &str) -> Vec<(serde_json::Value, f64)> {
+    let (status, body) = get(
+        port,
+        &format!("/api/v1/query?query={}", encode(promql)),
+        None,
+    )
+    .unwrap();
+    assert_eq!(status, 200, "{promql}: {body}");
+    let v: serde_json::Value = serde_json::from_str(&body).unwrap();
+    v["data"]["result"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            (
+                r["metric"].clone(),
+                r["value"][1].as_str().unwrap().parse().unwrap(),
+            )
+        })
+        .collect()
+}
+
+fn scalar(port: u16, promql: &str) -> f64 {
+    let r = query(port, promql);
+    assert_eq!(r.len(), 1, "{promql}: {r:?}");
+    r[0].1
+}
+
+/// The end-to-end test. Prometheus asks for OpenMetrics (it lists it first in its
+/// Accept header), so a target that stays `up` is an exposition Prometheus parsed.
+#[test]
+fn a_real_prometheus_scrapes_the_agent_and_the_figures_close_on_the_meter() {
+    if !is_root() {
+        eprintln!("skipped: the agent's tracepoints need root");
+        return;
+    }
+    let Ok(prometheus) = which("prometheus") else {
+        eprintln!("skipped: no prometheus binary (Debian package prometheus; scripts/test.sh installs it)");
+        return;
+    };
+    let _serial = serial();
+    const WATTS: f64 = 20.0;
+    let (tree, energy_uj) = fixture_with_rapl();
+    let meter = FakeMeter::start(&energy_uj, WATTS, 1 << 40);
+    let spinner = Reaped(Some(
+        Command::new(BIN)
+            .args(["workload", "spin", "--threads", "2", "--duration", "90"])
+            .stdout(Stdio::null())
+            .spawn()
+            .unwrap(),
+    ));
+    let port = free_port();
+    let mut agent = agent(
+        tree.sys_path("").as_path(),
+        port,
+        &["--idle-w", "5", "--top", "500"],
+    );
+    wait_healthy(port, &mut agent);
+
+    // The exposition passes Prometheus's own linter.
+    let (_, text) = get(port, "/metrics", None).unwrap();
+    let mut promtool = Command::new(which("promtool").unwrap())
+        .args(["check", "metrics"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    promtool
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(text.as_bytes())
+        .unwrap();
+    let lint = promtool.wait_with_output().unwrap();
+    assert!(
+        lint.status.success(),
+        "promtool check metrics: {}{}\n{text}",
+        String::from_utf8_lossy(&lint.stdout),
+        String::from_utf8_lossy(&lint.stderr)
+    );
+
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("prometheus.yml");
+    std::fs::write(
+        &config,
+        format!(
+            "global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\nscrape_configs:\n  - job_name: powerlens\n    static_configs:\n      - targets: ['127.0.0.1:{port}']\n"
+        ),
+    )
+    .unwrap();
+    let prom_port = free_port();
+    let server = Reaped(Some(
+        Command::new(prometheus)
+            .arg(format!("--config.file={}", config.display()))
+            .arg(format!(
+                "--storage.tsdb.path={}",
+                dir.path().join("data").display()
+            ))
+            .arg(format!("--web.listen-address=127.0.0.1:{prom_port}"))
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    ));
+    // 25 s of scrapes: the queries below look at the last 20. The spinner's CPU time, as
+    // the kernel counts it, is read along (the machine may be busy: it gets what it gets).
+    let spinner_cpu_s = || {
+        powerlens_sys::procfs::process::read_process(&Default::default(), spinner.id())
+            .unwrap()
+            .cpu_time_ns as f64
+            / 1e9
+    };
+    let start = Instant::now();
+    let mut readings = Vec::new();
+    while start.elapsed() < Duration::from_secs(26) {
+        std::thread::sleep(Duration::from_millis(500));
+        readings.push((Instant::now(), spinner_cpu_s()));
+        assert!(
+            agent.child().try_wait().unwrap().is_none(),
+            "the agent died"
+        );
+    }
+    let targets = get(prom_port, "/api/v1/targets", None).unwrap().1;
+    assert!(
+        targets.contains("\"health\":\"up\""),
+        "the target is not up: {targets}"
+    );
+
+    let window = 20.0;
+    let node = scalar(
+        prom_port,
+        "sum(increase(powerlens_node_energy_joules_total[20s]))",
+    );
+    let expected = WATTS * window;
+    assert!(
+        (node - expected).abs() / expected < 0.03,
+        "node energy over 20 s: {node:.2} J, the meter's {WATTS} W × 20 s = {expected} J"
+    );
+    // The processes' increases, as differences of the summed counters 20 s apart: a
+    // process series born inside the window counts from 0. (Summing increase() of each
+    // series instead lets Prometheus extrapolate a two-sample newcomer by half a scrape
+    // interval at the window's end, relatively far more than a series 20 s long: on a
+    // machine where processes come and go the sum overshoots the node by a few percent.)
+    let delta = |metric: &str| {
+        scalar(
+            prom_port,
+            &format!("sum({metric}) - sum({metric} offset 20s)"),
+        )
+    };
+    let (processes, idle, node_delta) = (
+        delta("powerlens_process_energy_joules_total"),
+        delta("powerlens_idle_energy_joules_total"),
+        delta("powerlens_node_energy_joules_total"),
+    );
+    assert!(
+        (processes + idle - node_delta).abs() / node_delta < 0.01,
+        "processes {processes:.3} + idle {idle:.3} J against node {node_delta:.3} J"
+    );
+    assert!(
+        (idle - 5.0 * window).abs() / (5.0 * window) < 0.03,
+        "idle {idle:.2} J, --idle-w 5 × 20 s"
+    );
+    let top = query(
+        prom_port,
+        "topk(1, rate(powerlens_process_energy_joules_total[20s]))",
+    );
+    assert_eq!(
+        top[0].0["pid"].as_str(),
+        Some(spinner.id().to_string().as_str()),
+        "the spinner is the top process: {top:?}"
+    );
+    let spinner_cpu = query(
+        prom_port,
+        &format!(
+            "rate(powerlens_process_cpu_seconds_total{{pid=\"{}\"}}[20s])",
+            spinner.id()
+        ),
+    );
+    let (t1, c1) = *readings.last().unwrap();
+    let (t0, c0) = *readings
+        .iter()
+        .find(|(t, _)| t1.duration_since(*t) <= Duration::from_secs(20))
+        .unwrap();
+    let kernel_rate = (c1 - c0) / t1.duration_since(t0).as_secs_f64();
+    assert!(
+        (spinner_cpu[0].1 - kernel_rate).abs() / kernel_rate < 0.1,
+        "the spinner's CPU rate: {spinner_cpu:?} against the kernel's {kernel_rate:.3}"
+    );
+    let provenance = query(prom_port, "powerlens_node_energy_joules_total");
+    assert_eq!(provenance[0].0["provenance"], "measured");
+    assert_eq!(
+        provenance[0].0["source"]
+            .as_str()
+            .map(|s| s.starts_with("rapl-powercap")),
+        Some(true)
+    );
+
+    // The meter disappears: the node's energy goes on, estimated, under its own series.
+    drop(meter);
+    std::fs::remove_file(&energy_uj).unwrap();
+    std::thread::sleep(Duration::from_secs(3));
+    let (_, after) = get(port, "/metrics", None).unwrap();
+    let estimated = sample(
+        &after,
+        "powerlens_node_energy_joules_total",
+        &["provenance=\"estimated\""],
+    )
+    .expect("an estimated node series after the meter went away");
+    assert!(estimated > 0.0, "{after}");
+    assert!(sample(
+        &after,
+        "powerlens_process_energy_joules_total",
+        &["provenance=\"estimated\""]
+    )
+    .is_some());
+    drop((server, spinner));
+    let stderr = finish(agent);
+    assert!(
+        stderr.contains("the energy meter stopped answering") && stderr.contains("ESTIMATED"),
+        "{stderr}"
+    );
+}
+
+fn which(name: &str) -> Result<PathBuf, ()> {
+    std::env::var_os("PATH")
+        .into_iter()
+        .flat_map(|p| std::env::split_paths(&p).collect::<Vec<_>>())
+        .map(|d| d.join(name))
+        .find(|p| p.is_file())
+        .ok_or(())
+}
+
+/// Faults, on a reduced agent (procfs, no privileges needed): each is served or refused
+/// cleanly and the agent keeps serving.
+#[test]
+fn faults_a_server_meets_are_survived() {
+    let _serial = serial();
+    let tree = FixtureTree::new();
+    let online = std::fs::read_to_string("/sys/devices/system/cpu/online").unwrap();
+    tree.online_cpus(online.trim());
+    let sysfs = tree.sys_path("");
+
+    // A port in use: a clear error, before anything else.
+    let taken = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = taken.local_addr().unwrap().port();
+    let out = Command::new(BIN)
+        .env("POWERLENS_SYSFS_ROOT", &sysfs)
+        .args([
+            "agent",
+            "--reduced",
+            "--listen",
+            &format!("127.0.0.1:{port}"),
+        ])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains(&format!("cannot listen on 127.0.0.1:{port}")) && err.contains("--listen"),
+        "{err}"
+    );
+    drop(taken);
+
+    let port = free_port();
+    let mut agent = agent(&sysfs, port, &["--reduced"]);
+    wait_healthy(port, &mut agent);
+    std::thread::sleep(Duration::from_millis(1200));
+
+    // Reduced: labelled so, CPU time without wake-ups.
+    let (status, body) = get(port, "/metrics", None).unwrap();
+    assert_eq!(status, 200);
+    assert!(body.contains("mode=\"reduced\""), "{body}");
+    assert!(
+        !body.contains("powerlens_process_wakeups_total"),
+        "a reduced agent has no wake-ups"
+    );
+    assert!(
+        body.contains("powerlens_process_cpu_seconds_total{"),
+        "{body}"
+    );
+    assert!(
+        body.contains("provenance=\"estimated\""),
+        "no meter in the fixture: estimated"
+    );
+
+    // A client that connects and never sends, and one that sends and never reads: others
+    // are still served at once.
+    let silent = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    let mut sluggish = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    write!(sluggish, "GET /metrics HTTP/1.1\r\n\r\n").unwrap();
+    let t = Instant::now();
+    assert_eq!(get(port, "/metrics", None).unwrap().0, 200);
+    assert!(
+        t.elapsed() < Duration::from_secs(1),
+        "served in {:?} beside idle clients",
+        t.elapsed()
+    );
+
+    // Bad requests get their status, and the agent goes on.
+    assert_eq!(get(port, "/nothing", None).unwrap().0, 404);
+    let mut raw = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    raw.write_all(b"\x16\x03\x01garbage\r\n\r\n").unwrap();
+    let mut reply = String::new();
+    let _ = raw.read_to_string(&mut reply);
+    assert!(reply.starts_with("HTTP/1.1 400"), "{reply}");
+    let (_, index) = get(port, "/", None).unwrap();
+    assert!(index.contains("href=\"/metrics\"") && index.contains("href=\"/healthz\""));
+
+    // A thousand rapid scrapes: all answered, no growth of the agent's memory.
+    let rss = |body: &str| sample(body, "powerlens_self_resident_memory_bytes", &[]).unwrap();
+    let before = rss(&get(port, "/metrics", None).unwrap().1);
+    for i in 0..1000 {
+        let (status, _) = get(
+            port,
+            "/metrics",
+            if i % 2 == 0 {
+                None
+            } else {
+                Some("application/openmetrics-text")
+            },
+        )
+        .unwrap();
+        assert_eq!(status, 200, "scrape {i}");
+    }
+    let after = rss(&get(port, "/metrics", None).unwrap().1);
+    assert!(
+        after < before + 8.0 * 1024.0 * 1024.0,
+        "resident memory grew from {before} to {after} bytes over 1000 scrapes"
+    );
+    drop((silent, sluggish));
+
+    // SIGTERM: a clean exit, promptly.
+    let t = Instant::now();
+    unsafe { libc::kill(agent.id() as i32, libc::SIGTERM) };
+    let status = agent.child().wait().unwrap();
+    assert!(status.success(), "{status}");
+    assert!(
+        t.elapsed() < Duration::from_secs(3),
+        "stopped in {:?}",
+        t.elapsed()
+    );
+}
+
+/// The agent's per-process figures against the kernel's own counters: a ping-pong whose
+/// players preempt a spinner, run to its end beside the agent. Its CPU seconds are the
+/// threads' CLOCK_THREAD_CPUTIME_ID, its thread wake-ups the players' voluntary switches
+/// (each blocking wait ends with a wake-up by the other player), both within 2%.
+#[test]
+fn the_agents_figures_are_the_kernels() {
+    if !is_root() {
+        eprintln!("skipped: the agent's tracepoints need root");
+        return;
+    }
+    let _serial = serial();
+    let tree = FixtureTree::new();
+    let online = std::fs::read_to_string("/sys/devices/system/cpu/online").unwrap();
+    tree.online_cpus(online.trim());
+    std::fs::create_dir_all(tree.sys_path("kernel")).unwrap();
+    std::os::unix::fs::symlink("/sys/kernel/tracing", tree.sys_path("kernel/tracing")).unwrap();
+    let port = free_port();
+    let mut agent = agent(&tree.sys_path(""), port, &["--top", "100"]);
+    wait_healthy(port, &mut agent);
+    let load = Command::new(BIN)
+        .args([
+            "workload",
+            "pingpong",
+            "--iterations",
+            "20000",
+            "--pin",
+            "0,1",
+            "--spinner",
+            "1",
+            "--json",
+        ])
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = load.id();
+    let out = load.wait_with_output().unwrap();
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    // Two intervals: the last events are in a closed interval and a scrape has shown it.
+    std::thread::sleep(Duration::from_millis(2500));
+    let _ = get(port, "/metrics", None).unwrap();
+    let (_, body) = get(port, "/metrics", None).unwrap();
+    let _ = finish(agent);
+    let threads = report["threads"].as_array().unwrap();
+    let cpu_s: f64 = threads
+        .iter()
+        .map(|t| t["cpu_clock_s"].as_f64().unwrap())
+        .sum();
+    let blocked: f64 = threads
+        .iter()
+        .map(|t| t["voluntary_switches"].as_f64().unwrap())
+        .sum();
+    let with = format!("pid=\"{pid}\"");
+    let agent_cpu =
+        sample(&body, "powerlens_process_cpu_seconds_total", &[&with]).expect("the load's series");
+    let wakeups = sample(
+        &body,
+        "powerlens_process_wakeups_total",
+        &[&with, "cause=\"thread\""],
+    )
+    .expect("the load's thread wake-ups");
+    assert!(
+        (agent_cpu - cpu_s).abs() / cpu_s < 0.02,
+        "agent {agent_cpu:.4} s against the threads' own clocks {cpu_s:.4} s"
+    );
+    assert!(
+        (wakeups - blocked).abs() / blocked < 0.02,
+        "agent {wakeups} thread wake-ups against {blocked} voluntary switches"
+    );
+}
