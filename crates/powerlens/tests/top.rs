@@ -68,6 +68,20 @@ impl Tmux {
         String::from_utf8_lossy(&self.run(&["capture-pane", "-p"]).stdout).into_owned()
     }
 
+    /// A whole frame: the same screen twice, 50 ms apart (a capture can fall while a frame
+    /// is being written, half of it new).
+    fn capture_frame(&self) -> String {
+        let mut last = self.capture();
+        loop {
+            std::thread::sleep(Duration::from_millis(50));
+            let now = self.capture();
+            if now == last {
+                return now;
+            }
+            last = now;
+        }
+    }
+
     fn display(&self, format: &str) -> String {
         let out = self.run(&["display-message", "-p", format]);
         String::from_utf8_lossy(&out.stdout).trim().to_string()
@@ -88,7 +102,7 @@ impl Tmux {
     fn wait_for(&self, what: &str, limit: Duration, ok: impl Fn(&Screen) -> bool) -> Screen {
         let deadline = Instant::now() + limit;
         loop {
-            let screen = Screen(self.capture());
+            let screen = Screen(self.capture_frame());
             if ok(&screen) {
                 return screen;
             }
@@ -350,11 +364,11 @@ fn top_draws_sorts_filters_freezes_resizes_and_quits_cleanly() {
     start_top(&tmux, &stty, "--interval 0.5");
     let long = Duration::from_secs(20);
 
-    // It draws: the header, the idle row, both workloads with their pids.
-    let screen = tmux.wait_for("both workloads on screen", long, |s| {
+    // It draws: the header, the idle row, the processes, the CPUs, the keys.
+    let screen = tmux.wait_for("the first interval", long, |s| {
         s.has("powerlens top  interval #")
-            && s.position("plspin").is_some()
-            && s.position("plsleepy").is_some()
+            && s.processes().len() >= 3
+            && s.has("idle-state residency")
     });
     assert!(
         screen.has("ESTIMATED") || screen.has("measured ("),
@@ -371,48 +385,21 @@ fn top_draws_sorts_filters_freezes_resizes_and_quits_cleanly() {
         screen.lines()[39].starts_with("sort: p power"),
         "the keys on the last line"
     );
-    let rows = screen.processes();
-    let row = |comm: &str| rows.iter().find(|p| p.comm == comm).unwrap();
-    assert_eq!(row("plspin").pid, spin.pid());
-    assert_eq!(row("plsleepy").pid, sleepy.pid());
 
-    // Sorted by power (the default), by CPU, by wake-ups, by idle wake-ups: each column
-    // descends, and the spinner (a CPU's worth of work) and the sleeper (a 1 ms timer)
-    // swap places between the CPU and the wake-up orders.
-    let by_power = tmux.wait_for("the spinner above the sleeper by power", long, |s| {
-        s.above("plspin", "plsleepy")
-    });
-    assert_descending(&by_power, POWER, "power");
-    tmux.keys(&["c"]);
-    let by_cpu = tmux.wait_for("sorted by CPU", long, |s| {
-        s.has("sort: CPU") && s.above("plspin", "plsleepy")
-    });
-    assert_descending(&by_cpu, CPU, "CPU");
-    tmux.keys(&["w"]);
-    let by_wakeups = tmux.wait_for("the sleeper above the spinner by wake-ups", long, |s| {
-        s.has("sort: wake-ups") && s.above("plsleepy", "plspin")
-    });
-    assert_descending(&by_wakeups, WAKEUPS, "wake-ups");
-    tmux.keys(&["i"]);
-    let by_idle = tmux.wait_for("sorted by idle wake-ups", long, |s| {
-        s.has("sort: idle wake-ups")
-    });
-    assert_descending(&by_idle, IDLE_WAKEUPS, "idle wake-ups");
-
-    // Filter: only names that contain the text; then by name, alphabetical.
-    tmux.keys(&["/"]);
-    tmux.text("PLS");
-    tmux.keys(&["Enter", "n"]);
-    let filtered = tmux.wait_for("filtered to the two workloads, by name", long, |s| {
-        s.has("filter: \"PLS\"") && s.has("sort: name") && s.processes().len() == 2
-    });
-    let names: Vec<String> = filtered.processes().into_iter().map(|p| p.comm).collect();
-    assert_eq!(names, ["plsleepy", "plspin"]);
-    tmux.keys(&["Escape"]);
-    let unfiltered = tmux.wait_for("the filter cleared", long, |s| {
-        !s.has("filter:") && s.processes().len() > 2
-    });
-    let names: Vec<String> = unfiltered
+    // Each sort key orders the whole table by its column (power is the default).
+    assert_descending(&screen, POWER, "power");
+    for (key, label, column) in [
+        ("c", "sort: CPU", CPU),
+        ("w", "sort: wake-ups", WAKEUPS),
+        ("i", "sort: idle wake-ups", IDLE_WAKEUPS),
+    ] {
+        tmux.keys(&[key]);
+        let sorted = tmux.wait_for(label, long, |s| s.has(label));
+        assert_descending(&sorted, column, label);
+    }
+    tmux.keys(&["n"]);
+    let by_name = tmux.wait_for("sort: name", long, |s| s.has("sort: name"));
+    let names: Vec<String> = by_name
         .processes()
         .into_iter()
         .map(|p| p.comm.to_lowercase())
@@ -421,12 +408,49 @@ fn top_draws_sorts_filters_freezes_resizes_and_quits_cleanly() {
     sorted.sort();
     assert_eq!(names, sorted, "by name");
 
+    // Filter (typed in capitals: the match ignores case): only the two workloads remain,
+    // with their pids. Between them, the spinner (a CPU's worth of work, no wake-ups)
+    // leads by power and CPU, the sleeper (a 1 ms timer) by wake-ups.
+    tmux.keys(&["/"]);
+    tmux.text("PLS");
+    tmux.keys(&["Enter"]);
+    let filtered = tmux.wait_for("filtered to the two workloads", long, |s| {
+        s.has("filter: \"PLS\"") && s.processes().len() == 2
+    });
+    let pids: Vec<(String, u32)> = filtered
+        .processes()
+        .into_iter()
+        .map(|p| (p.comm, p.pid))
+        .collect();
+    assert_eq!(
+        pids,
+        [
+            ("plsleepy".to_string(), sleepy.pid()),
+            ("plspin".to_string(), spin.pid())
+        ],
+        "by name"
+    );
+    for (key, label, first, second) in [
+        ("p", "sort: power", "plspin", "plsleepy"),
+        ("w", "sort: wake-ups", "plsleepy", "plspin"),
+        ("c", "sort: CPU", "plspin", "plsleepy"),
+    ] {
+        tmux.keys(&[key]);
+        tmux.wait_for(&format!("{label}: {first} above {second}"), long, |s| {
+            s.has(label) && s.above(first, second)
+        });
+    }
+    tmux.keys(&["Escape"]);
+    tmux.wait_for("the filter cleared", long, |s| {
+        !s.has("filter:") && s.processes().len() > 2
+    });
+
     // Freeze: the interval on display stays while measuring goes on; space shows the latest.
     tmux.keys(&["Space"]);
     let frozen = tmux.wait_for("frozen", long, |s| s.has("FROZEN (latest #"));
     let at = frozen.interval().unwrap();
     std::thread::sleep(Duration::from_millis(1500));
-    let still = tmux.capture();
+    let still = tmux.capture_frame();
     assert_eq!(Screen(still.clone()).interval(), Some(at), "{still}");
     tmux.keys(&["Space"]);
     tmux.wait_for("thawed on a later interval", long, |s| {
