@@ -10,8 +10,10 @@ cd "$(dirname "$0")/.."
 # rt-tests gives cyclictest, the oracle of `powerlens wake`'s UserLatency; chromium (headless)
 # checks the HTML report in a real browser; xz-utils is a command of the README's Quick start;
 # prometheus (the server and promtool) scrapes `powerlens agent` and lints its exposition;
-# tmux is the real terminal `powerlens top` is driven in (send-keys, capture-pane).
-debs=(sqlite3 rt-tests linux-perf chromium xz-utils prometheus tmux)
+# openssl (certificates), apache2-utils (htpasswd's bcrypt hashes) and curl (an HTTPS
+# client) check the agent's --web-config; tmux is the real terminal `powerlens top` is
+# driven in (send-keys, capture-pane).
+debs=(sqlite3 rt-tests linux-perf chromium xz-utils prometheus openssl apache2-utils curl tmux)
 
 missing=()
 if command -v dpkg >/dev/null 2>&1; then
@@ -56,6 +58,13 @@ if [ "$(db_state)" != "$db_before" ]; then
     echo "test.sh: a test wrote to the user's default results database ($default_db): give it its own (--db / POWERLENS_DB)" >&2
     exit 1
 fi
+# Every parser of outside input fuzzed for a bounded time (docs/RELIABILITY.md): the
+# coverage-guided fuzzer, built in release mode with edge counters in target/fuzz, starts
+# from the checked-in seeds; a crash fails the suite and names the input that caused it.
+# `cargo test` above already replayed every seed and every fixed crash's input.
+fuzz_s=${POWERLENS_FUZZ_CI_S:-15}
+echo "== fuzzing every parser of outside input, ${fuzz_s} s per target (scripts/fuzz.sh --ci)" >&2
+nice -n 10 scripts/fuzz.sh --ci "$fuzz_s"
 # The README's Quick start, line by line, as a new user runs it (`record` and `wake` need
 # root, as the README says).
 if [ "$(id -u)" = 0 ]; then

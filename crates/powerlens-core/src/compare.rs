@@ -46,6 +46,14 @@ pub enum CompareError {
         what: &'static str,
         value: f64,
     },
+    #[error("label {label:?}: a run's {what} is {value:e}, outside the {min:e} to {max:e} powerlens compares (its statistics would overflow); check the input's units")]
+    OutOfRange {
+        label: String,
+        what: &'static str,
+        value: f64,
+        min: f64,
+        max: f64,
+    },
     #[error("mismatched energy domains: {baseline:?} has [{baseline_domains}] but {label:?} has [{label_domains}]; compare results measured with the same meter")]
     MismatchedDomains {
         baseline: String,
@@ -173,7 +181,7 @@ pub fn compare(groups: &[Group], work: f64) -> Result<Comparison, CompareError> 
         return Err(CompareError::TooFewLabels(groups.len()));
     }
     for g in groups {
-        validate(g)?;
+        validate(g, work)?;
     }
     check_domains(groups)?;
     let labels = groups.iter().map(|g| label_stats(g, work)).collect();
@@ -190,7 +198,12 @@ pub fn compare(groups: &[Group], work: f64) -> Result<Comparison, CompareError> 
     })
 }
 
-fn validate(g: &Group) -> Result<(), CompareError> {
+/// The range every figure of a run must lie in: beyond it, sums of squares overflow and
+/// means lose all precision (fuzzing found 5e-324 s, a positive and finite time, giving an
+/// infinite power). Real runs are nanoseconds to days, microjoules to megajoules.
+const FIGURE_RANGE: (f64, f64) = (1e-30, 1e30);
+
+fn validate(g: &Group, work: f64) -> Result<(), CompareError> {
     if g.samples.is_empty() {
         return Err(CompareError::EmptyLabel(g.label.clone()));
     }
@@ -201,6 +214,19 @@ fn validate(g: &Group) -> Result<(), CompareError> {
                     label: g.label.clone(),
                     what,
                     value,
+                });
+            }
+        }
+        let (min, max) = FIGURE_RANGE;
+        for (what, figure) in FIGURES {
+            let value = figure(s, work);
+            if !(min..=max).contains(&value) {
+                return Err(CompareError::OutOfRange {
+                    label: g.label.clone(),
+                    what,
+                    value,
+                    min,
+                    max,
                 });
             }
         }
@@ -765,5 +791,25 @@ mod tests {
         let e = groups_from_csv("label,seconds,joules\nA,1\n".lines()).unwrap_err();
         assert_eq!(e.to_string(), "line 2: expected 3 fields, found 2");
         assert_eq!(groups_from_csv("".lines()).unwrap_err(), CsvError::Empty);
+    }
+
+    /// Regression (fuzz/regressions/compare_csv/denormal-seconds): a run of 5e-324 s, positive
+    /// and finite, gave an infinite power and infinite means in the verdict.
+    #[test]
+    fn figures_outside_the_range_statistics_can_hold_are_refused() {
+        let csv = "label,seconds,joules\nA,5e-324,50\nA,1,50\nB,1,40\n";
+        let err = compare(&groups_from_csv(csv.lines()).unwrap(), 1.0).unwrap_err();
+        assert!(
+            matches!(err, CompareError::OutOfRange { what: "time", .. }),
+            "{err}"
+        );
+        assert!(err.to_string().contains("check the input's units"), "{err}");
+        // Squared, 1e200 J overflows a variance.
+        let big = "label,seconds,joules\nA,1,1e200\nA,1,1e200\nB,1,1\n";
+        let err = compare(&groups_from_csv(big.lines()).unwrap(), 1.0).unwrap_err();
+        assert!(matches!(err, CompareError::OutOfRange { .. }), "{err}");
+        // Nanoseconds and microjoules are in range.
+        let small = "label,seconds,joules\nA,1e-9,1e-6\nB,2e-9,1e-6\n";
+        assert!(compare(&groups_from_csv(small.lines()).unwrap(), 1.0).is_ok());
     }
 }

@@ -54,10 +54,13 @@ impl CounterWindow {
         }
     }
 
-    /// The increase over the interval (never negative), or `None` without samples.
+    /// The increase over the interval (never negative), or `None` without samples, or when
+    /// the samples give no finite increase (damaged counters of ±1e308 J made it NaN,
+    /// which `max(0.0)` turned into a silent 0).
     pub fn increase(&self) -> Option<f64> {
         let (start, end) = self.ends()?;
-        Some((end - start).max(0.0))
+        let increase = end - start;
+        increase.is_finite().then(|| increase.max(0.0))
     }
 
     /// The value at the start and at the end of the interval, or `None` without samples.
@@ -120,5 +123,13 @@ mod tests {
         back.push(0, 5.0);
         back.push(10, 1.0);
         assert_eq!(back.increase(), Some(0.0));
+    }
+
+    #[test]
+    fn samples_with_no_finite_increase_give_none_not_zero() {
+        let mut w = CounterWindow::new(5, 10);
+        w.push(0, -1.7e308);
+        w.push(20, 1.7e308);
+        assert_eq!(w.increase(), None);
     }
 }

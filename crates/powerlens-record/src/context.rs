@@ -8,7 +8,7 @@ use std::collections::{BTreeSet, HashMap};
 use serde_json::Value;
 
 use powerlens_core::battery::{given_capacity, BatteryReport, BatterySetup, ChargeSpan, Workload};
-use powerlens_core::model::PowerModel;
+use powerlens_core::model::{ModelError, PowerModel};
 use powerlens_core::provenance::Provenance;
 use powerlens_core::sched::report::{
     EnergyInput, IdleStateInfo, RecordingContext, SysfsIdle, ThreadInfo,
@@ -17,6 +17,17 @@ use powerlens_core::window::CounterWindow;
 use powerlens_store::recording::{RecordingReader, ThreadRow};
 
 use crate::{meta, sampler};
+
+/// A CPU number from the file, when it is one a machine can have. The report makes a table
+/// row per CPU up to the highest number it sees: a damaged sample's CPU of 4000000000 asked
+/// for 64 GB (found while writing the recording fuzz target), and `as u32` would have
+/// folded 2^32 + 1 onto CPU 1.
+fn cpu_number(value: &Value) -> Option<u32> {
+    value
+        .as_u64()
+        .filter(|&n| n <= u64::from(powerlens_sys::sysfs::MAX_CPU))
+        .map(|n| n as u32)
+}
 
 /// Everything but the energy, which needs the analysis' busy time when it is estimated.
 pub fn read(reader: &RecordingReader) -> anyhow::Result<RecordingContext> {
@@ -48,7 +59,7 @@ pub fn read(reader: &RecordingReader) -> anyhow::Result<RecordingContext> {
         .and_then(|v| v.as_array().cloned())
         .unwrap_or_default()
         .iter()
-        .filter_map(|l| Some((l["cpu"].as_u64()? as u32, l["lost"].as_u64()?)))
+        .filter_map(|l| Some((cpu_number(&l["cpu"])?, l["lost"].as_u64()?)))
         .collect();
     Ok(RecordingContext {
         threads,
@@ -147,14 +158,14 @@ pub fn sysfs_idle(
     let mut windows: Vec<((u32, u32), CounterWindow, CounterWindow)> = Vec::new();
     reader.samples(sampler::CPUIDLE, |t, data| {
         for cpu in data.as_array().into_iter().flatten() {
-            let Some(n) = cpu["cpu"].as_u64() else {
+            let Some(n) = cpu_number(&cpu["cpu"]) else {
                 continue;
             };
             for (i, s) in cpu["states"].as_array().into_iter().flatten().enumerate() {
                 let (Some(usage), Some(time_us)) = (s[0].as_u64(), s[1].as_u64()) else {
                     continue;
                 };
-                let key = (n as u32, i as u32);
+                let key = (n, i as u32);
                 let slot = match windows.iter().position(|(k, _, _)| *k == key) {
                     Some(slot) => slot,
                     None => {
@@ -189,12 +200,13 @@ pub fn sysfs_idle(
     Ok(Ok(out))
 }
 
-fn frequency_samples(reader: &RecordingReader) -> anyhow::Result<Vec<(u64, u32, u64)>> {
+/// The cpufreq samples: (time, CPU, kHz).
+pub fn frequency_samples(reader: &RecordingReader) -> anyhow::Result<Vec<(u64, u32, u64)>> {
     let mut out = Vec::new();
     reader.samples(sampler::CPUFREQ, |t, data| {
         for pair in data.as_array().into_iter().flatten() {
-            if let (Some(cpu), Some(khz)) = (pair[0].as_u64(), pair[1].as_u64()) {
-                out.push((t, cpu as u32, khz));
+            if let (Some(cpu), Some(khz)) = (cpu_number(&pair[0]), pair[1].as_u64()) {
+                out.push((t, cpu, khz));
             }
         }
     })?;
@@ -211,14 +223,27 @@ pub fn energy(
 ) -> anyhow::Result<Result<EnergyInput, Provenance>> {
     let energy = reader.meta(meta::ENERGY)?.unwrap_or(Value::Null);
     let elapsed_s = end_ns.saturating_sub(start_ns) as f64 / 1e9;
-    if let Ok(model) = serde_json::from_value::<PowerModel>(energy["model"].clone()) {
-        let joules = model.energy_j(elapsed_s, busy_cpu_s);
-        return Ok(Ok(EnergyInput {
-            total_j: joules,
-            domains: vec![("system".to_string(), joules)],
-            provenance: model.provenance(),
-            idle_power_w: model.idle_w,
-        }));
+    // Checked as a model file is: a damaged one (a negative idle power) gave negative
+    // energies and watts (found by the recording fuzz target's check).
+    match PowerModel::from_json(&energy["model"].to_string()) {
+        Err(ModelError::Parameter { name, value }) => {
+            return Ok(Err(Provenance::Unavailable {
+                reason: format!(
+                    "the recording's power model is damaged: {name} = {value} is not a power"
+                ),
+                fix: Some("record again".into()),
+            }))
+        }
+        Err(_) => {}
+        Ok(model) => {
+            let joules = model.energy_j(elapsed_s, busy_cpu_s);
+            return Ok(Ok(EnergyInput {
+                total_j: joules,
+                domains: vec![("system".to_string(), joules)],
+                provenance: model.provenance(),
+                idle_power_w: model.idle_w,
+            }));
+        }
     }
     let provenance: Provenance =
         serde_json::from_value(energy["provenance"].clone()).unwrap_or(Provenance::Unavailable {
@@ -226,10 +251,12 @@ pub fn energy(
             fix: Some("record again with this powerlens".into()),
         });
     let mut total = CounterWindow::new(start_ns, end_ns);
+    let mut sampled = false;
     let mut domains: Vec<(String, CounterWindow)> = Vec::new();
     reader.samples(sampler::ENERGY, |t, data| {
         if let Some(j) = data["total_j"].as_f64() {
             total.push(t, j);
+            sampled = true;
         }
         for (name, j) in data["domains_j"].as_object().into_iter().flatten() {
             let Some(j) = j.as_f64() else { continue };
@@ -244,9 +271,18 @@ pub fn energy(
         }
     })?;
     let Some(total_j) = total.increase() else {
+        // Samples with no finite increase (counters of ±1e308 J) are damaged ones.
         return Ok(Err(Provenance::Unavailable {
-            reason: format!("no energy samples were recorded ({})", provenance.label()),
-            fix: Some("record for longer than the sample interval (--sample-every)".into()),
+            reason: if sampled {
+                "the recording's energy samples are damaged: they give no finite increase".into()
+            } else {
+                format!("no energy samples were recorded ({})", provenance.label())
+            },
+            fix: Some(if sampled {
+                "record again".into()
+            } else {
+                "record for longer than the sample interval (--sample-every)".into()
+            }),
         }));
     };
     Ok(Ok(EnergyInput {
@@ -256,7 +292,11 @@ pub fn energy(
             .filter_map(|(n, w)| Some((n.clone(), w.increase()?)))
             .collect(),
         provenance,
-        idle_power_w: energy["baseline_w"].as_f64().unwrap_or(0.0),
+        // A damaged baseline can be negative: no baseline then, as when none was measured.
+        idle_power_w: energy["baseline_w"]
+            .as_f64()
+            .filter(|w| w.is_finite() && *w >= 0.0)
+            .unwrap_or(0.0),
     }))
 }
 
@@ -323,4 +363,114 @@ pub fn battery(
         time_per_run_s: seconds,
     };
     Ok(Some(setup.report(&workload, &spans, &energy.provenance)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use powerlens_store::recording::RecordingWriter;
+    use serde_json::json;
+
+    /// CPU numbers no machine has (a damaged sample's 4000000000 asked the report for a
+    /// 64 GB table; 2^32 + 1 would have folded onto CPU 1) are left out, the rest kept.
+    #[test]
+    fn cpu_numbers_no_machine_has_are_left_out() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("r.rec");
+        let mut w = RecordingWriter::create(&path).unwrap();
+        let idle = |cpu: u64| json!({"cpu": cpu, "states": [[1, 10], [2, 20]]});
+        for t in [0, 1_000_000] {
+            w.append_sample(
+                t,
+                sampler::CPUIDLE,
+                &json!([idle(0), idle(4_000_000_000), idle(4_294_967_297)]),
+            )
+            .unwrap();
+            w.append_sample(
+                t,
+                sampler::CPUFREQ,
+                &json!([[1, 2_000_000], [4_000_000_000u64, 1]]),
+            )
+            .unwrap();
+        }
+        w.set_meta(
+            meta::LOST,
+            &json!([{"cpu": 1, "lost": 3}, {"cpu": 4_000_000_000u64, "lost": 9}]),
+        )
+        .unwrap();
+        w.finish().unwrap();
+        let reader = RecordingReader::open(&path).unwrap();
+        let idle = sysfs_idle(&reader, (0, 1_000_000)).unwrap().unwrap();
+        assert!(idle.iter().all(|s| s.cpu == 0), "{idle:?}");
+        assert_eq!(idle.len(), 2);
+        let freq = frequency_samples(&reader).unwrap();
+        assert_eq!(freq, [(0, 1, 2_000_000), (1_000_000, 1, 2_000_000)]);
+        assert_eq!(read(&reader).unwrap().lost_records, [(1, 3)]);
+    }
+
+    /// Regression (fuzz/regressions/recording/negative-idle-power.rec): a damaged power
+    /// model's negative idle power came out as a negative power and energy.
+    #[test]
+    fn a_damaged_power_model_is_unavailable_energy_not_a_negative_one() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("r.rec");
+        let mut w = RecordingWriter::create(&path).unwrap();
+        let model =
+            json!({"name": "default-linear", "idle_w": -270.6, "busy_cpu_w": 16.0, "source": "x"});
+        w.set_meta(meta::ENERGY, &json!({ "model": model }))
+            .unwrap();
+        w.finish().unwrap();
+        let reader = RecordingReader::open(&path).unwrap();
+        match energy(&reader, (0, 1_000_000_000), 0.5).unwrap() {
+            Err(Provenance::Unavailable { reason, .. }) => {
+                assert!(reason.contains("idle_w = -270.6"), "{reason}")
+            }
+            other => panic!("{other:?}"),
+        }
+        // A valid model still estimates: 27.06 W for 1 s plus 16 W for 0.5 CPU-s.
+        let mut w = RecordingWriter::create(&dir.path().join("ok.rec")).unwrap();
+        let model =
+            json!({"name": "default-linear", "idle_w": 27.06, "busy_cpu_w": 16.0, "source": "x"});
+        w.set_meta(meta::ENERGY, &json!({ "model": model }))
+            .unwrap();
+        w.finish().unwrap();
+        let reader = RecordingReader::open(&dir.path().join("ok.rec")).unwrap();
+        let e = energy(&reader, (0, 1_000_000_000), 0.5).unwrap().unwrap();
+        assert!((e.total_j - 35.06).abs() < 1e-9, "{}", e.total_j);
+    }
+
+    /// Meter samples of ±1e308 J (an infinite increase) and a negative baseline, as damage
+    /// could leave them, give no figure rather than an infinite energy or a negative power.
+    #[test]
+    fn damaged_meter_samples_and_baseline_are_no_figures() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("r.rec");
+        let mut w = RecordingWriter::create(&path).unwrap();
+        w.set_meta(meta::ENERGY, &json!({"baseline_w": -5.0}))
+            .unwrap();
+        for (t, j) in [(0, -1.7e308), (1_000_000_000u64, 1.7e308)] {
+            let sample = json!({"total_j": j, "domains_j": {"package-0": j}});
+            w.append_sample(t, sampler::ENERGY, &sample).unwrap();
+        }
+        w.finish().unwrap();
+        let reader = RecordingReader::open(&path).unwrap();
+        match energy(&reader, (0, 1_000_000_000), 0.5).unwrap() {
+            Err(Provenance::Unavailable { reason, .. }) => {
+                assert!(reason.contains("damaged"), "{reason}")
+            }
+            other => panic!("{other:?}"),
+        }
+        let path = dir.path().join("ok.rec");
+        let mut w = RecordingWriter::create(&path).unwrap();
+        w.set_meta(meta::ENERGY, &json!({"baseline_w": -5.0}))
+            .unwrap();
+        for (t, j) in [(0, 10.0), (1_000_000_000u64, 30.0)] {
+            w.append_sample(t, sampler::ENERGY, &json!({ "total_j": j }))
+                .unwrap();
+        }
+        w.finish().unwrap();
+        let reader = RecordingReader::open(&path).unwrap();
+        let e = energy(&reader, (0, 1_000_000_000), 0.5).unwrap().unwrap();
+        assert_eq!((e.total_j, e.idle_power_w), (20.0, 0.0));
+    }
 }

@@ -201,7 +201,8 @@ impl Converter {
     /// The event a record stands for, or `None` for a record that carries nothing the
     /// analysis uses (or is truncated).
     pub fn convert(&self, r: &TraceRecord<'_>, threads: &mut ThreadTable) -> Option<Event> {
-        threads.observe_current(r.cpu, r.pid, r.tid);
+        let t = r.time_ns;
+        threads.observe_current(r.cpu, r.pid, r.tid, t);
         let plan = self.plans.get(r.event)?.as_ref()?;
         let raw = r.raw;
         let f = &plan.fields;
@@ -211,10 +212,10 @@ impl Converter {
                 let (prev, state, next) = (int(1)?, int(2)?, int(4)?);
                 let (prev, next) = (prev as u32, next as u32);
                 if let Some(comm) = f[0].bytes(raw) {
-                    threads.observe_comm_bytes(prev, comm);
+                    threads.observe_comm_bytes(prev, comm, t);
                 }
                 if let Some(comm) = f[3].bytes(raw) {
-                    threads.observe_comm_bytes(next, comm);
+                    threads.observe_comm_bytes(next, comm, t);
                 }
                 EventKind::Switch {
                     prev,
@@ -234,9 +235,9 @@ impl Converter {
             },
             Tracepoint::Fork => {
                 let (parent, child) = (int(0)? as u32, int(1)? as u32);
-                threads.observe_fork(parent, child);
+                threads.observe_fork(parent, child, t);
                 if let Some(comm) = f[2].bytes(raw) {
-                    threads.observe_comm_bytes(child, comm);
+                    threads.observe_comm_bytes(child, comm, t);
                 }
                 EventKind::Fork { parent, child }
             }
@@ -244,7 +245,7 @@ impl Converter {
                 let tid = int(0)? as u32;
                 let filename = f[1].str(raw)?;
                 let comm = exec_comm(&filename);
-                threads.observe_comm(tid, &comm);
+                threads.observe_comm(tid, &comm, t);
                 EventKind::Exec {
                     tid,
                     comm: comm.into(),

@@ -196,7 +196,7 @@ impl State {
                 self.push_stack(&raw, time_ns, cpu, context, batch);
             }
             Collected::CpuSample(s) => {
-                self.threads.observe_current(s.cpu, s.pid, s.tid);
+                self.threads.observe_current(s.cpu, s.pid, s.tid, s.time_ns);
                 let context = Some(s.tid);
                 let sample = EventKind::CpuSample {
                     tid: s.tid,

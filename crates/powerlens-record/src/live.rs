@@ -268,6 +268,9 @@ impl LiveSession {
         };
         let mut processes = processes;
         for p in &mut processes {
+            if p.info.comm.is_empty() {
+                p.info.comm = self.comm_of(p.info.key.pid, &p.info.any_comm);
+            }
             if p.info.cgroup.is_none() {
                 p.info.cgroup = self.cgroup_of(p.info.key.pid);
             }
@@ -293,6 +296,18 @@ impl LiveSession {
             idle_states: self.idle_states(),
             notes,
         })
+    }
+
+    /// The name of a process whose main thread the trace did not show: procfs's while it
+    /// lives (kept, so the series keeps its label), else a thread's of it.
+    fn comm_of(&mut self, pid: u32, any: &str) -> String {
+        match procfs::process::read_process(&self.roots, pid) {
+            Ok(stat) => {
+                self.directory.set_comm(pid, &stat.comm);
+                stat.comm
+            }
+            Err(_) => any.to_string(),
+        }
     }
 
     /// A process's cgroup: read from procfs while it lives, else its parent's (a child

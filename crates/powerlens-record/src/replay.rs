@@ -10,7 +10,7 @@ use std::sync::mpsc::{self, Receiver, SyncSender};
 
 use anyhow::{anyhow, Context};
 use powerlens_core::codec::{decode_chunk_in_context, CodecError};
-use powerlens_core::sched::event::{Event, Tid};
+use powerlens_core::sched::event::{Event, EventKind, Tid};
 use powerlens_store::recording::{ChunkCursor, RecordingReader};
 
 use crate::tournament::TournamentTree;
@@ -200,10 +200,11 @@ impl Stream<'_> {
             else {
                 return Ok(TournamentTree::DONE);
             };
-            if let Err(e) =
+            let decoded =
                 decode_chunk_in_context(&chunk.data, &mut self.events, &mut self.contexts)
-            {
-                let e = corrupt(cpu, chunk.first_ns, e);
+                    .map_err(|e| corrupt(cpu, chunk.first_ns, e));
+            let decoded = decoded.and_then(|()| self.check_cpus(chunk.first_ns));
+            if let Err(e) = decoded {
                 if self.events.is_empty() {
                     return Err(e);
                 }
@@ -211,6 +212,32 @@ impl Stream<'_> {
             }
         }
         Ok(self.events[0].time_ns)
+    }
+}
+
+impl Stream<'_> {
+    /// Keeps the events before the first that names a CPU no machine has. A chunk passes
+    /// its checksum when it was written that way, and the analyses keep a table per CPU up
+    /// to the highest number they see: CPU 4000000000 in a crafted chunk would have asked
+    /// for gigabytes.
+    fn check_cpus(&mut self, first_ns: u64) -> anyhow::Result<()> {
+        let max = powerlens_sys::sysfs::MAX_CPU;
+        let Some((at, cpu)) = self.events.iter().enumerate().find_map(|(i, e)| {
+            let named = match e.kind {
+                EventKind::Wakeup { target_cpu, .. } => target_cpu.max(e.cpu),
+                EventKind::Migrate { from, to, .. } => from.max(to).max(e.cpu),
+                _ => e.cpu,
+            };
+            (named > max).then_some((i, named))
+        }) else {
+            return Ok(());
+        };
+        self.events.truncate(at);
+        self.contexts.truncate(at);
+        Err(anyhow!(
+            "cpu{}'s chunk at {first_ns} ns names CPU {cpu}, more than any machine has (the recording is damaged; events before it were read)",
+            self.cpu
+        ))
     }
 }
 
@@ -299,5 +326,46 @@ impl<'a> Merge<'a> {
             order.replace_winner(s.head_time()?);
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use powerlens_core::codec::ChunkEncoder;
+    use powerlens_store::recording::RecordingWriter;
+
+    /// A chunk with a valid checksum naming CPU 4000000000 (crafted, or damaged before its
+    /// checksum was computed) ends the replay with an error after the events before it,
+    /// instead of sizing the analyses' per-CPU tables by it.
+    #[test]
+    fn a_chunk_naming_a_cpu_no_machine_has_is_an_error() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("r.rec");
+        let mut w = RecordingWriter::create(&path).unwrap();
+        let mut enc = ChunkEncoder::new();
+        let idle = |t, cpu| Event {
+            time_ns: t,
+            cpu,
+            kind: EventKind::IdleExit,
+        };
+        enc.push(&idle(10, 0));
+        enc.push(&Event {
+            time_ns: 20,
+            cpu: 0,
+            kind: EventKind::Wakeup {
+                tid: 7,
+                target_cpu: 4_000_000_000,
+                new_thread: false,
+            },
+        });
+        enc.push(&idle(30, 0));
+        w.append_chunk(0, 10, 30, 3, &enc.finish()).unwrap();
+        w.finish().unwrap();
+        let reader = RecordingReader::open(&path).unwrap();
+        let mut seen = Vec::new();
+        let err = replay(&reader, |e, _| seen.push(e.time_ns), |_| {}).unwrap_err();
+        assert_eq!(seen, [10]);
+        assert!(err.to_string().contains("names CPU 4000000000"), "{err}");
     }
 }

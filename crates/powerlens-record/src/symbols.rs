@@ -31,10 +31,19 @@ pub fn resolve(reader: &RecordingReader, roots: &Roots) -> anyhow::Result<Option
     let modules: HashMap<u32, String> = reader.modules()?.into_iter().collect();
     let mut stacks = Vec::new();
     let mut damaged = 0usize;
-    reader.stacks(|id, bytes| match decode_frames(bytes) {
-        Ok(frames) => stacks.push((id, frames)),
-        Err(_) => damaged += 1,
+    let mut rows = 0usize;
+    reader.stacks(|id, bytes| {
+        rows += 1;
+        match decode_frames(bytes) {
+            Ok(frames) => stacks.push((id, frames)),
+            Err(_) => damaged += 1,
+        }
     })?;
+    // The recorder numbers stacks 0, 1, 2…: an id past the table's row count is damaged.
+    // One flipped into the billions made the resolved table (indexed by id) ask for 96 GB.
+    let before = stacks.len();
+    stacks.retain(|(id, _)| (*id as usize) < rows);
+    damaged += before - stacks.len();
     let mut warnings = Vec::new();
     if stacks.is_empty() {
         if damaged > 0 {
@@ -134,4 +143,45 @@ pub fn resolve(reader: &RecordingReader, roots: &Roots) -> anyhow::Result<Option
         kernel_names,
         warnings,
     }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use powerlens_core::stacks::encode_frames;
+    use powerlens_store::recording::RecordingWriter;
+
+    /// A stack id damaged into the billions (found while writing the recording fuzz target:
+    /// `report` aborted on a 96 GB allocation) is a damaged stack, not a table that size.
+    #[test]
+    fn a_stack_id_past_the_table_is_damaged_not_allocated() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("r.rec");
+        let mut w = RecordingWriter::create(&path).unwrap();
+        w.add_module(0, "/nonexistent/module").unwrap();
+        let mut frames = Vec::new();
+        encode_frames(
+            &[FrameRef {
+                module: 0,
+                offset: 16,
+            }],
+            &mut frames,
+        );
+        w.add_stack(0, &frames).unwrap();
+        w.add_stack(1, &frames).unwrap();
+        w.add_stack(4_000_000_000, &frames).unwrap();
+        w.finish().unwrap();
+        let reader = RecordingReader::open(&path).unwrap();
+        let roots = Roots {
+            sysfs: dir.path().to_path_buf(),
+            procfs: dir.path().to_path_buf(),
+        };
+        let r = resolve(&reader, &roots).unwrap().unwrap();
+        assert_eq!(
+            r.warnings,
+            ["1 damaged stacks in the recording are shown as [no stack]"]
+        );
+        assert!(r.stacks.describe(4_000_000_000).is_empty());
+        assert_eq!(r.stacks.describe(1).len(), 1);
+    }
 }

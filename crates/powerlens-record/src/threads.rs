@@ -5,6 +5,12 @@
 //! the CPU. Threads that exist before the recording are read from procfs at the start;
 //! forks give each new thread its parent thread. Only changes since the last
 //! [`ThreadTable::take_changed`] are handed out, so the recorder writes each once per flush.
+//!
+//! Facts apply by their record's time, not by the order the drain reads them: the drain
+//! takes the rings CPU by CPU, so a child's exec on one CPU can be read before its fork on
+//! its parent's, and the fork's name (the parent's) would otherwise overwrite the exec's
+//! for as long as the child does not switch (a `powerlens agent` series labelled with
+//! the name of the thread that spawned the program).
 
 use std::collections::BTreeSet;
 
@@ -16,10 +22,20 @@ use powerlens_sys::{procfs, Roots};
 #[derive(Debug, Default)]
 pub struct ThreadTable {
     rows: TidMap<ThreadRow>,
+    /// Per thread, the time of the records its name and its process come from.
+    since: TidMap<Since>,
     changed: BTreeSet<u32>,
     /// The last (pid, tid) seen current on each CPU: most records repeat it, and the
     /// lookup is skipped for them.
     current: Vec<(u32, u32)>,
+}
+
+/// When a thread's facts were learned (CLOCK_MONOTONIC ns); 0 for procfs's, older than
+/// any record.
+#[derive(Debug, Default, Clone, Copy)]
+struct Since {
+    comm: u64,
+    pid: u64,
 }
 
 impl ThreadTable {
@@ -33,9 +49,9 @@ impl ThreadTable {
         })
     }
 
-    /// The task current on a CPU, from a record's header. The idle task (0) and exited
-    /// tasks (perf writes −1) say nothing.
-    pub fn observe_current(&mut self, cpu: u32, pid: u32, tid: u32) {
+    /// The task current on a CPU at `time_ns`, from a record's header. The idle task (0)
+    /// and exited tasks (perf writes −1) say nothing.
+    pub fn observe_current(&mut self, cpu: u32, pid: u32, tid: u32, time_ns: u64) {
         if tid == 0 || tid == EXITED || pid == EXITED {
             return;
         }
@@ -47,6 +63,11 @@ impl ThreadTable {
             return;
         }
         self.current[cpu] = (pid, tid);
+        let since = self.since.entry(tid).or_default();
+        if time_ns < since.pid {
+            return;
+        }
+        since.pid = time_ns;
         let row = self.row(tid);
         if row.pid != Some(pid) {
             row.pid = Some(pid);
@@ -54,17 +75,22 @@ impl ThreadTable {
         }
     }
 
-    pub fn observe_comm(&mut self, tid: u32, comm: &str) {
-        self.observe_comm_bytes(tid, comm.as_bytes());
+    pub fn observe_comm(&mut self, tid: u32, comm: &str, time_ns: u64) {
+        self.observe_comm_bytes(tid, comm.as_bytes(), time_ns);
     }
 
-    /// A name as the kernel stores it (bytes, up to a NUL): compared before anything is
-    /// allocated, since it rarely changes.
-    pub fn observe_comm_bytes(&mut self, tid: u32, comm: &[u8]) {
+    /// A name as the kernel stores it (bytes, up to a NUL) at `time_ns`: compared before
+    /// anything is allocated, since it rarely changes.
+    pub fn observe_comm_bytes(&mut self, tid: u32, comm: &[u8], time_ns: u64) {
         let comm = &comm[..comm.iter().position(|&b| b == 0).unwrap_or(comm.len())];
         if tid == 0 || comm.is_empty() {
             return;
         }
+        let since = self.since.entry(tid).or_default();
+        if time_ns < since.comm {
+            return;
+        }
+        since.comm = time_ns;
         let row = self.row(tid);
         if row.comm.as_bytes() != comm {
             row.comm = String::from_utf8_lossy(comm).into_owned();
@@ -72,12 +98,18 @@ impl ThreadTable {
         }
     }
 
-    pub fn observe_fork(&mut self, parent: u32, child: u32) {
+    pub fn observe_fork(&mut self, parent: u32, child: u32, time_ns: u64) {
+        let since = self.since.entry(child).or_default();
+        let newer_known = time_ns < since.pid;
+        since.pid = since.pid.max(time_ns);
         let row = self.row(child);
         row.parent_tid = Some(parent);
-        // A fork reuses nothing of an earlier thread with the same id.
-        row.pid = None;
-        row.ppid = None;
+        // A fork reuses nothing of an earlier thread with the same id — unless the
+        // child's own later records were read first.
+        if !newer_known {
+            row.pid = None;
+            row.ppid = None;
+        }
         self.changed.insert(child);
     }
 
@@ -131,6 +163,7 @@ impl ThreadTable {
     /// handing out their last changes, so that the table holds the live threads).
     pub fn forget(&mut self, tid: u32) {
         self.rows.remove(&tid);
+        self.since.remove(&tid);
         self.changed.remove(&tid);
     }
 
@@ -150,12 +183,12 @@ mod tests {
     #[test]
     fn learns_processes_names_and_forks_and_hands_out_changes_once() {
         let mut t = ThreadTable::default();
-        t.observe_current(0, 100, 101);
-        t.observe_comm(101, "worker");
-        t.observe_comm_bytes(101, b"worker\0\0\0");
-        t.observe_current(0, 0, 0);
-        t.observe_current(1, EXITED, EXITED);
-        t.observe_fork(101, 102);
+        t.observe_current(0, 100, 101, 1);
+        t.observe_comm(101, "worker", 1);
+        t.observe_comm_bytes(101, b"worker\0\0\0", 2);
+        t.observe_current(0, 0, 0, 3);
+        t.observe_current(1, EXITED, EXITED, 3);
+        t.observe_fork(101, 102, 4);
         let rows = t.take_changed();
         assert_eq!(rows.len(), 2);
         assert_eq!(
@@ -164,11 +197,33 @@ mod tests {
         );
         assert_eq!((rows[1].tid, rows[1].parent_tid), (102, Some(101)));
         assert!(t.take_changed().is_empty(), "nothing changed since");
-        t.observe_current(1, 100, 101);
+        t.observe_current(1, 100, 101, 5);
         assert!(t.take_changed().is_empty(), "the same fact is not a change");
-        t.observe_current(0, 102, 102);
+        t.observe_current(0, 102, 102, 6);
         assert_eq!(t.take_changed()[0].pid, Some(102));
         t.forget(102);
         assert_eq!(t.len(), 1);
+    }
+
+    /// A child's exec read before its fork (another CPU's ring, drained first): the fork's
+    /// older name and its reset of the process do not undo what the exec said.
+    #[test]
+    fn an_older_fork_read_late_does_not_undo_the_exec() {
+        let mut t = ThreadTable::default();
+        t.observe_current(1, 200, 200, 2_000);
+        t.observe_comm(200, "powerlens", 2_000);
+        t.observe_fork(50, 200, 1_000);
+        t.observe_comm_bytes(200, b"the_test_thread", 1_000);
+        let rows = t.take_changed();
+        assert_eq!(
+            (rows[0].comm.as_str(), rows[0].pid, rows[0].parent_tid),
+            ("powerlens", Some(200), Some(50))
+        );
+        // In order, the fork comes first and the exec renames.
+        let mut t = ThreadTable::default();
+        t.observe_fork(50, 300, 1_000);
+        t.observe_comm_bytes(300, b"the_test_thread", 1_000);
+        t.observe_comm(300, "powerlens", 2_000);
+        assert_eq!(t.take_changed()[0].comm, "powerlens");
     }
 }

@@ -83,6 +83,94 @@ pub fn parse_request(bytes: &[u8]) -> Result<Request, HeadError> {
     Ok(request)
 }
 
+/// The user and password of an `Authorization: Basic …` header (RFC 7617).
+#[derive(Clone, PartialEq, Eq)]
+pub struct BasicCredentials {
+    pub user: String,
+    /// Bytes: a password need not be UTF-8, and bcrypt takes bytes.
+    pub password: Vec<u8>,
+}
+
+// Never print a password, not even in a debug message.
+impl std::fmt::Debug for BasicCredentials {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("BasicCredentials")
+            .field("user", &self.user)
+            .field("password", &"…")
+            .finish()
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AuthorizationError {
+    /// Another scheme than `Basic` (Bearer, Digest…).
+    NotBasic,
+    /// The credentials are not base64.
+    NotBase64,
+    /// The decoded credentials have no `:` between user and password.
+    NoColon,
+    /// The user is not UTF-8 (no configured user can match it).
+    UserNotUtf8,
+}
+
+/// Decodes an `Authorization` header value of the Basic scheme: `Basic base64(user:password)`.
+/// The scheme is case-insensitive; the user ends at the first `:` (RFC 7617), so the
+/// password may hold colons.
+pub fn parse_basic_authorization(value: &str) -> Result<BasicCredentials, AuthorizationError> {
+    let value = value.trim();
+    let (scheme, token) = value.split_once(' ').ok_or(AuthorizationError::NotBasic)?;
+    if !scheme.eq_ignore_ascii_case("basic") {
+        return Err(AuthorizationError::NotBasic);
+    }
+    let decoded = decode_base64(token.trim()).ok_or(AuthorizationError::NotBase64)?;
+    let colon = decoded
+        .iter()
+        .position(|&b| b == b':')
+        .ok_or(AuthorizationError::NoColon)?;
+    let user = std::str::from_utf8(&decoded[..colon])
+        .map_err(|_| AuthorizationError::UserNotUtf8)?
+        .to_string();
+    Ok(BasicCredentials {
+        user,
+        password: decoded[colon + 1..].to_vec(),
+    })
+}
+
+/// Standard base64 (RFC 4648 alphabet), with or without its `=` padding. `None` on any
+/// other character, a misplaced `=`, or a length no encoding has.
+pub fn decode_base64(text: &str) -> Option<Vec<u8>> {
+    fn value(c: u8) -> Option<u32> {
+        Some(match c {
+            b'A'..=b'Z' => c - b'A',
+            b'a'..=b'z' => c - b'a' + 26,
+            b'0'..=b'9' => c - b'0' + 52,
+            b'+' => 62,
+            b'/' => 63,
+            _ => return None,
+        } as u32)
+    }
+    let bytes = text.as_bytes();
+    let data = match bytes {
+        [rest @ .., b'=', b'='] | [rest @ .., b'='] if bytes.len().is_multiple_of(4) => rest,
+        _ => bytes,
+    };
+    if data.len() % 4 == 1 {
+        return None;
+    }
+    let mut out = Vec::with_capacity(data.len() / 4 * 3 + 2);
+    for chunk in data.chunks(4) {
+        let mut acc = 0u32;
+        for &c in chunk {
+            acc = (acc << 6) | value(c)?;
+        }
+        // A short final chunk of n characters carries n - 1 bytes in its high bits.
+        let bits = 6 * chunk.len();
+        acc <<= 24 - bits;
+        out.extend_from_slice(&acc.to_be_bytes()[1..bits / 8 + 1]);
+    }
+    Some(out)
+}
+
 fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
     haystack.windows(needle.len()).position(|w| w == needle)
 }
@@ -161,6 +249,64 @@ mod tests {
         let big = [b'a'; MAX_HEAD + 10];
         assert_eq!(parse_request(&big), Err(HeadError::TooLarge));
         assert_eq!(HeadError::TooLarge.status(), 431);
+    }
+
+    #[test]
+    fn base64_decodes_the_rfc_4648_vectors() {
+        // RFC 4648, section 10, padded and unpadded.
+        for (plain, encoded) in [
+            ("", ""),
+            ("f", "Zg=="),
+            ("fo", "Zm8="),
+            ("foo", "Zm9v"),
+            ("foob", "Zm9vYg=="),
+            ("fooba", "Zm9vYmE="),
+            ("foobar", "Zm9vYmFy"),
+        ] {
+            assert_eq!(decode_base64(encoded).as_deref(), Some(plain.as_bytes()));
+            let bare = encoded.trim_end_matches('=');
+            assert_eq!(decode_base64(bare).as_deref(), Some(plain.as_bytes()));
+        }
+        for bad in [
+            "Z", "Zg=", "Z===", "Zm9v=", "Zm 9", "Zm9v\n", "Zg==Zg==", "Zm-_",
+        ] {
+            assert_eq!(decode_base64(bad), None, "{bad:?}");
+        }
+        assert_eq!(decode_base64("/+8=").as_deref(), Some(&[0xff, 0xef][..]));
+    }
+
+    #[test]
+    fn basic_credentials_are_decoded_as_rfc_7617_has_them() {
+        // The RFC's own example.
+        let c = parse_basic_authorization("Basic QWxhZGRpbjpvcGVuIHNlc2FtZQ==").unwrap();
+        assert_eq!(c.user, "Aladdin");
+        assert_eq!(c.password, b"open sesame");
+        // The scheme is case-insensitive; the password keeps its colons.
+        let c = parse_basic_authorization("basic dTphOmI=").unwrap();
+        assert_eq!((c.user.as_str(), c.password.as_slice()), ("u", &b"a:b"[..]));
+        assert!(!format!("{c:?}").contains("a:b"), "{c:?}");
+        assert_eq!(
+            parse_basic_authorization("Bearer dTphOmI="),
+            Err(AuthorizationError::NotBasic)
+        );
+        assert_eq!(
+            parse_basic_authorization("Basic"),
+            Err(AuthorizationError::NotBasic)
+        );
+        assert_eq!(
+            parse_basic_authorization("Basic dTph!"),
+            Err(AuthorizationError::NotBase64)
+        );
+        // "user" without a colon.
+        assert_eq!(
+            parse_basic_authorization("Basic dXNlcg=="),
+            Err(AuthorizationError::NoColon)
+        );
+        // A user of bytes that are not UTF-8 (0xff), password "p".
+        assert_eq!(
+            parse_basic_authorization("Basic /zpw"),
+            Err(AuthorizationError::UserNotUtf8)
+        );
     }
 
     #[test]

@@ -18,3 +18,4 @@ pub mod svg;
 pub mod sweep;
 pub mod table;
 pub mod wake;
+pub mod web_config;

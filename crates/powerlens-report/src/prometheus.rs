@@ -377,6 +377,7 @@ mod tests {
     fn monitor() -> Monitor {
         let mut m = Monitor::new(MonitorConfig {
             top: 1,
+            min_cpu: 0.0,
             ..MonitorConfig::default()
         });
         let p = |pid: u32, comm: &str, ns: u64| ProcessInterval {
@@ -386,6 +387,7 @@ mod tests {
                     serial: pid as u64,
                 },
                 comm: comm.into(),
+                any_comm: String::new(),
                 cgroup: Some("/system.slice/a\"b.service".into()),
                 parent: None,
             },

@@ -64,6 +64,8 @@ pub enum StoreError {
     },
     #[error("result {id} in {path} is damaged: its contents no longer match the checksum saved with it, so its figures cannot be trusted (`powerlens runs list` leaves it out; run the measurement again)")]
     ResultDamaged { id: i64, path: PathBuf },
+    #[error("the results database {path} is damaged: a result written to it reads back as another one (its tables are out of order), so the result was not saved; move the file aside (powerlens starts a new one) or restore a copy")]
+    WriteNotReadBack { path: PathBuf },
     #[error("no result with id {id} in {path} (list them with `powerlens runs list`)")]
     NoSuchResult { id: i64, path: PathBuf },
     #[error("{path} already exists; move it aside or choose another name with -o FILE")]

@@ -322,6 +322,27 @@ impl ResultsDb {
             )
             .map_err(sql)?;
         }
+        // Read back what was written before anything depends on it: in a damaged file
+        // SQLite can give the new row an id an old row already has (a table tree out of
+        // order), and every read by that id then finds the old row, whose checksum is its
+        // own (found by fuzzing: `runs show` would have shown another result). Dropping
+        // the transaction rolls the write back.
+        let back: (String, f64, String) = tx
+            .query_row(
+                "SELECT command, created_unix, document FROM results WHERE id = ?1",
+                [id],
+                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+            )
+            .map_err(sql)?;
+        if back
+            != (
+                result.command.clone(),
+                result.created_unix,
+                result.document.clone(),
+            )
+        {
+            return Err(StoreError::WriteNotReadBack { path });
+        }
         let crc = result_checksum(&tx, id).map_err(sql)?;
         tx.execute(
             "UPDATE results SET crc = ?1 WHERE id = ?2",
@@ -426,6 +447,47 @@ fn result_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<(ResultRow, Option<i64>
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Regression (fuzz/regressions/results/append-reads-back-another-row): a damaged file
+    /// whose results tree is out of order gave the appended result the id of an old one,
+    /// and reading it back by its id found the old one.
+    #[test]
+    fn a_result_that_reads_back_as_another_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("results.db");
+        std::fs::write(
+            &path,
+            include_bytes!("../../../fuzz/regressions/results/append-reads-back-another-row"),
+        )
+        .unwrap();
+        let new = NewResult {
+            created_unix: 1.5e9,
+            kind: "run".into(),
+            command: "fuzz".into(),
+            label: None,
+            complete: true,
+            provenance: "estimated (default-linear)".into(),
+            mean_wall_s: Some(0.25),
+            mean_energy_j: Some(2.0),
+            document: "{}".into(),
+            runs: Vec::new(),
+        };
+        let mut db = ResultsDb::open(&path).unwrap();
+        let err = db.insert(&new).unwrap_err();
+        assert!(matches!(err, StoreError::WriteNotReadBack { .. }), "{err}");
+        assert!(err.to_string().contains("was not saved"), "{err}");
+        // Nothing of it stayed.
+        drop(db);
+        let conn = Connection::open(&path).unwrap();
+        let kept: i64 = conn
+            .query_row(
+                "SELECT count(*) FROM results WHERE command = 'fuzz'",
+                [],
+                |r| r.get(0),
+            )
+            .unwrap();
+        assert_eq!(kept, 0);
+    }
 
     /// It holds command lines: created for its owner only, whatever the umask; a symbolic
     /// link at its path or at its journal is refused and nothing is written through it.

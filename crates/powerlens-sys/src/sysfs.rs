@@ -105,19 +105,24 @@ pub fn numbered_entries(
     Ok(numbered)
 }
 
-/// Parses a kernel CPU list such as `0-3,6,8-9` into CPU numbers.
+/// The highest CPU number a CPU list may name. Linux builds for at most 8192 CPUs; a list
+/// beyond this is damaged, and `0-4294967295` asked for 16 GiB (found by fuzzing).
+pub const MAX_CPU: u32 = 65_535;
+
+/// Parses a kernel CPU list such as `0-3,6,8-9` into CPU numbers, each at most [`MAX_CPU`].
 pub fn parse_cpu_list(text: &str) -> Option<Vec<u32>> {
+    let cpu = |s: &str| s.trim().parse::<u32>().ok().filter(|&n| n <= MAX_CPU);
     let mut cpus = Vec::new();
     for part in text.trim().split(',').filter(|p| !p.is_empty()) {
         match part.split_once('-') {
             Some((a, b)) => {
-                let (a, b): (u32, u32) = (a.trim().parse().ok()?, b.trim().parse().ok()?);
+                let (a, b) = (cpu(a)?, cpu(b)?);
                 if a > b {
                     return None;
                 }
                 cpus.extend(a..=b);
             }
-            None => cpus.push(part.trim().parse().ok()?),
+            None => cpus.push(cpu(part)?),
         }
     }
     Some(cpus)
@@ -137,6 +142,10 @@ mod tests {
         assert_eq!(parse_cpu_list(""), Some(vec![]));
         assert_eq!(parse_cpu_list("3-1"), None);
         assert_eq!(parse_cpu_list("x"), None);
+        // Regression (fuzz/regressions/config/cpus-0-3922375807): 15 GiB for one range.
+        assert_eq!(parse_cpu_list("0-3922375807"), None);
+        assert_eq!(parse_cpu_list("65536"), None);
+        assert_eq!(parse_cpu_list("65534-65535"), Some(vec![65534, 65535]));
     }
 
     #[test]

@@ -6,7 +6,7 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use powerlens_sys::fixture::{FakeMeter, FixtureTree};
+use powerlens_sys::fixture::FakeMeter;
 use serde_json::Value;
 
 mod common;
@@ -647,17 +647,6 @@ fn record_live(rec: &Path, options: &[&str], command: &[&str], env: &[(&str, &Pa
     with_tracefs(&args, env)
 }
 
-/// A fixture sysfs for a live recording: this machine's online CPUs, and the real tracefs
-/// reached through a link, so that only the parts a test fakes (a meter, cpuidle) differ.
-fn fixture_with_live_tracing() -> FixtureTree {
-    let tree = FixtureTree::new();
-    let online = std::fs::read_to_string("/sys/devices/system/cpu/online").unwrap();
-    tree.online_cpus(online.trim());
-    std::fs::create_dir_all(tree.sys_path("kernel")).unwrap();
-    std::os::unix::fs::symlink("/sys/kernel/tracing", tree.sys_path("kernel/tracing")).unwrap();
-    tree
-}
-
 /// With a fake meter of known power, the report's energy is that power × the recording's
 /// time, and the attribution sums to it exactly: total = idle + other + Σ thread rows.
 #[test]
@@ -665,7 +654,7 @@ fn live_attribution_sums_to_a_fake_meter() {
     let Some(_serial) = live_recording() else {
         return;
     };
-    let tree = fixture_with_live_tracing();
+    let tree = common::fixture_with_live_tracing();
     let zone = tree.rapl_zone(0, "package-0", 0, 50_000_000);
     let _meter = FakeMeter::start(zone.join("energy_uj"), 20.0, 50_000_000);
     let (_dir, rec) = scratch();
@@ -1009,7 +998,7 @@ fn live_cpuidle_sysfs_counters_over_the_traced_interval() {
     let Some(_serial) = live_recording() else {
         return;
     };
-    let tree = fixture_with_live_tracing();
+    let tree = common::fixture_with_live_tracing();
     tree.cpuidle_driver("haltpoll", "haltpoll");
     let cpus = powerlens_sys::topology::read_online(&tree.roots()).unwrap();
     for &cpu in &cpus {
@@ -1103,7 +1092,7 @@ fn live_summary_names_what_it_could_not_sample() {
     let Some(_serial) = live_recording() else {
         return;
     };
-    let tree = fixture_with_live_tracing();
+    let tree = common::fixture_with_live_tracing();
     let (_dir, rec) = scratch();
     let out = record_live(
         &rec,

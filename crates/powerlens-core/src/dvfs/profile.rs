@@ -126,7 +126,7 @@ impl TransitionCosts {
         };
         let (key, value) = assignment.split_once('=').ok_or_else(bad)?;
         let value: f64 = value.trim().parse().map_err(|_| bad())?;
-        if !value.is_finite() || value < 0.0 {
+        if !(0.0..=MAX_COST_US).contains(&value) {
             return Err(bad());
         }
         match key.trim() {
@@ -139,6 +139,14 @@ impl TransitionCosts {
         Ok(())
     }
 }
+
+/// The frequencies a profile may give, in GHz. Real CPUs run at 0.4–6 GHz; beyond these
+/// bounds the ratio of two frequencies makes simulated times overflow (fuzzing found a
+/// profile of 1e308 GHz giving an infinite time).
+pub const GHZ_RANGE: (f64, f64) = (0.001, 1000.0);
+
+/// The longest transition cost a profile may give, in µs (real ones: 10–700 µs).
+pub const MAX_COST_US: f64 = 1e6;
 
 /// Why a profile could not be built or used.
 #[derive(Debug, Clone, PartialEq, Error)]
@@ -233,8 +241,8 @@ impl Profile {
         Ok(profile)
     }
 
-    /// Checks what the model relies on: ordered, non-overlapping buckets; positive
-    /// frequencies that do not rise with the level; finite, non-negative costs.
+    /// Checks what the model relies on: ordered, non-overlapping buckets; frequencies in
+    /// [`GHZ_RANGE`] that do not rise with the level; costs from 0 to [`MAX_COST_US`].
     pub fn validate(&self) -> Result<(), ProfileError> {
         let invalid = |problem: String| ProfileError::Invalid {
             profile: self.name.clone(),
@@ -253,9 +261,10 @@ impl Profile {
             }
             previous_max = b.max_cores;
             let ghz = b.ghz();
-            if ghz.iter().any(|f| !f.is_finite() || *f <= 0.0) {
+            let (min, max) = GHZ_RANGE;
+            if ghz.iter().any(|f| !(min..=max).contains(f)) {
                 return Err(invalid(format!(
-                    "bucket {}: frequencies must be > 0",
+                    "bucket {}: frequencies must be between {min} and {max} GHz",
                     b.label()
                 )));
             }
@@ -273,8 +282,10 @@ impl Profile {
             c.avx2_to_avx512_us,
             c.up_us,
         ];
-        if costs.iter().any(|v| !v.is_finite() || *v < 0.0) {
-            return Err(invalid("transition costs must be finite and >= 0".into()));
+        if costs.iter().any(|v| !(0.0..=MAX_COST_US).contains(v)) {
+            return Err(invalid(format!(
+                "transition costs must be between 0 and {MAX_COST_US:e} us"
+            )));
         }
         Ok(())
     }
@@ -379,6 +390,27 @@ mod tests {
             Profile::parse(typo),
             Err(ProfileError::Toml { .. })
         ));
+    }
+
+    /// Regression (fuzz/regressions/dvfs_profile/normal-ghz-1e308): a frequency of 1e308
+    /// GHz passed as "> 0" and the simulated times came out infinite.
+    #[test]
+    fn frequencies_and_costs_beyond_any_cpu_are_refused() {
+        let profile = |normal: &str, up: &str| {
+            format!(
+                "name = \"x\"\n[[bucket]]\nmin_cores = 1\nmax_cores = 2\nnormal_ghz = {normal}\navx2_ghz = 0.5\navx512_ghz = 0.4\n[transition_us]\nup_us = {up}\n"
+            )
+        };
+        let err = Profile::parse(&profile("1e308", "10"))
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("between 0.001 and 1000 GHz"), "{err}");
+        let err = Profile::parse(&profile("3", "1e300"))
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("between 0 and 1e6 us"), "{err}");
+        assert!(Profile::parse(&profile("1000", "1e6")).is_ok());
+        assert!(DEFAULT_COSTS.clone().set_from_str("up_us=1e7").is_err());
     }
 
     #[test]

@@ -4,7 +4,9 @@
 use super::gen::{generate, Pattern, SplitMix64};
 use super::policy::Policy;
 use super::profile::{Profile, DEFAULT_COSTS};
-use super::simulate::{simulate, simulate_policies, Machine, PolicyResult};
+use super::simulate::{
+    simulate, simulate_policies, Machine, PolicyResult, SimulateError, MAX_SIMULATED_US,
+};
 use super::trace::Phase;
 use super::Level::{self, Avx2, Avx512, Normal};
 
@@ -352,4 +354,24 @@ fn hinting_every_phase_is_a_zero_timeout() {
             (zero.total_time_us, zero.transitions)
         );
     }
+}
+
+/// Regression (fuzz/regressions/dvfs_trace/phase-of-1.8e18-us): a trace of 1.8e18 µs was
+/// simulated at a resolution of 256 µs, and the hint policy's overhead came out at −256 µs.
+#[test]
+fn a_trace_longer_than_the_simulator_resolves_is_refused() {
+    let xeon = Profile::builtin("xeon-gold-6130").unwrap();
+    let long = phases(&[
+        (1_844_674_407_370_955_168.0, Normal, false),
+        (3.0, Avx2, true),
+        (425.5, Normal, true),
+    ]);
+    let err = simulate_policies(&xeon, 1, &long, &[Policy::Hint]).unwrap_err();
+    assert!(matches!(err, SimulateError::TooLong { .. }), "{err}");
+    assert!(err.to_string().contains("11.6 days"), "{err}");
+    // Just inside the bound: simulated, and no policy beats the ideal.
+    let slowest = 3.7 / 3.5; // the xeon's 1–2-core bucket, normal over AVX-512
+    let fits = phases(&[(MAX_SIMULATED_US / slowest / 2.0, Avx512, false)]);
+    let sim = simulate_policies(&xeon, 1, &fits, &[Policy::Hint]).unwrap();
+    assert!(sim.rows[0].overhead_us >= 0.0);
 }

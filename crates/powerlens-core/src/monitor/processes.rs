@@ -19,8 +19,12 @@ pub struct ProcessKey {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ProcessInfo {
     pub key: ProcessKey,
-    /// Its main thread's name (or the name of a thread of it, until the main one is seen).
+    /// Its main thread's name; empty until the main thread is seen (a label that changed
+    /// from a worker's name to the main thread's would split the process's series: the
+    /// caller reads the name from procfs, or takes [`ProcessInfo::any_comm`]).
     pub comm: String,
+    /// The name of some thread of it, for a process whose main thread was never seen.
+    pub any_comm: String,
     /// Its cgroup v2 path, when it was read.
     pub cgroup: Option<String>,
     /// The process that started it, when known.
@@ -51,8 +55,14 @@ impl ProcessDirectory {
         if parent.is_some() {
             info.parent = parent;
         }
-        if (tid == pid || info.comm.is_empty()) && !comm.is_empty() && info.comm != comm {
+        if comm.is_empty() {
+            return;
+        }
+        if tid == pid && info.comm != comm {
             info.comm = comm.to_string();
+        }
+        if info.any_comm.is_empty() {
+            info.any_comm = comm.to_string();
         }
     }
 
@@ -64,10 +74,16 @@ impl ProcessDirectory {
             ProcessInfo {
                 key,
                 comm: String::new(),
+                any_comm: String::new(),
                 cgroup: None,
                 parent: None,
             }
         })
+    }
+
+    /// A process's name, read elsewhere (procfs) when its main thread was not seen.
+    pub fn set_comm(&mut self, pid: u32, comm: &str) {
+        self.process_entry(pid).comm = comm.to_string();
     }
 
     /// A process's cgroup v2 path.
@@ -148,14 +164,18 @@ mod tests {
         // The worker's own name does not rename the process.
         d.thread(101, Some(100), "worker2", None);
         assert_eq!(d.process_of(100).comm, "server");
+        // A process seen through a worker only has no name of its own, yet.
+        d.thread(201, Some(200), "worker", None);
+        let p = d.process_of(200).clone();
+        assert_eq!((p.comm.as_str(), p.any_comm.as_str()), ("", "worker"));
         // Main thread exits: still known until the interval is accounted.
         d.exited(100);
         assert_eq!(d.process_of(101).key.serial, 1);
         assert_eq!(d.forget_gone(), 1);
         assert_eq!(
             d.len(),
-            (1, 1),
-            "the worker went with its process; init stays"
+            (2, 2),
+            "the worker went with its process; init and 200 stay"
         );
         // A new process with the same pid is another one.
         d.thread(100, Some(100), "server", None);
@@ -163,7 +183,7 @@ mod tests {
             d.process_of(100).key,
             ProcessKey {
                 pid: 100,
-                serial: 2
+                serial: 3
             }
         );
         assert!(d.lacks_cgroup(100));
@@ -175,5 +195,7 @@ mod tests {
         assert_eq!(d.process_of(7).key.pid, 7);
         d.thread(8, None, "kworker/0:1", None);
         assert_eq!(d.process_of(8).comm, "kworker/0:1");
+        d.set_comm(9, "from-procfs");
+        assert_eq!(d.process_of(9).comm, "from-procfs");
     }
 }

@@ -53,6 +53,10 @@ impl Basis {
 pub struct MonitorConfig {
     /// Processes with series of their own per interval (the rest is `other`).
     pub top: usize,
+    /// ...and only those that kept at least this share of one CPU busy over the interval:
+    /// a process that ran for a millisecond (one of hundreds of short-lived ones a second)
+    /// is not worth a series of its own.
+    pub min_cpu: f64,
     /// A series nothing was added to for this long is dropped.
     pub series_ttl_ns: u64,
     /// At most this many process series; the least recently updated go first.
@@ -63,6 +67,7 @@ impl Default for MonitorConfig {
     fn default() -> Self {
         MonitorConfig {
             top: 20,
+            min_cpu: 0.01,
             // Prometheus's own staleness horizon: a series that disappears sooner could
             // lose its last increase between two scrapes.
             series_ttl_ns: 300_000_000_000,
@@ -262,7 +267,8 @@ impl Monitor {
                 .entry((cgroup.clone(), input.basis))
                 .or_insert_with(|| Shown::new(scraped))
                 .value += e;
-            if i < self.config.top {
+            let cpu = p.runtime_ns as f64 / 1e9 / input.elapsed_s.max(f64::MIN_POSITIVE);
+            if i < self.config.top && cpu >= self.config.min_cpu {
                 let labels = ProcessLabels {
                     key: p.info.key,
                     comm: p.info.comm.clone(),
@@ -390,6 +396,7 @@ mod tests {
                     serial: pid as u64,
                 },
                 comm: format!("p{pid}"),
+                any_comm: String::new(),
                 cgroup: cgroup.map(str::to_string),
                 parent: None,
             },
@@ -424,6 +431,21 @@ mod tests {
             basis,
             processes,
         }
+    }
+
+    /// A process that kept less than 1% of a CPU busy has no series of its own, even when
+    /// it is most of what ran.
+    #[test]
+    fn a_process_that_barely_ran_is_other() {
+        let mut m = Monitor::new(MonitorConfig::default());
+        m.close_interval(input(
+            1,
+            vec![process(1, 10_000_000, None), process(2, 9_000_000, None)],
+            Basis::Measured,
+        ));
+        let pids: Vec<u32> = m.processes().keys().map(|k| k.key.pid).collect();
+        assert_eq!(pids, [1], "9 ms of 1 s is below the 1% floor, 10 ms is not");
+        assert!(m.other()[&Basis::Measured].value.energy_j > 0.0);
     }
 
     /// 20 J over 1 s with 5 W idle: 15 J active, split 3:1 by CPU time (hand-computed).
@@ -486,7 +508,10 @@ mod tests {
     /// (its CPU time stays its own).
     #[test]
     fn series_born_after_a_scrape_are_born_at_zero() {
-        let mut m = Monitor::new(MonitorConfig::default());
+        let mut m = Monitor::new(MonitorConfig {
+            min_cpu: 0.0,
+            ..MonitorConfig::default()
+        });
         m.mark_shown();
         m.close_interval(input(1, vec![process(1, 5, None)], Basis::Measured));
         let node = |m: &Monitor| m.node().values().map(|s| s.shown()).sum::<f64>();
@@ -538,6 +563,7 @@ mod tests {
             top: 5,
             series_ttl_ns: 10_000_000_000,
             max_series: 2,
+            min_cpu: 0.0,
         });
         m.close_interval(input(1, vec![process(1, 1, None)], Basis::Measured));
         m.close_interval(input(2, vec![process(1, 1, None)], Basis::Estimated));

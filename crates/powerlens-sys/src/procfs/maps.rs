@@ -66,10 +66,18 @@ fn parse_line(line: &str) -> Option<Mapping> {
         return None;
     }
     let (start, end) = range.split_once('-')?;
+    let (start, end) = (
+        u64::from_str_radix(start, 16).ok()?,
+        u64::from_str_radix(end, 16).ok()?,
+    );
+    let file_offset = u64::from_str_radix(offset, 16).ok()?;
+    // Every address of the mapping has a file offset ([`Mapping::file_offset_of`]): a line
+    // where that overflows is garbage, not a mapping (fuzzing found one, which panicked).
+    file_offset.checked_add(end.saturating_sub(start))?;
     Some(Mapping {
-        start: u64::from_str_radix(start, 16).ok()?,
-        end: u64::from_str_radix(end, 16).ok()?,
-        file_offset: u64::from_str_radix(offset, 16).ok()?,
+        start,
+        end,
+        file_offset,
         path: if path.is_empty() {
             "[anon]".to_string()
         } else {
@@ -99,6 +107,19 @@ garbage
         assert_eq!(maps[1].path, "/usr/lib/x86_64-linux-gnu/libc.so.6");
         assert_eq!(maps[2].path, "[vdso]");
         assert!(maps[2].contains(0x7ffd00000fff) && !maps[2].contains(0x7ffd00002000));
+    }
+
+    /// Regression (fuzz/regressions/maps/offset-overflow): a line whose file offset plus
+    /// its length overflows; `file_offset_of` of its last address panicked.
+    #[test]
+    fn a_mapping_whose_offsets_overflow_is_skipped() {
+        let text = "\
+7f0000000000-7f0000020000 r-xp ffffffffffff0000 08:01 7  /lib/x
+7f0000020000-7f0000030000 r-xp 00001000 08:01 7  /lib/y
+";
+        let maps = parse_executable_maps(text);
+        assert_eq!(maps.len(), 1, "{maps:?}");
+        assert_eq!(maps[0].file_offset_of(0x7f000002ffff), 0x10fff);
     }
 
     #[test]

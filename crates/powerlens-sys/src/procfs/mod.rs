@@ -61,9 +61,10 @@ pub fn parse_cpu_times(text: &str, hz: f64) -> Option<CpuTimes> {
                     return None;
                 }
                 // user nice system idle iowait irq softirq steal [guest guest_nice]: guest time
-                // is already included in user/nice, so it is not added again.
-                let busy = v[0] + v[1] + v[2] + v[5] + v[6] + v[7];
-                let idle = v[3] + v[4];
+                // is already included in user/nice, so it is not added again. Summed wide:
+                // counters near 2^64 in a damaged file overflowed u64 (found by fuzzing).
+                let sum = |fields: &[usize]| fields.iter().map(|&i| v[i] as u128).sum::<u128>();
+                let (busy, idle) = (sum(&[0, 1, 2, 5, 6, 7]), sum(&[3, 4]));
                 total = Some((busy as f64 / hz, idle as f64 / hz));
             }
             Some(name) if name.starts_with("cpu") => cpus += 1,
@@ -91,6 +92,17 @@ mod tests {
         assert!((t.idle_s - 10.10).abs() < 1e-9);
         assert!(parse_cpu_times("intr 1\n", 100.0).is_none());
         assert!(parse_cpu_times("cpu 1 2 3\n", 100.0).is_none());
+    }
+
+    /// Regression (fuzz/regressions/procfs/stat-counters-near-2-64): the sum of counters
+    /// overflowed.
+    #[test]
+    fn counters_near_the_top_of_u64_add_up() {
+        let max = u64::MAX;
+        let text = format!("cpu  {max} {max} 0 {max} {max} 0 0 0\n");
+        let t = parse_cpu_times(&text, 100.0).unwrap();
+        assert_eq!(t.busy_s, 2.0 * max as f64 / 100.0);
+        assert_eq!(t.idle_s, 2.0 * max as f64 / 100.0);
     }
 
     #[test]

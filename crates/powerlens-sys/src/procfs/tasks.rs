@@ -96,7 +96,9 @@ pub fn read_threads(roots: &Roots, pid: u32) -> Result<Vec<ThreadStat>, SysError
 }
 
 /// The process ids of `root` and all its descendants, from each process's `PPid`.
-/// Processes that vanish during the scan are skipped.
+/// Processes that vanish during the scan are skipped. Each process is taken once, so that
+/// parents read in a cycle (a reused pid read mid-reparenting, a damaged or fixture tree)
+/// cannot make the walk endless: it was, and grew without bound.
 pub fn process_tree(roots: &Roots, root: u32) -> Result<Vec<u32>, SysError> {
     let mut parents = Vec::new();
     for pid in process_ids(roots)? {
@@ -112,19 +114,18 @@ pub fn process_tree(roots: &Roots, root: u32) -> Result<Vec<u32>, SysError> {
         }
     }
     let mut tree = vec![root];
+    let mut seen = std::collections::HashSet::from([root]);
     let mut i = 0;
     while i < tree.len() {
         let parent = tree[i];
-        tree.extend(
-            parents
-                .iter()
-                .filter(|(pid, ppid)| *ppid == parent && *pid != parent)
-                .map(|(pid, _)| *pid),
-        );
+        for &(pid, ppid) in &parents {
+            if ppid == parent && seen.insert(pid) {
+                tree.push(pid);
+            }
+        }
         i += 1;
     }
     tree.sort_unstable();
-    tree.dedup();
     Ok(tree)
 }
 
@@ -158,11 +159,13 @@ fn read_schedstat_run_ns(path: &Path) -> Option<u64> {
 }
 
 /// utime + stime of a `stat` file, in ns. The comm field may hold spaces and parentheses,
-/// so fields are counted after the last ')'.
+/// so fields are counted after the last ')'. Times that do not fit in u64 nanoseconds (585
+/// years; only a damaged file has them) are a parse error: they overflowed (fuzzing).
 fn read_stat_cpu_ns(path: &Path) -> Result<u64, SysError> {
     let text = sysfs::read_string(path)?;
     parse_stat_cpu_ticks(&text)
-        .map(|ticks| ticks * 1_000_000_000 / super::user_hz() as u64)
+        .and_then(|ticks| ticks.checked_mul(1_000_000_000))
+        .map(|ns| ns / super::user_hz() as u64)
         .ok_or_else(|| SysError::Parse {
             path: path.to_path_buf(),
             expected: "a stat line with utime and stime",
@@ -176,7 +179,7 @@ pub(crate) fn parse_stat_cpu_ticks(text: &str) -> Option<u64> {
     let fields: Vec<&str> = after_comm.split_whitespace().collect();
     let utime: u64 = fields.get(11)?.parse().ok()?;
     let stime: u64 = fields.get(12)?.parse().ok()?;
-    Some(utime + stime)
+    utime.checked_add(stime)
 }
 
 #[cfg(test)]
@@ -217,6 +220,22 @@ mod tests {
         assert!(!worker.cpu_time_precise);
     }
 
+    /// Regression (fuzz/regressions/procfs/stat-ticks-overflow): utime + stime, and the
+    /// ticks in nanoseconds, overflowed u64.
+    #[test]
+    fn ticks_beyond_u64_nanoseconds_are_a_parse_error() {
+        let tree = FixtureTree::new();
+        tree.write_proc("10/task/10/status", status("x", 1, 0, 0));
+        for (utime, stime) in [(u64::MAX, 1), (u64::MAX / 1000, 0)] {
+            tree.write_proc(
+                "10/task/10/stat",
+                format!("10 (x) S 1 10 10 0 -1 0 0 0 0 0 {utime} {stime} 0 0 20 0 1 0 1 0 0\n"),
+            );
+            let e = read_thread(&tree.roots(), 10, 10).unwrap_err().to_string();
+            assert!(e.contains("10/task/10/stat") && e.contains("utime"), "{e}");
+        }
+    }
+
     #[test]
     fn a_malformed_status_names_the_file() {
         let tree = FixtureTree::new();
@@ -233,6 +252,18 @@ mod tests {
             tree.write_proc(format!("{pid}/status"), status("p", ppid, 0, 0));
         }
         assert_eq!(process_tree(&tree.roots(), 10).unwrap(), vec![10, 11, 12]);
+    }
+
+    /// Regression (fuzz/regressions/procfs/ppid-cycle): parents in a cycle made the walk
+    /// endless (found while writing the procfs fuzz target, whose time limit reports it).
+    #[test]
+    fn parents_in_a_cycle_end_the_walk() {
+        let tree = FixtureTree::new();
+        for (pid, ppid) in [(10, 11), (11, 10), (12, 11), (13, 13)] {
+            tree.write_proc(format!("{pid}/status"), status("p", ppid, 0, 0));
+        }
+        assert_eq!(process_tree(&tree.roots(), 10).unwrap(), vec![10, 11, 12]);
+        assert_eq!(process_tree(&tree.roots(), 13).unwrap(), vec![13]);
     }
 
     #[test]

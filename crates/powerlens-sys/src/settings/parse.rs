@@ -112,7 +112,7 @@ fn parse_cpus(item: &str, text: &str) -> Result<Vec<u32>, SettingsError> {
         Some(cpus) if !cpus.is_empty() => Ok(cpus),
         _ => Err(SettingsError::syntax(
             item,
-            "expected a CPU list such as cpus=0-3,6",
+            "expected a CPU list such as cpus=0-3,6 (CPU numbers up to 65535)",
         )),
     }
 }

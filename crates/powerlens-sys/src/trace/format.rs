@@ -173,9 +173,12 @@ fn parse_field(line: &str) -> Result<Field, String> {
         },
         None => (decl, false),
     };
+    // After the last character that cannot be in a C identifier; that character may take
+    // several bytes in a damaged file (fuzzing found a slice inside one).
     let name_start = decl
-        .rfind(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
-        .map_or(0, |i| i + 1);
+        .char_indices()
+        .rfind(|&(_, c)| !(c.is_ascii_alphanumeric() || c == '_'))
+        .map_or(0, |(i, c)| i + c.len_utf8());
     let name = &decl[name_start..];
     let c_type = decl[..name_start].trim().to_string();
     // A declaration is `<type> <name>`; one word alone is a type without a name.
@@ -481,6 +484,17 @@ pub(crate) mod tests {
             assert!(err.message.contains(message), "{text:?}: {err}");
             assert!(err.to_string().starts_with(&format!("line {line}: ")));
         }
+    }
+
+    /// Regression (fuzz/regressions/tracefs_format/non-ascii-before-the-field-name): a
+    /// multi-byte character just before a field's name was sliced through.
+    #[test]
+    fn a_non_ascii_character_before_the_name_is_a_type() {
+        let text =
+            "name: x\nID: 1\nformat:\n\tfield:int\u{fffd}pid;\toffset:0;\tsize:4;\tsigned:1;\n";
+        let f = EventFormat::parse("s", text).unwrap();
+        assert_eq!(f.fields[0].name, "pid");
+        assert_eq!(f.fields[0].c_type, "int\u{fffd}");
     }
 
     #[test]

@@ -2,9 +2,13 @@
 //! series, served to Prometheus over HTTP. The interval loop runs here; the server answers
 //! scrapes from the state the last interval left (`agent/server.rs`).
 
+mod basic_auth;
+mod security;
 mod server;
+mod tls;
 
 use std::net::{SocketAddr, TcpListener, ToSocketAddrs};
+use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -20,6 +24,8 @@ use crate::cli::GlobalArgs;
 use crate::cmd::live::LiveArgs;
 use crate::units::parse_positive_duration;
 
+use security::Security;
+
 /// The default address: loopback only. Serving elsewhere takes an explicit `--listen`.
 pub const DEFAULT_LISTEN: &str = "127.0.0.1:9877";
 
@@ -28,7 +34,8 @@ pub const DEFAULT_LISTEN: &str = "127.0.0.1:9877";
 Examples:
   powerlens agent                                  # serve http://127.0.0.1:9877/metrics
   powerlens agent --interval 5s --top 50
-  powerlens agent --listen 0.0.0.0:9877            # reachable from other hosts (see docs/AGENT.md)
+  powerlens agent --listen 0.0.0.0:9877 --web-config /etc/powerlens/web.yml
+                                                   # other hosts, over HTTPS with basic auth
   curl -s localhost:9877/metrics | grep powerlens_process_energy
 
 Every interval the agent reads the energy meter (RAPL, perf power PMU, battery, hwmon; the
@@ -44,14 +51,37 @@ Endpoints: /metrics (Prometheus text 0.0.4, or OpenMetrics when the scraper asks
 a scrape config and a Grafana dashboard: docs/AGENT.md.")]
 pub struct AgentArgs {
     /// Address to serve on. The default answers on loopback only; any other address is
-    /// reachable from the network (the agent has no authentication of its own: see
-    /// docs/AGENT.md for a reverse proxy with TLS and basic auth).
+    /// reachable from the network: protect it with --web-config.
     #[arg(long, value_name = "ADDR", default_value = DEFAULT_LISTEN)]
     pub listen: String,
+
+    /// TLS and basic auth, from a web config in the format of Prometheus's
+    /// exporter-toolkit (node_exporter's --web.config.file): `tls_server_config`
+    /// (cert_file, key_file; client_auth_type and client_ca_file for client
+    /// certificates; min_version), `basic_auth_users` (user: bcrypt hash, made by
+    /// `htpasswd -nBC 10 "" | tr -d ':\n'`) and `auth_excluded_paths` (e.g. /healthz).
+    /// Everything is protected unless listed there. Unknown or unsupported keys are
+    /// refused. Example file:
+    ///
+    ///   tls_server_config:
+    ///     cert_file: agent.crt   # relative to this file's directory
+    ///     key_file: agent.key
+    ///   basic_auth_users:
+    ///     prometheus: $2y$10$k01fl0ntZdGuCjfHW36i3uGKGbkmEBdHOxEQFSH89Ncbgqpk.hSL6
+    ///
+    /// (docs/AGENT.md#security)
+    #[arg(long, value_name = "FILE", verbatim_doc_comment)]
+    pub web_config: Option<PathBuf>,
 
     /// Processes with series of their own per interval (by energy); the rest is comm="other".
     #[arg(long, value_name = "N", default_value_t = 20)]
     pub top: usize,
+
+    /// A process must keep at least this share of one CPU busy over an interval, in
+    /// percent, to get a series of its own (hundreds of short-lived processes a second
+    /// would otherwise each get one); below it, it is in comm="other".
+    #[arg(long, value_name = "PERCENT", default_value_t = 1.0)]
+    pub min_cpu: f64,
 
     /// Per-process series and per-cgroup series (process), or per-cgroup series only
     /// (cgroup: fewer series on busy hosts).
@@ -93,6 +123,11 @@ pub struct State {
 pub fn execute(global: &GlobalArgs, args: AgentArgs) -> anyhow::Result<ExitCode> {
     let roots = global.roots()?;
     let addr = resolve(&args.listen)?;
+    // Read and checked before anything else: a bad file stops the agent with its reason.
+    let security = match &args.web_config {
+        Some(path) => Security::load(path)?,
+        None => Security::default(),
+    };
     // Bound first: a port in use is told before the tracepoints are opened.
     let listener = TcpListener::bind(addr).map_err(|e| {
         let hint = match e.kind() {
@@ -106,11 +141,14 @@ pub fn execute(global: &GlobalArgs, args: AgentArgs) -> anyhow::Result<ExitCode>
         };
         anyhow::anyhow!("cannot listen on {addr}: {e}: {hint}")
     })?;
-    if !addr.ip().is_loopback() {
-        eprintln!(
-            "powerlens: warning: serving on {addr}, reachable from other hosts; the agent has no authentication of its own (docs/AGENT.md: put a reverse proxy with TLS and basic auth in front)"
-        );
+    if let Some(line) = security.exposure(addr) {
+        eprintln!("powerlens: {line}");
     }
+    // A server outlives its clients: a write to one that has gone is an error for that
+    // connection, never a signal that ends the agent (main() restores SIGPIPE's default
+    // for the commands whose output is piped to `head`).
+    // SAFETY: a signal disposition, set before the server's threads start.
+    unsafe { libc::signal(libc::SIGPIPE, libc::SIG_IGN) };
     interrupt::install();
     let mut session = LiveSession::start(&roots, &args.live.options())?;
     let (traced, mode_reason) = match session.mode() {
@@ -126,6 +164,7 @@ pub fn execute(global: &GlobalArgs, args: AgentArgs) -> anyhow::Result<ExitCode>
     let state = Arc::new(Mutex::new(State {
         monitor: Monitor::new(MonitorConfig {
             top: args.top,
+            min_cpu: args.min_cpu / 100.0,
             series_ttl_ns: args.series_ttl.as_nanos().min(u64::MAX as u128) as u64,
             ..MonitorConfig::default()
         }),
@@ -137,9 +176,15 @@ pub fn execute(global: &GlobalArgs, args: AgentArgs) -> anyhow::Result<ExitCode>
         interval: args.live.interval,
         last_close: Instant::now(),
     }));
-    server::start(listener, state.clone()).context("starting the HTTP server")?;
+    let scheme = security.scheme();
+    let protection = match args.web_config {
+        Some(_) => format!(" with {}", security.describe()),
+        None => String::new(),
+    };
+    server::start(listener, state.clone(), Arc::new(security))
+        .context("starting the HTTP server")?;
     eprintln!(
-        "powerlens: serving http://{addr}/metrics, one interval every {:?} (Ctrl-C or SIGTERM to stop)",
+        "powerlens: serving {scheme}://{addr}/metrics{protection}, one interval every {:?} (Ctrl-C or SIGTERM to stop)",
         args.live.interval
     );
     let started = Instant::now();

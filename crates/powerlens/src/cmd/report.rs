@@ -301,14 +301,7 @@ fn write_html(
         Provenance::Unavailable { reason, .. } => reason.clone(),
         p => format!("the recording has no energy samples ({})", p.label()),
     };
-    let mut frequency_samples = Vec::new();
-    reader.samples(powerlens_record::sampler::CPUFREQ, |t, data| {
-        for pair in data.as_array().into_iter().flatten() {
-            if let (Some(cpu), Some(khz)) = (pair[0].as_u64(), pair[1].as_u64()) {
-                frequency_samples.push((t, cpu as u32, khz));
-            }
-        }
-    })?;
+    let frequency_samples = context::frequency_samples(&reader)?;
     let title = format!("powerlens report: {}", rec.display());
     let page = html::page(&html::HtmlInput {
         title: &title,

@@ -4,6 +4,8 @@
 // Each test binary uses a different subset of these helpers.
 #![allow(dead_code)]
 
+pub mod agent;
+
 use std::path::Path;
 use std::process::{Command, Output};
 
@@ -322,4 +324,16 @@ fn kill_children() {
         }
     }
     kill_tree(std::process::id());
+}
+
+/// A fixture sysfs for a live recording or agent: this machine's online CPUs, and the real
+/// tracefs reached through a link, so that only the parts a test fakes (a meter, cpuidle)
+/// differ.
+pub fn fixture_with_live_tracing() -> powerlens_sys::fixture::FixtureTree {
+    let tree = powerlens_sys::fixture::FixtureTree::new();
+    let online = std::fs::read_to_string("/sys/devices/system/cpu/online").unwrap();
+    tree.online_cpus(online.trim());
+    std::fs::create_dir_all(tree.sys_path("kernel")).unwrap();
+    std::os::unix::fs::symlink("/sys/kernel/tracing", tree.sys_path("kernel/tracing")).unwrap();
+    tree
 }

@@ -1,7 +1,8 @@
 //! The agent's HTTP server: one thread accepts, each connection gets a thread of its own
 //! with read and write deadlines, so a client that connects and never reads (or never
 //! sends) holds one thread for a few seconds and nobody else. At most
-//! [`MAX_CONNECTIONS`] at once; beyond that a client gets 503 at once.
+//! [`MAX_CONNECTIONS`] at once; beyond that a client gets 503 at once. With a web config,
+//! over TLS and behind basic auth (`security.rs`); the deadline covers the TLS handshake.
 
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
@@ -9,17 +10,25 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use powerlens_report::http::{parse_request, response, HeadError};
+use powerlens_report::http::{parse_request, response, HeadError, Request};
 use powerlens_report::prometheus::{render, AgentMetrics, Format};
 
+use super::security::Security;
+use super::tls::{self, TlsStream};
 use super::State;
 
 /// Connections served at once.
 pub const MAX_CONNECTIONS: usize = 32;
 /// How long a client has to send its request head, and to take the response.
 const DEADLINE: Duration = Duration::from_secs(5);
+/// The paths the agent serves.
+pub const PATHS: [&str; 3] = ["/", "/metrics", "/healthz"];
 
-pub fn start(listener: TcpListener, state: Arc<Mutex<State>>) -> std::io::Result<()> {
+pub fn start(
+    listener: TcpListener,
+    state: Arc<Mutex<State>>,
+    security: Arc<Security>,
+) -> std::io::Result<()> {
     let active = Arc::new(AtomicUsize::new(0));
     std::thread::Builder::new()
         .name("powerlens-http".into())
@@ -37,11 +46,11 @@ pub fn start(listener: TcpListener, state: Arc<Mutex<State>>) -> std::io::Result
                     ));
                     continue;
                 }
-                let (state, done) = (state.clone(), active.clone());
+                let (state, security, done) = (state.clone(), security.clone(), active.clone());
                 let spawned = std::thread::Builder::new()
                     .name("powerlens-conn".into())
                     .spawn(move || {
-                        serve(stream, &state);
+                        connection(stream, &state, &security);
                         done.fetch_sub(1, Ordering::SeqCst);
                     });
                 if spawned.is_err() {
@@ -54,40 +63,128 @@ pub fn start(listener: TcpListener, state: Arc<Mutex<State>>) -> std::io::Result
     Ok(())
 }
 
+/// A connection's byte stream (plain or TLS) and its socket, whose timeouts carry the
+/// deadline.
+trait Connection: Read + Write {
+    fn socket(&self) -> &TcpStream;
+}
+
+impl Connection for TcpStream {
+    fn socket(&self) -> &TcpStream {
+        self
+    }
+}
+
+impl Connection for TlsStream {
+    fn socket(&self) -> &TcpStream {
+        &self.sock
+    }
+}
+
 /// One connection: one request, one response, closed.
-fn serve(mut stream: TcpStream, state: &Mutex<State>) {
+fn connection(mut stream: TcpStream, state: &Mutex<State>, security: &Security) {
     let _ = stream.set_write_timeout(Some(DEADLINE));
     let deadline = Instant::now() + DEADLINE;
-    let mut head = Vec::with_capacity(512);
-    let mut buf = [0u8; 1024];
-    let request = loop {
-        let left = deadline.saturating_duration_since(Instant::now());
-        if left.is_zero() {
-            let _ = stream.write_all(&text(408, "the request head did not arrive in time\n"));
+    let Some(config) = &security.tls else {
+        serve(&mut stream, deadline, state, security);
+        return;
+    };
+    // A plain-HTTP request on the TLS port gets a plain answer that says so, as Go's
+    // servers (node_exporter) give, instead of a handshake error the client cannot read.
+    let _ = stream.set_read_timeout(Some(DEADLINE));
+    let mut first = [0u8; 1];
+    match stream.peek(&mut first) {
+        Ok(1) if tls::opens_tls(first[0]) => {}
+        Ok(1) if first[0].is_ascii_uppercase() => {
+            // The head is read first: closing on unread bytes would reset the connection
+            // and could take the answer with it.
+            if read_request(&mut stream, deadline).is_some() {
+                let _ = stream.write_all(&text(
+                    400,
+                    "this agent serves HTTPS: scrape https://, not http:// (Prometheus: scheme: https)\n",
+                ));
+            }
             return;
         }
-        let _ = stream.set_read_timeout(Some(left));
-        match stream.read(&mut buf) {
-            Ok(0) => return,
+        _ => return,
+    }
+    let Ok(mut tls) = TlsStream::new(config.clone(), stream) else {
+        return;
+    };
+    serve(&mut tls, deadline, state, security);
+    tls.close();
+}
+
+fn serve(conn: &mut impl Connection, deadline: Instant, state: &Mutex<State>, security: &Security) {
+    let Some(request) = read_request(conn, deadline) else {
+        return;
+    };
+    let reply = if security.allows(&request.path, request.authorization.as_deref()) {
+        route(&request, state)
+    } else {
+        response(
+            401,
+            "text/plain; charset=utf-8",
+            &[("WWW-Authenticate", "Basic realm=\"powerlens\"")],
+            b"unauthorized: give the user and password of a basic_auth_users entry of the agent's web config\n",
+        )
+    };
+    let reply = if request.method == "HEAD" {
+        let end = reply
+            .windows(4)
+            .position(|w| w == b"\r\n\r\n")
+            .map_or(reply.len(), |i| i + 4);
+        reply[..end].to_vec()
+    } else {
+        reply
+    };
+    let _ = conn.write_all(&reply);
+    let _ = conn.flush();
+}
+
+/// Reads a request head before `deadline`; `None` when it did not come (the client was
+/// answered already if it can be).
+fn read_request(conn: &mut impl Connection, deadline: Instant) -> Option<Request> {
+    let mut head = Vec::with_capacity(512);
+    let mut buf = [0u8; 1024];
+    loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            let _ = conn.write_all(&text(408, "the request head did not arrive in time\n"));
+            return None;
+        }
+        let _ = conn.socket().set_read_timeout(Some(left));
+        match conn.read(&mut buf) {
+            Ok(0) => return None,
             // The parser refuses a head past MAX_HEAD: it never grows further.
             Ok(n) => head.extend_from_slice(&buf[..n]),
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-            Err(_) => {
-                let _ = stream.write_all(&text(408, "the request head did not arrive in time\n"));
-                return;
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                ) =>
+            {
+                let _ = conn.write_all(&text(408, "the request head did not arrive in time\n"));
+                return None;
             }
+            // A reset, or a TLS handshake that failed (the client was sent the alert).
+            Err(_) => return None,
         }
         match parse_request(&head) {
-            Ok(r) => break r,
+            Ok(r) => return Some(r),
             Err(HeadError::Incomplete) => continue,
             Err(e) => {
                 let _ =
-                    stream.write_all(&text(e.status(), "not an HTTP request this agent serves\n"));
-                return;
+                    conn.write_all(&text(e.status(), "not an HTTP request this agent serves\n"));
+                return None;
             }
         }
-    };
-    let reply = match (request.method.as_str(), request.path.as_str()) {
+    }
+}
+
+fn route(request: &Request, state: &Mutex<State>) -> Vec<u8> {
+    match (request.method.as_str(), request.path.as_str()) {
         ("GET" | "HEAD", "/metrics") => {
             let format = Format::negotiate(request.accept.as_deref());
             let body = metrics(state, format);
@@ -106,17 +203,7 @@ fn serve(mut stream: TcpStream, state: &Mutex<State>) {
             r.splice(at..at, b"\r\nAllow: GET, HEAD".iter().copied());
             r
         }
-    };
-    let reply = if request.method == "HEAD" {
-        let end = reply
-            .windows(4)
-            .position(|w| w == b"\r\n\r\n")
-            .map_or(reply.len(), |i| i + 4);
-        reply[..end].to_vec()
-    } else {
-        reply
-    };
-    let _ = stream.write_all(&reply);
+    }
 }
 
 fn text(status: u16, body: &str) -> Vec<u8> {

@@ -112,6 +112,7 @@ pub(crate) mod tests {
                     serial: pid as u64,
                 },
                 comm: comm.into(),
+                any_comm: comm.into(),
                 cgroup: None,
                 parent: None,
             },
