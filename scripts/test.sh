@@ -11,8 +11,9 @@ cd "$(dirname "$0")/.."
 # checks the HTML report in a real browser; xz-utils is a command of the README's Quick start;
 # prometheus (the server and promtool) scrapes `powerlens agent` and lints its exposition;
 # openssl (certificates), apache2-utils (htpasswd's bcrypt hashes) and curl (an HTTPS
-# client) check the agent's --web-config.
-debs=(sqlite3 rt-tests linux-perf chromium xz-utils prometheus openssl apache2-utils curl)
+# client) check the agent's --web-config; tmux is the real terminal `powerlens top` is
+# driven in (send-keys, capture-pane).
+debs=(sqlite3 rt-tests linux-perf chromium xz-utils prometheus openssl apache2-utils curl tmux)
 
 missing=()
 if command -v dpkg >/dev/null 2>&1; then

@@ -15,6 +15,7 @@ use std::sync::mpsc::RecvTimeoutError;
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
+pub use powerlens_core::monitor::IdleStateTime;
 use powerlens_core::monitor::{
     Basis, DomainInterval, IntervalInput, ProcessDirectory, ProcessInterval, StreamAnalysis,
 };
@@ -73,13 +74,6 @@ pub struct LiveInterval {
     pub idle_states: Vec<IdleStateTime>,
     /// What the user should know of this interval (a meter that disappeared).
     pub notes: Vec<String>,
-}
-
-#[derive(Debug, Clone, PartialEq)]
-pub struct IdleStateTime {
-    pub cpu: u32,
-    pub state: String,
-    pub seconds: f64,
 }
 
 pub struct LiveSession {
@@ -411,7 +405,9 @@ impl LiveSession {
             .collect()
     }
 
-    fn idle_states(&self) -> Vec<IdleStateTime> {
+    /// Per CPU and idle state, the kernel's cumulative seconds now: the baseline of the
+    /// first interval's residency (each interval carries its end's).
+    pub fn idle_states(&self) -> Vec<IdleStateTime> {
         let mut out = Vec::new();
         for (cpu, names) in &self.idle_names {
             let Ok(counters) = cpuidle::read_counters(&self.roots, *cpu) else {

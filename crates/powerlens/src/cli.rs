@@ -86,6 +86,8 @@ pub enum Command {
     Wake(cmd::wake::WakeArgs),
     /// Serve per-process energy, CPU time and wake-ups to Prometheus, continuously.
     Agent(Box<cmd::agent::AgentArgs>),
+    /// A live view in the terminal: node power, per-process power, CPU and wake-ups, idle residency.
+    Top(Box<cmd::top::TopArgs>),
     /// Put back system settings a killed powerlens left applied (compare/sweep --config).
     Restore(cmd::restore::RestoreArgs),
     /// Write shell completions to stdout.

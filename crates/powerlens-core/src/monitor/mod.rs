@@ -5,10 +5,12 @@
 pub mod cgroup;
 pub mod interval;
 pub mod processes;
+pub mod residency;
 pub mod series;
 
 pub use interval::{StreamAnalysis, ThreadInterval};
 pub use processes::{ProcessDirectory, ProcessInfo, ProcessKey};
+pub use residency::{interval_residency, CpuResidency, IdleStateTime, StateResidency};
 pub use series::{
     Basis, Counters, DomainInterval, IntervalInput, IntervalReport, Monitor, MonitorConfig,
     ProcessInterval, ProcessLabels, ProcessSeries, Shown, UNKNOWN_CGROUP,

@@ -18,11 +18,11 @@ use clap::{Args, ValueEnum};
 
 use powerlens_core::monitor::{Monitor, MonitorConfig};
 use powerlens_record::interrupt;
-use powerlens_record::live::{IdlePower, LiveOptions, LiveSession, Mode};
+use powerlens_record::live::{LiveSession, Mode};
 
 use crate::cli::GlobalArgs;
-use crate::cmd::run::MeterArgs;
-use crate::units::{parse_positive_duration, parse_positive_number};
+use crate::cmd::live::LiveArgs;
+use crate::units::parse_positive_duration;
 
 use security::Security;
 
@@ -73,10 +73,6 @@ pub struct AgentArgs {
     #[arg(long, value_name = "FILE", verbatim_doc_comment)]
     pub web_config: Option<PathBuf>,
 
-    /// Length of an interval: how often energy is read and attributed.
-    #[arg(long, value_name = "DURATION", default_value = "1s", value_parser = parse_positive_duration)]
-    pub interval: Duration,
-
     /// Processes with series of their own per interval (by energy); the rest is comm="other".
     #[arg(long, value_name = "N", default_value_t = 20)]
     pub top: usize,
@@ -92,30 +88,17 @@ pub struct AgentArgs {
     #[arg(long, value_enum, default_value = "process")]
     pub by: By,
 
-    /// The node's idle (baseline) power, W, when a meter measures [default: each domain's
-    /// lowest interval power so far]. With the power model, its own idle term is used.
-    #[arg(long, value_name = "WATTS", value_parser = parse_positive_number)]
-    pub idle_w: Option<f64>,
-
     /// Drop a process series nothing was added to for this long (its process exited or
     /// left the top). Keep it above the scrape interval, or the last increase is lost.
     #[arg(long, value_name = "DURATION", default_value = "5min", value_parser = parse_positive_duration)]
     pub series_ttl: Duration,
-
-    /// Ring buffer per CPU, in pages.
-    #[arg(long, value_name = "PAGES", default_value_t = 256)]
-    pub buffer_pages: usize,
-
-    /// Sample /proc instead of tracing (CPU time only: no wake-ups).
-    #[arg(long)]
-    pub reduced: bool,
 
     /// Stop after this long (default: until SIGINT or SIGTERM).
     #[arg(long, value_name = "DURATION", value_parser = parse_positive_duration)]
     pub duration: Option<Duration>,
 
     #[command(flatten)]
-    pub meter: MeterArgs,
+    pub live: LiveArgs,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -167,17 +150,7 @@ pub fn execute(global: &GlobalArgs, args: AgentArgs) -> anyhow::Result<ExitCode>
     // SAFETY: a signal disposition, set before the server's threads start.
     unsafe { libc::signal(libc::SIGPIPE, libc::SIG_IGN) };
     interrupt::install();
-    let options = LiveOptions {
-        interval: args.interval,
-        buffer_pages: args.buffer_pages,
-        meter: args.meter.options(),
-        idle: args
-            .idle_w
-            .map(IdlePower::Fixed)
-            .unwrap_or(IdlePower::Lowest),
-        reduced: args.reduced,
-    };
-    let mut session = LiveSession::start(&roots, &options)?;
+    let mut session = LiveSession::start(&roots, &args.live.options())?;
     let (traced, mode_reason) = match session.mode() {
         Mode::Trace => (true, String::new()),
         Mode::Reduced { reason } => {
@@ -200,7 +173,7 @@ pub fn execute(global: &GlobalArgs, args: AgentArgs) -> anyhow::Result<ExitCode>
         mode_reason,
         idle_states: Vec::new(),
         lost_records: traced.then_some(0),
-        interval: args.interval,
+        interval: args.live.interval,
         last_close: Instant::now(),
     }));
     let scheme = security.scheme();
@@ -212,7 +185,7 @@ pub fn execute(global: &GlobalArgs, args: AgentArgs) -> anyhow::Result<ExitCode>
         .context("starting the HTTP server")?;
     eprintln!(
         "powerlens: serving {scheme}://{addr}/metrics{protection}, one interval every {:?} (Ctrl-C or SIGTERM to stop)",
-        args.interval
+        args.live.interval
     );
     let started = Instant::now();
     let stop = || interrupt::interrupted() || args.duration.is_some_and(|d| started.elapsed() >= d);

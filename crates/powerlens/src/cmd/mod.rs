@@ -9,12 +9,14 @@ pub mod diff;
 pub mod dvfs;
 pub mod export;
 pub mod info;
+pub mod live;
 pub mod record;
 pub mod report;
 pub mod restore;
 pub mod run;
 pub mod runs;
 pub mod sweep;
+pub mod top;
 pub mod wake;
 pub mod workload;
 
@@ -26,6 +28,7 @@ pub fn execute(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
         Command::Info(args) => info::execute(&cli.global, args),
         Command::Agent(args) => agent::execute(&cli.global, *args),
+        Command::Top(args) => top::execute(&cli.global, *args),
         Command::Dvfs(args) => dvfs::execute(&cli.global, args),
         Command::Run(args) => run::execute(&cli.global, *args),
         Command::Record(args) => record::execute(&cli.global, *args),
