@@ -13,6 +13,7 @@ use serde_json::{Map, Value};
 use crate::advice::JudgedStates;
 use crate::battery::{duration_text, wh_text};
 use crate::provenance::Provenance;
+use crate::sched::report::RecordingSpan;
 use crate::verdict::estimated_qualifier;
 
 /// One figure of both reports. `ratio` is a / b (1 when they are equal, also both zero;
@@ -561,11 +562,35 @@ fn energy(a: &Value, b: &Value, out: &mut Vec<Finding>) {
     } else {
         0.0
     };
-    let mut finding = format!(
-        "{which} retires its work with {saving:.0}% less energy: E = P × t = {pa:.2} W × {ta:.3} s = {ea:.3} J in A, {pb:.2} W × {tb:.3} s = {eb:.3} J in B"
-    );
+    let spans = not_whole_runs(a, b);
+    let mut finding = match spans {
+        None => format!(
+            "{which} retires its work with {saving:.0}% less energy: E = P × t = {pa:.2} W × {ta:.3} s = {ea:.3} J in A, {pb:.2} W × {tb:.3} s = {eb:.3} J in B"
+        ),
+        // A window's energy grows with the window, not with the work done in it: only the
+        // power compares.
+        Some(_) => {
+            let lower = if pa <= pb { "A" } else { "B" };
+            let less = if pa.max(pb) > 0.0 {
+                100.0 * (pa - pb).abs() / pa.max(pb)
+            } else {
+                0.0
+            };
+            let verdict = if less < 0.5 {
+                "A and B draw the same power to within 0.5%".to_string()
+            } else {
+                format!("{lower} draws {less:.0}% less power")
+            };
+            format!(
+                "{verdict}: P = E / t = {ea:.3} J / {ta:.3} s = {pa:.2} W in A, {eb:.3} J / {tb:.3} s = {pb:.2} W in B"
+            )
+        }
+    };
     if let (Some(x), Some(y)) = (tja, tjb) {
         finding += &format!(" (the target's share: {x:.3} J and {y:.3} J)");
+    }
+    if let Some(spans) = spans {
+        finding += &format!(". These energies are not the energy to retire the same work: {spans}; record each as `powerlens record -- CMD` to compare that");
     }
     if let Some(q) = [energy_provenance(a), energy_provenance(b)]
         .iter()
@@ -585,6 +610,24 @@ fn energy(a: &Value, b: &Value, out: &mut Vec<Finding>) {
             finding: f,
         });
     }
+}
+
+/// Why the two recordings' energies are not energies to retire a piece of work — which
+/// side is not one whole run of a command, and what it is instead — or `None` when both are
+/// whole runs.
+fn not_whole_runs(a: &Value, b: &Value) -> Option<String> {
+    let span = |r: &Value| {
+        serde_json::from_value::<RecordingSpan>(r["system"]["recording_span"].clone()).ok()
+    };
+    let reasons: Vec<String> = [("A", span(a)), ("B", span(b))]
+        .into_iter()
+        .filter(|(_, s)| *s != Some(RecordingSpan::WholeRun))
+        .map(|(side, s)| match s {
+            Some(s) => format!("{side} is {}", s.describe()),
+            None => format!("{side}'s recording does not say what it covers"),
+        })
+        .collect();
+    (!reasons.is_empty()).then(|| reasons.join(", "))
 }
 
 /// On battery: how many times a charge retires each recording's work, and how long it
@@ -622,7 +665,7 @@ mod tests {
     fn report(wakeups_per_s: f64, mean_idle_us: f64, cpu: f64, energy_j: f64) -> Value {
         json!({
             "system": {
-                "target": "pid 1", "cpus": 2, "elapsed_s": 1.0,
+                "target": "pid 1", "recording_span": "whole_run", "cpus": 2, "elapsed_s": 1.0,
                 "idle_wakeups_per_s": wakeups_per_s,
                 "mean_idle_per_wakeup_us": mean_idle_us,
                 "idleness_efficiency_pct": 100.0,
@@ -748,6 +791,47 @@ mod tests {
             "{:?}",
             d.summary
         );
+    }
+
+    /// Two system-wide windows of 10 s and 20 s at 3 W and 1.5 W: B's total energy is the
+    /// same 30 J, and "retires its work with 0% less energy" would be a finding about the
+    /// windows' lengths. The power compares; the energies are said not to be work's.
+    #[test]
+    fn windows_compare_by_power_not_by_energy_to_retire_work() {
+        let (mut a, mut b) = (
+            report(100.0, 900.0, 0.5, 30.0),
+            report(100.0, 900.0, 0.5, 30.0),
+        );
+        a["system"]["recording_span"] = json!("window");
+        a["system"]["elapsed_s"] = json!(10.0);
+        b["system"]["elapsed_s"] = json!(20.0);
+        let d = diff(&a, &b, Rows::Thread, None);
+        let energy: Vec<&str> = d
+            .summary
+            .iter()
+            .filter(|f| f.section == ENERGY)
+            .map(|f| f.finding.as_str())
+            .collect();
+        assert_eq!(
+            energy,
+            ["B draws 50% less power: P = E / t = 30.000 J / 10.000 s = 3.00 W in A, 30.000 J / 20.000 s = 1.50 W in B (the target's share: 15.000 J and 15.000 J). These energies are not the energy to retire the same work: A is a window of time (system-wide or attached to a process), not a run of a command; record each as `powerlens record -- CMD` to compare that"]
+        );
+        b["system"]["elapsed_s"] = json!(10.0);
+        let d = diff(&a, &b, Rows::Thread, None);
+        assert!(d.summary.iter().any(|f| f.finding.starts_with(
+            "A and B draw the same power to within 0.5%: P = E / t = 30.000 J / 10.000 s = 3.00 W in A"
+        )), "{:?}", d.summary);
+        // A recording that does not say what it covers is not taken for a whole run either.
+        a["system"]["recording_span"] = Value::Null;
+        b["system"]["recording_span"] = json!("cut_short");
+        let d = diff(&a, &b, Rows::Thread, None);
+        assert!(d.summary.iter().any(|f| f.finding.ends_with(
+            "A's recording does not say what it covers, B is part of a run of the command (it ended before the command did); record each as `powerlens record -- CMD` to compare that"
+        )), "{:?}", d.summary);
+        assert!(!d
+            .summary
+            .iter()
+            .any(|f| f.finding.contains("retires its work")));
     }
 
     #[test]

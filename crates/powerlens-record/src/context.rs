@@ -11,7 +11,7 @@ use powerlens_core::battery::{given_capacity, BatteryReport, BatterySetup, Charg
 use powerlens_core::model::{ModelError, PowerModel};
 use powerlens_core::provenance::Provenance;
 use powerlens_core::sched::report::{
-    EnergyInput, IdleStateInfo, RecordingContext, SysfsIdle, ThreadInfo,
+    EnergyInput, IdleStateInfo, RecordingContext, RecordingSpan, SysfsIdle, ThreadInfo,
 };
 use powerlens_core::window::CounterWindow;
 use powerlens_store::recording::{RecordingReader, ThreadRow};
@@ -75,6 +75,30 @@ pub fn read(reader: &RecordingReader) -> anyhow::Result<RecordingContext> {
         frequency_samples: frequency_samples(reader)?,
         lost_records,
         unavailable_events,
+        span: span(reader)?,
+    })
+}
+
+/// What stretch of time the recording covers, from its target and how it stopped: a
+/// command's whole run only when the command exited before the recording ended.
+fn span(reader: &RecordingReader) -> anyhow::Result<Option<RecordingSpan>> {
+    let Some(target) = reader.meta(meta::TARGET)? else {
+        return Ok(None);
+    };
+    Ok(match target["kind"].as_str() {
+        Some("command") => {
+            // No `stop` at all: the recorder was killed before it wrote one.
+            let stop = reader.meta(meta::STOP)?.unwrap_or(Value::Null);
+            let exited = !stop["exit"].is_null();
+            let stopped_early = !stop["stopped_early"].is_null();
+            Some(if exited && !stopped_early {
+                RecordingSpan::WholeRun
+            } else {
+                RecordingSpan::CutShort
+            })
+        }
+        Some("pid" | "all") => Some(RecordingSpan::Window),
+        _ => None,
     })
 }
 
@@ -472,5 +496,60 @@ mod tests {
         let reader = RecordingReader::open(&path).unwrap();
         let e = energy(&reader, (0, 1_000_000_000), 0.5).unwrap().unwrap();
         assert_eq!((e.total_j, e.idle_power_w), (20.0, 0.0));
+    }
+
+    /// The span follows the recorder's own `target` and `stop` metadata, as `record`
+    /// writes them: a command that exited is a whole run; one the recording outlived
+    /// (`--duration`) or that was interrupted, or a killed recorder (no `stop`), is cut
+    /// short; `-a` and `-p` are windows; a file without a target does not say.
+    #[test]
+    fn the_span_is_read_from_target_and_stop() {
+        let dir = tempfile::tempdir().unwrap();
+        let command = json!({"kind": "command", "command": ["true"], "root_pid": 7});
+        let exited = json!({"exit": {"code": 0, "signal": null}, "stopped_early": null});
+        let cases = [
+            (
+                Some(command.clone()),
+                Some(exited.clone()),
+                Some(RecordingSpan::WholeRun),
+            ),
+            (
+                Some(command.clone()),
+                Some(json!({"exit": null, "stopped_early": null})),
+                Some(RecordingSpan::CutShort),
+            ),
+            (
+                Some(command.clone()),
+                Some(
+                    json!({"exit": {"code": 130, "signal": null}, "stopped_early": "interrupted (Ctrl-C)"}),
+                ),
+                Some(RecordingSpan::CutShort),
+            ),
+            (Some(command), None, Some(RecordingSpan::CutShort)),
+            (
+                Some(json!({"kind": "all"})),
+                Some(exited.clone()),
+                Some(RecordingSpan::Window),
+            ),
+            (
+                Some(json!({"kind": "pid", "root_pid": 7})),
+                Some(exited.clone()),
+                Some(RecordingSpan::Window),
+            ),
+            (None, Some(exited), None),
+        ];
+        for (i, (target, stop, expected)) in cases.into_iter().enumerate() {
+            let path = dir.path().join(format!("{i}.rec"));
+            let mut w = RecordingWriter::create(&path).unwrap();
+            if let Some(t) = &target {
+                w.set_meta(meta::TARGET, t).unwrap();
+            }
+            if let Some(s) = &stop {
+                w.set_meta(meta::STOP, s).unwrap();
+            }
+            w.finish().unwrap();
+            let reader = RecordingReader::open(&path).unwrap();
+            assert_eq!(span(&reader).unwrap(), expected, "{target:?} {stop:?}");
+        }
     }
 }

@@ -872,6 +872,9 @@ pub fn system_items(report: &RecordingReport) -> Vec<(&'static str, String)> {
         out.push((label, value));
     };
     line(&mut out, "target", s.target.clone());
+    if let Some(span) = s.recording_span {
+        line(&mut out, "span", span.describe().to_string());
+    }
     line(
         &mut out,
         "elapsed",
@@ -1517,6 +1520,7 @@ mod tests {
             frequency_samples: Vec::new(),
             lost_records: vec![(0, 0), (1, 2)],
             unavailable_events: Vec::new(),
+            span: None,
         }
     }
 

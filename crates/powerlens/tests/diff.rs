@@ -141,6 +141,21 @@ fn a_short_sleeper_against_a_long_one() {
         .as_str()
         .unwrap()
         .starts_with("A wakes the CPUs from idle"));
+    // Both are whole runs of their command (the sleeper exits inside the recording), so the
+    // energy finding compares the energy to retire each run.
+    assert_eq!(metric("recording_span")["a"], "whole_run");
+    assert_eq!(metric("recording_span")["b"], "whole_run");
+    let findings: Vec<&str> = d["summary"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["section"] == "energy")
+        .map(|f| f["finding"].as_str().unwrap())
+        .collect();
+    assert!(
+        findings.iter().any(|f| f.contains("retires its work with")),
+        "{findings:?}"
+    );
 
     // A recording against itself: every number's ratio is 1 and its difference 0.
     let same = ok_json(powerlens(&["diff", fast, fast, "--json"]));

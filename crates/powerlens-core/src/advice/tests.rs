@@ -127,6 +127,7 @@ fn context(threads: &[(Tid, u32, &str)], target: u32) -> RecordingContext {
         frequency_samples: Vec::new(),
         lost_records: Vec::new(),
         unavailable_events: Vec::new(),
+        span: None,
     }
 }
 

@@ -73,6 +73,37 @@ pub struct RecordingContext {
     pub lost_records: Vec<(u32, u64)>,
     /// Events that could not be recorded: `(event, reason)`.
     pub unavailable_events: Vec<(String, String)>,
+    /// What stretch of time the recording covers; `None` when the file does not say.
+    pub span: Option<RecordingSpan>,
+}
+
+/// What stretch of time a recording covers, which decides whether its energy is the energy
+/// to retire a piece of work: only a whole run of a command is one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RecordingSpan {
+    /// `record -- CMD` from the command's start to its exit.
+    WholeRun,
+    /// `record -- CMD` that ended before the command did (`--duration`, Ctrl-C, a write
+    /// error) or whose recorder was killed.
+    CutShort,
+    /// A window of time: `record -a` or `record -p PID`.
+    Window,
+}
+
+impl RecordingSpan {
+    /// In words, for the text report and the comparison's findings.
+    pub fn describe(self) -> &'static str {
+        match self {
+            RecordingSpan::WholeRun => "one whole run of the command (start to exit)",
+            RecordingSpan::CutShort => {
+                "part of a run of the command (it ended before the command did)"
+            }
+            RecordingSpan::Window => {
+                "a window of time (system-wide or attached to a process), not a run of a command"
+            }
+        }
+    }
 }
 
 impl RecordingContext {
@@ -319,6 +350,8 @@ pub struct SystemReport {
     /// `"whole system"` or the target pids.
     pub target: String,
     pub elapsed_s: f64,
+    /// What stretch of time the recording covers (`None` when the file does not say).
+    pub recording_span: Option<RecordingSpan>,
     pub cpus: u32,
     pub busy_s: f64,
     pub idle_s: f64,
@@ -752,6 +785,7 @@ pub fn build(summary: &SchedSummary, ctx: &RecordingContext) -> RecordingReport 
             ),
         },
         elapsed_s,
+        recording_span: ctx.span,
         cpus: ncpus as u32,
         busy_s: secs(busy),
         idle_s: secs(idle),
