@@ -806,6 +806,9 @@ fn grid_table(
         })
         .collect();
     page.sortable_table_with_totals(&cols, &cells.rows, cells.totals.as_deref());
+    for note in recording::grid_notes(r, grid.by) {
+        page.note(&note);
+    }
     Ok(())
 }
 

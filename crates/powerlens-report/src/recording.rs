@@ -747,6 +747,44 @@ pub fn grid(report: &RecordingReport, opts: &GridOptions) -> Result<String, Unkn
     Ok(t.render())
 }
 
+/// Notes under the grid: the rows whose wake-ups the trace did not all record, so that a
+/// short `wake-ups` cell is not read as a thread that rarely woke (the CPU notes say why
+/// the trace is incomplete). Empty when every wake-up was recorded or for function rows.
+pub fn grid_notes(report: &RecordingReport, by: By) -> Vec<String> {
+    const SHOWN: usize = 5;
+    let short: Vec<String> = match by {
+        By::Thread => report
+            .threads
+            .iter()
+            .filter_map(|t| {
+                let n = t.unrecorded_wakeups.filter(|&n| n > 0)?;
+                Some(format!("tid {} ({}) {n}", t.tid, t.comm))
+            })
+            .collect(),
+        By::Process => report
+            .processes
+            .iter()
+            .filter_map(|p| {
+                let n = p.unrecorded_wakeups.filter(|&n| n > 0)?;
+                let pid = p.pid.map_or("?".to_string(), |p| p.to_string());
+                Some(format!("pid {pid} ({}) {n}", p.comm))
+            })
+            .collect(),
+        By::Function | By::Stack => Vec::new(),
+    };
+    if short.is_empty() {
+        return Vec::new();
+    }
+    let more = short.len().saturating_sub(SHOWN);
+    let mut list = short[..short.len().min(SHOWN)].join(", ");
+    if more > 0 {
+        list += &format!(" and {more} more rows");
+    }
+    vec![format!(
+        "wake-ups not recorded: {list}. These rows ran again after blocking with neither a wake-up nor a switch-in in the trace, so their `woken` cell is short by that many (the CPU notes say why the trace is incomplete; JSON: unrecorded_wakeups)"
+    )]
+}
+
 /// The totals row under `cols` over every row (also those `--top` left out, which the
 /// label says); `None` for inclusive function rows, which overlap (a caller holds its
 /// callees' figures).
@@ -1364,6 +1402,9 @@ pub fn text(report: &RecordingReport, opts: &GridOptions) -> Result<String, Unkn
     out.push_str(&cpus(report));
     out.push_str(&format!("\nby {}\n", opts.by.name()));
     out.push_str(&grid);
+    for note in grid_notes(report, opts.by) {
+        out.push_str(&format!("note: {note}\n"));
+    }
     let b = balance(report);
     if !b.is_empty() {
         out.push_str("\nthread balance\n");

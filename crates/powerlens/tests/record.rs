@@ -1367,6 +1367,14 @@ fn live_missing_wakeups_are_counted_and_explained() {
         "{woken} + {missing} < {blocks}"
     );
     assert!(report["system"]["unrecorded_wakeups"].as_u64().unwrap() >= missing);
+    // The sleeper's own row says how many of its wake-ups are missing: with them its
+    // recorded wake-ups account for its blocks, and they are among the CPU's.
+    let own_missing = sleeper["unrecorded_wakeups"].as_u64().unwrap();
+    assert!(own_missing <= missing, "{own_missing} > {missing}");
+    assert!(
+        woken + own_missing + 3 >= blocks,
+        "{woken} + {own_missing} < {blocks}"
+    );
     let text = String::from_utf8(
         ok(&live()
             .args(["report", rec.to_str().unwrap()])
@@ -1383,6 +1391,13 @@ fn live_missing_wakeups_are_counted_and_explained() {
             assert!(reason.contains(&format!("short of {missing}")), "{reason}");
             assert!(text.contains(&format!("{note}{reason}")), "{text}");
             assert!(text.contains("more not recorded, causes unknown"), "{text}");
+            if own_missing > 0 {
+                let row_note = format!("tid {} (sleepy-0) {own_missing}", sleeper["tid"]);
+                assert!(
+                    text.contains("note: wake-ups not recorded: ") && text.contains(&row_note),
+                    "{text}"
+                );
+            }
         }
         None => {
             assert_eq!(missing, 0);

@@ -112,6 +112,9 @@ pub struct ThreadStats {
     pub inactive_ns: u64,
     pub migrations: u64,
     pub wakeups_received: WakeupCauses,
+    /// Times the thread ran again after blocking with neither its wake-up nor its switch-in
+    /// recorded: `wakeups_received` is short of this many (causes unknown).
+    pub unrecorded_wakeups: u64,
     /// Wake-ups this thread issued to others.
     pub wakeups_caused: u64,
     /// Times this thread was the first to run on a CPU that had just left idle.
@@ -830,6 +833,9 @@ impl<C: ThreadCharges> SchedAnalysis<C> {
                     Some(ThreadState::Blocked { .. })
                 ) {
                     self.cpus[cpu as usize].stats.unrecorded_wakeups += 1;
+                    if let Some(th) = self.threads.get_mut(prev) {
+                        th.stats.unrecorded_wakeups += 1;
+                    }
                 }
                 if prev != IDLE_TID
                     && !matches!(

@@ -194,6 +194,9 @@ pub struct ThreadRow {
     pub migrations: Option<u64>,
     pub wakeups_received: Option<WakeupCounts>,
     pub wakeups_received_total: Option<u64>,
+    /// Wake-ups the trace did not record (the row ran again after blocking with neither
+    /// wake-up nor switch-in recorded): `wakeups_received` is short of this many.
+    pub unrecorded_wakeups: Option<u64>,
     pub wakeups_caused: Option<u64>,
     pub idle_wakeups: Option<u64>,
     /// Total idle duration of the CPUs before this thread's idle wake-ups (VTune's "Idle
@@ -227,6 +230,9 @@ pub struct ProcessRow {
     pub migrations: Option<u64>,
     pub wakeups_received: Option<WakeupCounts>,
     pub wakeups_received_total: Option<u64>,
+    /// Wake-ups the trace did not record (the row ran again after blocking with neither
+    /// wake-up nor switch-in recorded): `wakeups_received` is short of this many.
+    pub unrecorded_wakeups: Option<u64>,
     pub wakeups_caused: Option<u64>,
     pub idle_wakeups: Option<u64>,
     pub idle_time_s: Option<f64>,
@@ -561,6 +567,7 @@ pub fn build(summary: &SchedSummary, ctx: &RecordingContext) -> RecordingReport 
                 migrations: traced.then_some(t.migrations),
                 wakeups_received: traced.then_some(causes),
                 wakeups_received_total: traced.then_some(causes.total()),
+                unrecorded_wakeups: traced.then_some(t.unrecorded_wakeups),
                 wakeups_caused: traced.then_some(t.wakeups_caused),
                 idle_wakeups: traced.then_some(t.idle_wakeups),
                 idle_time_s: traced.then(|| secs(t.idle_before_wakeups_ns)),
@@ -1015,6 +1022,7 @@ fn process_rows(
                 migrations: rows.iter().map(|r| r.migrations).sum(),
                 wakeups_received: causes,
                 wakeups_received_total: causes.map(|c| c.total()),
+                unrecorded_wakeups: rows.iter().map(|r| r.unrecorded_wakeups).sum(),
                 wakeups_caused: rows.iter().map(|r| r.wakeups_caused).sum(),
                 idle_wakeups,
                 idle_time_s,

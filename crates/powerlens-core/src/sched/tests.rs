@@ -1206,6 +1206,12 @@ fn wakeups_lost_in_an_idle_loop_are_counted_and_explained() {
     let r = super::report::build(&s, &ctx);
     assert_eq!(r.system.unrecorded_wakeups, 2);
     assert_eq!(r.cpus[1].unrecorded_wakeups, 2);
+    // The thread's own row: 1 wake-up recorded, 2 missing, for its 3 runs after a block.
+    let row = r.threads.iter().find(|t| t.tid == 100).unwrap();
+    assert_eq!(row.wakeups_received_total, Some(1));
+    assert_eq!(row.unrecorded_wakeups, Some(2));
+    let process = r.processes.iter().find(|p| p.pid == row.pid).unwrap();
+    assert_eq!(process.unrecorded_wakeups, Some(2));
     let why = r.cpus[1].wakeups_trace_incomplete.clone().unwrap();
     assert!(why.starts_with("2 times a thread ran on cpu1 after blocking with neither its wake-up nor its switch-in recorded"), "{why}");
     assert!(why.contains("short of 2"), "{why}");

@@ -436,6 +436,7 @@ mod tests {
             migrations: None,
             wakeups_received: None,
             wakeups_received_total: None,
+            unrecorded_wakeups: None,
             wakeups_caused: None,
             idle_wakeups: None,
             idle_time_s: None,
