@@ -367,16 +367,17 @@ fn record_and_diff(
         paths.push(rec);
     }
     let roots = global.roots().map_err(|e| e.to_string())?;
-    let options = AnalyseOptions {
-        all_processes: false,
-        grouping: None,
-        stacks: false,
-        roots: &roots,
-        battery_wh: None,
-    };
     let mut reports = Vec::new();
     let mut reduced = false;
-    for rec in &paths {
+    for (rec, side) in paths.iter().zip(["A", "B"]) {
+        let options = AnalyseOptions {
+            all_processes: false,
+            grouping: None,
+            stacks: false,
+            roots: &roots,
+            battery_wh: None,
+            side: format!("{side} ({}): ", rec.display()),
+        };
         let analysed = analyse(rec, &options).map_err(|e| format!("{e:#}"))?;
         reduced |= analysed.report.cpus.is_empty();
         reports.push(serde_json::to_value(&analysed.report).map_err(|e| e.to_string())?);

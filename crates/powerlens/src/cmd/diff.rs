@@ -85,15 +85,16 @@ pub fn execute(global: &GlobalArgs, args: DiffArgs) -> anyhow::Result<ExitCode> 
     // A bad --target fails before the analyses.
     let target = args.target.as_deref().map(target_states).transpose()?;
     let roots = global.roots()?;
-    let options = AnalyseOptions {
+    let options = |side: &str, path: &Path| AnalyseOptions {
         all_processes: args.all_processes,
         grouping: (rows == Rows::Function).then_some(Grouping::Function),
         stacks: true,
         roots: &roots,
         battery_wh: None,
+        side: format!("{side} ({}): ", path.display()),
     };
-    let a = report_json(&args.a, &options).context("A")?;
-    let b = report_json(&args.b, &options).context("B")?;
+    let a = report_json(&args.a, &options("A", &args.a)).context("A")?;
+    let b = report_json(&args.b, &options("B", &args.b)).context("B")?;
     let diff = diff::diff(&a, &b, rows, target.as_ref());
     let sides = Sides {
         a: args.a.display().to_string(),

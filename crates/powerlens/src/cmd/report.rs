@@ -188,6 +188,7 @@ pub fn execute(global: &GlobalArgs, args: ReportArgs) -> anyhow::Result<ExitCode
             stacks: true,
             roots: &roots,
             battery_wh: args.battery.battery_wh,
+            side: String::new(),
         },
     )?;
     let (mut report, span) = (analysed.report, analysed.span);
@@ -326,6 +327,9 @@ pub struct AnalyseOptions<'a> {
     pub roots: &'a Roots,
     /// A full charge for the battery-life figures, instead of the one recorded.
     pub battery_wh: Option<f64>,
+    /// Which recording this is, put before each warning and note (`diff` analyses two:
+    /// "A (a.rec): "); empty for one.
+    pub side: String,
 }
 
 /// A recording analysed.
@@ -342,9 +346,11 @@ pub struct Analysed {
 /// Reads and analyses a recording: one pass over its events, memory bounded by threads,
 /// CPUs and distinct stacks.
 pub fn analyse(path: &std::path::Path, opts: &AnalyseOptions<'_>) -> anyhow::Result<Analysed> {
+    // Warnings and notes on stderr, named after the recording when there are two.
+    let say = |kind: &str, message: &str| eprintln!("{kind}: {}{message}", opts.side);
     let (reader, damage) = powerlens_record::open_recording(path)?;
     if let Some(warning) = damage {
-        eprintln!("warning: {warning}");
+        say("warning", &warning);
     }
     let mut ctx = context::read(&reader)?;
     if opts.all_processes {
@@ -373,19 +379,22 @@ pub fn analyse(path: &std::path::Path, opts: &AnalyseOptions<'_>) -> anyhow::Res
     };
     if let Some(r) = &resolved {
         for warning in &r.warnings {
-            eprintln!("warning: {warning}");
+            say("warning", warning);
         }
         if r.symbolized > 0 {
-            eprintln!(
-                "symbolized {} frames (cached in the recording)",
-                r.symbolized
+            say(
+                "note",
+                &format!(
+                    "symbolized {} frames (cached in the recording)",
+                    r.symbolized
+                ),
             );
         }
         if let Some(note) = &r.kernel_note {
-            eprintln!("note: kernel frames are unnamed: {note}");
+            say("note", &format!("kernel frames are unnamed: {note}"));
         }
         if let Some(note) = no_symbols_note(&r.stacks) {
-            eprintln!("note: {note}");
+            say("note", &note);
         }
     }
     let mut causes = Vec::new();
@@ -432,18 +441,18 @@ pub fn analyse(path: &std::path::Path, opts: &AnalyseOptions<'_>) -> anyhow::Res
             (stats, (analysis.finish(end_ns), None))
         };
         if wakeups.ignored_expiries() > 0 {
-            eprintln!(
-                "note: {} expiries of powerlens's own cpu-clock sampling timer are left out of the wake-up causes",
+            say("note", &format!(
+                "{} expiries of powerlens's own cpu-clock sampling timer are left out of the wake-up causes",
                 wakeups.ignored_expiries()
-            );
+            ));
         }
         causes = wakeups.finish(end_ns);
         bar.finish_and_clear();
         if let Some(warning) = stats.short_read(path) {
-            eprintln!("warning: {warning}");
+            say("warning", &warning);
         }
         if let Some(note) = stats.reordered_note() {
-            eprintln!("note: {note}");
+            say("note", &note);
         }
         result
     };
