@@ -120,6 +120,10 @@ pub struct RecordOptions {
     /// Shows a long phase under way (the idle baseline, symbolizing): a spinner in the
     /// CLI, [`no_phase`] for a caller with no terminal.
     pub show_phase: fn(&str) -> Phase,
+    /// Tells the user something they need before the recording ends (that it will be
+    /// reduced, that an existing file was moved aside): stderr in the CLI, [`tell_nobody`]
+    /// for a caller that reads the summary's notes instead. The library prints nothing.
+    pub tell_now: fn(&str),
 }
 
 /// A long phase of the recording under way, shown by [`RecordOptions::show_phase`] until
@@ -145,6 +149,9 @@ impl Drop for Phase {
 pub fn no_phase(_: &str) -> Phase {
     Phase(None)
 }
+
+/// Tells nothing (for [`RecordOptions::tell_now`]).
+pub fn tell_nobody(_: &str) {}
 
 impl std::fmt::Debug for Phase {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -208,7 +215,7 @@ pub fn record(roots: &Roots, opts: &RecordOptions) -> anyhow::Result<RecordSumma
     }
     let baseline_w = measure_baseline(&meter, opts.baseline, opts.show_phase)?;
 
-    let mut writer = create_file(&opts.output)?;
+    let mut writer = create_file(&opts.output, opts.tell_now)?;
     write_start_meta(
         &mut writer,
         roots,
@@ -493,7 +500,7 @@ fn open_collector(
     notes: &mut Vec<String>,
 ) -> anyhow::Result<Option<Collector>> {
     let reduced = |notes: &mut Vec<String>, why: String| {
-        eprintln!("powerlens: warning: {why}; recording a REDUCED profile from procfs instead (per-thread CPU time and context-switch counts only)");
+        (opts.tell_now)(&format!("warning: {why}; recording a REDUCED profile from procfs instead (per-thread CPU time and context-switch counts only)"));
         notes.push(why);
     };
     match powerlens_sys::trace::ensure_tracefs(roots) {
@@ -590,7 +597,7 @@ fn measure_baseline(
 
 /// Creates the recording, moving an existing one aside to `FILE.old` as perf does — with
 /// the `-wal`/`-shm` files a killed recorder may have left beside it.
-fn create_file(path: &Path) -> anyhow::Result<RecordingWriter> {
+fn create_file(path: &Path, tell_now: fn(&str)) -> anyhow::Result<RecordingWriter> {
     let with_suffix = |p: &Path, suffix: &str| {
         let mut s = p.as_os_str().to_owned();
         s.push(suffix);
@@ -611,11 +618,11 @@ fn create_file(path: &Path) -> anyhow::Result<RecordingWriter> {
                 })?;
             }
         }
-        eprintln!(
-            "powerlens: moved the existing {} to {}",
+        tell_now(&format!(
+            "moved the existing {} to {}",
             path.display(),
             old.display()
-        );
+        ));
     }
     Ok(RecordingWriter::create(path)?)
 }

@@ -8,7 +8,7 @@ use std::time::Duration;
 use powerlens_core::sched::event::EventKind;
 use powerlens_record::meter::MeterOptions;
 use powerlens_record::replay::replay;
-use powerlens_record::{no_phase, record, RecordOptions, Target, MODE_REDUCED};
+use powerlens_record::{no_phase, record, tell_nobody, RecordOptions, Target, MODE_REDUCED};
 use powerlens_store::recording::RecordingReader;
 use powerlens_sys::Roots;
 
@@ -26,6 +26,7 @@ fn options(output: std::path::PathBuf, command: &[&str]) -> RecordOptions {
         stacks_hz: Some(999),
         stack_bytes: 512,
         show_phase: no_phase,
+        tell_now: tell_nobody,
     }
 }
 
@@ -74,4 +75,33 @@ fn a_command_recorded_through_the_library_replays_in_time_order() {
     assert!(shell.is_some(), "the shell's exec was recorded");
     assert_eq!(forks_by_shell, 3, "one fork per command");
     assert_eq!(execs_of_true, 3, "each child ran /bin/true");
+}
+
+/// What the library has to say at once goes to the caller's `tell_now`, not to stderr: a
+/// second recording to the same path moves the first aside to `FILE.old` and says so there.
+#[test]
+fn an_existing_recording_is_moved_aside_and_the_caller_is_told() {
+    static TOLD: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("again.rec");
+    let mut opts = options(path.clone(), &["/bin/true"]);
+    opts.reduced = true;
+    opts.tell_now = |message| TOLD.lock().unwrap().push(message.to_string());
+    record(&Roots::default(), &opts).expect("the first recording");
+    assert!(
+        TOLD.lock().unwrap().is_empty(),
+        "{:?}",
+        TOLD.lock().unwrap()
+    );
+    record(&Roots::default(), &opts).expect("the second recording");
+    let old = dir.path().join("again.rec.old");
+    assert!(old.exists() && path.exists());
+    assert_eq!(
+        *TOLD.lock().unwrap(),
+        [format!(
+            "moved the existing {} to {}",
+            path.display(),
+            old.display()
+        )]
+    );
 }

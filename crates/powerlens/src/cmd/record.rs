@@ -131,6 +131,7 @@ pub fn execute(global: &GlobalArgs, args: RecordArgs) -> anyhow::Result<ExitCode
         stacks_hz: (!args.no_stacks).then_some(args.frequency),
         stack_bytes: args.stack_bytes,
         show_phase: crate::progress::phase,
+        tell_now: |message| eprintln!("powerlens: {message}"),
     };
     let summary = record::record(&roots, &options)?;
     for note in &summary.notes {
