@@ -781,7 +781,7 @@ pub fn grid_notes(report: &RecordingReport, by: By) -> Vec<String> {
         list += &format!(" and {more} more rows");
     }
     vec![format!(
-        "wake-ups not recorded: {list}. These rows ran again after blocking with neither a wake-up nor a switch-in in the trace, so their `woken` cell is short by that many (the CPU notes say why the trace is incomplete; JSON: unrecorded_wakeups)"
+        "wake-ups not recorded: {list}. These rows ran again after blocking without their wake-up in the trace, so their `woken` cell is short by that many (the CPU notes say why the trace is incomplete; JSON: unrecorded_wakeups)"
     )]
 }
 

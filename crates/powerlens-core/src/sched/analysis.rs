@@ -112,8 +112,9 @@ pub struct ThreadStats {
     pub inactive_ns: u64,
     pub migrations: u64,
     pub wakeups_received: WakeupCauses,
-    /// Times the thread ran again after blocking with neither its wake-up nor its switch-in
-    /// recorded: `wakeups_received` is short of this many (causes unknown).
+    /// Times the thread ran again after blocking without its wake-up recorded (its
+    /// switch-in recorded or not): `wakeups_received` is short of this many (causes
+    /// unknown).
     pub unrecorded_wakeups: u64,
     /// Wake-ups this thread issued to others.
     pub wakeups_caused: u64,
@@ -753,12 +754,15 @@ impl<C: ThreadCharges> SchedAnalysis<C> {
                 self.charges.inactive(tid, d);
                 self.charges.interval(tid, Interval::Runnable, since, t);
             }
-            // The wake-up was not seen (before the recording, or lost): blocked until now.
+            // It was seen to block, and its wake-up was not recorded (lost, or fired in a
+            // context the kernel delivers no tracepoint from): blocked until now.
             ThreadState::Blocked { since } => {
                 let d = t.saturating_sub(since);
+                n.stats.unrecorded_wakeups += 1;
                 n.stats.wait_ns += d;
                 self.charges.wait(tid, d);
                 self.charges.interval(tid, Interval::Blocked, since, t);
+                self.cpus[cpu as usize].stats.unrecorded_wakeups += 1;
             }
             _ => {}
         }
@@ -828,15 +832,7 @@ impl<C: ThreadCharges> SchedAnalysis<C> {
                     }
                 }
                 let mut inferred = not_before.min(t);
-                if matches!(
-                    self.threads.get(prev).map(|th| th.state),
-                    Some(ThreadState::Blocked { .. })
-                ) {
-                    self.cpus[cpu as usize].stats.unrecorded_wakeups += 1;
-                    if let Some(th) = self.threads.get_mut(prev) {
-                        th.stats.unrecorded_wakeups += 1;
-                    }
-                }
+                // A blocked `prev` ran again without its wake-up recorded: `open` counts it.
                 if prev != IDLE_TID
                     && !matches!(
                         self.threads.get(prev).map(|th| th.state),

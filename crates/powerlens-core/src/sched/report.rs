@@ -500,7 +500,7 @@ fn unrecorded_wakeups_reason(cpu: u32, n: u64, lost: u64, no_idle_trace: bool) -
         format!("{n} times")
     };
     let what = format!(
-        "{times} a thread ran on cpu{cpu} after blocking with neither its wake-up nor its switch-in recorded (the switch-in is inferred from its switch-out): the wake-ups received are short of {n}, their causes unknown"
+        "{times} a thread ran on cpu{cpu} after blocking without its wake-up recorded (often its switch-in is missing too, and inferred from its switch-out): the wake-ups received are short of {n}, their causes unknown"
     );
     if lost > 0 {
         format!("{what}; {lost} records were lost on cpu{cpu} (use a larger --buffer-pages)")

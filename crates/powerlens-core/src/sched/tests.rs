@@ -1196,25 +1196,31 @@ fn wakeups_lost_in_an_idle_loop_are_counted_and_explained() {
         ev(7 * MS, 1, wake),
         ev(7 * MS, 1, switch(0, 100)),
         ev(8 * MS, 1, switch(100, 0)),
+        // Run 5: switched in as recorded, but its wake-up missing: also unrecorded.
+        ev(9 * MS, 1, switch(0, 100)),
+        ev(9 * MS + MS / 2, 1, switch(100, 0)),
     ];
     let s = analyse(&events, 10 * MS);
-    assert_eq!(s.cpus[1].unrecorded_wakeups, 2);
+    assert_eq!(s.cpus[1].unrecorded_wakeups, 3);
     assert_eq!(s.cpus[1].inferred_switch_ins, 2);
     let mut ctx = three_thread_context();
     ctx.sysfs_idle = Ok(Vec::new());
     ctx.lost_records = Vec::new();
     let r = super::report::build(&s, &ctx);
-    assert_eq!(r.system.unrecorded_wakeups, 2);
-    assert_eq!(r.cpus[1].unrecorded_wakeups, 2);
-    // The thread's own row: 1 wake-up recorded, 2 missing, for its 3 runs after a block.
+    assert_eq!(r.system.unrecorded_wakeups, 3);
+    assert_eq!(r.cpus[1].unrecorded_wakeups, 3);
+    // The thread's own row: 1 wake-up recorded, 3 missing, for its 4 runs after a block.
     let row = r.threads.iter().find(|t| t.tid == 100).unwrap();
     assert_eq!(row.wakeups_received_total, Some(1));
-    assert_eq!(row.unrecorded_wakeups, Some(2));
+    assert_eq!(row.unrecorded_wakeups, Some(3));
     let process = r.processes.iter().find(|p| p.pid == row.pid).unwrap();
-    assert_eq!(process.unrecorded_wakeups, Some(2));
+    assert_eq!(process.unrecorded_wakeups, Some(3));
     let why = r.cpus[1].wakeups_trace_incomplete.clone().unwrap();
-    assert!(why.starts_with("2 times a thread ran on cpu1 after blocking with neither its wake-up nor its switch-in recorded"), "{why}");
-    assert!(why.contains("short of 2"), "{why}");
+    assert!(
+        why.starts_with("3 times a thread ran on cpu1 after blocking without its wake-up recorded"),
+        "{why}"
+    );
+    assert!(why.contains("short of 3"), "{why}");
     assert!(
         why.contains("cpu1's idle loop"),
         "no cpu_idle records: {why}"
