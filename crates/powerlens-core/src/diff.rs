@@ -650,11 +650,18 @@ fn battery_finding(a: &Value, b: &Value) -> Option<String> {
             wh_text(wb)
         )
     };
-    Some(format!(
-        "on battery, {charge} retires A's recorded work {ra:.0} times and B's {rb:.0} times, and lasts {} at A's power and {} at B's",
+    let lasts = format!(
+        "lasts {} at A's power and {} at B's",
         duration_text(la),
         duration_text(lb)
-    ))
+    );
+    // Runs per charge count recordings' worth of energy: work only for whole runs.
+    Some(match not_whole_runs(a, b) {
+        None => format!(
+            "on battery, {charge} retires A's recorded work {ra:.0} times and B's {rb:.0} times, and {lasts}"
+        ),
+        Some(_) => format!("on battery, {charge} {lasts}"),
+    })
 }
 
 #[cfg(test)]
@@ -821,6 +828,17 @@ mod tests {
         assert!(d.summary.iter().any(|f| f.finding.starts_with(
             "A and B draw the same power to within 0.5%: P = E / t = 30.000 J / 10.000 s = 3.00 W in A"
         )), "{:?}", d.summary);
+        // On battery, a window's charge is a time, not a number of runs.
+        for r in [&mut a, &mut b] {
+            r["battery"] = json!({"available": true, "energy_full_wh": 50.0, "runs_per_charge": 6000.0, "life_h": 50.0 / 3.0});
+        }
+        let d = diff(&a, &b, Rows::Thread, None);
+        assert!(
+            d.summary.iter().any(|f| f.finding
+                == "on battery, a charge of 50 Wh lasts 16 h 40 min at A's power and 16 h 40 min at B's"),
+            "{:?}",
+            d.summary
+        );
         // A recording that does not say what it covers is not taken for a whole run either.
         a["system"]["recording_span"] = Value::Null;
         b["system"]["recording_span"] = json!("cut_short");
