@@ -22,8 +22,44 @@ pub struct Resolved {
     /// the recorder stores each as a one-frame stack so that it is symbolized here).
     pub kernel_names: HashMap<u64, String>,
     /// What the caller should tell the user: damaged stacks or symbol cache, a cache that
-    /// could not be written.
+    /// could not be written, files that changed since the recording ended.
     pub warnings: Vec<String>,
+    /// Files left unnamed because they changed after the recording ended (their frames
+    /// show as `FILE [no symbols]`, but debug symbols are not what they lack).
+    pub changed_files: Vec<String>,
+}
+
+/// When the recording ended, in Unix seconds: its `stop`, or for a recorder that was
+/// killed before writing one, its last committed event. `None` when the file does not say.
+fn ended_unix_s(reader: &RecordingReader) -> anyhow::Result<Option<f64>> {
+    let start = reader.meta(crate::meta::START)?.unwrap_or_default();
+    let (Some(unix_s), Some(start_ns)) = (start["unix_s"].as_f64(), start["monotonic_ns"].as_u64())
+    else {
+        return Ok(None);
+    };
+    let stop_ns = match reader
+        .meta(crate::meta::STOP)?
+        .and_then(|v| v["monotonic_ns"].as_u64())
+    {
+        Some(t) => Some(t),
+        None => reader.last_event_ns()?,
+    };
+    Ok(stop_ns.map(|t| unix_s + t.saturating_sub(start_ns) as f64 / 1e9))
+}
+
+/// How many seconds after the recording ended `path` was last modified, when it was: its
+/// frames' offsets then point into another build, and names read from it now would be
+/// wrong. Only a recording whose recorder was killed meets this: `record` names the frames
+/// at its end. (A file built and run during the recording, as `record -- cargo test`
+/// does, was modified before the end and is named.)
+fn changed_since(path: &str, ended_unix_s: Option<f64>) -> Option<f64> {
+    let modified = std::fs::metadata(path).ok()?.modified().ok()?;
+    let modified = modified
+        .duration_since(std::time::UNIX_EPOCH)
+        .ok()?
+        .as_secs_f64();
+    let after = modified - ended_unix_s?;
+    (after > 0.0).then_some(after)
 }
 
 /// Reads and resolves the recording's stacks. `None` when the recording has none.
@@ -94,10 +130,21 @@ pub fn resolve(reader: &RecordingReader, roots: &Roots) -> anyhow::Result<Option
     }
     let mut kernel_note = None;
     let mut new_rows = Vec::new();
+    let mut changed_files = Vec::new();
     if !missing.is_empty() {
+        let ended = ended_unix_s(reader)?;
         let mut symbolizer = Symbolizer::new(roots);
         for (module, offsets) in missing {
             let path = modules.get(&module).map(String::as_str).unwrap_or("");
+            if let Some(after) = changed_since(path, ended) {
+                // Left unnamed and out of the cache: the next report checks again.
+                warnings.push(format!(
+                    "{} frames of {path} are not named: the file changed {after:.0} s after the recording ended, so names read from it now could belong to another build; record again with the build you want to see",
+                    offsets.len()
+                ));
+                changed_files.push(path.to_string());
+                continue;
+            }
             let found = if path == KERNEL_MODULE {
                 kernel_note = symbolizer.kernel_unavailable_reason();
                 symbolizer.kernel(&offsets)
@@ -142,6 +189,7 @@ pub fn resolve(reader: &RecordingReader, roots: &Roots) -> anyhow::Result<Option
         kernel_note,
         kernel_names,
         warnings,
+        changed_files,
     }))
 }
 
@@ -183,5 +231,103 @@ mod tests {
         );
         assert!(r.stacks.describe(4_000_000_000).is_empty());
         assert_eq!(r.stacks.describe(1).len(), 1);
+    }
+
+    /// A recording whose recorder was killed is named at its first report, from the files
+    /// as they are then: a file modified after the recording ended is left unnamed, with a
+    /// warning, out of the cache and out of the "install debug symbols" note; one modified
+    /// before its end (built and run during the recording) is named as usual. The end is
+    /// the `stop`, else the last committed event.
+    #[test]
+    fn a_file_changed_after_the_recording_is_not_named_from() {
+        let dir = tempfile::tempdir().unwrap();
+        let module = dir.path().join("program");
+        std::fs::copy(std::env::current_exe().unwrap(), &module).unwrap();
+        let modified = std::fs::metadata(&module)
+            .unwrap()
+            .modified()
+            .unwrap()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_secs_f64();
+        let roots = Roots {
+            sysfs: dir.path().to_path_buf(),
+            procfs: dir.path().to_path_buf(),
+        };
+        // (start's Unix time, stop's monotonic ns or a last event's; 1 s = 1e9 ns after
+        // the start's 5e9): whether the program is named.
+        let cases = [
+            (
+                "ended 99 s before the change",
+                modified - 100.0,
+                Some(6_000_000_000u64),
+                false,
+            ),
+            (
+                "killed, last event 99 s before",
+                modified - 100.0,
+                None,
+                false,
+            ),
+            (
+                "ended 101 s after the change",
+                modified + 100.0,
+                Some(6_000_000_000u64),
+                true,
+            ),
+        ];
+        for (i, (what, start_unix_s, stop_ns, named)) in cases.into_iter().enumerate() {
+            let path = dir.path().join(format!("{i}.rec"));
+            let mut w = RecordingWriter::create(&path).unwrap();
+            w.set_meta(
+                crate::meta::START,
+                &serde_json::json!({"unix_s": start_unix_s, "monotonic_ns": 5_000_000_000u64}),
+            )
+            .unwrap();
+            match stop_ns {
+                Some(t) => w
+                    .set_meta(crate::meta::STOP, &serde_json::json!({"monotonic_ns": t}))
+                    .unwrap(),
+                None => {
+                    let mut enc = powerlens_core::codec::ChunkEncoder::new();
+                    enc.push(&powerlens_core::sched::event::Event {
+                        time_ns: 6_000_000_000,
+                        cpu: 0,
+                        kind: powerlens_core::sched::event::EventKind::IdleExit,
+                    });
+                    w.append_chunk(0, 6_000_000_000, 6_000_000_000, 1, &enc.finish())
+                        .unwrap();
+                }
+            }
+            w.add_module(0, module.to_str().unwrap()).unwrap();
+            let mut frames = Vec::new();
+            encode_frames(
+                &[FrameRef {
+                    module: 0,
+                    offset: 4096,
+                }],
+                &mut frames,
+            );
+            w.add_stack(0, &frames).unwrap();
+            w.finish().unwrap();
+            let reader = RecordingReader::open(&path).unwrap();
+            let r = resolve(&reader, &roots).unwrap().unwrap();
+            if named {
+                assert_eq!(r.symbolized, 1, "{what}: {:?}", r.warnings);
+                assert!(
+                    r.changed_files.is_empty() && r.warnings.is_empty(),
+                    "{what}"
+                );
+            } else {
+                assert_eq!(r.symbolized, 0, "{what}: nothing read or cached");
+                assert_eq!(r.changed_files, [module.to_str().unwrap()], "{what}");
+                let warning = r.warnings.join("\n");
+                assert!(
+                    warning.starts_with(&format!("1 frames of {} are not named: the file changed 99 s after the recording ended", module.display())),
+                    "{what}: {warning}"
+                );
+                assert!(reader.symbols().unwrap().is_empty(), "{what}: cached");
+            }
+        }
     }
 }

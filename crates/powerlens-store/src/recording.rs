@@ -686,6 +686,17 @@ impl RecordingReader {
         rows.collect::<Result<_, _>>().map_err(self.sql())
     }
 
+    /// The time of the last event committed (CLOCK_MONOTONIC ns), from the chunk index;
+    /// `None` without events.
+    pub fn last_event_ns(&self) -> Result<Option<u64>, StoreError> {
+        self.conn
+            .query_row("SELECT max(last_ns) FROM chunks", [], |r| {
+                r.get::<_, Option<i64>>(0)
+            })
+            .map(|t| t.map(|t| t as u64))
+            .map_err(self.sql())
+    }
+
     /// Number of events in all chunks.
     pub fn event_count(&self) -> Result<u64, StoreError> {
         self.conn

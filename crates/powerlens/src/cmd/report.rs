@@ -393,7 +393,7 @@ pub fn analyse(path: &std::path::Path, opts: &AnalyseOptions<'_>) -> anyhow::Res
         if let Some(note) = &r.kernel_note {
             say("note", &format!("kernel frames are unnamed: {note}"));
         }
-        if let Some(note) = no_symbols_note(&r.stacks) {
+        if let Some(note) = no_symbols_note(&r.stacks, &r.changed_files) {
             say("note", &note);
         }
     }
@@ -531,11 +531,13 @@ fn one_pass(
 /// Which files' code had no symbols (shown as `FILE [no symbols]`), and the fix; `None`
 /// when every file frame was named. Only files on disk: the kernel has its own note, and
 /// pseudo mappings (`[vdso]`, `memfd:…`, JIT code) have no symbols to install.
-fn no_symbols_note(stacks: &ResolvedStacks) -> Option<String> {
+fn no_symbols_note(stacks: &ResolvedStacks, changed_files: &[String]) -> Option<String> {
     let files: std::collections::BTreeSet<&str> = stacks
         .functions
         .iter()
         .filter(|f| !f.resolved && f.module.starts_with('/') && !f.module.ends_with("(deleted)"))
+        // Those lack a matching build, not debug symbols: a warning of their own says so.
+        .filter(|f| !changed_files.contains(&f.module))
         .map(|f| powerlens_core::stacks::short(&f.module))
         .collect();
     (!files.is_empty()).then(|| {
