@@ -87,6 +87,19 @@ pub fn with_tree<R>(input: &[u8], f: impl FnOnce(&Path) -> R) -> R {
     })
 }
 
+/// As [`with_tree`], with the tree's `sys` and `proc` as the readers' roots (made to exist
+/// when the archive has neither).
+pub fn with_roots<R>(input: &[u8], f: impl FnOnce(&powerlens_sys::Roots) -> R) -> R {
+    with_tree(input, |root| {
+        let _ = std::fs::create_dir_all(root.join("sys"));
+        let _ = std::fs::create_dir_all(root.join("proc"));
+        f(&powerlens_sys::Roots {
+            sysfs: root.join("sys"),
+            procfs: root.join("proc"),
+        })
+    })
+}
+
 /// Writes `files` as an archive (for building seeds from a real tree).
 pub fn archive(files: &[(String, Vec<u8>)]) -> Vec<u8> {
     let mut out = Vec::new();

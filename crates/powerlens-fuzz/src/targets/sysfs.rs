@@ -49,15 +49,7 @@ pub const DICT: &[&str] = &[
 const MAX_CPUS: usize = 16;
 
 pub fn run(input: &[u8]) {
-    tree::with_tree(input, |root| {
-        let _ = std::fs::create_dir_all(root.join("sys"));
-        let _ = std::fs::create_dir_all(root.join("proc"));
-        let roots = Roots {
-            sysfs: root.join("sys"),
-            procfs: root.join("proc"),
-        };
-        read_all(&roots);
-    });
+    tree::with_roots(input, read_all);
 }
 
 fn read_all(roots: &Roots) {
