@@ -77,6 +77,20 @@ pub struct LabelStats {
     pub domains: BTreeMap<String, Summary>,
 }
 
+impl LabelStats {
+    /// Every whole-run figure with its JSON key, in the order the views list them.
+    pub fn figures(&self) -> [(&'static str, &Summary); 6] {
+        [
+            ("wall_s", &self.wall_s),
+            ("energy_j", &self.energy_j),
+            ("power_w", &self.power_w),
+            ("edp_js", &self.edp_js),
+            ("ed2p_js2", &self.ed2p_js2),
+            ("perf_per_watt", &self.perf_per_watt),
+        ]
+    }
+}
+
 /// A candidate against the baseline.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct CandidateComparison {

@@ -188,14 +188,7 @@ pub fn html(c: &Comparison, provenance: &str, notes: &[String]) -> String {
 pub fn csv(c: &Comparison) -> String {
     let mut out = String::from("kind,label,baseline,figure,value,ci_low,ci_high,significant\n");
     for l in &c.labels {
-        for (figure, s) in [
-            ("wall_s", &l.wall_s),
-            ("energy_j", &l.energy_j),
-            ("power_w", &l.power_w),
-            ("edp_js", &l.edp_js),
-            ("ed2p_js2", &l.ed2p_js2),
-            ("perf_per_watt", &l.perf_per_watt),
-        ] {
+        for (figure, s) in l.figures() {
             let (lo, hi) = s
                 .ci95
                 .map(|[a, b]| (a.to_string(), b.to_string()))

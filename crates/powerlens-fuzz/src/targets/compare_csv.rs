@@ -24,14 +24,7 @@ pub fn run(input: &[u8]) {
         return;
     };
     for l in &comparison.labels {
-        for (what, s) in [
-            ("wall_s", &l.wall_s),
-            ("energy_j", &l.energy_j),
-            ("power_w", &l.power_w),
-            ("edp_js", &l.edp_js),
-            ("ed2p_js2", &l.ed2p_js2),
-            ("perf_per_watt", &l.perf_per_watt),
-        ] {
+        for (what, s) in l.figures() {
             assert!(
                 s.mean.is_finite() && s.mean > 0.0,
                 "{}: {what} mean {}",
