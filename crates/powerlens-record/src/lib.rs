@@ -6,6 +6,7 @@
 //! Without tracing privileges it falls back to a *reduced* recording: per-thread CPU time
 //! and context-switch counts sampled from procfs.
 
+pub mod analyse;
 pub mod battery;
 pub mod context;
 pub mod convert;

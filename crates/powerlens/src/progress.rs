@@ -35,3 +35,42 @@ pub fn phase(message: &str) -> powerlens_record::Phase {
     let bar = spinner(message);
     powerlens_record::Phase::new(move || bar.finish_and_clear())
 }
+
+/// How a command shows a recording's analysis: its warnings and notes on stderr (named
+/// after the recording when there are two, as `diff` has: "A (a.rec): "), its pass as a
+/// bar.
+pub struct AnalysisOnStderr {
+    side: String,
+    bar: Option<ProgressBar>,
+}
+
+impl AnalysisOnStderr {
+    /// For a command that reads one recording.
+    pub fn new() -> Self {
+        Self::named(String::new())
+    }
+
+    /// For one of several recordings: `side` goes before each message.
+    pub fn named(side: String) -> Self {
+        AnalysisOnStderr { side, bar: None }
+    }
+}
+
+impl powerlens_record::analyse::AnalyseObserver for AnalysisOnStderr {
+    fn tell(&mut self, kind: &str, message: &str) {
+        eprintln!("{kind}: {}{message}", self.side);
+    }
+    fn pass_started(&mut self, total: u64) {
+        self.bar = Some(bar(total, "analysing"));
+    }
+    fn pass_at(&mut self, done: u64) {
+        if let Some(b) = &self.bar {
+            b.set_position(done);
+        }
+    }
+    fn pass_ended(&mut self) {
+        if let Some(b) = self.bar.take() {
+            b.finish_and_clear();
+        }
+    }
+}

@@ -1,14 +1,15 @@
-//! A whole recording file: the bytes are written to a file and read as `report` reads a
-//! recording — opened and checked against its content checksum, its metadata, thread
-//! table, samples, stack and module tables and symbol cache read, every event replayed
-//! through the scheduler, stack and wake-up analyses, and the report model built.
+//! A whole recording file: the bytes are written to a file and read by the function
+//! `report` reads recordings with (`powerlens_record::analyse`): opened and checked
+//! against its content checksum, its metadata, thread table, samples, stack and module
+//! tables and symbol cache read, every event replayed through the scheduler, stack and
+//! wake-up analyses, and the report model built with its function rows.
 //! Errors are expected (most mutants are damaged files); panics, hangs and figures that
 //! are not finite or are negative energies are not.
 
 use powerlens_core::sched::report as model;
-use powerlens_core::sched::wakeups::WakeupAnalysis;
-use powerlens_core::stacks::attribution::StackAnalysis;
-use powerlens_record::{context, meta, reduced, replay, sampler, symbols, MODE_REDUCED};
+use powerlens_core::stacks::grid::Grouping;
+use powerlens_record::analyse::{analyse, AnalyseObserver, AnalyseOptions};
+use powerlens_record::{replay, sampler};
 use powerlens_sys::Roots;
 
 use super::scratch;
@@ -49,8 +50,8 @@ pub fn run(input: &[u8]) {
 }
 
 fn read(path: &std::path::Path, roots: &Roots) -> anyhow::Result<()> {
-    let (reader, _warning) = powerlens_record::open_recording(path)?;
-    let mut ctx = context::read(&reader)?;
+    // The tables `report` reads only in part, read whole.
+    let reader = powerlens_store::recording::RecordingReader::open(path)?;
     let _ = reader.all_meta();
     for kind in [
         sampler::ENERGY,
@@ -60,74 +61,46 @@ fn read(path: &std::path::Path, roots: &Roots) -> anyhow::Result<()> {
     ] {
         let _ = reader.samples(kind, |_, _| {});
     }
-    let mode = reader.meta(meta::MODE)?;
-    let summary = if mode.as_ref().and_then(|m| m.as_str()) == Some(MODE_REDUCED) {
-        reduced::summary(&reader)?
-    } else {
-        // With its symbol cache intact, resolving reads the stacks, the modules and the
-        // cache from the file. A damaged cache makes `report` symbolize every frame again
-        // from the modules' ELF files — libLLVM, rustc, whatever ran while the seed was
-        // recorded: up to a second per input, a hundred times the rest, spent in the ELF
-        // reader rather than in powerlens's parsers. Those inputs skip the stacks.
-        let resolved = match reader.symbols_intact() {
-            Ok(true) => symbols::resolve(&reader, roots).ok().flatten(),
-            _ => None,
-        };
-        let end_ns = reader
-            .meta(meta::STOP)?
-            .and_then(|s| s["monotonic_ns"].as_u64())
-            .unwrap_or(0);
-        let mut wakeups = WakeupAnalysis::new().group_stacks(
-            resolved
-                .as_ref()
-                .map(|r| r.stacks.group_by_innermost_user())
-                .unwrap_or_default(),
-        );
-        let mut last_ns = 0;
-        let mut in_order = |t: u64| {
+    // With its symbol cache intact, resolving reads the stacks, the modules and the cache
+    // from the file. A damaged cache makes `report` symbolize every frame again from the
+    // modules' ELF files — libLLVM, rustc, whatever ran while the seed was recorded: up to
+    // a second per input, a hundred times the rest, spent in the ELF reader rather than in
+    // powerlens's parsers. Those inputs skip the stacks.
+    let stacks = matches!(reader.symbols_intact(), Ok(true));
+    // Whatever the chunks hold, the replay delivers time in order (the analyses rely on it).
+    let mut last_ns = 0;
+    let _ = replay::replay(
+        &reader,
+        |e, _| {
             assert!(
-                t >= last_ns,
-                "the replay went back in time ({t} after {last_ns})"
+                e.time_ns >= last_ns,
+                "the replay went back in time ({} after {last_ns})",
+                e.time_ns
             );
-            last_ns = t;
-        };
-        let summary = if resolved.is_some() {
-            let mut analysis = StackAnalysis::new(ctx.analysis());
-            let stats = replay::replay(
-                &reader,
-                |e, c| {
-                    in_order(e.time_ns);
-                    analysis.feed_in_context(e, c);
-                    wakeups.feed_in_context(e, c);
-                },
-                |_| {},
-            )?;
-            let _ = stats.short_read(path);
-            analysis.finish(end_ns).0
-        } else {
-            let mut analysis = ctx.analysis();
-            replay::replay(
-                &reader,
-                |e, c| {
-                    in_order(e.time_ns);
-                    analysis.feed_in_context(e, c);
-                    wakeups.feed_in_context(e, c);
-                },
-                |_| {},
-            )?;
-            analysis.finish(end_ns)
-        };
-        let causes = wakeups.finish(end_ns);
-        drop(causes);
-        summary
+            last_ns = e.time_ns;
+        },
+        |_| {},
+    );
+    drop(reader);
+    let options = AnalyseOptions {
+        all_processes: false,
+        grouping: Some(Grouping::Function),
+        stacks,
+        roots,
+        battery_wh: None,
     };
-    let busy_s = summary.threads.iter().map(|t| t.cpu_time_ns).sum::<u64>() as f64 / 1e9;
-    let interval = (summary.start_ns, summary.end_ns);
-    ctx.energy = context::energy(&reader, interval, busy_s)?;
-    ctx.sysfs_idle = context::sysfs_idle(&reader, interval)?;
-    let report = model::build(&summary, &ctx);
-    check_energy(&report);
+    let analysed = analyse(path, &options, &mut Quiet)?;
+    check_energy(&analysed.report);
     Ok(())
+}
+
+/// The analysis' warnings and notes, shown only with the fuzzer's verbose output.
+struct Quiet;
+
+impl AnalyseObserver for Quiet {
+    fn tell(&mut self, kind: &str, message: &str) {
+        crate::verbose(|| format!("recording: {kind}: {message}"));
+    }
 }
 
 /// No figure of energy is negative or not finite, whatever the file held.

@@ -14,11 +14,12 @@ use powerlens_report::table::{sig, Table};
 use serde::Serialize;
 
 use crate::cli::GlobalArgs;
-use crate::cmd::report::{analyse, AnalyseOptions};
 use crate::cmd::run::MeterArgs;
 use crate::progress;
+use crate::progress::AnalysisOnStderr;
 use crate::runner::{self, SeriesOptions};
 use crate::units::parse_positive_duration;
+use powerlens_record::analyse::{analyse, AnalyseOptions};
 use powerlens_record::interrupt;
 use powerlens_record::meter::Meter;
 
@@ -369,16 +370,16 @@ fn record_and_diff(
     let roots = global.roots().map_err(|e| e.to_string())?;
     let mut reports = Vec::new();
     let mut reduced = false;
+    let options = AnalyseOptions {
+        all_processes: false,
+        grouping: None,
+        stacks: false,
+        roots: &roots,
+        battery_wh: None,
+    };
     for (rec, side) in paths.iter().zip(["A", "B"]) {
-        let options = AnalyseOptions {
-            all_processes: false,
-            grouping: None,
-            stacks: false,
-            roots: &roots,
-            battery_wh: None,
-            side: format!("{side} ({}): ", rec.display()),
-        };
-        let analysed = analyse(rec, &options).map_err(|e| format!("{e:#}"))?;
+        let mut shown = AnalysisOnStderr::named(format!("{side} ({}): ", rec.display()));
+        let analysed = analyse(rec, &options, &mut shown).map_err(|e| format!("{e:#}"))?;
         reduced |= analysed.report.cpus.is_empty();
         reports.push(serde_json::to_value(&analysed.report).map_err(|e| e.to_string())?);
     }

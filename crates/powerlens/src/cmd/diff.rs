@@ -12,7 +12,9 @@ use powerlens_report::diff::{self as view, Sides};
 use serde_json::Value;
 
 use crate::cli::GlobalArgs;
-use crate::cmd::report::{analyse, target_states, AnalyseOptions};
+use crate::cmd::report::target_states;
+use crate::progress::AnalysisOnStderr;
+use powerlens_record::analyse::{analyse, AnalyseOptions};
 
 #[derive(Debug, Args)]
 #[command(after_long_help = "\
@@ -85,16 +87,15 @@ pub fn execute(global: &GlobalArgs, args: DiffArgs) -> anyhow::Result<ExitCode> 
     // A bad --target fails before the analyses.
     let target = args.target.as_deref().map(target_states).transpose()?;
     let roots = global.roots()?;
-    let options = |side: &str, path: &Path| AnalyseOptions {
+    let options = AnalyseOptions {
         all_processes: args.all_processes,
         grouping: (rows == Rows::Function).then_some(Grouping::Function),
         stacks: true,
         roots: &roots,
         battery_wh: None,
-        side: format!("{side} ({}): ", path.display()),
     };
-    let a = report_json(&args.a, &options("A", &args.a)).context("A")?;
-    let b = report_json(&args.b, &options("B", &args.b)).context("B")?;
+    let a = report_json(&args.a, &options, "A").context("A")?;
+    let b = report_json(&args.b, &options, "B").context("B")?;
     let diff = diff::diff(&a, &b, rows, target.as_ref());
     let sides = Sides {
         a: args.a.display().to_string(),
@@ -120,7 +121,9 @@ pub fn execute(global: &GlobalArgs, args: DiffArgs) -> anyhow::Result<ExitCode> 
 
 /// The recording's report as the JSON value `report --json` prints, so that the diff's
 /// figures are that report's own.
-fn report_json(path: &Path, options: &AnalyseOptions<'_>) -> anyhow::Result<Value> {
-    let analysed = analyse(path, options)?;
+/// One side's report, its warnings and notes named after it (`note: A (a.rec): …`).
+fn report_json(path: &Path, options: &AnalyseOptions<'_>, side: &str) -> anyhow::Result<Value> {
+    let mut shown = AnalysisOnStderr::named(format!("{side} ({}): ", path.display()));
+    let analysed = analyse(path, options, &mut shown)?;
     Ok(serde_json::to_value(&analysed.report)?)
 }

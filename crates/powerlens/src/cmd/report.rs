@@ -9,15 +9,11 @@ use anyhow::Context;
 use clap::{Args, ValueEnum};
 
 use powerlens_core::advice::{self, FunctionEvidence, JudgedStates};
-use powerlens_core::sched::analysis::SchedSummary;
-use powerlens_core::sched::event::{Event, Tid};
 use powerlens_core::sched::report as model;
-use powerlens_core::sched::wakeups::{self, WakeupAnalysis};
-use powerlens_core::stacks::attribution::{StackAnalysis, StackCharges};
+use powerlens_core::stacks::attribution::StackCharges;
 use powerlens_core::stacks::grid::{self, Grouping};
 use powerlens_core::stacks::locks;
 use powerlens_core::stacks::ResolvedStacks;
-use powerlens_sys::Roots;
 
 use powerlens_core::provenance::Provenance;
 use powerlens_report::html;
@@ -27,7 +23,8 @@ use powerlens_store::recording::RecordingReader;
 use crate::cli::GlobalArgs;
 use crate::cmd::run::BatteryArgs;
 use crate::progress;
-use powerlens_record::{context, meta, reduced, replay, symbols, MODE_REDUCED};
+use powerlens_record::analyse::{analyse, AnalyseOptions};
+use powerlens_record::{context, replay};
 
 #[derive(Debug, Args)]
 #[command(after_long_help = "\
@@ -188,8 +185,8 @@ pub fn execute(global: &GlobalArgs, args: ReportArgs) -> anyhow::Result<ExitCode
             stacks: true,
             roots: &roots,
             battery_wh: args.battery.battery_wh,
-            side: String::new(),
         },
+        &mut progress::AnalysisOnStderr::new(),
     )?;
     let (mut report, span) = (analysed.report, analysed.span);
     let (evidence, lock_waits) = analysed
@@ -315,238 +312,6 @@ fn write_html(
     })
     .map_err(|e| anyhow::anyhow!("{e}"))?;
     super::export::write_whole(path, page.as_bytes())
-}
-
-/// What to analyse besides the thread grid.
-pub struct AnalyseOptions<'a> {
-    pub all_processes: bool,
-    /// Fill `report.functions` grouped this way (needs stacks).
-    pub grouping: Option<Grouping>,
-    /// Analyse the call stacks (when the recording has them).
-    pub stacks: bool,
-    pub roots: &'a Roots,
-    /// A full charge for the battery-life figures, instead of the one recorded.
-    pub battery_wh: Option<f64>,
-    /// Which recording this is, put before each warning and note (`diff` analyses two:
-    /// "A (a.rec): "); empty for one.
-    pub side: String,
-}
-
-/// A recording analysed.
-pub struct Analysed {
-    pub report: model::RecordingReport,
-    /// The analysed interval (first event, end), CLOCK_MONOTONIC ns.
-    pub span: (u64, u64),
-    /// The per-stack charges and the resolved stacks, when asked for and recorded.
-    pub stacks: Option<(StackCharges, ResolvedStacks)>,
-    /// Why `stacks` is `None`.
-    pub no_stacks_reason: String,
-}
-
-/// Reads and analyses a recording: one pass over its events, memory bounded by threads,
-/// CPUs and distinct stacks.
-pub fn analyse(path: &std::path::Path, opts: &AnalyseOptions<'_>) -> anyhow::Result<Analysed> {
-    // Warnings and notes on stderr, named after the recording when there are two.
-    let say = |kind: &str, message: &str| eprintln!("{kind}: {}{message}", opts.side);
-    let (reader, damage) = powerlens_record::open_recording(path)?;
-    if let Some(warning) = damage {
-        say("warning", &warning);
-    }
-    let mut ctx = context::read(&reader)?;
-    if opts.all_processes {
-        ctx.target_pids = None;
-    }
-    let mode = reader.meta(meta::MODE)?;
-    let reduced = mode.as_ref().and_then(|m| m.as_str()) == Some(MODE_REDUCED);
-    let mut no_stacks_reason = String::new();
-    let resolved = if !opts.stacks {
-        None
-    } else if reduced {
-        no_stacks_reason = "it is a reduced recording (procfs samples, no trace); record as root or with a lower kernel.perf_event_paranoid".into();
-        None
-    } else {
-        let r = symbols::resolve(&reader, opts.roots)?;
-        if r.is_none() {
-            no_stacks_reason = match reader.meta(meta::STACKS)? {
-                Some(v) if v["recorded"] == false => format!(
-                    "they were not recorded ({})",
-                    v["reason"].as_str().unwrap_or("--no-stacks")
-                ),
-                _ => "it was recorded without them (before powerlens recorded stacks, or with --no-stacks); record again".into(),
-            };
-        }
-        r
-    };
-    if let Some(r) = &resolved {
-        for warning in &r.warnings {
-            say("warning", warning);
-        }
-        if r.symbolized > 0 {
-            say(
-                "note",
-                &format!(
-                    "symbolized {} frames (cached in the recording)",
-                    r.symbolized
-                ),
-            );
-        }
-        if let Some(note) = &r.kernel_note {
-            say("note", &format!("kernel frames are unnamed: {note}"));
-        }
-        if let Some(note) = no_symbols_note(&r.stacks, &r.changed_files) {
-            say("note", &note);
-        }
-    }
-    let mut causes = Vec::new();
-    let (summary, charges): (SchedSummary, Option<StackCharges>) = if reduced {
-        (reduced::summary(&reader)?, None)
-    } else {
-        let total = reader.event_count()?;
-        if total == 0 {
-            anyhow::bail!(
-                "the recording {} holds no events: it stopped before its first commit (recordings commit every second), or nothing ran; record again",
-                path.display()
-            );
-        }
-        let stop = reader.meta(meta::STOP)?;
-        let end_ns = stop
-            .as_ref()
-            .and_then(|s| s["monotonic_ns"].as_u64())
-            .unwrap_or(0);
-        let bar = progress::bar(total, "analysing");
-        let mut wakeups = WakeupAnalysis::new().group_stacks(
-            resolved
-                .as_ref()
-                .map(|r| r.stacks.group_by_innermost_user())
-                .unwrap_or_default(),
-        );
-        let sampling_timer = reader
-            .meta(meta::STACKS)?
-            .and_then(|v| v["sampling_timer_function"].as_u64());
-        if let Some(f) = sampling_timer {
-            wakeups = wakeups.ignore_timer_callback(f);
-        }
-        let (stats, result) = if resolved.is_some() {
-            let mut analysis = StackAnalysis::new(ctx.analysis());
-            let stats = one_pass(&reader, &mut wakeups, &bar, |e, c| {
-                analysis.feed_in_context(e, c)
-            })?;
-            let (summary, charges) = analysis.finish(end_ns);
-            (stats, (summary, Some(charges)))
-        } else {
-            let mut analysis = ctx.analysis();
-            let stats = one_pass(&reader, &mut wakeups, &bar, |e, c| {
-                analysis.feed_in_context(e, c)
-            })?;
-            (stats, (analysis.finish(end_ns), None))
-        };
-        if wakeups.ignored_expiries() > 0 {
-            say("note", &format!(
-                "{} expiries of powerlens's own cpu-clock sampling timer are left out of the wake-up causes",
-                wakeups.ignored_expiries()
-            ));
-        }
-        causes = wakeups.finish(end_ns);
-        bar.finish_and_clear();
-        if let Some(warning) = stats.short_read(path) {
-            say("warning", &warning);
-        }
-        if let Some(note) = stats.reordered_note() {
-            say("note", &note);
-        }
-        result
-    };
-    let busy_s = summary.threads.iter().map(|t| t.cpu_time_ns).sum::<u64>() as f64 / 1e9;
-    let interval = (summary.start_ns, summary.end_ns);
-    ctx.energy = context::energy(&reader, interval, busy_s)?;
-    ctx.sysfs_idle = context::sysfs_idle(&reader, interval)?;
-    let mut report = model::build(&summary, &ctx);
-    report.battery = context::battery(&reader, interval, &ctx.energy, opts.battery_wh)?;
-    if let Some(r) = &resolved {
-        wakeups::resolve_timer_functions(&mut causes, &|addr| r.kernel_names.get(&addr).cloned());
-    }
-    let stacks = match (charges, resolved) {
-        (Some(charges), Some(resolved)) => Some((charges, resolved.stacks)),
-        _ => None,
-    };
-    if let Some((_, resolved)) = &stacks {
-        wakeups::resolve(&mut causes, &|id| {
-            let f = resolved.innermost_user(id)?;
-            Some((resolved.function(f).name.clone(), resolved.describe(id)))
-        });
-    }
-    model::attach_wakeup_causes(&mut report, causes, &ctx);
-    if let (Some(grouping), Some((charges, resolved))) = (opts.grouping, &stacks) {
-        let names: Vec<(u32, String)> = ctx
-            .idle_states
-            .as_ref()
-            .map(|states| states.iter().map(|s| (s.index, s.name.clone())).collect())
-            .unwrap_or_default();
-        let state_name = |i: u32| {
-            names
-                .iter()
-                .find(|(k, _)| *k == i)
-                .map(|(_, n)| n.clone())
-                .unwrap_or_else(|| format!("state{i}"))
-        };
-        report.functions = grid::rows(charges, &report.threads, resolved, grouping, &state_name);
-        report.function_grouping = Some(
-            match grouping {
-                Grouping::Function => "function",
-                Grouping::FunctionInclusive => "function_inclusive",
-                Grouping::Stack => "stack",
-            }
-            .into(),
-        );
-    }
-    Ok(Analysed {
-        report,
-        span: interval,
-        stacks,
-        no_stacks_reason,
-    })
-}
-
-/// One pass over the events: the thread analysis `feed` (with the per-stack layer when there
-/// are stacks) and the wake-up forensics, on this thread while the decode thread reads,
-/// decodes and merges. Generic, not `dyn`: it runs per event. Measured on a default
-/// recording (docs/PERFORMANCE.md): the forensics on the decode thread made the report
-/// slower, decoding being the heavier half once the stack layer got cheaper.
-fn one_pass(
-    reader: &RecordingReader,
-    wakeups: &mut WakeupAnalysis,
-    bar: &indicatif::ProgressBar,
-    mut feed: impl FnMut(&Event, Option<Tid>),
-) -> anyhow::Result<replay::ReplayStats> {
-    replay::replay(
-        reader,
-        |e, context| {
-            feed(e, context);
-            wakeups.feed_in_context(e, context);
-        },
-        |n| bar.set_position(n),
-    )
-}
-
-/// Which files' code had no symbols (shown as `FILE [no symbols]`), and the fix; `None`
-/// when every file frame was named. Only files on disk: the kernel has its own note, and
-/// pseudo mappings (`[vdso]`, `memfd:…`, JIT code) have no symbols to install.
-fn no_symbols_note(stacks: &ResolvedStacks, changed_files: &[String]) -> Option<String> {
-    let files: std::collections::BTreeSet<&str> = stacks
-        .functions
-        .iter()
-        .filter(|f| !f.resolved && f.module.starts_with('/') && !f.module.ends_with("(deleted)"))
-        // Those lack a matching build, not debug symbols: a warning of their own says so.
-        .filter(|f| !changed_files.contains(&f.module))
-        .map(|f| powerlens_core::stacks::short(&f.module))
-        .collect();
-    (!files.is_empty()).then(|| {
-        format!(
-            "no symbols for some code of {} (shown as FILE {}, one row per file): install the file's debug symbols (Debian: its -dbgsym package from the debian-debug archive, into /usr/lib/debug, which powerlens follows), then record again",
-            files.into_iter().collect::<Vec<_>>().join(", "),
-            powerlens_core::stacks::NO_SYMBOLS
-        )
-    })
 }
 
 /// Per thread and function (innermost user frame), what the advice rules cite.
