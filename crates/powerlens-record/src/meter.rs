@@ -209,13 +209,12 @@ impl Meter {
         }
     }
 
-    /// Tells stderr what measures energy and, with a battery, what the battery figures
-    /// rest on (or why there are none).
-    pub fn tell(&self) {
-        eprintln!("{}", self.describe());
-        if let Some(b) = &self.battery {
-            eprintln!("{}", b.describe());
-        }
+    /// The lines to show before measuring: what measures energy and, with a battery, what
+    /// the battery figures rest on (or why there are none).
+    pub fn introduction(&self) -> Vec<String> {
+        std::iter::once(self.describe())
+            .chain(self.battery.as_ref().map(|b| b.describe()))
+            .collect()
     }
 
     /// One line for stderr: what measures energy, and why not something better.

@@ -342,7 +342,9 @@ fn live(global: &GlobalArgs, args: &CompareArgs) -> anyhow::Result<Inputs> {
     };
     let mut db = args.save.open()?;
     let meter = Meter::open(&roots, &args.meter.options_with(&args.battery))?;
-    meter.tell();
+    for line in meter.introduction() {
+        eprintln!("{line}");
+    }
     interrupt::install();
     let options = args.series.options();
     let bar = progress::bar((options.runs * jobs.len()) as u64, "compare");

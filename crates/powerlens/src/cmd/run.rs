@@ -289,7 +289,9 @@ pub fn execute(global: &GlobalArgs, args: RunArgs) -> anyhow::Result<ExitCode> {
     let roots = global.roots()?;
     let mut db = args.save.open()?;
     let meter = Meter::open(&roots, &args.meter.options_with(&args.battery))?;
-    meter.tell();
+    for line in meter.introduction() {
+        eprintln!("{line}");
+    }
     interrupt::install();
 
     let series_options = args.series.options();
