@@ -337,12 +337,13 @@ impl WakeupAnalysis {
         self.last_ns = t;
         let cpu = e.cpu;
         // The sample's context is the task current when the event fired: it corrects a
-        // current task whose switch was lost. A switch fires in its `prev`'s context.
+        // current task whose switch was lost. A switch fires in its `prev`'s context, and
+        // so does the stack recorded with it.
         if let (Some(ctx), false) = (
             context,
             matches!(
                 e.kind,
-                EventKind::Switch { .. } | EventKind::Frequency { .. }
+                EventKind::Switch { .. } | EventKind::Frequency { .. } | EventKind::Stack { .. }
             ),
         ) {
             let c = self.cpu(cpu);
@@ -907,6 +908,33 @@ mod tests {
         )
         .ev(MS + 3 * US, 1, 0, EventKind::InterruptExit)
         .switch(MS + 4 * US, 1, IDLE_TID, 8);
+        let causes = s.a.finish(2 * MS);
+        assert_eq!(causes.len(), 1, "{causes:#?}");
+        assert_eq!(causes[0].kind, "ipi");
+        assert_eq!(causes[0].waker_tid, Some(30));
+        assert_eq!(causes[0].stack_id, Some(3));
+    }
+
+    /// The stack of a switch-out is recorded in the context of the thread that left (the
+    /// same perf sample as the switch): it must not make that thread current again. It
+    /// did, until the CPU's next event: a remote wake-up in between found the CPU busy,
+    /// and the idle exit it caused lost its waker (an anonymous IPI).
+    #[test]
+    fn a_switch_outs_stack_leaves_the_cpu_idle() {
+        let mut s = Stream::new();
+        s.switch(0, 0, IDLE_TID, 30)
+            .switch(MS, 1, 8, IDLE_TID)
+            .ev(MS, 1, 8, EventKind::Stack { id: 5 })
+            .wake(MS + 10 * US, 0, 30, 8, 1)
+            .ev(MS + 10 * US, 0, 30, EventKind::Stack { id: 3 })
+            .ev(
+                MS + 12 * US,
+                1,
+                0,
+                EventKind::InterruptEnter(InterruptKind::Ipi),
+            )
+            .ev(MS + 13 * US, 1, 0, EventKind::InterruptExit)
+            .switch(MS + 14 * US, 1, IDLE_TID, 8);
         let causes = s.a.finish(2 * MS);
         assert_eq!(causes.len(), 1, "{causes:#?}");
         assert_eq!(causes[0].kind, "ipi");
