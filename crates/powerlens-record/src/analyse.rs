@@ -4,8 +4,9 @@
 //! commands that read recordings (`report`, `diff`, `demo`) and the recording fuzz target
 //! call this one function, so that they read a file the same way.
 
+use powerlens_core::codec::EventContext;
 use powerlens_core::sched::analysis::SchedSummary;
-use powerlens_core::sched::event::{Event, Tid};
+use powerlens_core::sched::event::Event;
 use powerlens_core::sched::report as model;
 use powerlens_core::sched::wakeups::{self, WakeupAnalysis};
 use powerlens_core::stacks::attribution::{StackAnalysis, StackCharges};
@@ -140,14 +141,15 @@ pub fn analyse(
         let (stats, result) = if resolved.is_some() {
             let mut analysis = StackAnalysis::new(ctx.analysis());
             let stats = one_pass(&reader, &mut wakeups, observer, |e, c| {
-                analysis.feed_in_context(e, c)
+                analysis.feed_with_stack(e, c.thread(), c.stack())
             })?;
             let (summary, charges) = analysis.finish(end_ns);
             (stats, (summary, Some(charges)))
         } else {
             let mut analysis = ctx.analysis();
+            // Stacks folded into their events are ignored, as their records would be.
             let stats = one_pass(&reader, &mut wakeups, observer, |e, c| {
-                analysis.feed_in_context(e, c)
+                analysis.feed_in_context(e, c.thread())
             })?;
             (stats, (analysis.finish(end_ns), None))
         };
@@ -227,13 +229,13 @@ fn one_pass(
     reader: &RecordingReader,
     wakeups: &mut WakeupAnalysis,
     observer: &mut dyn AnalyseObserver,
-    mut feed: impl FnMut(&Event, Option<Tid>),
+    mut feed: impl FnMut(&Event, EventContext),
 ) -> anyhow::Result<replay::ReplayStats> {
     replay::replay(
         reader,
         |e, context| {
             feed(e, context);
-            wakeups.feed_in_context(e, context);
+            wakeups.feed_with_stack(e, context.thread(), context.stack());
         },
         |n| observer.pass_at(n),
     )

@@ -9,7 +9,7 @@
 use std::sync::mpsc::{self, Receiver, SyncSender};
 
 use anyhow::{anyhow, Context};
-use powerlens_core::codec::{decode_chunk_in_context, CodecError};
+use powerlens_core::codec::{decode_chunk_in_context, CodecError, EventContext};
 use powerlens_core::sched::event::{Event, EventKind, Tid};
 use powerlens_store::recording::{ChunkCursor, RecordingReader};
 
@@ -18,6 +18,7 @@ use crate::tournament::TournamentTree;
 /// What the replay saw besides the events.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
 pub struct ReplayStats {
+    /// Records delivered: events, and the stacks folded into them.
     pub events: u64,
     /// Events that came earlier than one already delivered (a record nested by an interrupt
     /// across a drain boundary): delivered at the time of the previous event, so the
@@ -48,12 +49,14 @@ impl ReplayStats {
     }
 }
 
-/// Merged events, in time order, and for each the thread that was current on its CPU when
-/// it fired (when recorded).
+/// Merged events, in time order, and for each its context (the thread that was current on
+/// its CPU when it fired, and its stack, when recorded).
 #[derive(Default)]
 struct Batch {
     events: Vec<Event>,
-    contexts: Vec<Option<Tid>>,
+    contexts: Vec<EventContext>,
+    /// Records these are: the events and the stacks folded into them.
+    records: u64,
 }
 
 /// Events per batch: large enough that the channel hand-over is rare, small enough that a
@@ -71,12 +74,13 @@ enum Message {
     Failed(anyhow::Error),
 }
 
-/// Calls `f` with every event of the recording in time order, with the thread that was
-/// current on its CPU when it fired (when recorded), and `progress` with the number of
-/// events delivered so far after each batch.
+/// Calls `f` with every event of the recording in time order, with its context (the thread
+/// that was current on its CPU when it fired, and the stack recorded with it), and
+/// `progress` with the number of records delivered so far after each batch. A caller that
+/// wants the stacks as records of their own wraps `f` in [`unfolded`].
 pub fn replay(
     reader: &RecordingReader,
-    mut f: impl FnMut(&Event, Option<Tid>),
+    mut f: impl FnMut(&Event, EventContext),
     mut progress: impl FnMut(u64),
 ) -> anyhow::Result<ReplayStats> {
     let cpus = reader.cpus()?;
@@ -102,10 +106,11 @@ pub fn replay(
                     for (e, context) in batch.events.iter().zip(&batch.contexts) {
                         f(e, *context);
                     }
-                    stats.events += batch.events.len() as u64;
+                    stats.events += batch.records;
                     progress(stats.events);
                     batch.events.clear();
                     batch.contexts.clear();
+                    batch.records = 0;
                     let _ = empties.send(batch);
                 }
                 Message::End { reordered } => {
@@ -117,6 +122,17 @@ pub fn replay(
             }
         }
     })
+}
+
+/// Adapts a callback that takes the recording's records as they were written, each stack a
+/// [`EventKind::Stack`] right after its event, to [`replay`].
+pub fn unfolded(mut f: impl FnMut(&Event, Option<Tid>)) -> impl FnMut(&Event, EventContext) {
+    move |e, context| {
+        f(e, context.thread());
+        if let Some(stack) = context.stack_record(e) {
+            f(&stack, context.thread());
+        }
+    }
 }
 
 /// The decode thread's body: every CPU's stream merged into batches sent on `send`.
@@ -138,6 +154,7 @@ fn decode_and_merge(
         let mut batch = recycled.try_recv().unwrap_or_else(|_| Batch {
             events: Vec::with_capacity(BATCH_EVENTS),
             contexts: Vec::with_capacity(BATCH_EVENTS),
+            records: 0,
         });
         let filled = merge.fill(&mut batch);
         let message = match filled {
@@ -165,7 +182,7 @@ struct Stream<'a> {
     cpu: u32,
     cursor: ChunkCursor<'a>,
     events: Vec<Event>,
-    contexts: Vec<Option<Tid>>,
+    contexts: Vec<EventContext>,
     /// The next event to merge, an index into `events`.
     next: usize,
     /// The chunk's decoding failed after `events`: the error, delivered once they are.
@@ -315,9 +332,14 @@ impl<'a> Merge<'a> {
             // A record nested by an interrupt across a drain boundary can come a few
             // microseconds before one already delivered: it takes that one's time, so the
             // analysis always sees time move forward.
-            for e in &mut batch.events[first..] {
+            for (e, context) in batch.events[first..]
+                .iter_mut()
+                .zip(&batch.contexts[first..])
+            {
+                let records = 1 + context.stack().is_some() as u64;
+                batch.records += records;
                 if e.time_ns < self.last {
-                    self.reordered += 1;
+                    self.reordered += records;
                     e.time_ns = self.last;
                 } else {
                     self.last = e.time_ns;

@@ -424,25 +424,42 @@ impl WakeupAnalysis {
                 c.last = Last::Arm { timer: *timer };
                 self.armed.insert(*timer, Armed { tid, stack: None });
             }
-            EventKind::Stack { id } => match (last, self.stack_key(*id)) {
-                (Last::Wakeup { target, seq }, id) => {
-                    if let Some(r) = self
-                        .cpus
-                        .get_mut(target as usize)
-                        .and_then(|c| c.remote.as_mut())
-                        .filter(|r| r.seq == seq)
-                    {
-                        r.stack = Some(id);
-                    }
-                }
-                (Last::Arm { timer }, id) => {
-                    if let Some(a) = self.armed.get_mut(&timer) {
-                        a.stack = Some(id);
-                    }
-                }
-                (Last::Other, _) => {}
-            },
+            EventKind::Stack { id } => self.stack_of(last, *id),
             _ => {}
+        }
+    }
+
+    /// [`WakeupAnalysis::feed_in_context`] with the stack recorded with the event (the
+    /// decoder folds a stack record into its event: the same as feeding the record right
+    /// after it).
+    #[inline]
+    pub fn feed_with_stack(&mut self, e: &Event, context: Option<Tid>, stack: Option<StackId>) {
+        self.feed_in_context(e, context);
+        if let Some(id) = stack {
+            let last = std::mem::replace(&mut self.cpu(e.cpu).last, Last::Other);
+            self.stack_of(last, id);
+        }
+    }
+
+    /// A stack recorded with the event before it on its CPU, which left `last`.
+    fn stack_of(&mut self, last: Last, id: StackId) {
+        match (last, self.stack_key(id)) {
+            (Last::Wakeup { target, seq }, id) => {
+                if let Some(r) = self
+                    .cpus
+                    .get_mut(target as usize)
+                    .and_then(|c| c.remote.as_mut())
+                    .filter(|r| r.seq == seq)
+                {
+                    r.stack = Some(id);
+                }
+            }
+            (Last::Arm { timer }, id) => {
+                if let Some(a) = self.armed.get_mut(&timer) {
+                    a.stack = Some(id);
+                }
+            }
+            (Last::Other, _) => {}
         }
     }
 

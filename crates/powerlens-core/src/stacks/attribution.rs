@@ -244,12 +244,17 @@ impl StackAttribution {
         }
     }
 
+    /// The stack recorded with the event just seen on `cpu`.
+    fn stack_recorded(&mut self, cpu: u32, id: StackId) {
+        self.charges.stacks_seen += 1;
+        self.settle(cpu, id);
+    }
+
     /// Sees an event before the scheduler analysis does.
     fn observe(&mut self, e: &Event) {
         let (cpu, t) = (e.cpu, e.time_ns);
         if let EventKind::Stack { id } = e.kind {
-            self.charges.stacks_seen += 1;
-            self.settle(cpu, id);
+            self.stack_recorded(cpu, id);
             return;
         }
         // Any other event: the stack of the previous one did not come.
@@ -352,15 +357,25 @@ impl StackAnalysis {
         }
     }
 
-    /// One event, with its context (see [`SchedAnalysis::feed_in_context`]).
+    /// One event, with its context (see [`SchedAnalysis::feed_in_context`]); its stack
+    /// may come as the next event on its CPU, an [`EventKind::Stack`].
     #[inline]
     pub fn feed_in_context(&mut self, e: &Event, context: Option<Tid>) {
+        self.feed_with_stack(e, context, None);
+    }
+
+    /// One event, with its context and the stack recorded with it (the decoder folds a
+    /// stack record into its event: the same as feeding the record right after it).
+    #[inline]
+    pub fn feed_with_stack(&mut self, e: &Event, context: Option<Tid>, stack: Option<StackId>) {
         self.sched.charges_mut().observe(e);
         // A stack record has the time, CPU and context of the event before it on its CPU
-        // (the same perf sample): it changes nothing the scheduler analysis tracks, and a
-        // quarter of a recording's events are stacks.
+        // (the same perf sample): it changes nothing the scheduler analysis tracks.
         if !matches!(e.kind, EventKind::Stack { .. }) {
             self.sched.feed_in_context(e, context);
+        }
+        if let Some(id) = stack {
+            self.sched.charges_mut().stack_recorded(e.cpu, id);
         }
     }
 

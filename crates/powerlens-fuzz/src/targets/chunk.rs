@@ -6,9 +6,11 @@
 //! - a refused chunk leaves `decode_chunk`'s output as it was;
 //! - `decode_chunk_in_context` gives one context per event, even when it stops early;
 //! - what decodes encodes back to the same events and contexts (the decoder invented
-//!   nothing the format cannot say).
+//!   nothing the format cannot say), stacks folded the same way again.
 
-use powerlens_core::codec::{decode_chunk, decode_chunk_in_context, ChunkEncoder};
+use powerlens_core::codec::{
+    decode_chunk, decode_chunk_in_context, unfold, ChunkEncoder, EventContext,
+};
 use powerlens_core::sched::event::{Event, EventKind};
 
 pub fn run(input: &[u8]) {
@@ -37,8 +39,10 @@ fn check(data: &[u8]) {
     match (&plain_result, &context_result) {
         (Ok(()), Ok(())) => {
             assert_eq!(plain[0], sentinel, "decode_chunk appends");
-            assert_eq!(&plain[1..], &events[..], "the two decoders disagree");
-            round_trip(&events, &contexts);
+            let records = unfold(&events, &contexts);
+            let unfolded: Vec<Event> = records.iter().map(|(e, _)| *e).collect();
+            assert_eq!(&plain[1..], &unfolded[..], "the two decoders disagree");
+            round_trip(&records, &events, &contexts);
         }
         (Err(a), Err(b)) => {
             assert_eq!(plain, [sentinel], "a refused chunk left events behind: {a}");
@@ -50,14 +54,14 @@ fn check(data: &[u8]) {
     }
 }
 
-/// Events in time order encode back to the same events and contexts. (The encoder takes
+/// Records in time order encode back to the same events and contexts. (The encoder takes
 /// events in time order only; a chunk whose deltas wrap is still a valid chunk.)
-fn round_trip(events: &[Event], contexts: &[Option<u32>]) {
-    if events.windows(2).any(|w| w[1].time_ns < w[0].time_ns) {
+fn round_trip(records: &[(Event, Option<u32>)], events: &[Event], contexts: &[EventContext]) {
+    if records.windows(2).any(|w| w[1].0.time_ns < w[0].0.time_ns) {
         return;
     }
     let mut encoder = ChunkEncoder::new();
-    for (e, c) in events.iter().zip(contexts) {
+    for (e, c) in records {
         encoder.push_in_context(e, *c);
     }
     let bytes = encoder.finish();

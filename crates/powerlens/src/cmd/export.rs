@@ -408,9 +408,10 @@ fn write(
     let total = reader.event_count()?;
     let bar = progress::bar(total, "exporting");
     let mut failed: Option<std::io::Error> = None;
+    // The views draw stacks from their records (a CPU-time sample's stack comes after it).
     let stats = replay::replay(
         reader,
-        |e, _| {
+        replay::unfolded(|e, _| {
             if failed.is_none() {
                 if let Err(err) = sink.event(e) {
                     failed = Some(err);
@@ -421,7 +422,7 @@ fn write(
                     ));
                 }
             }
-        },
+        }),
         |n| bar.set_position(n),
     )?;
     bar.finish_and_clear();

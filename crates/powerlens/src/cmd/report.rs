@@ -284,7 +284,7 @@ fn write_html(
             &reader,
             |e, c| {
                 analysis.charges_mut().event(e);
-                analysis.feed_in_context(e, c);
+                analysis.feed_in_context(e, c.thread());
             },
             |n| bar.set_position(n),
         )?;
