@@ -4,6 +4,7 @@
 //! commands that read recordings (`report`, `diff`, `demo`) and the recording fuzz target
 //! call this one function, so that they read a file the same way.
 
+use anyhow::Context;
 use powerlens_core::codec::EventContext;
 use powerlens_core::sched::analysis::SchedSummary;
 use powerlens_core::sched::event::Event;
@@ -12,7 +13,8 @@ use powerlens_core::sched::wakeups::{self, WakeupAnalysis};
 use powerlens_core::stacks::attribution::{StackAnalysis, StackCharges};
 use powerlens_core::stacks::grid::{self, Grouping};
 use powerlens_core::stacks::ResolvedStacks;
-use powerlens_store::recording::RecordingReader;
+use powerlens_store::recording::{ContentCheck, RecordingReader};
+use powerlens_store::StoreError;
 use powerlens_sys::Roots;
 
 use crate::{context, meta, reduced, replay, symbols, MODE_REDUCED};
@@ -60,10 +62,8 @@ pub fn analyse(
     opts: &AnalyseOptions<'_>,
     observer: &mut dyn AnalyseObserver,
 ) -> anyhow::Result<Analysed> {
-    let (reader, damage) = crate::open_recording(path)?;
-    if let Some(warning) = damage {
-        observer.tell("warning", &warning);
-    }
+    let reader = RecordingReader::open(path)
+        .with_context(|| format!("opening the recording {}", path.display()))?;
     let mut ctx = context::read(&reader)?;
     if opts.all_processes {
         ctx.target_pids = None;
@@ -110,7 +110,18 @@ pub fn analyse(
         }
     }
     let mut causes = Vec::new();
+    // The content is checked with the chunks the pass reads (a trace), not by reading them
+    // all once more before it.
+    let check_content = |check: Result<ContentCheck, StoreError>,
+                         observer: &mut dyn AnalyseObserver| {
+        let check = check.with_context(|| format!("checking the recording {}", path.display()))?;
+        if let Some(warning) = check.warning(path) {
+            observer.tell("warning", &warning);
+        }
+        anyhow::Ok(())
+    };
     let (summary, charges): (SchedSummary, Option<StackCharges>) = if reduced {
+        check_content(reader.check_content(), observer)?;
         (reduced::summary(&reader)?, None)
     } else {
         let total = reader.event_count()?;
@@ -161,6 +172,7 @@ pub fn analyse(
         }
         causes = wakeups.finish(end_ns);
         observer.pass_ended();
+        check_content(reader.check_content_read(&stats.chunks), observer)?;
         if let Some(warning) = stats.short_read(path) {
             observer.tell("warning", &warning);
         }

@@ -11,12 +11,12 @@ use std::sync::mpsc::{self, Receiver, SyncSender};
 use anyhow::{anyhow, Context};
 use powerlens_core::codec::{decode_chunk_in_context, CodecError, EventContext};
 use powerlens_core::sched::event::{Event, EventKind, Tid};
-use powerlens_store::recording::{ChunkCursor, RecordingReader};
+use powerlens_store::recording::{ChunkCursor, ChunkIndexRow, RecordingReader};
 
 use crate::tournament::TournamentTree;
 
 /// What the replay saw besides the events.
-#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
 pub struct ReplayStats {
     /// Records delivered: events, and the stacks folded into them.
     pub events: u64,
@@ -27,6 +27,9 @@ pub struct ReplayStats {
     /// The events the recording's chunk table counts: `events` falls short of it when an
     /// index page is damaged (the chunks are read by CPU through the index).
     pub counted: u64,
+    /// The index rows of the chunks read, for the content check
+    /// ([`RecordingReader::check_content_read`]).
+    pub chunks: Vec<ChunkIndexRow>,
 }
 
 impl ReplayStats {
@@ -70,7 +73,10 @@ const BATCHES_AHEAD: usize = 2;
 /// that came before it).
 enum Message {
     Batch(Batch),
-    End { reordered: u64 },
+    End {
+        reordered: u64,
+        chunks: Vec<ChunkIndexRow>,
+    },
     Failed(anyhow::Error),
 }
 
@@ -113,8 +119,9 @@ pub fn replay(
                     batch.records = 0;
                     let _ = empties.send(batch);
                 }
-                Message::End { reordered } => {
+                Message::End { reordered, chunks } => {
                     stats.reordered = reordered;
+                    stats.chunks = chunks;
                     stats.counted = reader.event_count()?;
                     return Ok(stats);
                 }
@@ -160,6 +167,7 @@ fn decode_and_merge(
         let message = match filled {
             Ok(()) if batch.events.is_empty() => Message::End {
                 reordered: merge.reordered,
+                chunks: std::mem::take(&mut merge.chunks_read),
             },
             Ok(()) => Message::Batch(batch),
             Err(e) => {
@@ -187,6 +195,8 @@ struct Stream<'a> {
     next: usize,
     /// The chunk's decoding failed after `events`: the error, delivered once they are.
     failed: Option<anyhow::Error>,
+    /// The index rows of the chunks read so far.
+    read: Vec<ChunkIndexRow>,
 }
 
 impl Stream<'_> {
@@ -217,6 +227,7 @@ impl Stream<'_> {
             else {
                 return Ok(TournamentTree::DONE);
             };
+            self.read.push(chunk.index_row());
             let decoded =
                 decode_chunk_in_context(&chunk.data, &mut self.events, &mut self.contexts)
                     .map_err(|e| corrupt(cpu, chunk.first_ns, e));
@@ -271,6 +282,8 @@ struct Merge<'a> {
     order: Option<TournamentTree>,
     last: u64,
     reordered: u64,
+    /// Every stream's `read`, once they are all used up.
+    chunks_read: Vec<ChunkIndexRow>,
 }
 
 impl<'a> Merge<'a> {
@@ -285,11 +298,13 @@ impl<'a> Merge<'a> {
                     contexts: Vec::new(),
                     next: 0,
                     failed: None,
+                    read: Vec::new(),
                 })
                 .collect(),
             order: None,
             last: 0,
             reordered: 0,
+            chunks_read: Vec::new(),
         }
     }
 
@@ -346,6 +361,11 @@ impl<'a> Merge<'a> {
                 }
             }
             order.replace_winner(s.head_time()?);
+        }
+        if order.min_key() == TournamentTree::DONE {
+            for s in &mut self.streams {
+                self.chunks_read.append(&mut s.read);
+            }
         }
         Ok(())
     }

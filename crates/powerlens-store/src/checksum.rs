@@ -18,6 +18,13 @@ impl RowHasher {
         Ok(())
     }
 
+    /// One row given as its values.
+    pub(crate) fn values(&mut self, values: &[ValueRef<'_>]) {
+        for v in values {
+            self.value(*v);
+        }
+    }
+
     fn value(&mut self, v: ValueRef<'_>) {
         let h = &mut self.0;
         match v {

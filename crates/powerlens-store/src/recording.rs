@@ -12,6 +12,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
+use rusqlite::types::ValueRef;
 use rusqlite::{params, Connection, ErrorCode, OpenFlags, OptionalExtension};
 
 use crate::checksum::RowHasher;
@@ -96,12 +97,47 @@ pub struct ThreadRow {
 /// One chunk of encoded events of one CPU.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Chunk {
+    /// Its place in the order chunks were written, all CPUs together.
+    pub seq: i64,
     pub cpu: u32,
     pub first_ns: u64,
     pub last_ns: u64,
     pub events: u32,
     /// The chunk bytes (`powerlens_core::codec::decode_chunk`).
     pub data: Vec<u8>,
+}
+
+impl Chunk {
+    /// Its row in the chunk index as the content checksum covers it.
+    pub fn index_row(&self) -> ChunkIndexRow {
+        let tail = &self.data[self.data.len().saturating_sub(4)..];
+        let mut trailer = [0; 4];
+        trailer[..tail.len()].copy_from_slice(tail);
+        ChunkIndexRow {
+            seq: self.seq,
+            cpu: self.cpu,
+            first_ns: self.first_ns,
+            last_ns: self.last_ns,
+            events: self.events,
+            trailer,
+            trailer_len: tail.len() as u8,
+        }
+    }
+}
+
+/// A chunk's row in the chunk index, as the content checksum covers it: its columns but
+/// the bytes, and the last four bytes (the chunk's own CRC-32). A reader that reads every
+/// chunk anyway checks the content with these ([`RecordingReader::check_content_read`])
+/// instead of having SQLite read every chunk a second time to find its trailer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ChunkIndexRow {
+    seq: i64,
+    cpu: u32,
+    first_ns: u64,
+    last_ns: u64,
+    events: u32,
+    trailer: [u8; 4],
+    trailer_len: u8,
 }
 
 // Times are u64 nanoseconds; SQLite integers are i64. The bits are stored as they are
@@ -352,7 +388,7 @@ impl RecordingWriter {
     /// cannot report an error.
     pub fn finish(mut self) -> Result<(), StoreError> {
         self.finished = true;
-        let crc = content_checksum(&self.conn).map_err(|e| self.write_error(e))?;
+        let crc = content_checksum(&self.conn, None).map_err(|e| self.write_error(e))?;
         self.set_meta(CONTENT_CHECKSUM, &serde_json::json!(crc))?;
         self.flush()?;
         self.conn
@@ -615,10 +651,27 @@ impl RecordingReader {
     /// Whether the tables figures are computed from still hold what the recorder wrote
     /// (see [`content_checksum`]).
     pub fn check_content(&self) -> Result<ContentCheck, StoreError> {
+        self.check_content_with(None)
+    }
+
+    /// [`RecordingReader::check_content`] with the chunk index rows of the chunks a reader
+    /// read (every one, in any order): the same answer without reading the chunks again.
+    /// A chunk the reader did not get to (a damaged index) is a mismatch.
+    pub fn check_content_read(&self, chunks: &[ChunkIndexRow]) -> Result<ContentCheck, StoreError> {
+        let mut rows = chunks.to_vec();
+        rows.sort_unstable_by_key(|r| r.seq);
+        self.check_content_with(Some(&rows))
+    }
+
+    fn check_content_with(
+        &self,
+        chunks: Option<&[ChunkIndexRow]>,
+    ) -> Result<ContentCheck, StoreError> {
         let Some(stored) = self.meta(CONTENT_CHECKSUM)? else {
             return Ok(ContentCheck::Unverified);
         };
-        let computed = content_checksum(&self.conn).map_err(|e| read_error(&self.path, e))?;
+        let computed =
+            content_checksum(&self.conn, chunks).map_err(|e| read_error(&self.path, e))?;
         Ok(match stored.as_u64() {
             Some(s) if s == computed as u64 => ContentCheck::Verified,
             _ => ContentCheck::Mismatch {
@@ -786,8 +839,9 @@ impl ContentCheck {
 /// A CRC-32 of everything a recording's figures are computed from besides the events' own
 /// bytes: the metadata (but this checksum), the samples, the thread table, the stacks and
 /// modules, and each chunk's index row with the CRC its bytes end with. Not the symbol
-/// cache, which reports add to later.
-fn content_checksum(conn: &Connection) -> rusqlite::Result<u32> {
+/// cache, which reports add to later. The chunk rows come from the table, or from a reader
+/// that read them (in `seq` order).
+fn content_checksum(conn: &Connection, chunks: Option<&[ChunkIndexRow]>) -> rusqlite::Result<u32> {
     let mut h = RowHasher::default();
     h.query(
         conn,
@@ -795,8 +849,27 @@ fn content_checksum(conn: &Connection) -> rusqlite::Result<u32> {
             "SELECT key, value FROM meta WHERE key NOT IN ('{CONTENT_CHECKSUM}', '{SYMBOLS_CHECKSUM}') ORDER BY key"
         ),
     )?;
+    match chunks {
+        None => h.query(
+            conn,
+            "SELECT seq, cpu, first_ns, last_ns, events, substr(data, -4) FROM chunks ORDER BY seq",
+        )?,
+        // The values the query gives for a row the cursor could read (integers in range, a
+        // blob of bytes).
+        Some(rows) => {
+            for r in rows {
+                h.values(&[
+                    ValueRef::Integer(r.seq),
+                    ValueRef::Integer(r.cpu as i64),
+                    ValueRef::Integer(to_sql(r.first_ns)),
+                    ValueRef::Integer(to_sql(r.last_ns)),
+                    ValueRef::Integer(r.events as i64),
+                    ValueRef::Blob(&r.trailer[..r.trailer_len as usize]),
+                ]);
+            }
+        }
+    }
     for sql in [
-        "SELECT seq, cpu, first_ns, last_ns, events, substr(data, -4) FROM chunks ORDER BY seq",
         "SELECT * FROM samples ORDER BY rowid",
         "SELECT * FROM threads ORDER BY rowid",
         "SELECT * FROM stacks ORDER BY rowid",
@@ -847,6 +920,7 @@ impl ChunkCursor<'_> {
                     Ok((
                         row.get::<_, i64>(0)?,
                         Chunk {
+                            seq: row.get(0)?,
                             cpu: self.cpu,
                             first_ns: from_sql(row.get(1)?),
                             last_ns: from_sql(row.get(2)?),
@@ -892,20 +966,26 @@ mod tests {
         w.append_sample(15, "energy", &json!({"package-0": 12.5}))
             .unwrap();
         w.finish().unwrap();
+        // Checked by SQL, and with the rows of the chunks a reader read: the same answer.
         let check = |sql: &str| {
             let copy = dir.path().join("copy.rec");
             std::fs::copy(&path, &copy).unwrap();
             Connection::open(&copy).unwrap().execute_batch(sql).unwrap();
-            RecordingReader::open(&copy)
-                .unwrap()
-                .check_content()
-                .unwrap()
+            let r = RecordingReader::open(&copy).unwrap();
+            let read: Vec<ChunkIndexRow> = (0..4)
+                .flat_map(|cpu| all_chunks(&r, cpu))
+                .map(|c| c.index_row())
+                .collect();
+            let by_sql = r.check_content().unwrap();
+            assert_eq!(r.check_content_read(&read).unwrap(), by_sql, "{sql}");
+            by_sql
         };
         assert_eq!(check("SELECT 1"), ContentCheck::Verified);
         for damage in [
             "UPDATE samples SET data = '{\"package-0\":13.5}'",
             "UPDATE chunks SET cpu = 1",
             "UPDATE chunks SET events = 3",
+            "UPDATE chunks SET data = X'00'",
             "UPDATE meta SET value = '\"reduced\"' WHERE key = 'mode'",
         ] {
             let found = check(damage);
@@ -1037,6 +1117,7 @@ mod tests {
             c1,
             vec![
                 Chunk {
+                    seq: 1,
                     cpu: 1,
                     first_ns: 10,
                     last_ns: 20,
@@ -1044,6 +1125,7 @@ mod tests {
                     data: chunk_bytes(1, 100)
                 },
                 Chunk {
+                    seq: 3,
                     cpu: 1,
                     first_ns: 21,
                     last_ns: u64::MAX,
