@@ -105,6 +105,10 @@ pub fn rows(
     }
     let mut acc: HashMap<Key, Acc> = HashMap::new();
     let mut keys = Vec::new();
+    // Stacks that resolve to the same functions (their frames differ only in offsets
+    // inside them) are one row: as two, they looked like duplicates, in an order that
+    // changed from run to run.
+    let mut same_functions: HashMap<&[FunctionId], StackId> = HashMap::new();
     let mut states_after: HashMap<(Tid, StackId), Vec<(u32, u64)>> = HashMap::new();
     for ((tid, stack, state), ns) in &charges.idle_states_after {
         states_after
@@ -126,7 +130,10 @@ pub fn rows(
                         }
                     }
                 }
-                Grouping::Stack => keys.push(Key::Stack(stack)),
+                Grouping::Stack => {
+                    let first = *same_functions.entry(stacks.frames(stack)).or_insert(stack);
+                    keys.push(Key::Stack(first))
+                }
             }
         }
         let energy = match (t.energy_j, sampled.get(&t.tid)) {
@@ -177,6 +184,7 @@ pub fn rows(
         b.cpu_time_s
             .total_cmp(&a.cpu_time_s)
             .then_with(|| a.function.cmp(&b.function))
+            .then_with(|| a.module.cmp(&b.module))
             .then_with(|| a.stack.cmp(&b.stack))
     });
     out
@@ -548,6 +556,40 @@ mod tests {
             sleeper.stack.as_deref().unwrap(),
             ["nanosleep (libc.so.6)", "sleeper (t)", "main (t)"]
         );
+    }
+
+    /// Two recorded stacks through the same functions at other offsets (another line of
+    /// `sleeper`, another return address in `main`): one row, with both stacks' figures.
+    #[test]
+    fn stacks_through_the_same_functions_are_one_row() {
+        let modules: HashMap<u32, String> = [(1, "/tmp/t".to_string())].into();
+        let f = |offset| FrameRef { module: 1, offset };
+        let names: HashMap<u64, &str> = [
+            (0x30, "sleeper"),
+            (0x34, "sleeper"),
+            (0x1f, "main"),
+            (0x23, "main"),
+        ]
+        .into();
+        let stacks = ResolvedStacks::resolve(
+            &[(0, vec![f(0x30), f(0x20)]), (1, vec![f(0x34), f(0x24)])],
+            &modules,
+            &|fr: FrameRef| names.get(&fr.offset).map(|s| s.to_string()),
+        );
+        let mut c = StackCharges::default();
+        for (stack, sync) in [(0, 3), (1, 4)] {
+            let m = StackMetrics {
+                sync_switches: sync,
+                ..StackMetrics::default()
+            };
+            c.by_thread_stack.insert((1, stack), m);
+        }
+        let r = rows(&c, &[thread(1, None)], &stacks, Grouping::Stack, &|i| {
+            format!("C{i}")
+        });
+        assert_eq!(r.len(), 1, "{r:#?}");
+        assert_eq!(r[0].sync_switches, 7);
+        assert_eq!(r[0].stack.as_deref().unwrap(), ["sleeper (t)", "main (t)"]);
     }
 
     #[test]
