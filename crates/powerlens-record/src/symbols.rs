@@ -97,8 +97,8 @@ pub fn resolve(reader: &RecordingReader, roots: &Roots) -> anyhow::Result<Option
     }
     // A damaged cache would name frames wrongly: it is set aside and the frames are
     // symbolized again (and the cache rewritten) from the files that are still there.
-    let cached = if reader.symbols_intact()? {
-        reader.symbols()?
+    let cached = if let Some(rows) = reader.symbols_checked()? {
+        rows
     } else {
         warnings.push(format!(
             "the symbol cache of {} is damaged (it no longer matches its checksum): symbolizing its frames again",

@@ -608,6 +608,33 @@ impl RecordingReader {
         rows.collect::<Result<_, _>>().map_err(self.sql())
     }
 
+    /// The symbol cache when it still matches its checksum (or has none, from before
+    /// checksums), else `None`: [`RecordingReader::symbols_intact`] and
+    /// [`RecordingReader::symbols`] in one read of the table.
+    pub fn symbols_checked(&self) -> Result<Option<Vec<SymbolRow>>, StoreError> {
+        if !self.has_stack_tables()? {
+            return Ok(Some(Vec::new()));
+        }
+        let stored = self.meta(SYMBOLS_CHECKSUM)?;
+        let mut h = RowHasher::default();
+        let mut stmt = self
+            .conn
+            .prepare(SYMBOLS_IN_KEY_ORDER)
+            .map_err(self.sql())?;
+        let mut rows = stmt.query([]).map_err(self.sql())?;
+        let mut out = Vec::new();
+        while let Some(r) = rows.next().map_err(self.sql())? {
+            h.row(r, 3).map_err(self.sql())?;
+            out.push(SymbolRow {
+                module: r.get(0).map_err(self.sql())?,
+                offset: from_sql(r.get(1).map_err(self.sql())?),
+                function: r.get(2).map_err(self.sql())?,
+            });
+        }
+        let intact = stored.is_none_or(|s| s.as_u64() == Some(h.finish() as u64));
+        Ok(intact.then_some(out))
+    }
+
     /// Adds resolved frames to the symbol cache, through a short-lived writable
     /// connection (the reader itself stays read-only). Fails on a read-only file or
     /// directory; the caller then carries on without the cache.
@@ -805,12 +832,13 @@ pub const SYMBOLS_CHECKSUM: &str = "symbols_crc32";
 /// A CRC-32 of the symbol cache, in key order.
 fn symbols_checksum(conn: &Connection) -> rusqlite::Result<u32> {
     let mut h = RowHasher::default();
-    h.query(
-        conn,
-        "SELECT module, offset, function FROM symbols ORDER BY module, offset",
-    )?;
+    h.query(conn, SYMBOLS_IN_KEY_ORDER)?;
     Ok(h.finish())
 }
+
+/// The symbol cache in the order its checksum is computed in.
+const SYMBOLS_IN_KEY_ORDER: &str =
+    "SELECT module, offset, function FROM symbols ORDER BY module, offset";
 
 /// What [`RecordingReader::check_content`] found.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -1212,14 +1240,16 @@ mod tests {
         // The cache's checksum is saved with it: intact now, not after a name changed in
         // the file (SQLite would read the changed name back without a word).
         assert!(r.symbols_intact().unwrap());
+        let mut checked = r.symbols_checked().unwrap().expect("intact");
+        checked.sort_by_key(|s| s.module);
+        assert_eq!(checked, rows);
         Connection::open(&path)
             .unwrap()
             .execute_batch("UPDATE symbols SET function = 'evil' WHERE function IS NOT NULL")
             .unwrap();
-        assert!(!RecordingReader::open(&path)
-            .unwrap()
-            .symbols_intact()
-            .unwrap());
+        let damaged = RecordingReader::open(&path).unwrap();
+        assert!(!damaged.symbols_intact().unwrap());
+        assert_eq!(damaged.symbols_checked().unwrap(), None);
     }
 
     /// A version-1 recording (before stacks) still opens, with no stacks.

@@ -18,7 +18,7 @@ pub use system::{is_kernel_or_c_runtime, is_system_module};
 use std::collections::HashMap;
 
 use crate::codec::{put_varint, CodecError, Reader};
-use crate::sched::event::StackId;
+use crate::sched::event::{KeyMap, StackId};
 
 /// The stack of an event that was recorded without one (or whose stack was lost).
 pub const NO_STACK: StackId = StackId::MAX;
@@ -120,8 +120,12 @@ impl ResolvedStacks {
         symbol: &SymbolLookup<'_>,
     ) -> ResolvedStacks {
         let mut out = ResolvedStacks::default();
-        let mut function_ids: HashMap<Function, FunctionId> = HashMap::new();
-        let mut frame_cache: HashMap<FrameRef, FunctionId> = HashMap::new();
+        // Per module, what every frame of it shares (its path, whether it is the system's,
+        // its unnamed row), worked out once; frames and functions in fast-hashed tables.
+        // A default recording resolves ~18,000 frames (2,000 distinct) before the pass.
+        let mut module_facts: KeyMap<u32, (String, bool)> = KeyMap::default();
+        let mut function_ids: KeyMap<Function, FunctionId> = KeyMap::default();
+        let mut frame_cache: KeyMap<FrameRef, FunctionId> = KeyMap::default();
         for (id, frames) in stacks {
             let i = *id as usize;
             if out.stacks.len() <= i {
@@ -131,28 +135,36 @@ impl ResolvedStacks {
             let mut resolved = Vec::with_capacity(frames.len());
             for (frame, lookup) in frames.iter().zip(lookups(frames)) {
                 let fid = *frame_cache.entry(lookup).or_insert_with(|| {
-                    let module = modules
-                        .get(&frame.module)
-                        .cloned()
-                        .unwrap_or_else(|| format!("[module {}]", frame.module));
+                    let (module, system) = module_facts.entry(frame.module).or_insert_with(|| {
+                        let module = modules
+                            .get(&frame.module)
+                            .cloned()
+                            .unwrap_or_else(|| format!("[module {}]", frame.module));
+                        // Stacks are shared by every process: no one main executable
+                        // to exempt.
+                        let system = is_system_module(&module, None);
+                        (module, system)
+                    });
                     // Unnamed code of one module is one row: split by address, a stripped
                     // library's hot code became hundreds of rows of 0.02 s each.
                     let (name, ok) = match symbol(lookup) {
                         Some(name) => (name, true),
-                        None => (unnamed(&module), false),
+                        None => (unnamed(module), false),
                     };
                     let f = Function {
-                        // Stacks are shared by every process: no one main executable to exempt.
-                        system: is_system_module(&module, None),
+                        system: *system,
                         name,
-                        module,
+                        module: module.clone(),
                         resolved: ok,
                     };
                     let next = out.functions.len() as FunctionId;
-                    *function_ids.entry(f.clone()).or_insert_with(|| {
-                        out.functions.push(f);
-                        next
-                    })
+                    match function_ids.entry(f) {
+                        std::collections::hash_map::Entry::Occupied(o) => *o.get(),
+                        std::collections::hash_map::Entry::Vacant(v) => {
+                            out.functions.push(v.key().clone());
+                            *v.insert(next)
+                        }
+                    }
                 });
                 // Consecutive unnamed frames of one module are one: the module's code
                 // calling itself tells nothing without names.
