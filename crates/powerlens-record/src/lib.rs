@@ -714,8 +714,15 @@ impl Recorder {
     fn take(&mut self, batch: drain::Batch) {
         // Modules and stacks first: events name them. A failure is a failing disk, which
         // the next flush reports.
+        // Each file's build ID as it is now, when its first frame is recorded: a report
+        // that names frames later (after the recorder was killed, or with a damaged symbol
+        // cache) reads names only from the same build.
         for (id, path) in &batch.modules {
-            let _ = self.writer.add_module(*id, path);
+            let build_id = path
+                .starts_with('/')
+                .then(|| powerlens_sys::symbolize::build_id(Path::new(path)))
+                .flatten();
+            let _ = self.writer.add_module(*id, path, build_id.as_deref());
         }
         for (id, frames) in &batch.stacks {
             let _ = self.writer.add_stack(*id, frames);

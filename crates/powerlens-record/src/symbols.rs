@@ -4,6 +4,7 @@
 //! tables, kallsyms) — and the new names saved back into the cache.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
+use std::path::Path;
 
 use powerlens_core::stacks::{decode_frames, lookups, FrameRef, ResolvedStacks};
 use powerlens_store::recording::{RecordingReader, SymbolRow};
@@ -47,19 +48,44 @@ fn ended_unix_s(reader: &RecordingReader) -> anyhow::Result<Option<f64>> {
     Ok(stop_ns.map(|t| unix_s + t.saturating_sub(start_ns) as f64 / 1e9))
 }
 
-/// How many seconds after the recording ended `path` was last modified, when it was: its
-/// frames' offsets then point into another build, and names read from it now would be
-/// wrong. Only a recording whose recorder was killed meets this: `record` names the frames
-/// at its end. (A file built and run during the recording, as `record -- cargo test`
-/// does, was modified before the end and is named.)
-fn changed_since(path: &str, ended_unix_s: Option<f64>) -> Option<f64> {
-    let modified = std::fs::metadata(path).ok()?.modified().ok()?;
-    let modified = modified
-        .duration_since(std::time::UNIX_EPOCH)
-        .ok()?
-        .as_secs_f64();
-    let after = modified - ended_unix_s?;
-    (after > 0.0).then_some(after)
+/// Why `path` is not the build the recording's frames point into, when it is not: names
+/// read from it now would be another build's. `record` names the frames at its end, so
+/// this matters when the recorder was killed or the symbol cache is damaged.
+///
+/// With the build ID recorded with the module: the file's build ID now differs (a rebuild,
+/// or a package upgrade, which keeps the package's modification times). Without one (a
+/// recording made before they were recorded, a file without a build ID): the file was
+/// modified after the recording ended. (A file built and run during the recording, as
+/// `record -- cargo test` does, was modified before the end and is named.)
+fn another_build(
+    path: &str,
+    recorded: Option<&String>,
+    ended_unix_s: Option<f64>,
+) -> Option<String> {
+    match recorded {
+        Some(recorded) => match powerlens_sys::symbolize::build_id(Path::new(path)) {
+            Some(now) if &now == recorded => None,
+            Some(now) => Some(format!(
+                "the file is another build now (build ID {now}, {recorded} when recorded)"
+            )),
+            None if Path::new(path).exists() => Some(format!(
+                "the file has no build ID now ({recorded} when recorded): it is another build"
+            )),
+            // Gone: the symbolizer finds nothing to name it from, and says so.
+            None => None,
+        },
+        None => {
+            let modified = std::fs::metadata(path).ok()?.modified().ok()?;
+            let modified = modified
+                .duration_since(std::time::UNIX_EPOCH)
+                .ok()?
+                .as_secs_f64();
+            let after = modified - ended_unix_s?;
+            (after > 0.0).then(|| format!(
+                "the file changed {after:.0} s after the recording ended, so names read from it now could belong to another build"
+            ))
+        }
+    }
 }
 
 /// Reads and resolves the recording's stacks. `None` when the recording has none.
@@ -133,13 +159,14 @@ pub fn resolve(reader: &RecordingReader, roots: &Roots) -> anyhow::Result<Option
     let mut changed_files = Vec::new();
     if !missing.is_empty() {
         let ended = ended_unix_s(reader)?;
+        let build_ids = reader.module_build_ids()?;
         let mut symbolizer = Symbolizer::new(roots);
         for (module, offsets) in missing {
             let path = modules.get(&module).map(String::as_str).unwrap_or("");
-            if let Some(after) = changed_since(path, ended) {
+            if let Some(why) = another_build(path, build_ids.get(&module), ended) {
                 // Left unnamed and out of the cache: the next report checks again.
                 warnings.push(format!(
-                    "{} frames of {path} are not named: the file changed {after:.0} s after the recording ended, so names read from it now could belong to another build; record again with the build you want to see",
+                    "{} frames of {path} are not named: {why}; record again with the build you want to see",
                     offsets.len()
                 ));
                 changed_files.push(path.to_string());
@@ -206,7 +233,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("r.rec");
         let mut w = RecordingWriter::create(&path).unwrap();
-        w.add_module(0, "/nonexistent/module").unwrap();
+        w.add_module(0, "/nonexistent/module", None).unwrap();
         let mut frames = Vec::new();
         encode_frames(
             &[FrameRef {
@@ -254,29 +281,53 @@ mod tests {
             sysfs: dir.path().to_path_buf(),
             procfs: dir.path().to_path_buf(),
         };
+        let actual = powerlens_sys::symbolize::build_id(&module).expect("a test binary has one");
+        let changed = "the file changed 99 s after the recording ended";
+        let rebuilt =
+            format!("the file is another build now (build ID {actual}, 00ff when recorded)");
         // (start's Unix time, stop's monotonic ns or a last event's; 1 s = 1e9 ns after
-        // the start's 5e9): whether the program is named.
+        // the start's 5e9; the build ID recorded): why the program is not named, if not.
         let cases = [
             (
                 "ended 99 s before the change",
                 modified - 100.0,
                 Some(6_000_000_000u64),
-                false,
+                None,
+                Some(changed),
             ),
             (
                 "killed, last event 99 s before",
                 modified - 100.0,
                 None,
-                false,
+                None,
+                Some(changed),
             ),
             (
                 "ended 101 s after the change",
                 modified + 100.0,
                 Some(6_000_000_000u64),
-                true,
+                None,
+                None,
+            ),
+            // With a build ID, the build decides, not the time: a file touched since is
+            // still the build; a package upgrade keeps older modification times.
+            (
+                "the same build, modified after the end",
+                modified - 100.0,
+                Some(6_000_000_000u64),
+                Some(actual.as_str()),
+                None,
+            ),
+            (
+                "another build, modified before the end",
+                modified + 100.0,
+                Some(6_000_000_000u64),
+                Some("00ff"),
+                Some(rebuilt.as_str()),
             ),
         ];
-        for (i, (what, start_unix_s, stop_ns, named)) in cases.into_iter().enumerate() {
+        for (i, (what, start_unix_s, stop_ns, build_id, unnamed)) in cases.into_iter().enumerate() {
+            let named = unnamed.is_none();
             let path = dir.path().join(format!("{i}.rec"));
             let mut w = RecordingWriter::create(&path).unwrap();
             w.set_meta(
@@ -299,7 +350,7 @@ mod tests {
                         .unwrap();
                 }
             }
-            w.add_module(0, module.to_str().unwrap()).unwrap();
+            w.add_module(0, module.to_str().unwrap(), build_id).unwrap();
             let mut frames = Vec::new();
             encode_frames(
                 &[FrameRef {
@@ -323,7 +374,11 @@ mod tests {
                 assert_eq!(r.changed_files, [module.to_str().unwrap()], "{what}");
                 let warning = r.warnings.join("\n");
                 assert!(
-                    warning.starts_with(&format!("1 frames of {} are not named: the file changed 99 s after the recording ended", module.display())),
+                    warning.starts_with(&format!(
+                        "1 frames of {} are not named: {}",
+                        module.display(),
+                        unnamed.unwrap()
+                    )),
                     "{what}: {warning}"
                 );
                 assert!(reader.symbols().unwrap().is_empty(), "{what}: cached");

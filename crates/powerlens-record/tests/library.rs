@@ -75,6 +75,30 @@ fn a_command_recorded_through_the_library_replays_in_time_order() {
     assert!(shell.is_some(), "the shell's exec was recorded");
     assert_eq!(forks_by_shell, 3, "one fork per command");
     assert_eq!(execs_of_true, 3, "each child ran /bin/true");
+
+    // Every file module is recorded with the build ID binutils reads from it (the oracle),
+    // so that a later report can tell a rebuilt or upgraded file from the one recorded.
+    let build_ids = reader.module_build_ids().unwrap();
+    let files: Vec<(u32, String)> = reader
+        .modules()
+        .unwrap()
+        .into_iter()
+        .filter(|(_, path)| path.starts_with('/') && std::path::Path::new(path).exists())
+        .collect();
+    assert!(
+        !files.is_empty(),
+        "the shell's and libc's frames name files"
+    );
+    for (id, path) in files {
+        let out = std::process::Command::new("readelf")
+            .args(["-n", &path])
+            .output()
+            .expect("readelf (binutils)");
+        let expected = String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .find_map(|l| l.trim().strip_prefix("Build ID: ").map(str::to_string));
+        assert_eq!(build_ids.get(&id), expected.as_ref(), "{path}");
+    }
 }
 
 /// What the library has to say at once goes to the caller's `tell_now`, not to stderr: a

@@ -9,7 +9,7 @@
 //!
 //! The reader streams: chunks come one blob at a time, samples row by row.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 
 use rusqlite::types::ValueRef;
@@ -55,8 +55,9 @@ CREATE TABLE threads (
     comm       TEXT NOT NULL
 );
 CREATE TABLE modules (
-    id   INTEGER PRIMARY KEY,
-    path TEXT NOT NULL
+    id       INTEGER PRIMARY KEY,
+    path     TEXT NOT NULL,
+    build_id TEXT
 );
 CREATE TABLE stacks (
     id     INTEGER PRIMARY KEY,
@@ -331,13 +332,20 @@ impl RecordingWriter {
     }
 
     /// Records a module (an executable file, `[kernel]`, `[vdso]`…) that stack frames name
-    /// by `id`.
-    pub fn add_module(&mut self, id: u32, path: &str) -> Result<(), StoreError> {
+    /// by `id`, with the GNU build ID of the file as it was mapped, when it has one.
+    pub fn add_module(
+        &mut self,
+        id: u32,
+        path: &str,
+        build_id: Option<&str>,
+    ) -> Result<(), StoreError> {
         self.pending_bytes += path.len() as u64 + 16;
         let r = self
             .conn
-            .prepare_cached("INSERT OR REPLACE INTO modules (id, path) VALUES (?1, ?2)")
-            .and_then(|mut s| s.execute(params![id, path]));
+            .prepare_cached(
+                "INSERT OR REPLACE INTO modules (id, path, build_id) VALUES (?1, ?2, ?3)",
+            )
+            .and_then(|mut s| s.execute(params![id, path, build_id]));
         r.map(|_| ()).map_err(|e| self.write_error(e))
     }
 
@@ -548,6 +556,33 @@ impl RecordingReader {
         let mut stmt = self
             .conn
             .prepare("SELECT id, path FROM modules ORDER BY id")
+            .map_err(self.sql())?;
+        let rows = stmt
+            .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+            .map_err(self.sql())?;
+        rows.collect::<Result<_, _>>().map_err(self.sql())
+    }
+
+    /// The build IDs recorded with the modules, by module id. Empty for a recording made
+    /// before they were recorded (its `modules` table has no `build_id` column).
+    pub fn module_build_ids(&self) -> Result<HashMap<u32, String>, StoreError> {
+        if !self.has_stack_tables()? {
+            return Ok(HashMap::new());
+        }
+        let recorded: bool = self
+            .conn
+            .query_row(
+                "SELECT COUNT(*) > 0 FROM pragma_table_info('modules') WHERE name = 'build_id'",
+                [],
+                |r| r.get(0),
+            )
+            .map_err(self.sql())?;
+        if !recorded {
+            return Ok(HashMap::new());
+        }
+        let mut stmt = self
+            .conn
+            .prepare("SELECT id, build_id FROM modules WHERE build_id IS NOT NULL")
             .map_err(self.sql())?;
         let rows = stmt
             .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
@@ -1201,8 +1236,8 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("s.rec");
         let mut w = RecordingWriter::create(&path).unwrap();
-        w.add_module(0, "[kernel]").unwrap();
-        w.add_module(1, "/tmp/t").unwrap();
+        w.add_module(0, "[kernel]", None).unwrap();
+        w.add_module(1, "/tmp/t", Some("0a1b2c")).unwrap();
         w.add_stack(0, &[1, 2, 3]).unwrap();
         w.add_stack(7, &[]).unwrap();
         w.finish().unwrap();
@@ -1211,6 +1246,10 @@ mod tests {
         assert_eq!(
             r.modules().unwrap(),
             vec![(0, "[kernel]".to_string()), (1, "/tmp/t".to_string())]
+        );
+        assert_eq!(
+            r.module_build_ids().unwrap(),
+            HashMap::from([(1, "0a1b2c".to_string())])
         );
         let mut stacks = Vec::new();
         r.stacks(|id, frames| stacks.push((id, frames.to_vec())))
@@ -1250,6 +1289,27 @@ mod tests {
         let damaged = RecordingReader::open(&path).unwrap();
         assert!(!damaged.symbols_intact().unwrap());
         assert_eq!(damaged.symbols_checked().unwrap(), None);
+    }
+
+    /// A recording made before build IDs were recorded (its `modules` table without the
+    /// column) reads its modules, and no build IDs.
+    #[test]
+    fn modules_without_build_ids_read_as_none() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("old.rec");
+        let mut w = RecordingWriter::create(&path).unwrap();
+        w.add_module(1, "/usr/bin/prog", Some("ff")).unwrap();
+        w.finish().unwrap();
+        Connection::open(&path)
+            .unwrap()
+            .execute_batch(
+                "DROP TABLE modules; CREATE TABLE modules (id INTEGER PRIMARY KEY, path TEXT NOT NULL);
+                 INSERT INTO modules VALUES (1, '/usr/bin/prog');",
+            )
+            .unwrap();
+        let r = RecordingReader::open(&path).unwrap();
+        assert_eq!(r.modules().unwrap(), vec![(1, "/usr/bin/prog".to_string())]);
+        assert!(r.module_build_ids().unwrap().is_empty());
     }
 
     /// A version-1 recording (before stacks) still opens, with no stacks.

@@ -323,6 +323,15 @@ fn resolved(result: Symbolized<'_>) -> Resolved {
     }
 }
 
+/// The GNU build ID of the ELF file at `path`, in hex, as `readelf -n` prints it: what
+/// tells two builds installed at one path apart (a package upgrade keeps the package's
+/// modification times, so a file's mtime does not). `None` when the file is gone, is not
+/// ELF, or has no build ID.
+pub fn build_id(path: &std::path::Path) -> Option<String> {
+    let id = blazesym::helper::read_elf_build_id(path).ok()??;
+    Some(id.iter().map(|b| format!("{b:02x}")).collect())
+}
+
 /// A symbol name for people: Rust (legacy `_ZN…E` and v0 `_R…`, without the hash) and C++
 /// (`_Z…`) names demangled; any other name as it is. Only mangled-looking names are tried:
 /// a C++ demangler reads `w`, `s` or `i` as the types `wchar_t`, `short`, `int`.

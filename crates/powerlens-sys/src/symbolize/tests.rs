@@ -552,3 +552,29 @@ fn only_mangled_names_are_demangled() {
     );
     assert_eq!(demangle("_Z3addii"), "add(int, int)");
 }
+
+/// Against binutils' `readelf -n` (the oracle), on this test's own executable and on
+/// `/bin/sh`; a file that is not ELF, or not there, has none.
+#[test]
+fn build_ids_are_the_ones_readelf_prints() {
+    for path in [std::env::current_exe().unwrap(), "/bin/sh".into()] {
+        let path = std::fs::canonicalize(path).unwrap();
+        let out = std::process::Command::new("readelf")
+            .arg("-n")
+            .arg(&path)
+            .output()
+            .expect("readelf (binutils)");
+        let text = String::from_utf8_lossy(&out.stdout);
+        let expected = text
+            .lines()
+            .find_map(|l| l.trim().strip_prefix("Build ID: "))
+            .map(str::to_string);
+        assert!(expected.is_some(), "{}: {text}", path.display());
+        assert_eq!(build_id(&path), expected, "{}", path.display());
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let text = dir.path().join("notes.txt");
+    std::fs::write(&text, "not an ELF file").unwrap();
+    assert_eq!(build_id(&text), None);
+    assert_eq!(build_id(&dir.path().join("gone")), None);
+}
