@@ -658,3 +658,78 @@ fn the_exposure_line_says_what_is_configured() {
         assert_eq!(line.contains("warning"), expected.starts_with("warning"));
     }
 }
+
+/// Certificates are renewed and users added while the agent runs, as exporter-toolkit
+/// users do: the agent serves the renewed certificate (a CA made for the renewal verifies
+/// it, the old one no longer does) and the new user, without a restart; a web config
+/// edited into something that does not load is refused with a warning and the agent
+/// serves as before.
+#[test]
+fn a_renewed_certificate_and_a_new_user_are_served_without_a_restart() {
+    if !have_curl() {
+        return;
+    }
+    let _serial = serial();
+    let hash = bcrypt_hash(PASSWORD);
+    let config = |users: &str| {
+        format!("tls_server_config:\n  cert_file: agent.crt\n  key_file: agent.key\nbasic_auth_users:\n{users}")
+    };
+    let Some(mut served) = Served::start(&config(&format!("  {USER}: {hash}\n"))) else {
+        return;
+    };
+    let dir = served.dir.path().to_path_buf();
+    let url = served.url("/metrics");
+    let (old_ca, user) = (served.file("ca.crt"), format!("{USER}:{PASSWORD}"));
+    let status = |ca: &str, user: &str| curl(&url, &["--cacert", ca, "-u", user]).0;
+    assert_eq!(status(&old_ca, &user), 200);
+
+    // The renewal: another CA's certificate and key, renamed into place (key first, as a
+    // renewal script would), and a second user in a config renamed into place.
+    let renewed = dir.join("renewed");
+    std::fs::create_dir(&renewed).unwrap();
+    certificates(&renewed).unwrap();
+    for f in ["agent.key", "agent.crt"] {
+        std::fs::copy(renewed.join(f), dir.join(format!("{f}.new"))).unwrap();
+        std::fs::rename(dir.join(format!("{f}.new")), dir.join(f)).unwrap();
+    }
+    let second = format!("grafana:{PASSWORD}");
+    let users = format!("  {USER}: {hash}\n  grafana: {hash}\n");
+    write_config(&dir, "web.yml.new", &config(&users));
+    std::fs::rename(dir.join("web.yml.new"), dir.join("web.yml")).unwrap();
+    let new_ca = renewed.join("ca.crt").to_str().unwrap().to_string();
+    let start = Instant::now();
+    while status(&new_ca, &second) != 200 {
+        assert!(
+            start.elapsed() < Duration::from_secs(10),
+            "the renewed certificate and the new user were not served: {:?}",
+            curl(&url, &["--cacert", &new_ca, "-u", &second])
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    assert_eq!(status(&new_ca, &user), 200, "the first user still");
+    let (old, why, _) = curl(&url, &["--cacert", &old_ca, "-u", &user]);
+    assert_eq!(old, 0, "the old CA no longer verifies the agent: {why}");
+
+    // An edit that does not load: refused, served as before.
+    write_config(
+        &dir,
+        "web.yml",
+        "tls_server_config:\n  cert_file: agent.crt\n",
+    );
+    std::thread::sleep(Duration::from_millis(1500));
+    assert_eq!(
+        status(&new_ca, &second),
+        200,
+        "served as before the bad edit"
+    );
+    served.assert_alive("after a bad edit");
+    let stderr = served.stop();
+    assert!(
+        stderr.contains("changed: serving with TLS and basic auth (2 users) from now on"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("key_file") && stderr.contains("serves with the web config as it was"),
+        "{stderr}"
+    );
+}

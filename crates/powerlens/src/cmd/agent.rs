@@ -3,6 +3,7 @@
 //! scrapes from the state the last interval left (`agent/server.rs`).
 
 mod basic_auth;
+mod reload;
 mod security;
 mod server;
 mod tls;
@@ -24,6 +25,7 @@ use crate::cli::GlobalArgs;
 use crate::cmd::live::LiveArgs;
 use crate::units::parse_positive_duration;
 
+use reload::WebConfigWatch;
 use security::Security;
 
 /// The default address: loopback only. Serving elsewhere takes an explicit `--listen`.
@@ -61,7 +63,8 @@ pub struct AgentArgs {
     /// certificates; min_version), `basic_auth_users` (user: bcrypt hash, made by
     /// `htpasswd -nBC 10 "" | tr -d ':\n'`) and `auth_excluded_paths` (e.g. /healthz).
     /// Everything is protected unless listed there. Unknown or unsupported keys are
-    /// refused. Example file:
+    /// refused. Changes to the file and to the files it names are loaded while the agent
+    /// runs (renew certificates without a restart). Example file:
     ///
     ///   tls_server_config:
     ///     cert_file: agent.crt   # relative to this file's directory
@@ -181,8 +184,8 @@ pub fn execute(global: &GlobalArgs, args: AgentArgs) -> anyhow::Result<ExitCode>
         Some(_) => format!(" with {}", security.describe()),
         None => String::new(),
     };
-    server::start(listener, state.clone(), Arc::new(security))
-        .context("starting the HTTP server")?;
+    let watch = WebConfigWatch::new(args.web_config.clone(), addr, security);
+    server::start(listener, state.clone(), Arc::new(watch)).context("starting the HTTP server")?;
     eprintln!(
         "powerlens: serving {scheme}://{addr}/metrics{protection}, one interval every {:?} (Ctrl-C or SIGTERM to stop)",
         args.live.interval

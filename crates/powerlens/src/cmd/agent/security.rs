@@ -1,12 +1,13 @@
 //! What `--web-config FILE` asks of the agent's server: TLS, basic auth, and the paths left
-//! open. Read and checked once at start (certificates, keys, hashes), so that a mistake
-//! stops the agent with one line naming the key and the fix rather than failing scrapes.
+//! open. Read and checked at start (certificates, keys, hashes), so that a mistake stops
+//! the agent with one line naming the key and the fix rather than failing scrapes; read
+//! again when one of its files changes (`reload.rs`).
 
 use std::net::SocketAddr;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use powerlens_report::web_config::{parse_web_config, ClientAuth, WebConfig, MAX_WEB_CONFIG};
+use powerlens_report::web_config::{parse_web_config, ClientAuth, Pem, WebConfig, MAX_WEB_CONFIG};
 
 use super::basic_auth::BasicAuth;
 use super::server::PATHS;
@@ -20,6 +21,9 @@ pub struct Security {
     pub client_certificates: bool,
     /// Paths served without basic auth.
     pub open_paths: Vec<String>,
+    /// The files it was read from: the web config, and the certificate, key and CA files
+    /// it names.
+    pub files: Vec<PathBuf>,
 }
 
 impl Security {
@@ -36,7 +40,21 @@ impl Security {
         let text = std::fs::read_to_string(path).map_err(|e| fail(&e))?;
         let config = parse_web_config(&text).map_err(|e| fail(&e))?;
         let dir = path.parent().unwrap_or(Path::new("."));
-        Security::from_config(config, dir).map_err(|e| fail(&format!("{e:#}")))
+        let mut files = vec![path.to_path_buf()];
+        if let Some(t) = &config.tls {
+            for pem in [Some(&t.cert), Some(&t.key), t.client_ca.as_ref()]
+                .into_iter()
+                .flatten()
+            {
+                if let Pem::File(f) = pem {
+                    files.push(dir.join(f));
+                }
+            }
+        }
+        let mut security =
+            Security::from_config(config, dir).map_err(|e| fail(&format!("{e:#}")))?;
+        security.files = files;
+        Ok(security)
     }
 
     fn from_config(config: WebConfig, dir: &Path) -> anyhow::Result<Security> {
@@ -67,6 +85,7 @@ impl Security {
             basic_auth,
             client_certificates,
             open_paths: config.auth_excluded_paths,
+            files: Vec::new(),
         })
     }
 

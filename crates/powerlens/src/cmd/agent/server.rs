@@ -13,6 +13,7 @@ use std::time::{Duration, Instant};
 use powerlens_report::http::{parse_request, response, HeadError, Request};
 use powerlens_report::prometheus::{render, AgentMetrics, Format};
 
+use super::reload::WebConfigWatch;
 use super::security::Security;
 use super::tls::{self, TlsStream};
 use super::State;
@@ -27,7 +28,7 @@ pub const PATHS: [&str; 3] = ["/", "/metrics", "/healthz"];
 pub fn start(
     listener: TcpListener,
     state: Arc<Mutex<State>>,
-    security: Arc<Security>,
+    security: Arc<WebConfigWatch>,
 ) -> std::io::Result<()> {
     let active = Arc::new(AtomicUsize::new(0));
     std::thread::Builder::new()
@@ -50,7 +51,7 @@ pub fn start(
                 let spawned = std::thread::Builder::new()
                     .name("powerlens-conn".into())
                     .spawn(move || {
-                        connection(stream, &state, &security);
+                        connection(stream, &state, &security.current());
                         done.fetch_sub(1, Ordering::SeqCst);
                     });
                 if spawned.is_err() {
