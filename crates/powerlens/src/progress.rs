@@ -15,7 +15,7 @@ pub fn bar(len: u64, prefix: &str) -> ProgressBar {
         .progress_chars("=> "),
     );
     pb.set_prefix(prefix.to_string());
-    pb.enable_steady_tick(Duration::from_millis(120));
+    tick_when_shown(&pb);
     pb
 }
 
@@ -26,8 +26,16 @@ pub fn spinner(message: &str) -> ProgressBar {
         ProgressStyle::with_template("{spinner} {msg} {elapsed}").expect("valid progress template"),
     );
     pb.set_message(message.to_string());
-    pb.enable_steady_tick(Duration::from_millis(120));
+    tick_when_shown(&pb);
     pb
+}
+
+/// Animates a bar that is drawn. Hidden (stderr not a terminal), it gets no ticker thread:
+/// a tool that counts wake-ups should not add one every 120 ms that nobody sees.
+fn tick_when_shown(pb: &ProgressBar) {
+    if !pb.is_hidden() {
+        pb.enable_steady_tick(Duration::from_millis(120));
+    }
 }
 
 /// A spinner for a long phase of the recorder, cleared when the phase ends.
