@@ -20,11 +20,12 @@ use crate::tournament::TournamentTree;
 pub struct ReplayStats {
     /// Records delivered: events, and the stacks folded into them.
     pub events: u64,
-    /// Events that came earlier than one already delivered (a record nested by an interrupt
-    /// across a drain boundary): delivered at the time of the previous event, so the
-    /// analysis always sees time move forward. Microseconds at most.
+    /// Records that came earlier than one already delivered (a record nested by an
+    /// interrupt across a drain boundary; a folded stack counts with its event): delivered
+    /// at the time of the previous event, so the analysis always sees time move forward.
+    /// Microseconds at most.
     pub reordered: u64,
-    /// The events the recording's chunk table counts: `events` falls short of it when an
+    /// The records the recording's chunk table counts: `events` falls short of it when an
     /// index page is damaged (the chunks are read by CPU through the index).
     pub counted: u64,
     /// The index rows of the chunks read, for the content check
