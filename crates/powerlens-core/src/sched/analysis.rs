@@ -307,6 +307,11 @@ pub trait ThreadCharges {
     fn interval(&mut self, _tid: Tid, _state: Interval, _from: u64, _to: u64) {}
     /// `tid` was blocked for `ns` (until a wake-up, a switch-in, or the end).
     fn wait(&mut self, _tid: Tid, _ns: u64) {}
+    /// At the end, `tid`'s blocked time was settled at `total_ns` (its `wait_ns`) rather
+    /// than the `charged_ns` its [`ThreadCharges::wait`] charges add up to: a thread with
+    /// inferred switch-ins has the error of their estimated runs moved into its blocked
+    /// time. A layer that splits the wait spreads the difference the same way.
+    fn wait_settled(&mut self, _tid: Tid, _charged_ns: u64, _total_ns: u64) {}
     /// `tid` was runnable but not running for `ns`.
     fn inactive(&mut self, _tid: Tid, _ns: u64) {}
     /// `tid` ran first on a CPU that had been idle for `idle_ns`.
@@ -1012,8 +1017,10 @@ impl<C: ThreadCharges> SchedAnalysis<C> {
                     // estimate's error sits in the blocked time before each inferred
                     // switch-in: move it there.
                     if th.stats.inferred_switch_ins > 0 {
-                        th.stats.wait_ns = (th.stats.wait_ns + th.stats.on_cpu_ns)
-                            .saturating_sub(th.stats.cpu_time_ns);
+                        let charged = th.stats.wait_ns;
+                        th.stats.wait_ns =
+                            (charged + th.stats.on_cpu_ns).saturating_sub(th.stats.cpu_time_ns);
+                        charges.wait_settled(th.stats.tid, charged, th.stats.wait_ns);
                     }
                 } else {
                     th.stats.cpu_time_ns = th.stats.on_cpu_ns;
