@@ -4,7 +4,6 @@
 //! commands that read recordings (`report`, `diff`, `demo`) and the recording fuzz target
 //! call this one function, so that they read a file the same way.
 
-use anyhow::Context;
 use powerlens_core::codec::EventContext;
 use powerlens_core::sched::analysis::SchedSummary;
 use powerlens_core::sched::event::Event;
@@ -62,8 +61,7 @@ pub fn analyse(
     opts: &AnalyseOptions<'_>,
     observer: &mut dyn AnalyseObserver,
 ) -> anyhow::Result<Analysed> {
-    let reader = RecordingReader::open(path)
-        .with_context(|| format!("opening the recording {}", path.display()))?;
+    let reader = crate::open_unchecked(path)?;
     let mut ctx = context::read(&reader)?;
     if opts.all_processes {
         ctx.target_pids = None;
@@ -110,18 +108,8 @@ pub fn analyse(
         }
     }
     let mut causes = Vec::new();
-    // The content is checked with the chunks the pass reads (a trace), not by reading them
-    // all once more before it.
-    let check_content = |check: Result<ContentCheck, StoreError>,
-                         observer: &mut dyn AnalyseObserver| {
-        let check = check.with_context(|| format!("checking the recording {}", path.display()))?;
-        if let Some(warning) = check.warning(path) {
-            observer.tell("warning", &warning);
-        }
-        anyhow::Ok(())
-    };
     let (summary, charges): (SchedSummary, Option<StackCharges>) = if reduced {
-        check_content(reader.check_content(), observer)?;
+        tell_content(path, reader.check_content(), observer)?;
         (reduced::summary(&reader)?, None)
     } else {
         let total = reader.event_count()?;
@@ -172,7 +160,8 @@ pub fn analyse(
         }
         causes = wakeups.finish(end_ns);
         observer.pass_ended();
-        check_content(reader.check_content_read(&stats.chunks), observer)?;
+        // Checked with the chunks the pass read, not by reading them all once more before.
+        tell_content(path, reader.check_content_read(&stats.chunks), observer)?;
         if let Some(warning) = stats.short_read(path) {
             observer.tell("warning", &warning);
         }
@@ -230,6 +219,18 @@ pub fn analyse(
         stacks,
         no_stacks_reason,
     })
+}
+
+/// Tells the observer what a content check of the recording found, when it found damage.
+fn tell_content(
+    path: &std::path::Path,
+    check: Result<ContentCheck, StoreError>,
+    observer: &mut dyn AnalyseObserver,
+) -> anyhow::Result<()> {
+    if let Some(warning) = crate::content_warning(path, check)? {
+        observer.tell("warning", &warning);
+    }
+    Ok(())
 }
 
 /// One pass over the events: the thread analysis `feed` (with the per-stack layer when there

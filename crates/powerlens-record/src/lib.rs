@@ -34,7 +34,8 @@ use serde_json::{json, Value};
 use powerlens_core::codec::ChunkEncoder;
 use powerlens_core::run::ExitStatus;
 use powerlens_core::sched::event::EventKind;
-use powerlens_store::recording::{RecordingReader, RecordingWriter};
+use powerlens_store::recording::{ContentCheck, RecordingReader, RecordingWriter};
+use powerlens_store::StoreError;
 use powerlens_sys::machine::MachineInfo;
 use powerlens_sys::trace::{monotonic_now_ns, Collector, CollectorOptions};
 use powerlens_sys::{topology, Roots, SysError};
@@ -75,13 +76,24 @@ pub mod meta {
 /// what the recorder wrote: the warning to show when they are not (SQLite has no checksum
 /// of its own, so a damaged number would otherwise be read as another number).
 pub fn open_recording(path: &Path) -> anyhow::Result<(RecordingReader, Option<String>)> {
-    let reader = RecordingReader::open(path)
-        .with_context(|| format!("opening the recording {}", path.display()))?;
-    let warning = reader
-        .check_content()
-        .with_context(|| format!("checking the recording {}", path.display()))?
-        .warning(path);
+    let reader = open_unchecked(path)?;
+    let warning = content_warning(path, reader.check_content())?;
     Ok((reader, warning))
+}
+
+/// Opens a recording whose content a reader checks later ([`content_warning`]), from the
+/// chunks it reads anyway (`report`'s pass).
+pub fn open_unchecked(path: &Path) -> anyhow::Result<RecordingReader> {
+    RecordingReader::open(path).with_context(|| format!("opening the recording {}", path.display()))
+}
+
+/// The warning to show for what a content check of `path` found, when there is one.
+pub fn content_warning(
+    path: &Path,
+    check: Result<ContentCheck, StoreError>,
+) -> anyhow::Result<Option<String>> {
+    let check = check.with_context(|| format!("checking the recording {}", path.display()))?;
+    Ok(check.warning(path))
 }
 
 /// A full recording (trace) or the procfs fallback.
