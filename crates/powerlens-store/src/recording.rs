@@ -615,11 +615,7 @@ impl RecordingReader {
     /// Whether the symbol cache still matches the checksum saved with it (true when it
     /// has none: written before checksums, or empty).
     pub fn symbols_intact(&self) -> Result<bool, StoreError> {
-        let Some(stored) = self.meta(SYMBOLS_CHECKSUM)? else {
-            return Ok(true);
-        };
-        let computed = symbols_checksum(&self.conn).map_err(|e| read_error(&self.path, e))?;
-        Ok(stored.as_u64() == Some(computed as u64))
+        Ok(self.symbols_checked()?.is_some())
     }
 
     /// The symbol cache (frames resolved by an earlier report); empty when none.
