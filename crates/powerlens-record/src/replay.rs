@@ -168,7 +168,11 @@ fn decode_and_merge(
         let message = match filled {
             Ok(()) if batch.events.is_empty() => Message::End {
                 reordered: merge.reordered,
-                chunks: std::mem::take(&mut merge.chunks_read),
+                chunks: merge
+                    .streams
+                    .iter_mut()
+                    .flat_map(|s| std::mem::take(&mut s.read))
+                    .collect(),
             },
             Ok(()) => Message::Batch(batch),
             Err(e) => {
@@ -283,8 +287,6 @@ struct Merge<'a> {
     order: Option<TournamentTree>,
     last: u64,
     reordered: u64,
-    /// Every stream's `read`, once they are all used up.
-    chunks_read: Vec<ChunkIndexRow>,
 }
 
 impl<'a> Merge<'a> {
@@ -305,7 +307,6 @@ impl<'a> Merge<'a> {
             order: None,
             last: 0,
             reordered: 0,
-            chunks_read: Vec::new(),
         }
     }
 
@@ -362,11 +363,6 @@ impl<'a> Merge<'a> {
                 }
             }
             order.replace_winner(s.head_time()?);
-        }
-        if order.min_key() == TournamentTree::DONE {
-            for s in &mut self.streams {
-                self.chunks_read.append(&mut s.read);
-            }
         }
         Ok(())
     }
