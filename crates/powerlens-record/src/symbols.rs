@@ -25,8 +25,8 @@ pub struct Resolved {
     /// What the caller should tell the user: damaged stacks or symbol cache, a cache that
     /// could not be written, files that changed since the recording ended.
     pub warnings: Vec<String>,
-    /// Files left unnamed because they changed after the recording ended (their frames
-    /// show as `FILE [no symbols]`, but debug symbols are not what they lack).
+    /// Files left unnamed because they are another build than the one recorded (their
+    /// frames show as `FILE [no symbols]`, but debug symbols are not what they lack).
     pub changed_files: Vec<String>,
 }
 
