@@ -539,6 +539,16 @@ fn energy_provenance(report: &Value) -> Option<Provenance> {
     serde_json::from_value(report["energy"]["provenance"].clone()).ok()
 }
 
+/// Which side's figure is the lower ("A" on a tie), and by how many percent of the higher.
+fn lower_side(a: f64, b: f64) -> (&'static str, f64) {
+    let less = if a.max(b) > 0.0 {
+        100.0 * (a - b).abs() / a.max(b)
+    } else {
+        0.0
+    };
+    (if a <= b { "A" } else { "B" }, less)
+}
+
 fn energy(a: &Value, b: &Value, out: &mut Vec<Finding>) {
     let figures = |r: &Value| {
         Some((
@@ -556,12 +566,7 @@ fn energy(a: &Value, b: &Value, out: &mut Vec<Finding>) {
     };
     let power = |e: f64, t: f64| if t > 0.0 { e / t } else { 0.0 };
     let (pa, pb) = (power(ea, ta), power(eb, tb));
-    let which = if ea <= eb { "A" } else { "B" };
-    let saving = if ea.max(eb) > 0.0 {
-        100.0 * (ea - eb).abs() / ea.max(eb)
-    } else {
-        0.0
-    };
+    let (which, saving) = lower_side(ea, eb);
     let spans = not_whole_runs(a, b);
     let mut finding = match spans {
         None => format!(
@@ -570,12 +575,7 @@ fn energy(a: &Value, b: &Value, out: &mut Vec<Finding>) {
         // A window's energy grows with the window, not with the work done in it: only the
         // power compares.
         Some(_) => {
-            let lower = if pa <= pb { "A" } else { "B" };
-            let less = if pa.max(pb) > 0.0 {
-                100.0 * (pa - pb).abs() / pa.max(pb)
-            } else {
-                0.0
-            };
+            let (lower, less) = lower_side(pa, pb);
             let verdict = if less < 0.5 {
                 "A and B draw the same power to within 0.5%".to_string()
             } else {
