@@ -194,8 +194,9 @@ pub struct ThreadRow {
     pub migrations: Option<u64>,
     pub wakeups_received: Option<WakeupCounts>,
     pub wakeups_received_total: Option<u64>,
-    /// Wake-ups the trace did not record (the row ran again after blocking with neither
-    /// wake-up nor switch-in recorded): `wakeups_received` is short of this many.
+    /// Wake-ups the trace did not record (the row ran again after blocking without its
+    /// wake-up recorded, its switch-in recorded or not): `wakeups_received` is short of
+    /// this many.
     pub unrecorded_wakeups: Option<u64>,
     pub wakeups_caused: Option<u64>,
     pub idle_wakeups: Option<u64>,
@@ -230,8 +231,9 @@ pub struct ProcessRow {
     pub migrations: Option<u64>,
     pub wakeups_received: Option<WakeupCounts>,
     pub wakeups_received_total: Option<u64>,
-    /// Wake-ups the trace did not record (the row ran again after blocking with neither
-    /// wake-up nor switch-in recorded): `wakeups_received` is short of this many.
+    /// Wake-ups the trace did not record (the row ran again after blocking without its
+    /// wake-up recorded, its switch-in recorded or not): `wakeups_received` is short of
+    /// this many.
     pub unrecorded_wakeups: Option<u64>,
     pub wakeups_caused: Option<u64>,
     pub idle_wakeups: Option<u64>,
@@ -312,8 +314,8 @@ pub struct CpuReport {
     /// which figures stand in; `None` when the trace has it.
     #[serde(default)]
     pub idle_trace_unavailable: Option<String>,
-    /// Threads that ran here after blocking with neither their wake-up nor their switch-in
-    /// recorded (the switch-in inferred): the wake-ups received here are short of this many.
+    /// Threads that ran here after blocking without their wake-up recorded (their
+    /// switch-in recorded or inferred): the wake-ups received here are short of this many.
     #[serde(default)]
     pub unrecorded_wakeups: u64,
     /// Why, when `unrecorded_wakeups` is above zero.
