@@ -632,14 +632,17 @@ impl EventContext {
         (self.stack != ABSENT).then_some(self.stack)
     }
 
-    /// The [`EventKind::Stack`] record folded into `event`, as the chunk stored it: right
-    /// after it, with its time, CPU and context.
-    pub fn stack_record(self, event: &Event) -> Option<Event> {
-        self.stack().map(|id| Event {
+    /// The records `event` was decoded from, each with its thread: the event, then the
+    /// [`EventKind::Stack`] record folded into it (with its time, CPU and context).
+    pub fn records(self, event: &Event) -> impl Iterator<Item = (Event, Option<Tid>)> {
+        let stack = self.stack().map(|id| Event {
             time_ns: event.time_ns,
             cpu: event.cpu,
             kind: EventKind::Stack { id },
-        })
+        });
+        std::iter::once(*event)
+            .chain(stack)
+            .map(move |e| (e, self.thread()))
     }
 }
 
@@ -649,9 +652,7 @@ pub fn unfold(events: &[Event], contexts: &[EventContext]) -> Vec<(Event, Option
     events
         .iter()
         .zip(contexts)
-        .flat_map(|(e, c)| {
-            std::iter::once((*e, c.thread())).chain(c.stack_record(e).map(|s| (s, c.thread())))
-        })
+        .flat_map(|(e, c)| c.records(e))
         .collect()
 }
 
@@ -664,7 +665,7 @@ pub fn unfold(events: &[Event], contexts: &[EventContext]) -> Vec<(Event, Option
 ///
 /// A `Stack` record is folded into the event before it (the same perf sample: the same
 /// time, CPU and context), so that the merge and the analyses handle a quarter fewer
-/// events; [`EventContext::stack_record`] gives it back. One that follows no event of the
+/// events; [`EventContext::records`] gives it back. One that follows no event of the
 /// chunk, or an event that has a stack already, stays a record of its own.
 ///
 /// A whole chunk at once rather than an event per call: the decoding state stays in

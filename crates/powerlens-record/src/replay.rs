@@ -136,9 +136,8 @@ pub fn replay(
 /// [`EventKind::Stack`] right after its event, to [`replay`].
 pub fn unfolded(mut f: impl FnMut(&Event, Option<Tid>)) -> impl FnMut(&Event, EventContext) {
     move |e, context| {
-        f(e, context.thread());
-        if let Some(stack) = context.stack_record(e) {
-            f(&stack, context.thread());
+        for (record, thread) in context.records(e) {
+            f(&record, thread);
         }
     }
 }
