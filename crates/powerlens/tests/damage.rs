@@ -272,11 +272,14 @@ fn a_damaged_recording_is_an_error_or_a_flagged_report_never_a_panic() {
         &rec,
         dir.path(),
         &[
-            "UPDATE samples SET data = replace(data, '1', '2') WHERE rowid = (SELECT max(rowid) FROM samples)",
+            // Each change changes a value whatever the recording holds: a `replace` of a
+            // digit the text lacks changed nothing, and a report without a warning then
+            // failed the case (the stop's `replace` did, once in about 14 runs).
+            "UPDATE samples SET data = replace(data, '1', '2') WHERE rowid = (SELECT max(rowid) FROM samples WHERE data LIKE '%1%')",
             "UPDATE threads SET pid = pid + 1 WHERE rowid = (SELECT max(rowid) FROM threads)",
             "UPDATE chunks SET cpu = 1 - cpu WHERE seq = (SELECT max(seq) FROM chunks)",
             "UPDATE chunks SET first_ns = first_ns - 1000000 WHERE seq = (SELECT min(seq) FROM chunks)",
-            "UPDATE meta SET value = replace(value, '1', '2') WHERE key = 'stop'",
+            "UPDATE meta SET value = replace(value, '\"monotonic_ns\":', '\"monotonic_ns\":1') WHERE key = 'stop'",
             "UPDATE symbols SET function = 'x' || function WHERE function IS NOT NULL",
         ],
     );
