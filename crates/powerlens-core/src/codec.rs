@@ -657,56 +657,147 @@ pub fn unfold(events: &[Event], contexts: &[EventContext]) -> Vec<(Event, Option
 }
 
 /// Decodes one chunk, appending its events to `events` and, for each, its
-/// [`EventContext`] to `contexts`: the thread that was current on its CPU when it fired
-/// (for merging the CPUs' chunks by time), and its stack. The checksum is verified before
-/// the first event. Bytes that pass it and still do not parse (a foreign encoder) are an
-/// error, and the events before them stay appended, so that a reader can deliver what came
-/// before the damage.
+/// [`EventContext`]: the thread that was current on its CPU when it fired (for merging the
+/// CPUs' chunks by time), and its stack. The checksum is verified before the first event.
+/// Bytes that pass it and still do not parse (a foreign encoder) are an error, and the
+/// events before them stay appended, so that a reader can deliver what came before the
+/// damage. [`ChunkDecoder`] decodes a chunk an event or a run of events at a time.
 ///
 /// A `Stack` record is folded into the event before it (the same perf sample: the same
 /// time, CPU and context), so that the merge and the analyses handle a quarter fewer
 /// events; [`EventContext::records`] gives it back. One that follows no event of the
 /// chunk, or an event that has a stack already, stays a record of its own.
-///
-/// A whole chunk at once rather than an event per call: the decoding state stays in
-/// registers, and the merge reads events stored long before instead of the one just
-/// written (a store-forwarding stall per event when it read the decoder's fresh output).
 pub fn decode_chunk_in_context(
     data: &[u8],
     events: &mut Vec<Event>,
     contexts: &mut Vec<EventContext>,
 ) -> Result<(), CodecError> {
-    let body_len = checked_body_len(data)?;
-    let mut r = Reader {
-        data: &data[..body_len],
-        pos: 0,
-    };
-    let (mut state, tables) = read_header(&mut r)?;
-    events.reserve(state.left as usize);
-    contexts.reserve(state.left as usize);
-    let first = events.len();
-    while state.left > 0 {
-        let (event, thread) = state.next_event(&mut r, &tables)?;
-        let context = EventContext::new(thread, None);
-        if let EventKind::Stack { id } = event.kind {
-            if events.len() > first {
-                let last = events.len() - 1;
-                let before = &mut contexts[last];
-                if events[last].time_ns == event.time_ns
-                    && events[last].cpu == event.cpu
-                    && before.thread == context.thread
-                    && before.stack == ABSENT
-                    && id != ABSENT
-                {
-                    before.stack = id;
-                    continue;
-                }
-            }
-        }
+    let mut decoder = ChunkDecoder::new(data)?;
+    events.reserve(decoder.records_left() as usize);
+    contexts.reserve(decoder.records_left() as usize);
+    // Only an event at the very end of time stops the run before the chunk's end.
+    while let Some((event, context)) =
+        decoder.decode_before(u64::MAX, usize::MAX, events, contexts)?
+    {
         events.push(event);
         contexts.push(context);
     }
-    Ok(state.check_end(&r)?)
+    Ok(())
+}
+
+/// A chunk being decoded an event, or a run of events, at a time. The replay merges the
+/// CPUs' chunks by decoding each CPU's run of events straight into the merged batch
+/// ([`ChunkDecoder::decode_before`]): no chunk is decoded whole into a buffer of its own
+/// that the merge would copy from.
+pub struct ChunkDecoder<D> {
+    /// The chunk, CRC trailer included.
+    data: D,
+    /// Where the CRC trailer starts.
+    body_len: usize,
+    /// Where the next event starts.
+    pos: usize,
+    state: DecodeState,
+    tables: Tables,
+}
+
+impl<D: AsRef<[u8]>> ChunkDecoder<D> {
+    /// Checks the chunk's checksum and reads its header and tables.
+    pub fn new(data: D) -> Result<Self, CodecError> {
+        let body_len = checked_body_len(data.as_ref())?;
+        let mut r = Reader {
+            data: &data.as_ref()[..body_len],
+            pos: 0,
+        };
+        let (state, tables) = read_header(&mut r)?;
+        let pos = r.pos;
+        Ok(ChunkDecoder {
+            data,
+            body_len,
+            pos,
+            state,
+            tables,
+        })
+    }
+
+    /// Records not decoded yet (a stack counts apart from the event it folds into).
+    pub fn records_left(&self) -> u64 {
+        self.state.left
+    }
+
+    /// The next event with its context, `None` after the last one (where the chunk must
+    /// end: trailing bytes are an error). After an error the decoder gives nothing more.
+    pub fn next_event(&mut self) -> Result<Option<(Event, EventContext)>, CodecError> {
+        self.decode_before(0, 0, &mut Vec::new(), &mut Vec::new())
+    }
+
+    /// Appends the events that come before `limit`, at most `max` of them, with their
+    /// contexts; returns the one that stopped it (the first at or after `limit`, or the
+    /// one after the `max`-th), decoded, or `None` when the chunk ended first. On an error
+    /// the events decoded before it stay appended, and the decoder gives nothing more.
+    #[inline]
+    pub fn decode_before(
+        &mut self,
+        limit: u64,
+        max: usize,
+        events: &mut Vec<Event>,
+        contexts: &mut Vec<EventContext>,
+    ) -> Result<Option<(Event, EventContext)>, CodecError> {
+        let mut r = Reader {
+            data: &self.data.as_ref()[..self.body_len],
+            pos: self.pos,
+        };
+        let state = &mut self.state;
+        let tables = &self.tables;
+        let mut appended = 0;
+        let result = loop {
+            match decode_one(state, tables, &mut r) {
+                Ok(Some((event, context))) if event.time_ns < limit && appended < max => {
+                    events.push(event);
+                    contexts.push(context);
+                    appended += 1;
+                }
+                other => break other,
+            }
+        };
+        self.pos = r.pos;
+        if result.is_err() {
+            self.state.left = 0;
+        }
+        Ok(result?)
+    }
+}
+
+/// The next event of a chunk and its context, with the stack record that follows it
+/// folded in; `None` after the last event, once the chunk is checked to end there.
+#[inline(always)]
+fn decode_one(
+    state: &mut DecodeState,
+    tables: &Tables,
+    r: &mut Reader<'_>,
+) -> Res<Option<(Event, EventContext)>> {
+    if state.left == 0 {
+        state.check_end(r)?;
+        return Ok(None);
+    }
+    let (event, thread) = state.next_event(r, tables)?;
+    let mut context = EventContext::new(thread, None);
+    // The stack recorded with this event follows it at once: a stack record with the same
+    // time (delta 0), CPU and context (no flags).
+    if state.left > 0 && state.version >= 2 && r.data.get(r.pos..r.pos + 2) == Some(&[STACK, 0]) {
+        let mut id = Reader {
+            data: r.data,
+            pos: r.pos + 2,
+        };
+        // A malformed id, or one no table has, is left to be read as written.
+        if let Ok(stack) = id.varint_u32() {
+            if stack != ABSENT {
+                context.stack = stack;
+                r.pos = id.pos;
+                state.left -= 1;
+            }
+        }
+    }
+    Ok(Some((event, context)))
 }
 
 pub(crate) struct Reader<'a> {

@@ -1,15 +1,15 @@
 //! Reading a recording back as one time-ordered event stream. A decode thread reads each
-//! CPU's chunks, decodes them and merges the CPUs by time (a k-way merge on a tournament tree)
-//! into batches; this thread only walks the batches and feeds the caller. On two cores the
-//! work splits about evenly: reading, decoding and merging there, the analysis here.
-//! Buffers go back and forth between the threads instead of being allocated per chunk, so
-//! memory holds one decoded chunk per CPU and a few batches whatever the length of the
-//! recording.
+//! CPU's chunks and merges the CPUs by time (a k-way merge on a tournament tree) into
+//! batches, decoding each CPU's run of events straight into the batch; this thread only
+//! walks the batches and feeds the caller. On two cores the work splits between reading,
+//! decoding and merging there and the analysis here. Batches go back and forth between the
+//! threads instead of being allocated, so memory holds one encoded chunk per CPU and a few
+//! batches whatever the length of the recording.
 
 use std::sync::mpsc::{self, Receiver, SyncSender};
 
 use anyhow::{anyhow, Context};
-use powerlens_core::codec::{decode_chunk_in_context, CodecError, EventContext};
+use powerlens_core::codec::{ChunkDecoder, CodecError, EventContext};
 use powerlens_core::sched::event::{Event, EventKind, Tid};
 use powerlens_store::recording::{ChunkCursor, ChunkIndexRow, RecordingReader};
 
@@ -189,87 +189,92 @@ fn decode_and_merge(
     }
 }
 
-/// One CPU's events: its current chunk, decoded, and where the merge stands in it.
+/// One CPU's events: its current chunk being decoded, and its next event (the head the
+/// merge compares), decoded already.
 struct Stream<'a> {
     cpu: u32,
     cursor: ChunkCursor<'a>,
-    events: Vec<Event>,
-    contexts: Vec<EventContext>,
-    /// The next event to merge, an index into `events`.
-    next: usize,
-    /// The chunk's decoding failed after `events`: the error, delivered once they are.
+    /// The chunk being decoded, and its first event's time (for error messages).
+    chunk: Option<(ChunkDecoder<Vec<u8>>, u64)>,
+    /// The next event; `None` once the stream ended or failed.
+    head: Option<(Event, EventContext)>,
+    /// Decoding failed after `head` (or after the events delivered, when there is no
+    /// head): the error, delivered once they are.
     failed: Option<anyhow::Error>,
     /// The index rows of the chunks read so far.
     read: Vec<ChunkIndexRow>,
 }
 
 impl Stream<'_> {
-    /// The time of the next event ([`TournamentTree::DONE`] after the last one), reading
-    /// and decoding the next chunk when this one is used up.
-    #[inline]
+    /// The time of the next event, [`TournamentTree::DONE`] after the last one; the error
+    /// once the events before it are delivered.
     fn head_time(&mut self) -> anyhow::Result<u64> {
-        match self.events.get(self.next) {
-            Some(e) => Ok(e.time_ns),
-            None => self.next_chunk(),
+        match (&self.head, self.failed.take()) {
+            (Some((e, _)), _) => Ok(e.time_ns),
+            (None, Some(e)) => Err(e),
+            (None, None) => Ok(TournamentTree::DONE),
         }
     }
 
-    #[inline(never)]
-    fn next_chunk(&mut self) -> anyhow::Result<u64> {
-        if let Some(e) = self.failed.take() {
-            return Err(e);
+    /// Appends to `batch` the head and the events after it that come before `limit`
+    /// (at most `room` in all), decoding them straight into the batch, and decodes the
+    /// new head (reading the next chunk when this one ends).
+    fn run_into(&mut self, limit: u64, room: usize, batch: &mut Batch) {
+        let Some((head, context)) = self.head.take() else {
+            return;
+        };
+        batch.events.push(head);
+        batch.contexts.push(context);
+        let next = match &mut self.chunk {
+            Some((decoder, first_ns)) => decoder
+                .decode_before(limit, room - 1, &mut batch.events, &mut batch.contexts)
+                .map_err(|e| corrupt(self.cpu, *first_ns, e)),
+            None => Ok(None),
+        };
+        match next {
+            Ok(Some(head)) => self.head = Some(head),
+            Ok(None) => self.next_chunk(),
+            Err(e) => self.fail(e),
         }
+    }
+
+    /// Reads chunks until one has an event: its first event becomes the head.
+    #[inline(never)]
+    fn next_chunk(&mut self) {
         let cpu = self.cpu;
-        self.events.clear();
-        self.contexts.clear();
-        self.next = 0;
-        while self.events.is_empty() {
-            let Some(chunk) = self
-                .cursor
-                .next_chunk()
-                .with_context(|| format!("reading cpu{cpu}'s events"))?
-            else {
-                return Ok(TournamentTree::DONE);
+        self.chunk = None;
+        loop {
+            let chunk = match self.cursor.next_chunk() {
+                Ok(Some(chunk)) => chunk,
+                Ok(None) => return,
+                Err(e) => {
+                    return self
+                        .fail(anyhow::Error::new(e).context(format!("reading cpu{cpu}'s events")))
+                }
             };
             self.read.push(chunk.index_row());
-            let decoded =
-                decode_chunk_in_context(&chunk.data, &mut self.events, &mut self.contexts)
-                    .map_err(|e| corrupt(cpu, chunk.first_ns, e));
-            let decoded = decoded.and_then(|()| self.check_cpus(chunk.first_ns));
-            if let Err(e) = decoded {
-                if self.events.is_empty() {
-                    return Err(e);
+            let first_ns = chunk.first_ns;
+            let head = ChunkDecoder::new(chunk.data).and_then(|mut decoder| {
+                let head = decoder.next_event()?;
+                self.chunk = Some((decoder, first_ns));
+                Ok(head)
+            });
+            match head {
+                Ok(Some(head)) => {
+                    self.head = Some(head);
+                    return;
                 }
-                self.failed = Some(e);
+                Ok(None) => {}
+                Err(e) => return self.fail(corrupt(cpu, first_ns, e)),
             }
         }
-        Ok(self.events[0].time_ns)
     }
-}
 
-impl Stream<'_> {
-    /// Keeps the events before the first that names a CPU no machine has. A chunk passes
-    /// its checksum when it was written that way, and the analyses keep a table per CPU up
-    /// to the highest number they see: CPU 4000000000 in a crafted chunk would have asked
-    /// for gigabytes.
-    fn check_cpus(&mut self, first_ns: u64) -> anyhow::Result<()> {
-        let max = powerlens_sys::sysfs::MAX_CPU;
-        let Some((at, cpu)) = self.events.iter().enumerate().find_map(|(i, e)| {
-            let named = match e.kind {
-                EventKind::Wakeup { target_cpu, .. } => target_cpu.max(e.cpu),
-                EventKind::Migrate { from, to, .. } => from.max(to).max(e.cpu),
-                _ => e.cpu,
-            };
-            (named > max).then_some((i, named))
-        }) else {
-            return Ok(());
-        };
-        self.events.truncate(at);
-        self.contexts.truncate(at);
-        Err(anyhow!(
-            "cpu{}'s chunk at {first_ns} ns names CPU {cpu}, more than any machine has (the recording is damaged; events before it were read)",
-            self.cpu
-        ))
+    /// The stream ends with `e`, after the events already decoded.
+    fn fail(&mut self, e: anyhow::Error) {
+        self.chunk = None;
+        self.head = None;
+        self.failed = Some(e);
     }
 }
 
@@ -296,9 +301,8 @@ impl<'a> Merge<'a> {
                 .map(|&cpu| Stream {
                     cpu,
                     cursor: reader.chunks(cpu),
-                    events: Vec::new(),
-                    contexts: Vec::new(),
-                    next: 0,
+                    chunk: None,
+                    head: None,
                     failed: None,
                     read: Vec::new(),
                 })
@@ -310,9 +314,9 @@ impl<'a> Merge<'a> {
     }
 
     /// Appends merged events to `batch` until it holds [`BATCH_EVENTS`] or every stream
-    /// is used up. The leading stream's events are copied a run at a time: as long as its
-    /// next event still comes before every other stream's head (a CPU's burst of events
-    /// between two of another's).
+    /// is used up. The leading stream's events are decoded into the batch a run at a
+    /// time: as long as its next event still comes before every other stream's head (a
+    /// CPU's burst of events between two of another's).
     fn fill(&mut self, batch: &mut Batch) -> anyhow::Result<()> {
         if self.streams.is_empty() {
             return Ok(());
@@ -323,48 +327,96 @@ impl<'a> Merge<'a> {
                 let heads = self
                     .streams
                     .iter_mut()
-                    .map(Stream::head_time)
+                    .map(|s| {
+                        s.next_chunk();
+                        s.head_time()
+                    })
                     .collect::<anyhow::Result<Vec<u64>>>()?;
                 self.order.insert(TournamentTree::new(heads))
             }
         };
         while batch.events.len() < BATCH_EVENTS && order.min_key() != TournamentTree::DONE {
             let winner = order.winner();
-            let runner_up = order.runner_up();
+            let (next_t, next_stream) = order.runner_up();
+            // The winner's events go on while they come before the runner-up's head; on
+            // equal times the lower stream goes first.
+            let limit = if winner < next_stream {
+                next_t.saturating_add(1)
+            } else {
+                next_t
+            };
             let s = &mut self.streams[winner];
-            let room = BATCH_EVENTS - batch.events.len();
-            let from = s.next;
-            let end = s.events.len().min(from + room);
-            let to = from
-                + 1
-                + s.events[from + 1..end]
-                    .iter()
-                    .take_while(|e| (e.time_ns, winner) < runner_up)
-                    .count();
             let first = batch.events.len();
-            batch.events.extend_from_slice(&s.events[from..to]);
-            batch.contexts.extend_from_slice(&s.contexts[from..to]);
-            s.next = to;
-            // A record nested by an interrupt across a drain boundary can come a few
-            // microseconds before one already delivered: it takes that one's time, so the
-            // analysis always sees time move forward.
-            for (e, context) in batch.events[first..]
-                .iter_mut()
-                .zip(&batch.contexts[first..])
-            {
-                let records = 1 + context.stack().is_some() as u64;
-                batch.records += records;
-                if e.time_ns < self.last {
-                    self.reordered += records;
-                    e.time_ns = self.last;
-                } else {
-                    self.last = e.time_ns;
-                }
-            }
+            s.run_into(limit, BATCH_EVENTS - first, batch);
+            let checked = check_run(s.cpu, &mut batch.events, &mut batch.contexts, first);
+            let (records, reordered) = keep_time_forward(
+                &mut batch.events[first..],
+                &batch.contexts[first..],
+                &mut self.last,
+            );
+            batch.records += records;
+            self.reordered += reordered;
+            checked?;
             order.replace_winner(s.head_time()?);
         }
         Ok(())
     }
+}
+
+/// Keeps the events of a run from `first` on up to the first that names a CPU no machine
+/// has, which ends the stream with an error. A chunk passes its checksum when it was
+/// written that way, and the analyses keep a table per CPU up to the highest number they
+/// see: CPU 4000000000 in a crafted chunk would have asked for gigabytes.
+fn check_run(
+    cpu: u32,
+    events: &mut Vec<Event>,
+    contexts: &mut Vec<EventContext>,
+    first: usize,
+) -> anyhow::Result<()> {
+    let max = powerlens_sys::sysfs::MAX_CPU;
+    let Some((at, named)) = events[first..].iter().enumerate().find_map(|(i, e)| {
+        let named = match e.kind {
+            EventKind::Wakeup { target_cpu, .. } => target_cpu.max(e.cpu),
+            EventKind::Migrate { from, to, .. } => from.max(to).max(e.cpu),
+            _ => e.cpu,
+        };
+        (named > max).then_some((first + i, named))
+    }) else {
+        return Ok(());
+    };
+    let time = events[at].time_ns;
+    events.truncate(at);
+    contexts.truncate(at);
+    Err(anyhow!(
+        "cpu{cpu}'s event at {time} ns names CPU {named}, more than any machine has (the recording is damaged; events before it were read)"
+    ))
+}
+
+/// Counts the records of a run (events and the stacks folded into them) and moves any
+/// that came earlier than one already delivered (`last`, the latest time delivered) to
+/// that time: a record nested by an interrupt across a drain boundary can come a few
+/// microseconds early, and the analysis must always see time move forward. Returns the
+/// records, and how many of them were moved.
+#[inline(always)]
+fn keep_time_forward(
+    events: &mut [Event],
+    contexts: &[EventContext],
+    last: &mut u64,
+) -> (u64, u64) {
+    let mut latest = *last;
+    let (mut records, mut reordered) = (0, 0);
+    for (e, context) in events.iter_mut().zip(contexts) {
+        let r = 1 + context.stack().is_some() as u64;
+        records += r;
+        if e.time_ns < latest {
+            reordered += r;
+            e.time_ns = latest;
+        } else {
+            latest = e.time_ns;
+        }
+    }
+    *last = latest;
+    (records, reordered)
 }
 
 #[cfg(test)]
