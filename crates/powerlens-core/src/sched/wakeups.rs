@@ -261,7 +261,8 @@ pub struct WakeupAnalysis {
     seq: u64,
     start_ns: Option<u64>,
     last_ns: u64,
-    /// Stack id → the id its causes are grouped under (see [`WakeupAnalysis::group_stacks`]).
+    /// Stack id → the id its causes are grouped under (see [`WakeupAnalysis::group_stacks`]),
+    /// applied when the analysis finishes.
     stack_group: Vec<StackId>,
     /// Timer callbacks left out (the recorder's own sampling timer), and their expiries.
     ignored_callbacks: Vec<u64>,
@@ -276,10 +277,12 @@ impl WakeupAnalysis {
     /// Groups causes by `group[stack]` instead of by exact stack: the report maps every
     /// stack to the first one with the same innermost user function, so that a sleep loop
     /// is one timer cause even when its kernel frames (or an unwound frame) vary between
-    /// iterations. Stacks beyond the table keep their own id.
-    pub fn group_stacks(mut self, group: Vec<StackId>) -> Self {
+    /// iterations. Stacks beyond the table keep their own id. The grouping is applied when
+    /// the analysis finishes, so it can be given after the events (the report resolves the
+    /// recording's stacks while they stream): the causes are the same as if every stack
+    /// had been grouped as it came.
+    pub fn group_stacks(&mut self, group: Vec<StackId>) {
         self.stack_group = group;
-        self
     }
 
     /// Leaves out the expiries of timers with this callback: the recorder's own cpu-clock
@@ -296,8 +299,61 @@ impl WakeupAnalysis {
         self.ignored_expiries
     }
 
-    fn stack_key(&self, id: StackId) -> StackId {
-        self.stack_group.get(id as usize).copied().unwrap_or(id)
+    /// The key its causes are grouped under: `key` with its stack grouped.
+    fn grouped(&self, key: Key) -> Key {
+        let group = |stack: Option<StackId>| {
+            stack.map(|id| self.stack_group.get(id as usize).copied().unwrap_or(id))
+        };
+        match key {
+            Key::Timer {
+                stack,
+                function,
+                armed_by,
+                cpu,
+            } => Key::Timer {
+                stack: group(stack),
+                function,
+                armed_by,
+                cpu,
+            },
+            Key::Ipi { waker, stack } => Key::Ipi {
+                waker,
+                stack: group(stack),
+            },
+            Key::Thread { waker, stack } => Key::Thread {
+                waker,
+                stack: group(stack),
+            },
+            key @ (Key::Irq(_) | Key::SoftIrq(_)) => key,
+        }
+    }
+
+    /// The groups in first-seen order, their stacks grouped ([`WakeupAnalysis::group_stacks`]):
+    /// groups whose keys become one add up, their expiry times merged in time order (the
+    /// first [`MAX_EXPIRY_TIMES`] of the merged group are among each member's first ones).
+    fn grouped_groups(&mut self) -> Vec<(Key, Group)> {
+        let mut out: Vec<(Key, Group)> = Vec::with_capacity(self.order.len());
+        let mut index: KeyMap<Key, usize> = KeyMap::default();
+        for key in std::mem::take(&mut self.order) {
+            let g = self
+                .groups
+                .remove(&key)
+                .expect("every ordered key has a group");
+            let key = self.grouped(key);
+            match index.entry(key) {
+                std::collections::hash_map::Entry::Vacant(v) => {
+                    v.insert(out.len());
+                    out.push((key, g));
+                }
+                std::collections::hash_map::Entry::Occupied(o) => {
+                    let merged = &mut out[*o.get()].1;
+                    merged.count += g.count;
+                    merged.expiries += g.expiries;
+                    merged.times = merge_sorted(&merged.times, &g.times, MAX_EXPIRY_TIMES);
+                }
+            }
+        }
+        out
     }
 
     /// Called several times per event: the common case is one bounds check, the growth
@@ -332,6 +388,22 @@ impl WakeupAnalysis {
     /// the event's CPU, from the perf sample header), in time order.
     #[inline]
     pub fn feed_in_context(&mut self, e: &Event, context: Option<Tid>) {
+        self.feed(e, context, None)
+    }
+
+    /// [`WakeupAnalysis::feed_in_context`] with the stack recorded with the event (the
+    /// decoder folds a stack record into its event: the same as feeding the record right
+    /// after it).
+    #[inline]
+    pub fn feed_with_stack(&mut self, e: &Event, context: Option<Tid>, stack: Option<StackId>) {
+        self.feed(e, context, stack)
+    }
+
+    /// The event and its stack, if one was folded into it: a waker's or an arming stack is
+    /// kept at once rather than through [`Last`], which only a stack record of its own
+    /// (an unfolded one) goes through.
+    #[inline(always)]
+    fn feed(&mut self, e: &Event, context: Option<Tid>, stack: Option<StackId>) {
         let t = e.time_ns.max(self.last_ns);
         self.start_ns.get_or_insert(t);
         self.last_ns = t;
@@ -397,13 +469,11 @@ impl WakeupAnalysis {
                     self.cpu(target);
                     let tc = &mut self.cpus[target as usize];
                     if tc.current == Some(IDLE_TID) && tc.remote.is_none() {
-                        tc.remote = Some(RemoteWake {
-                            waker,
-                            stack: None,
-                            seq,
-                        });
+                        tc.remote = Some(RemoteWake { waker, stack, seq });
                     }
-                    self.cpu(cpu).last = Last::Wakeup { target, seq };
+                    if stack.is_none() {
+                        self.cpu(cpu).last = Last::Wakeup { target, seq };
+                    }
                 }
             }
             EventKind::TimerArm { timer, .. } => {
@@ -420,30 +490,19 @@ impl WakeupAnalysis {
                     *owner = None;
                 }
                 let tid = *owner;
-                let c = self.cpu(cpu);
-                c.last = Last::Arm { timer: *timer };
-                self.armed.insert(*timer, Armed { tid, stack: None });
+                if stack.is_none() {
+                    self.cpu(cpu).last = Last::Arm { timer: *timer };
+                }
+                self.armed.insert(*timer, Armed { tid, stack });
             }
             EventKind::Stack { id } => self.stack_of(last, *id),
             _ => {}
         }
     }
 
-    /// [`WakeupAnalysis::feed_in_context`] with the stack recorded with the event (the
-    /// decoder folds a stack record into its event: the same as feeding the record right
-    /// after it).
-    #[inline]
-    pub fn feed_with_stack(&mut self, e: &Event, context: Option<Tid>, stack: Option<StackId>) {
-        self.feed_in_context(e, context);
-        if let Some(id) = stack {
-            let last = std::mem::replace(&mut self.cpu(e.cpu).last, Last::Other);
-            self.stack_of(last, id);
-        }
-    }
-
     /// A stack recorded with the event before it on its CPU, which left `last`.
     fn stack_of(&mut self, last: Last, id: StackId) {
-        match (last, self.stack_key(id)) {
+        match (last, id) {
             (Last::Wakeup { target, seq }, id) => {
                 if let Some(r) = self
                     .cpus
@@ -563,7 +622,7 @@ impl WakeupAnalysis {
     /// The causes, most idle exits first (then most expiries). Timer groups are listed
     /// when they caused an exit or expired often enough to have a period; per-second
     /// figures are over `end_ns` − the first event.
-    pub fn finish(self, end_ns: u64) -> Vec<WakeupCause> {
+    pub fn finish(mut self, end_ns: u64) -> Vec<WakeupCause> {
         let start = self.start_ns.unwrap_or(end_ns);
         let elapsed_s = (end_ns.max(self.last_ns) - start) as f64 / 1e9;
         let rate = |n: u64| {
@@ -573,10 +632,8 @@ impl WakeupAnalysis {
                 0.0
             }
         };
-        let mut groups = self.groups;
         let mut out: Vec<(WakeupCause, Vec<u64>)> = Vec::new();
-        for key in self.order {
-            let g = groups.remove(&key).expect("every ordered key has a group");
+        for (key, g) in self.grouped_groups() {
             let is_timer = matches!(key, Key::Timer { .. });
             if g.count == 0 && !(is_timer && g.expiries > MIN_PERIODIC_SAMPLES as u64) {
                 continue;
@@ -634,6 +691,22 @@ impl WakeupAnalysis {
         });
         causes
     }
+}
+
+/// The first `max` times of two ascending lists, merged in order.
+fn merge_sorted(a: &[u64], b: &[u64], max: usize) -> Vec<u64> {
+    let mut out = Vec::with_capacity((a.len() + b.len()).min(max));
+    let (mut i, mut j) = (0, 0);
+    while out.len() < max && (i < a.len() || j < b.len()) {
+        if j == b.len() || (i < a.len() && a[i] <= b[j]) {
+            out.push(a[i]);
+            i += 1;
+        } else {
+            out.push(b[j]);
+            j += 1;
+        }
+    }
+    out
 }
 
 /// Median interval (ns) of successive times and whether they are periodic.
@@ -769,24 +842,51 @@ mod tests {
 
     struct Stream {
         a: WakeupAnalysis,
+        /// Every record fed, for feeding them again another way.
+        fed: Vec<(Event, Option<Tid>)>,
     }
 
     impl Stream {
         fn new() -> Self {
             Stream {
                 a: WakeupAnalysis::new(),
+                fed: Vec::new(),
             }
         }
         fn ev(&mut self, t: u64, cpu: u32, ctx: Tid, kind: EventKind) -> &mut Self {
-            self.a.feed_in_context(
-                &Event {
-                    time_ns: t,
-                    cpu,
-                    kind,
-                },
-                Some(ctx),
-            );
+            let e = Event {
+                time_ns: t,
+                cpu,
+                kind,
+            };
+            self.a.feed_in_context(&e, Some(ctx));
+            self.fed.push((e, Some(ctx)));
             self
+        }
+        /// The causes of the same records fed as the decoder delivers them: each stack
+        /// record folded into the event before it on its CPU, at its time and context.
+        fn folded_causes(&self, end_ns: u64) -> Vec<WakeupCause> {
+            let mut a = WakeupAnalysis::new();
+            let mut records = self.fed.iter().peekable();
+            while let Some((e, ctx)) = records.next() {
+                let stack = match records.peek() {
+                    Some((next, next_ctx))
+                        if !matches!(e.kind, EventKind::Stack { .. })
+                            && (next.time_ns, next.cpu, *next_ctx) == (e.time_ns, e.cpu, *ctx) =>
+                    {
+                        match next.kind {
+                            EventKind::Stack { id } => {
+                                records.next();
+                                Some(id)
+                            }
+                            _ => None,
+                        }
+                    }
+                    _ => None,
+                };
+                a.feed_with_stack(e, *ctx, stack);
+            }
+            a.finish(end_ns)
         }
         fn switch(&mut self, t: u64, cpu: u32, prev: Tid, next: Tid) -> &mut Self {
             let how = SwitchedOut::Blocked;
@@ -830,12 +930,25 @@ mod tests {
         /// A thread `tid` on `cpu` that sleeps on a timer armed with stack 7 and is woken by
         /// it every `period` for `n` periods, starting at `t0`, the CPU idle in between.
         fn periodic_sleeper(&mut self, cpu: u32, tid: Tid, t0: u64, period: u64, n: u64) {
+            self.periodic_sleeper_at(cpu, tid, t0, period, n, &[7]);
+        }
+        /// [`Stream::periodic_sleeper`], arming its timer at `stacks[k % len]` in period k.
+        fn periodic_sleeper_at(
+            &mut self,
+            cpu: u32,
+            tid: Tid,
+            t0: u64,
+            period: u64,
+            n: u64,
+            stacks: &[StackId],
+        ) {
             for k in 0..n {
                 let t = t0 + k * period;
                 // Runs 50 µs, arms its timer (a different address each time, like an
                 // on-stack hrtimer_sleeper), sleeps.
+                let stack = stacks[k as usize % stacks.len()];
                 self.switch(t, cpu, IDLE_TID, tid)
-                    .arm(t + 40 * US, cpu, tid, 0x1000 + k, 7)
+                    .arm(t + 40 * US, cpu, tid, 0x1000 + k, stack)
                     .switch(t + 50 * US, cpu, tid, IDLE_TID)
                     .timer_fires(t + period - 3 * US, cpu, 0x1000 + k, 0xf00)
                     .wake(t + period - 2 * US, cpu, IDLE_TID, tid, cpu);
@@ -866,6 +979,48 @@ mod tests {
         assert_eq!(c.periodic, Some(true));
         // Alone, 1 ms < 10 ms: coalescible by raising its slack.
         assert_eq!(c.coalescible, Some(true));
+    }
+
+    /// Stacks grouped after the events (as the report does, resolving the stacks while
+    /// they stream) give the causes grouping them as they came would: one timer cause for
+    /// a sleep loop whose arming stack alternates between two of one group, with the
+    /// counts added and the period of the merged expiries.
+    #[test]
+    fn stacks_grouped_at_the_end_merge_their_causes() {
+        let run = |group: Option<Vec<StackId>>| {
+            let mut s = Stream::new();
+            s.periodic_sleeper_at(0, 42, MS, MS, 100, &[7, 8]);
+            if let Some(group) = group {
+                s.a.group_stacks(group);
+            }
+            s.a.finish(101 * MS)
+        };
+        // Apart: two causes of 50 exits each, every 2 ms.
+        let apart = run(None);
+        assert_eq!(apart.len(), 2, "{apart:#?}");
+        for (c, stack) in apart.iter().zip([7, 8]) {
+            assert_eq!((c.count, c.stack_id), (50, Some(stack)));
+            assert_eq!(c.period_us, Some(2000.0));
+        }
+        // Stack 8 grouped under 7: one cause, every 1 ms, as one stack would give.
+        let grouped = run(Some(vec![0, 1, 2, 3, 4, 5, 6, 7, 7]));
+        assert_eq!(grouped.len(), 1, "{grouped:#?}");
+        let c = &grouped[0];
+        assert_eq!((c.count, c.expiries, c.stack_id), (100, Some(100), Some(7)));
+        assert_eq!(c.period_us, Some(1000.0));
+        let mut one_stack = Stream::new();
+        one_stack.periodic_sleeper(0, 42, MS, MS, 100);
+        assert_eq!(grouped, one_stack.a.finish(101 * MS));
+    }
+
+    #[test]
+    fn merged_expiry_times_keep_the_first_ones_in_order() {
+        assert_eq!(
+            merge_sorted(&[1, 4, 9], &[2, 3, 10], 10),
+            [1, 2, 3, 4, 9, 10]
+        );
+        assert_eq!(merge_sorted(&[1, 4, 9], &[2, 3, 10], 4), [1, 2, 3, 4]);
+        assert_eq!(merge_sorted(&[], &[5], 4), [5]);
     }
 
     #[test]
@@ -1069,6 +1224,35 @@ mod tests {
         assert_eq!(causes[0].armed_by_tid, None);
         assert_eq!(causes[0].expiries, Some(9));
         assert_eq!(causes[0].period_us, Some(4000.0));
+    }
+
+    /// A stack folded into its event (as the decoder delivers it) charges what the stack
+    /// record right after the event charged: the arming stack of a timer, the waker's
+    /// stack of a remote wake-up; a second stack record after a folded one changes
+    /// nothing, as it did not as a record.
+    #[test]
+    fn folded_stacks_give_the_causes_of_stack_records() {
+        let mut s = Stream::new();
+        s.periodic_sleeper_at(0, 42, MS, MS, 20, &[7, 8]);
+        // cpu1 idle; thread 50 on cpu0 wakes 51 onto it from stack 9, twice, then once
+        // with two stack records after the wake-up.
+        s.switch(0, 1, 3, IDLE_TID);
+        for (k, stacks) in [(0u64, &[9][..]), (1, &[9]), (2, &[10, 11])] {
+            let t = 30 * MS + k * 3 * MS;
+            s.wake(t, 0, 50, 51, 1);
+            for &id in stacks {
+                s.ev(t, 0, 50, EventKind::Stack { id });
+            }
+            s.switch(t + 20 * US, 1, IDLE_TID, 51)
+                .switch(t + MS, 1, 51, IDLE_TID);
+        }
+        let folded = s.folded_causes(40 * MS);
+        let causes = s.a.finish(40 * MS);
+        let threads: Vec<_> = causes.iter().filter(|c| c.kind == "thread").collect();
+        assert_eq!(threads.len(), 2, "{causes:#?}");
+        assert_eq!((threads[0].count, threads[0].stack_id), (2, Some(9)));
+        assert_eq!((threads[1].count, threads[1].stack_id), (1, Some(10)));
+        assert_eq!(causes, folded);
     }
 
     #[test]
