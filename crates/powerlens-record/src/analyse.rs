@@ -4,9 +4,7 @@
 //! commands that read recordings (`report`, `diff`, `demo`) and the recording fuzz target
 //! call this one function, so that they read a file the same way.
 
-use powerlens_core::codec::EventContext;
 use powerlens_core::sched::analysis::SchedSummary;
-use powerlens_core::sched::event::Event;
 use powerlens_core::sched::report as model;
 use powerlens_core::sched::wakeups::{self, WakeupAnalysis};
 use powerlens_core::stacks::attribution::{StackAnalysis, StackCharges};
@@ -67,122 +65,165 @@ pub fn analyse(
         ctx.target_pids = None;
     }
     let mode = reader.meta(meta::MODE)?;
-    let reduced = mode.as_ref().and_then(|m| m.as_str()) == Some(MODE_REDUCED);
-    let mut no_stacks_reason = String::new();
-    let resolved = if !opts.stacks {
-        None
-    } else if reduced {
-        no_stacks_reason = "it is a reduced recording (procfs samples, no trace); record as root or with a lower kernel.perf_event_paranoid".into();
-        None
-    } else {
-        let r = symbols::resolve(&reader, opts.roots)?;
-        if r.is_none() {
-            no_stacks_reason = match reader.meta(meta::STACKS)? {
-                Some(v) if v["recorded"] == false => format!(
-                    "they were not recorded ({})",
-                    v["reason"].as_str().unwrap_or("--no-stacks")
-                ),
-                _ => "it was recorded without them (before powerlens recorded stacks, or with --no-stacks); record again".into(),
-            };
-        }
-        r
-    };
-    if let Some(r) = &resolved {
-        for warning in &r.warnings {
-            observer.tell("warning", warning);
-        }
-        if r.symbolized > 0 {
-            observer.tell(
-                "note",
-                &format!(
-                    "symbolized {} frames (cached in the recording)",
-                    r.symbolized
-                ),
-            );
-        }
-        if let Some(note) = &r.kernel_note {
-            observer.tell("note", &format!("kernel frames are unnamed: {note}"));
-        }
-        if let Some(note) = no_symbols_note(&r.stacks, &r.changed_files) {
-            observer.tell("note", &note);
-        }
-    }
-    let mut causes = Vec::new();
-    let (summary, charges): (SchedSummary, Option<StackCharges>) = if reduced {
+    if mode.as_ref().and_then(|m| m.as_str()) == Some(MODE_REDUCED) {
         tell_content(path, reader.check_content(), observer)?;
-        (reduced::summary(&reader)?, None)
-    } else {
-        let total = reader.event_count()?;
-        if total == 0 {
-            anyhow::bail!(
-                "the recording {} holds no events: it stopped before its first commit (recordings commit every second), or nothing ran; record again",
-                path.display()
-            );
-        }
-        let stop = reader.meta(meta::STOP)?;
-        let end_ns = stop
-            .as_ref()
-            .and_then(|s| s["monotonic_ns"].as_u64())
-            .unwrap_or(0);
-        observer.pass_started(total);
-        let mut wakeups = WakeupAnalysis::new().group_stacks(
-            resolved
-                .as_ref()
-                .map(|r| r.stacks.group_by_innermost_user())
-                .unwrap_or_default(),
-        );
-        let sampling_timer = reader
-            .meta(meta::STACKS)?
-            .and_then(|v| v["sampling_timer_function"].as_u64());
-        if let Some(f) = sampling_timer {
-            wakeups = wakeups.ignore_timer_callback(f);
-        }
-        let (stats, result) = if resolved.is_some() {
-            let mut analysis = StackAnalysis::new(ctx.analysis());
-            let stats = one_pass(&reader, &mut wakeups, observer, |e, c| {
-                analysis.feed_with_stack(e, c.thread(), c.stack())
-            })?;
-            let (summary, charges) = analysis.finish(end_ns);
-            (stats, (summary, Some(charges)))
-        } else {
-            let mut analysis = ctx.analysis();
-            // Stacks folded into their events are ignored, as their records would be.
-            let stats = one_pass(&reader, &mut wakeups, observer, |e, c| {
-                analysis.feed_in_context(e, c.thread())
-            })?;
-            (stats, (analysis.finish(end_ns), None))
+        let summary = reduced::summary(&reader)?;
+        let no_stacks_reason = "it is a reduced recording (procfs samples, no trace); record as root or with a lower kernel.perf_event_paranoid";
+        let pass = Pass {
+            summary,
+            causes: Vec::new(),
+            stacks: None,
         };
-        if wakeups.ignored_expiries() > 0 {
-            observer.tell("note", &format!(
-                "{} expiries of powerlens's own cpu-clock sampling timer are left out of the wake-up causes",
-                wakeups.ignored_expiries()
-            ));
-        }
-        causes = wakeups.finish(end_ns);
-        observer.pass_ended();
-        // Checked with the chunks the pass read, not by reading them all once more before.
-        tell_content(path, reader.check_content_read(&stats.chunks), observer)?;
-        if let Some(warning) = stats.short_read(path) {
-            observer.tell("warning", &warning);
-        }
-        if let Some(note) = stats.reordered_note() {
-            observer.tell("note", &note);
-        }
-        result
+        return build(&reader, ctx, pass, opts, no_stacks_reason.into());
+    }
+    let total = reader.event_count()?;
+    if total == 0 {
+        anyhow::bail!(
+            "the recording {} holds no events: it stopped before its first commit (recordings commit every second), or nothing ran; record again",
+            path.display()
+        );
+    }
+    let end_ns = reader
+        .meta(meta::STOP)?
+        .and_then(|s| s["monotonic_ns"].as_u64())
+        .unwrap_or(0);
+    let mut wakeups = WakeupAnalysis::new();
+    let sampling_timer = reader
+        .meta(meta::STACKS)?
+        .and_then(|v| v["sampling_timer_function"].as_u64());
+    if let Some(f) = sampling_timer {
+        wakeups = wakeups.ignore_timer_callback(f);
+    }
+    // The wake-up forensics need nothing from the thread analysis: they run on the decode
+    // thread, which reads ahead while this one resolves the stacks (docs/PERFORMANCE.md).
+    let replay = replay::start(&reader, wakeups, |w, e, c| {
+        w.feed_with_stack(e, c.thread(), c.stack())
+    })?;
+    let (resolved, no_stacks_reason) = resolve_stacks(&reader, opts, observer)?;
+    observer.pass_started(total);
+    let (stats, mut wakeups, summary, charges) = if resolved.is_some() {
+        let mut analysis = StackAnalysis::new(ctx.analysis());
+        let (stats, wakeups) = replay.deliver(
+            &reader,
+            |e, c| analysis.feed_with_stack(e, c.thread(), c.stack()),
+            |n| observer.pass_at(n),
+        )?;
+        let (summary, charges) = analysis.finish(end_ns);
+        (stats, wakeups, summary, Some(charges))
+    } else {
+        let mut analysis = ctx.analysis();
+        // Stacks folded into their events are ignored, as their records would be.
+        let (stats, wakeups) = replay.deliver(
+            &reader,
+            |e, c| analysis.feed_in_context(e, c.thread()),
+            |n| observer.pass_at(n),
+        )?;
+        (stats, wakeups, analysis.finish(end_ns), None)
     };
-    let busy_s = summary.threads.iter().map(|t| t.cpu_time_ns).sum::<u64>() as f64 / 1e9;
-    let interval = (summary.start_ns, summary.end_ns);
-    ctx.energy = context::energy(&reader, interval, busy_s)?;
-    ctx.sysfs_idle = context::sysfs_idle(&reader, interval)?;
-    let mut report = model::build(&summary, &ctx);
-    report.battery = context::battery(&reader, interval, &ctx.energy, opts.battery_wh)?;
+    if wakeups.ignored_expiries() > 0 {
+        observer.tell("note", &format!(
+            "{} expiries of powerlens's own cpu-clock sampling timer are left out of the wake-up causes",
+            wakeups.ignored_expiries()
+        ));
+    }
     if let Some(r) = &resolved {
-        wakeups::resolve_timer_functions(&mut causes, &|addr| r.kernel_names.get(&addr).cloned());
+        wakeups.group_stacks(r.stacks.group_by_innermost_user());
+    }
+    let causes = wakeups.finish(end_ns);
+    observer.pass_ended();
+    // Checked with the chunks the pass read, not by reading them all once more before.
+    tell_content(path, reader.check_content_read(&stats.chunks), observer)?;
+    if let Some(warning) = stats.short_read(path) {
+        observer.tell("warning", &warning);
+    }
+    if let Some(note) = stats.reordered_note() {
+        observer.tell("note", &note);
     }
     let stacks = match (charges, resolved) {
-        (Some(charges), Some(resolved)) => Some((charges, resolved.stacks)),
+        (Some(charges), Some(resolved)) => Some((charges, resolved)),
         _ => None,
     };
+    let pass = Pass {
+        summary,
+        causes,
+        stacks,
+    };
+    build(&reader, ctx, pass, opts, no_stacks_reason)
+}
+
+/// What the pass over the events found.
+struct Pass {
+    summary: SchedSummary,
+    causes: Vec<wakeups::WakeupCause>,
+    /// The per-stack charges and the stacks they are resolved with.
+    stacks: Option<(StackCharges, symbols::Resolved)>,
+}
+
+/// The recording's stacks resolved to functions, with what the user should know about
+/// it told to `observer`; `None` and the reason when the analysis goes without them.
+fn resolve_stacks(
+    reader: &RecordingReader,
+    opts: &AnalyseOptions<'_>,
+    observer: &mut dyn AnalyseObserver,
+) -> anyhow::Result<(Option<symbols::Resolved>, String)> {
+    if !opts.stacks {
+        return Ok((None, String::new()));
+    }
+    let Some(r) = symbols::resolve(reader, opts.roots)? else {
+        let reason = match reader.meta(meta::STACKS)? {
+            Some(v) if v["recorded"] == false => format!(
+                "they were not recorded ({})",
+                v["reason"].as_str().unwrap_or("--no-stacks")
+            ),
+            _ => "it was recorded without them (before powerlens recorded stacks, or with --no-stacks); record again".into(),
+        };
+        return Ok((None, reason));
+    };
+    for warning in &r.warnings {
+        observer.tell("warning", warning);
+    }
+    if r.symbolized > 0 {
+        observer.tell(
+            "note",
+            &format!(
+                "symbolized {} frames (cached in the recording)",
+                r.symbolized
+            ),
+        );
+    }
+    if let Some(note) = &r.kernel_note {
+        observer.tell("note", &format!("kernel frames are unnamed: {note}"));
+    }
+    if let Some(note) = no_symbols_note(&r.stacks, &r.changed_files) {
+        observer.tell("note", &note);
+    }
+    Ok((Some(r), String::new()))
+}
+
+/// The report model from what the pass found and the recording's energy, idle-state
+/// counters and battery.
+fn build(
+    reader: &RecordingReader,
+    mut ctx: model::RecordingContext,
+    pass: Pass,
+    opts: &AnalyseOptions<'_>,
+    no_stacks_reason: String,
+) -> anyhow::Result<Analysed> {
+    let Pass {
+        summary,
+        mut causes,
+        stacks,
+    } = pass;
+    let busy_s = summary.threads.iter().map(|t| t.cpu_time_ns).sum::<u64>() as f64 / 1e9;
+    let interval = (summary.start_ns, summary.end_ns);
+    ctx.energy = context::energy(reader, interval, busy_s)?;
+    ctx.sysfs_idle = context::sysfs_idle(reader, interval)?;
+    let mut report = model::build(&summary, &ctx);
+    report.battery = context::battery(reader, interval, &ctx.energy, opts.battery_wh)?;
+    if let Some((_, r)) = &stacks {
+        wakeups::resolve_timer_functions(&mut causes, &|addr| r.kernel_names.get(&addr).cloned());
+    }
+    let stacks = stacks.map(|(charges, resolved)| (charges, resolved.stacks));
     if let Some((_, resolved)) = &stacks {
         wakeups::resolve(&mut causes, &|id| {
             let f = resolved.innermost_user(id)?;
@@ -231,27 +272,6 @@ fn tell_content(
         observer.tell("warning", &warning);
     }
     Ok(())
-}
-
-/// One pass over the events: the thread analysis `feed` (with the per-stack layer when there
-/// are stacks) and the wake-up forensics, on this thread while the decode thread reads,
-/// decodes and merges. Generic, not `dyn`: it runs per event. Measured on a default
-/// recording (docs/PERFORMANCE.md): the forensics on the decode thread made the report
-/// slower, decoding being the heavier half once the stack layer got cheaper.
-fn one_pass(
-    reader: &RecordingReader,
-    wakeups: &mut WakeupAnalysis,
-    observer: &mut dyn AnalyseObserver,
-    mut feed: impl FnMut(&Event, EventContext),
-) -> anyhow::Result<replay::ReplayStats> {
-    replay::replay(
-        reader,
-        |e, context| {
-            feed(e, context);
-            wakeups.feed_with_stack(e, context.thread(), context.stack());
-        },
-        |n| observer.pass_at(n),
-    )
 }
 
 /// Which files' code had no symbols (shown as `FILE [no symbols]`), and the fix; `None`

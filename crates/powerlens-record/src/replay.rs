@@ -6,7 +6,7 @@
 //! threads instead of being allocated, so memory holds one encoded chunk per CPU and a few
 //! batches whatever the length of the recording.
 
-use std::sync::mpsc::{self, Receiver, SyncSender};
+use std::sync::mpsc::{self, Receiver, Sender, SyncSender};
 
 use anyhow::{anyhow, Context};
 use powerlens_core::codec::{ChunkDecoder, CodecError, EventContext};
@@ -87,25 +87,63 @@ enum Message {
 /// wants the stacks as records of their own wraps `f` in [`unfolded`].
 pub fn replay(
     reader: &RecordingReader,
-    mut f: impl FnMut(&Event, EventContext),
-    mut progress: impl FnMut(u64),
+    f: impl FnMut(&Event, EventContext),
+    progress: impl FnMut(u64),
 ) -> anyhow::Result<ReplayStats> {
+    let (stats, ()) = start(reader, (), |_, _, _| {})?.deliver(reader, f, progress)?;
+    Ok(stats)
+}
+
+/// A replay under way: the decode thread reads, merges and feeds its side analysis, up to
+/// [`BATCHES_AHEAD`] batches ahead of [`Replay::deliver`].
+pub struct Replay<S> {
+    batches: Receiver<Message>,
+    empties: Sender<Batch>,
+    decode: std::thread::JoinHandle<S>,
+}
+
+/// Starts a replay ([`replay`]) whose decode thread also feeds `side` every event, in the
+/// same order, with `feed`: an analysis that needs no other's results moves off the
+/// caller's thread, which on two cores is the busier one. The caller can do other work
+/// before [`Replay::deliver`] (the decode thread runs ahead meanwhile), and gets `side`
+/// back at the end.
+pub fn start<S, F>(reader: &RecordingReader, mut side: S, mut feed: F) -> anyhow::Result<Replay<S>>
+where
+    S: Send + 'static,
+    F: FnMut(&mut S, &Event, EventContext) + Send + 'static,
+{
     let cpus = reader.cpus()?;
     let path = reader.path().to_path_buf();
-    std::thread::scope(|scope| {
-        let (send, batches) = mpsc::sync_channel(BATCHES_AHEAD);
-        let (empties, recycled) = mpsc::channel::<Batch>();
-        std::thread::Builder::new()
-            .name("powerlens-decode".into())
-            .spawn_scoped(scope, move || {
-                decode_and_merge(&path, &cpus, &send, &recycled)
-            })
-            .context("starting the decode thread")?;
-        // Returning drops both channel ends, which ends the decode thread (a blocked send
-        // fails); the scope then joins it.
+    let (send, batches) = mpsc::sync_channel(BATCHES_AHEAD);
+    let (empties, recycled) = mpsc::channel::<Batch>();
+    let decode = std::thread::Builder::new()
+        .name("powerlens-decode".into())
+        .spawn(move || {
+            decode_and_merge(&path, &cpus, &send, &recycled, |e, c| feed(&mut side, e, c));
+            side
+        })
+        .context("starting the decode thread")?;
+    Ok(Replay {
+        batches,
+        empties,
+        decode,
+    })
+}
+
+impl<S> Replay<S> {
+    /// Calls `f` with every event as [`replay`] does; returns what the replay saw and the
+    /// side analysis. Dropping the replay instead (or returning early with an error) ends
+    /// the decode thread: its next send fails.
+    pub fn deliver(
+        self,
+        reader: &RecordingReader,
+        mut f: impl FnMut(&Event, EventContext),
+        mut progress: impl FnMut(u64),
+    ) -> anyhow::Result<(ReplayStats, S)> {
         let mut stats = ReplayStats::default();
         loop {
-            let message = batches
+            let message = self
+                .batches
                 .recv()
                 .map_err(|_| anyhow!("the decode thread stopped"))?;
             match message {
@@ -118,18 +156,22 @@ pub fn replay(
                     batch.events.clear();
                     batch.contexts.clear();
                     batch.records = 0;
-                    let _ = empties.send(batch);
+                    let _ = self.empties.send(batch);
                 }
                 Message::End { reordered, chunks } => {
                     stats.reordered = reordered;
                     stats.chunks = chunks;
                     stats.counted = reader.event_count()?;
-                    return Ok(stats);
+                    let side = self
+                        .decode
+                        .join()
+                        .map_err(|_| anyhow!("the decode thread panicked"))?;
+                    return Ok((stats, side));
                 }
                 Message::Failed(e) => return Err(e),
             }
         }
-    })
+    }
 }
 
 /// Adapts a callback that takes the recording's records as they were written, each stack a
@@ -142,12 +184,14 @@ pub fn unfolded(mut f: impl FnMut(&Event, Option<Tid>)) -> impl FnMut(&Event, Ev
     }
 }
 
-/// The decode thread's body: every CPU's stream merged into batches sent on `send`.
+/// The decode thread's body: every CPU's stream merged into batches sent on `send`, each
+/// event fed to `side` first.
 fn decode_and_merge(
     path: &std::path::Path,
     cpus: &[u32],
     send: &SyncSender<Message>,
     recycled: &Receiver<Batch>,
+    mut side: impl FnMut(&Event, EventContext),
 ) {
     let reader = match RecordingReader::open(path) {
         Ok(r) => r,
@@ -164,6 +208,9 @@ fn decode_and_merge(
             records: 0,
         });
         let filled = merge.fill(&mut batch);
+        for (e, context) in batch.events.iter().zip(&batch.contexts) {
+            side(e, *context);
+        }
         let message = match filled {
             Ok(()) if batch.events.is_empty() => Message::End {
                 reordered: merge.reordered,
