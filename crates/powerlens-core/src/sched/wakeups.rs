@@ -62,8 +62,9 @@ pub const PERIODIC_MAX_IQR: f64 = 0.25;
 /// Expiry times kept per timer group for period and alignment (the first ones).
 pub const MAX_EXPIRY_TIMES: usize = 4096;
 
-/// In-flight timers (armed, not yet expired) remembered at most; beyond it the table is
-/// cleared and timers armed before that are attributed to their callback only.
+/// Timer addresses remembered at most (who armed each, and whether it is in flight); beyond
+/// it the table is cleared and timers armed before that are attributed to their callback
+/// only.
 pub const MAX_ARMED_TIMERS: usize = 1 << 16;
 
 /// A periodic timer faster than this is worth coalescing on its own (raise its slack or
@@ -199,6 +200,17 @@ struct Armed {
     stack: Option<StackId>,
 }
 
+/// What the forensics know of one timer address: one table, so that an arming and an
+/// expiry each look the address up once.
+#[derive(Clone, Copy, Default)]
+struct TimerInfo {
+    /// The one thread that ever armed it, or `Some(None)` once a second one did (a kernel
+    /// timer such as the tick, re-armed from whatever context runs).
+    owner: Option<Option<Tid>>,
+    /// Armed and not expired yet: by whom (its owner then) and at which stack.
+    armed: Option<Armed>,
+}
+
 /// A wake-up from another CPU targeting an idle CPU, not yet explained by an exit.
 #[derive(Clone, Copy)]
 struct RemoteWake {
@@ -251,10 +263,7 @@ impl Default for Cpu {
 #[derive(Default)]
 pub struct WakeupAnalysis {
     cpus: Vec<Cpu>,
-    armed: KeyMap<u64, Armed>,
-    /// Timer address → the one thread that ever armed it, or `None` once a second one did
-    /// (a kernel timer such as the tick, re-armed from whatever context runs).
-    owners: KeyMap<u64, Option<Tid>>,
+    timers: KeyMap<u64, TimerInfo>,
     groups: KeyMap<Key, Group>,
     /// Per-group first-seen order, for deterministic output.
     order: Vec<Key>,
@@ -477,23 +486,22 @@ impl WakeupAnalysis {
                 }
             }
             EventKind::TimerArm { timer, .. } => {
-                if self.armed.len() >= MAX_ARMED_TIMERS {
-                    self.armed.clear();
-                }
-                if self.owners.len() >= MAX_ARMED_TIMERS {
-                    self.owners.clear();
+                if self.timers.len() >= MAX_ARMED_TIMERS {
+                    self.timers.clear();
                 }
                 let c = self.cpu(cpu);
                 let tid = if c.depth == 0 { c.current } else { None };
-                let owner = self.owners.entry(*timer).or_insert(tid);
-                if *owner != tid {
-                    *owner = None;
-                }
-                let tid = *owner;
                 if stack.is_none() {
-                    self.cpu(cpu).last = Last::Arm { timer: *timer };
+                    c.last = Last::Arm { timer: *timer };
                 }
-                self.armed.insert(*timer, Armed { tid, stack });
+                let info = self.timers.entry(*timer).or_default();
+                let owner = match info.owner {
+                    Some(owner) if owner != tid => None,
+                    Some(owner) => owner,
+                    None => tid,
+                };
+                info.owner = Some(owner);
+                info.armed = Some(Armed { tid: owner, stack });
             }
             EventKind::Stack { id } => self.stack_of(last, *id),
             _ => {}
@@ -514,7 +522,7 @@ impl WakeupAnalysis {
                 }
             }
             (Last::Arm { timer }, id) => {
-                if let Some(a) = self.armed.get_mut(&timer) {
+                if let Some(a) = self.timers.get_mut(&timer).and_then(|t| t.armed.as_mut()) {
                     a.stack = Some(id);
                 }
             }
@@ -534,9 +542,11 @@ impl WakeupAnalysis {
         // Every timer expiry counts for its group, idle or not.
         let timer_key = match kind {
             InterruptKind::Timer { timer, function } => {
-                let armed = self.armed.remove(timer);
-                // A timer armed by more than one thread belongs to none of them.
-                let shared = self.owners.get(timer).is_some_and(|o| o.is_none());
+                let (armed, shared) = match self.timers.get_mut(timer) {
+                    // A timer armed by more than one thread belongs to none of them.
+                    Some(info) => (info.armed.take(), info.owner == Some(None)),
+                    None => (None, false),
+                };
                 let armed_by = armed.and_then(|a| a.tid).filter(|_| !shared);
                 let key = Key::Timer {
                     stack: armed.and_then(|a| a.stack),
