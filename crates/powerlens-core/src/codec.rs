@@ -16,6 +16,9 @@ use crate::sched::event::{
     Event, EventKind, InterruptKind, Name, StackId, SwitchedOut, Tid, TidMap,
 };
 
+mod window;
+use window::{EventBytes, Fallback, Window};
+
 /// Version of the chunk encoding, the first varint of every chunk. Version 2 added the
 /// codes from [`IRQ_ENTER_TIMER_ID`] on; version-1 chunks (a subset) still decode.
 pub const CODEC_VERSION: u32 = 2;
@@ -414,10 +417,30 @@ struct Tables {
     strings: Vec<Name>,
 }
 
+/// Which tag bytes a chunk of each version may hold, by tag: a known code, and the
+/// same-target flag only on a wake-up.
+const fn valid_tags(version: u64) -> [bool; 256] {
+    let mut valid = [false; 256];
+    let mut tag = 0;
+    while tag < 256 {
+        let code = tag as u8 & CODE_MASK;
+        valid[tag] = code <= LAST_CODE
+            && !(version < 2 && code >= IRQ_ENTER_TIMER_ID)
+            && !(tag as u8 & FLAG_SAME_TARGET != 0 && code != WAKEUP && code != WAKEUP_NEW);
+        tag += 1;
+    }
+    valid
+}
+
+static VALID_TAGS_V1: [bool; 256] = valid_tags(1);
+static VALID_TAGS: [bool; 256] = valid_tags(CODEC_VERSION as u64);
+
 /// Where the decoding of a chunk's events stands: what each event's deltas and flags are
 /// relative to.
 struct DecodeState {
     version: u64,
+    /// The tags this chunk's version may hold ([`valid_tags`]).
+    valid_tags: &'static [bool; 256],
     count: u64,
     /// Events not decoded yet.
     left: u64,
@@ -460,6 +483,11 @@ fn read_header(r: &mut Reader<'_>) -> Res<(DecodeState, Tables)> {
     }
     let state = DecodeState {
         version,
+        valid_tags: if version < 2 {
+            &VALID_TAGS_V1
+        } else {
+            &VALID_TAGS
+        },
         count,
         left: count,
         time: base,
@@ -473,30 +501,33 @@ impl DecodeState {
     /// The next event and its context; `self.left` must be above zero. Inlined into the
     /// decoding loops, so that the event is built where it is stored.
     #[inline(always)]
-    fn next_event(&mut self, r: &mut Reader<'_>, tables: &Tables) -> Res<(Event, Option<Tid>)> {
+    fn next_event<B: EventBytes>(
+        &mut self,
+        r: &mut B,
+        tables: &Tables,
+    ) -> Result<(Event, Option<Tid>), B::Error> {
         let Tables { tids, strings } = tables;
-        let at = r.pos;
+        let at = r.pos();
         let tag = r.byte()?;
         let code = tag & CODE_MASK;
-        let bad_tag = code > LAST_CODE
-            || (self.version < 2 && code >= IRQ_ENTER_TIMER_ID)
-            || (tag & FLAG_SAME_TARGET != 0 && code != WAKEUP && code != WAKEUP_NEW);
-        if bad_tag {
-            return Err(Box::new(CodecError::Tag { at, tag }));
+        if !self.valid_tags[tag as usize] {
+            return Err(r.error(|| CodecError::Tag { at, tag }));
         }
         self.time = self.time.wrapping_add(r.varint()?);
         if tag & FLAG_CPU != 0 {
             self.cpu = r.varint_u32()?;
         }
         if tag & FLAG_CONTEXT != 0 {
-            let at = r.pos;
+            let at = r.pos();
             self.context = match r.varint()? {
                 0 => None,
-                i => Some(*tids.get((i - 1) as usize).ok_or(CodecError::Index {
-                    what: "context thread id",
-                    index: i - 1,
-                    len: tids.len(),
-                    at,
+                i => Some(*tids.get((i - 1) as usize).ok_or_else(|| {
+                    r.error(|| CodecError::Index {
+                        what: "context thread id",
+                        index: i - 1,
+                        len: tids.len(),
+                        at,
+                    })
                 })?),
             };
         }
@@ -585,6 +616,17 @@ impl DecodeState {
             kind,
         };
         Ok((event, self.context))
+    }
+
+    /// What decoding an event changes, to undo it.
+    #[inline(always)]
+    fn snapshot(&self) -> (u64, u64, u32, Option<Tid>) {
+        (self.left, self.time, self.cpu, self.context)
+    }
+
+    #[inline(always)]
+    fn restore(&mut self, (left, time, cpu, context): (u64, u64, u32, Option<Tid>)) {
+        (self.left, self.time, self.cpu, self.context) = (left, time, cpu, context);
     }
 
     /// After the last event: the body must end there.
@@ -768,7 +810,10 @@ impl<D: AsRef<[u8]>> ChunkDecoder<D> {
 }
 
 /// The next event of a chunk and its context, with the stack record that follows it
-/// folded in; `None` after the last event, once the chunk is checked to end there.
+/// folded in; `None` after the last event, once the chunk is checked to end there. Where
+/// the rest of the chunk holds a whole [`Window`], the event is read from it without a
+/// check per byte; anything unusual there (damage, a varint of nine bytes or more) is read
+/// again by the checked reader, which names the error.
 #[inline(always)]
 fn decode_one(
     state: &mut DecodeState,
@@ -779,25 +824,37 @@ fn decode_one(
         state.check_end(r)?;
         return Ok(None);
     }
-    let (event, thread) = state.next_event(r, tables)?;
-    let mut context = EventContext::new(thread, None);
-    // The stack recorded with this event follows it at once: a stack record with the same
-    // time (delta 0), CPU and context (no flags).
-    if state.left > 0 && state.version >= 2 && r.data.get(r.pos..r.pos + 2) == Some(&[STACK, 0]) {
-        let mut id = Reader {
-            data: r.data,
-            pos: r.pos + 2,
-        };
-        // A malformed id, or one no table has, is left to be read as written.
-        if let Ok(stack) = id.varint_u32() {
-            if stack != ABSENT {
-                context.stack = stack;
-                r.pos = id.pos;
-                state.left -= 1;
+    if let Some(mut window) = Window::at(r.data, r.pos) {
+        let before = state.snapshot();
+        match event_with_stack(state, tables, &mut window) {
+            Ok(decoded) => {
+                r.pos = window.pos();
+                return Ok(Some(decoded));
             }
+            Err(Fallback) => state.restore(before),
         }
     }
-    Ok(Some((event, context)))
+    event_with_stack(state, tables, r).map(Some)
+}
+
+/// The next event and its context, with the stack record that follows it folded in: a
+/// stack record with the same time (delta 0), CPU and context (no flags), whose id names
+/// a stack.
+#[inline(always)]
+fn event_with_stack<B: EventBytes>(
+    state: &mut DecodeState,
+    tables: &Tables,
+    r: &mut B,
+) -> Result<(Event, EventContext), B::Error> {
+    let (event, thread) = state.next_event(r, tables)?;
+    let mut context = EventContext::new(thread, None);
+    if state.left > 0 && state.version >= 2 {
+        if let Some(stack) = r.folded_stack()? {
+            context.stack = stack;
+            state.left -= 1;
+        }
+    }
+    Ok((event, context))
 }
 
 pub(crate) struct Reader<'a> {
@@ -860,28 +917,6 @@ impl<'a> Reader<'a> {
         }
     }
 
-    /// A varint index into a chunk table.
-    #[inline(always)]
-    fn index<'t, T>(&mut self, table: &'t [T], what: &'static str) -> Res<&'t T> {
-        let at = self.pos;
-        let i = self.varint()?;
-        table.get(i as usize).ok_or_else(|| {
-            Box::new(CodecError::Index {
-                what,
-                index: i,
-                len: table.len(),
-                at,
-            })
-        })
-    }
-
-    #[inline]
-    fn varint_u32(&mut self) -> Res<u32> {
-        let at = self.pos;
-        let v = self.varint()?;
-        u32::try_from(v).map_err(|_| Box::new(CodecError::Varint { at }))
-    }
-
     fn take(&mut self, len: u64) -> Res<&'a [u8]> {
         let left = self.data.len() - self.pos;
         if len > left as u64 {
@@ -908,6 +943,49 @@ impl<'a> Reader<'a> {
             }));
         }
         Ok(())
+    }
+}
+
+impl EventBytes for Reader<'_> {
+    type Error = Box<CodecError>;
+
+    #[inline(always)]
+    fn error(&self, e: impl FnOnce() -> CodecError) -> Box<CodecError> {
+        Box::new(e())
+    }
+
+    #[inline(always)]
+    fn pos(&self) -> usize {
+        self.pos
+    }
+
+    #[inline(always)]
+    fn byte(&mut self) -> Res<u8> {
+        Reader::byte(self)
+    }
+
+    #[inline(always)]
+    fn varint(&mut self) -> Res<u64> {
+        Reader::varint(self)
+    }
+
+    #[inline(always)]
+    fn folded_stack(&mut self) -> Res<Option<StackId>> {
+        if self.data.get(self.pos..self.pos + 2) != Some(&[STACK, 0]) {
+            return Ok(None);
+        }
+        let mut id = Reader {
+            data: self.data,
+            pos: self.pos + 2,
+        };
+        // A malformed id, or one no table has, is left to be read as written.
+        match id.varint_u32() {
+            Ok(stack) if stack != ABSENT => {
+                self.pos = id.pos;
+                Ok(Some(stack))
+            }
+            _ => Ok(None),
+        }
     }
 }
 
