@@ -761,6 +761,11 @@ impl<D: AsRef<[u8]>> ChunkDecoder<D> {
         })
     }
 
+    /// The chunk's bytes back, to read another chunk into.
+    pub fn into_data(self) -> D {
+        self.data
+    }
+
     /// Records not decoded yet (a stack counts apart from the event it folds into).
     pub fn records_left(&self) -> u64 {
         self.state.left

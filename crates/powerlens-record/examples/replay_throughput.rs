@@ -3,6 +3,7 @@
 //!
 //!     cargo run --release -p powerlens-record --example replay_throughput -- REC [ROUNDS [STAGE]]
 //!
+//! - `read`: every chunk of every CPU read from the file, on this thread;
 //! - `decode`: every chunk of every CPU read and decoded on this thread, no merge;
 //! - `replay`: the replay (decode thread: read, decode, merge) feeding an empty callback;
 //! - `analyse`: the whole analysis `report` runs (`powerlens_record::analyse`), stacks on.
@@ -38,7 +39,8 @@ fn main() {
     let records = reader.event_count().expect("its chunk table");
     println!("{records} records in {}", path.display());
     let roots = Roots::default();
-    let stages: [(&str, &dyn Fn()); 3] = [
+    let stages: [(&str, &dyn Fn()); 4] = [
+        ("read", &|| read_all(&reader, |_| {})),
         ("decode", &|| decode_all(&reader)),
         ("replay", &|| {
             replay::replay(&reader, |_, _| {}, |_| {}).expect("a readable recording");
@@ -75,18 +77,25 @@ fn main() {
     }
 }
 
-/// Reads and decodes every chunk, CPU after CPU, into reused vectors.
-fn decode_all(reader: &RecordingReader) {
-    let (mut events, mut contexts) = (Vec::new(), Vec::new());
+/// Reads every chunk, CPU after CPU, and hands each to `f`.
+fn read_all(reader: &RecordingReader, mut f: impl FnMut(&[u8])) {
     for cpu in reader.cpus().expect("its CPUs") {
         let mut cursor = reader.chunks(cpu);
         while let Some(chunk) = cursor.next_chunk().expect("a readable chunk") {
-            events.clear();
-            contexts.clear();
-            decode_chunk_in_context(&chunk.data, &mut events, &mut contexts)
-                .expect("a valid chunk");
+            f(&chunk.data);
+            cursor.recycle(chunk.data);
         }
     }
+}
+
+/// Reads and decodes every chunk, CPU after CPU, into reused vectors.
+fn decode_all(reader: &RecordingReader) {
+    let (mut events, mut contexts) = (Vec::new(), Vec::new());
+    read_all(reader, |chunk| {
+        events.clear();
+        contexts.clear();
+        decode_chunk_in_context(chunk, &mut events, &mut contexts).expect("a valid chunk");
+    });
 }
 
 fn process_cpu_ns() -> u64 {

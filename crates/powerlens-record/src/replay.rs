@@ -289,8 +289,11 @@ impl Stream<'_> {
     #[inline(never)]
     fn next_chunk(&mut self) {
         let cpu = self.cpu;
-        self.chunk = None;
         loop {
+            // The chunk read last (used up, or empty) lends its buffer to the next one.
+            if let Some((decoder, _)) = self.chunk.take() {
+                self.cursor.recycle(decoder.into_data());
+            }
             let chunk = match self.cursor.next_chunk() {
                 Ok(Some(chunk)) => chunk,
                 Ok(None) => return,

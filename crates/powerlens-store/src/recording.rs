@@ -825,6 +825,7 @@ impl RecordingReader {
             cpu,
             after: i64::MIN,
             done: false,
+            spare: Vec::new(),
         }
     }
 
@@ -959,15 +960,26 @@ pub struct ChunkCursor<'a> {
     cpu: u32,
     after: i64,
     done: bool,
+    /// A chunk's bytes handed back ([`ChunkCursor::recycle`]), filled by the next chunk.
+    spare: Vec<u8>,
 }
 
 impl ChunkCursor<'_> {
+    /// Hands back a chunk's bytes once read: the next chunk is read into them. A reader
+    /// that walks every chunk (the replay) allocates one buffer per CPU this way, instead
+    /// of one per chunk, whose pages the allocator returned to the kernel and faulted in
+    /// again each time (a chunk is tens of kilobytes).
+    pub fn recycle(&mut self, data: Vec<u8>) {
+        self.spare = data;
+    }
+
     /// The next chunk, or `None` after the last one.
     pub fn next_chunk(&mut self) -> Result<Option<Chunk>, StoreError> {
         if self.done {
             return Ok(None);
         }
         let r = self.reader;
+        let spare = &mut self.spare;
         let row = r
             .conn
             .prepare_cached(
@@ -984,7 +996,21 @@ impl ChunkCursor<'_> {
                             first_ns: from_sql(row.get(1)?),
                             last_ns: from_sql(row.get(2)?),
                             events: row.get(3)?,
-                            data: row.get(4)?,
+                            data: match row.get_ref(4)? {
+                                ValueRef::Blob(bytes) => {
+                                    let mut data = std::mem::take(spare);
+                                    data.clear();
+                                    data.extend_from_slice(bytes);
+                                    data
+                                }
+                                other => {
+                                    return Err(rusqlite::Error::InvalidColumnType(
+                                        4,
+                                        "data".into(),
+                                        other.data_type(),
+                                    ))
+                                }
+                            },
                         },
                     ))
                 })
