@@ -4,6 +4,7 @@
 //! commands that read recordings (`report`, `diff`, `demo`) and the recording fuzz target
 //! call this one function, so that they read a file the same way.
 
+use anyhow::Context;
 use powerlens_core::sched::analysis::SchedSummary;
 use powerlens_core::sched::report as model;
 use powerlens_core::sched::wakeups::{self, WakeupAnalysis};
@@ -94,32 +95,62 @@ pub fn analyse(
     if let Some(f) = sampling_timer {
         wakeups = wakeups.ignore_timer_callback(f);
     }
-    // The wake-up forensics need nothing from the thread analysis: they run on the decode
-    // thread, which reads ahead while this one resolves the stacks (docs/PERFORMANCE.md).
+    // Three threads share the work: the decode thread reads, merges and runs the wake-up
+    // forensics (they need nothing from the thread analysis), a symbols thread resolves the
+    // stacks (the pass needs them only at its end), and this one runs the thread analysis
+    // with its stack layer (docs/PERFORMANCE.md).
+    let with_stacks = opts.stacks && reader.has_stacks()?;
     let replay = replay::start(&reader, wakeups, |w, e, c| {
         w.feed_with_stack(e, c.thread(), c.stack())
     })?;
-    let (resolved, no_stacks_reason) = resolve_stacks(&reader, opts, observer)?;
-    observer.pass_started(total);
-    let (stats, mut wakeups, summary, charges) = if resolved.is_some() {
-        let mut analysis = StackAnalysis::new(ctx.analysis());
-        let (stats, wakeups) = replay.deliver(
-            &reader,
-            |e, c| analysis.feed_with_stack(e, c.thread(), c.stack()),
-            |n| observer.pass_at(n),
-        )?;
-        let (summary, charges) = analysis.finish(end_ns);
-        (stats, wakeups, summary, Some(charges))
-    } else {
-        let mut analysis = ctx.analysis();
-        // Stacks folded into their events are ignored, as their records would be.
-        let (stats, wakeups) = replay.deliver(
-            &reader,
-            |e, c| analysis.feed_in_context(e, c.thread()),
-            |n| observer.pass_at(n),
-        )?;
-        (stats, wakeups, analysis.finish(end_ns), None)
+    let (resolved, (stats, mut wakeups, summary, charges)) = std::thread::scope(|scope| {
+        let symbols = with_stacks.then(|| {
+            std::thread::Builder::new()
+                .name("powerlens-symbols".into())
+                .spawn_scoped(scope, || {
+                    let reader = crate::open_unchecked(path)?;
+                    symbols::resolve_unsaved(&reader, opts.roots)
+                })
+        });
+        let symbols = symbols.transpose().context("starting the symbols thread")?;
+        observer.pass_started(total);
+        let pass = if with_stacks {
+            let mut analysis = StackAnalysis::new(ctx.analysis());
+            let (stats, wakeups) = replay.deliver(
+                &reader,
+                |e, c| analysis.feed_with_stack(e, c.thread(), c.stack()),
+                |n| observer.pass_at(n),
+            )?;
+            let (summary, charges) = analysis.finish(end_ns);
+            (stats, wakeups, summary, Some(charges))
+        } else {
+            let mut analysis = ctx.analysis();
+            // Stacks folded into their events are ignored, as their records would be.
+            let (stats, wakeups) = replay.deliver(
+                &reader,
+                |e, c| analysis.feed_in_context(e, c.thread()),
+                |n| observer.pass_at(n),
+            )?;
+            (stats, wakeups, analysis.finish(end_ns), None)
+        };
+        let resolved = match symbols {
+            Some(thread) => thread
+                .join()
+                .map_err(|_| anyhow::anyhow!("the symbols thread panicked"))??,
+            None => None,
+        };
+        anyhow::Ok((resolved, pass))
+    })?;
+    let no_stacks_reason = match &resolved {
+        Some(_) => String::new(),
+        None => no_stacks_reason(&reader, opts)?,
     };
+    let resolved = resolved.map(|mut r| {
+        // Saved now that the decode thread no longer reads the file.
+        symbols::save(&reader, &mut r);
+        tell_resolved(&r, observer);
+        r
+    });
     if wakeups.ignored_expiries() > 0 {
         observer.tell("note", &format!(
             "{} expiries of powerlens's own cpu-clock sampling timer are left out of the wake-up causes",
@@ -159,26 +190,22 @@ struct Pass {
     stacks: Option<(StackCharges, symbols::Resolved)>,
 }
 
-/// The recording's stacks resolved to functions, with what the user should know about
-/// it told to `observer`; `None` and the reason when the analysis goes without them.
-fn resolve_stacks(
-    reader: &RecordingReader,
-    opts: &AnalyseOptions<'_>,
-    observer: &mut dyn AnalyseObserver,
-) -> anyhow::Result<(Option<symbols::Resolved>, String)> {
+/// Why the analysis goes without the recording's stacks.
+fn no_stacks_reason(reader: &RecordingReader, opts: &AnalyseOptions<'_>) -> anyhow::Result<String> {
     if !opts.stacks {
-        return Ok((None, String::new()));
+        return Ok(String::new());
     }
-    let Some(r) = symbols::resolve(reader, opts.roots)? else {
-        let reason = match reader.meta(meta::STACKS)? {
-            Some(v) if v["recorded"] == false => format!(
-                "they were not recorded ({})",
-                v["reason"].as_str().unwrap_or("--no-stacks")
-            ),
-            _ => "it was recorded without them (before powerlens recorded stacks, or with --no-stacks); record again".into(),
-        };
-        return Ok((None, reason));
-    };
+    Ok(match reader.meta(meta::STACKS)? {
+        Some(v) if v["recorded"] == false => format!(
+            "they were not recorded ({})",
+            v["reason"].as_str().unwrap_or("--no-stacks")
+        ),
+        _ => "it was recorded without them (before powerlens recorded stacks, or with --no-stacks); record again".into(),
+    })
+}
+
+/// Tells the user what resolving the stacks found: damage, new names, what has none.
+fn tell_resolved(r: &symbols::Resolved, observer: &mut dyn AnalyseObserver) {
     for warning in &r.warnings {
         observer.tell("warning", warning);
     }
@@ -197,7 +224,6 @@ fn resolve_stacks(
     if let Some(note) = no_symbols_note(&r.stacks, &r.changed_files) {
         observer.tell("note", &note);
     }
-    Ok((Some(r), String::new()))
 }
 
 /// The report model from what the pass found and the recording's energy, idle-state

@@ -28,6 +28,8 @@ pub struct Resolved {
     /// Files left unnamed because they are another build than the one recorded (their
     /// frames show as `FILE [no symbols]`, but debug symbols are not what they lack).
     pub changed_files: Vec<String>,
+    /// The frames symbolized here, for the recording's symbol cache ([`save`]).
+    pub unsaved: Vec<SymbolRow>,
 }
 
 /// When the recording ended, in Unix seconds: its `stop`, or for a recorder that was
@@ -88,8 +90,37 @@ fn another_build(
     }
 }
 
-/// Reads and resolves the recording's stacks. `None` when the recording has none.
+/// Reads and resolves the recording's stacks, and saves the names it found in the
+/// recording's symbol cache. `None` when the recording has none.
 pub fn resolve(reader: &RecordingReader, roots: &Roots) -> anyhow::Result<Option<Resolved>> {
+    let mut resolved = resolve_unsaved(reader, roots)?;
+    if let Some(r) = &mut resolved {
+        save(reader, r);
+    }
+    Ok(resolved)
+}
+
+/// Saves the names [`resolve_unsaved`] found in the recording's symbol cache; when it
+/// cannot (a read-only file), a warning says the next report symbolizes again.
+pub fn save(reader: &RecordingReader, resolved: &mut Resolved) {
+    let rows = std::mem::take(&mut resolved.unsaved);
+    if rows.is_empty() {
+        return;
+    }
+    if let Err(e) = reader.save_symbols(&rows) {
+        resolved.warnings.push(format!(
+            "the symbols were not cached in the recording ({e}); the next report symbolizes again"
+        ));
+    }
+}
+
+/// [`resolve`] without writing to the recording: a reader that resolves while another
+/// thread reads the recording's events saves once that thread is done (a write would wait
+/// on its reads, and its reads on the write).
+pub fn resolve_unsaved(
+    reader: &RecordingReader,
+    roots: &Roots,
+) -> anyhow::Result<Option<Resolved>> {
     let modules: HashMap<u32, String> = reader.modules()?.into_iter().collect();
     let mut stacks = Vec::new();
     let mut damaged = 0usize;
@@ -194,11 +225,6 @@ pub fn resolve(reader: &RecordingReader, roots: &Roots) -> anyhow::Result<Option
                 });
             }
         }
-        if let Err(e) = reader.save_symbols(&new_rows) {
-            warnings.push(format!(
-                "the symbols were not cached in the recording ({e}); the next report symbolizes again"
-            ));
-        }
     }
     let kernel = modules
         .iter()
@@ -217,6 +243,7 @@ pub fn resolve(reader: &RecordingReader, roots: &Roots) -> anyhow::Result<Option
         kernel_names,
         warnings,
         changed_files,
+        unsaved: new_rows,
     }))
 }
 

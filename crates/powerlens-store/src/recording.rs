@@ -548,6 +548,16 @@ impl RecordingReader {
         self.has_table("stacks")
     }
 
+    /// Whether the recording holds call stacks: its stack table has a row.
+    pub fn has_stacks(&self) -> Result<bool, StoreError> {
+        if !self.has_stack_tables()? {
+            return Ok(false);
+        }
+        self.conn
+            .query_row("SELECT EXISTS (SELECT 1 FROM stacks)", [], |r| r.get(0))
+            .map_err(self.sql())
+    }
+
     /// The module table, by id; empty for a recording without stacks.
     pub fn modules(&self) -> Result<Vec<(u32, String)>, StoreError> {
         if !self.has_stack_tables()? {
