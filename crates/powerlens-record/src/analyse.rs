@@ -61,12 +61,9 @@ pub fn analyse(
     observer: &mut dyn AnalyseObserver,
 ) -> anyhow::Result<Analysed> {
     let reader = crate::open_unchecked(path)?;
-    let mut ctx = context::read(&reader)?;
-    if opts.all_processes {
-        ctx.target_pids = None;
-    }
     let mode = reader.meta(meta::MODE)?;
     if mode.as_ref().and_then(|m| m.as_str()) == Some(MODE_REDUCED) {
+        let ctx = read_context(&reader, opts)?;
         tell_content(path, reader.check_content(), observer)?;
         let summary = reduced::summary(&reader)?;
         let no_stacks_reason = "it is a reduced recording (procfs samples, no trace); record as root or with a lower kernel.perf_event_paranoid";
@@ -84,26 +81,16 @@ pub fn analyse(
             path.display()
         );
     }
-    let end_ns = reader
-        .meta(meta::STOP)?
-        .and_then(|s| s["monotonic_ns"].as_u64())
-        .unwrap_or(0);
-    let mut wakeups = WakeupAnalysis::new();
-    let sampling_timer = reader
-        .meta(meta::STACKS)?
-        .and_then(|v| v["sampling_timer_function"].as_u64());
-    if let Some(f) = sampling_timer {
-        wakeups = wakeups.ignore_timer_callback(f);
-    }
     // Three threads share the work: the decode thread reads, merges and runs the wake-up
     // forensics (they need nothing from the thread analysis), a symbols thread resolves the
     // stacks (the pass needs them only at its end), and this one runs the thread analysis
-    // with its stack layer (docs/PERFORMANCE.md).
-    let with_stacks = opts.stacks && reader.has_stacks()?;
-    let replay = replay::start(&reader, wakeups, |w, e, c| {
+    // with its stack layer (docs/PERFORMANCE.md). The decode thread starts first: it has
+    // the most to do.
+    let replay = replay::start(&reader, forensics(&reader)?, |w, e, c| {
         w.feed_with_stack(e, c.thread(), c.stack())
     })?;
-    let (resolved, (stats, mut wakeups, summary, charges)) = std::thread::scope(|scope| {
+    let with_stacks = opts.stacks && reader.has_stacks()?;
+    let streamed = std::thread::scope(|scope| {
         let symbols = with_stacks.then(|| {
             std::thread::Builder::new()
                 .name("powerlens-symbols".into())
@@ -113,8 +100,13 @@ pub fn analyse(
                 })
         });
         let symbols = symbols.transpose().context("starting the symbols thread")?;
+        let ctx = read_context(&reader, opts)?;
+        let end_ns = reader
+            .meta(meta::STOP)?
+            .and_then(|s| s["monotonic_ns"].as_u64())
+            .unwrap_or(0);
         observer.pass_started(total);
-        let pass = if with_stacks {
+        let (stats, wakeups, summary, charges) = if with_stacks {
             let mut analysis = StackAnalysis::new(ctx.analysis());
             let (stats, wakeups) = replay.deliver(
                 &reader,
@@ -139,8 +131,25 @@ pub fn analyse(
                 .map_err(|_| anyhow::anyhow!("the symbols thread panicked"))??,
             None => None,
         };
-        anyhow::Ok((resolved, pass))
+        anyhow::Ok(Streamed {
+            ctx,
+            end_ns,
+            stats,
+            wakeups,
+            summary,
+            charges,
+            resolved,
+        })
     })?;
+    let Streamed {
+        ctx,
+        end_ns,
+        stats,
+        mut wakeups,
+        summary,
+        charges,
+        resolved,
+    } = streamed;
     let no_stacks_reason = match &resolved {
         Some(_) => String::new(),
         None => no_stacks_reason(&reader, opts)?,
@@ -180,6 +189,40 @@ pub fn analyse(
         stacks,
     };
     build(&reader, ctx, pass, opts, no_stacks_reason)
+}
+
+/// The recording's context for the analysis (its thread table, idle states, target…).
+fn read_context(
+    reader: &RecordingReader,
+    opts: &AnalyseOptions<'_>,
+) -> anyhow::Result<model::RecordingContext> {
+    let mut ctx = context::read(reader)?;
+    if opts.all_processes {
+        ctx.target_pids = None;
+    }
+    Ok(ctx)
+}
+
+/// The wake-up forensics, told which timer is the recorder's own.
+fn forensics(reader: &RecordingReader) -> anyhow::Result<WakeupAnalysis> {
+    let sampling_timer = reader
+        .meta(meta::STACKS)?
+        .and_then(|v| v["sampling_timer_function"].as_u64());
+    Ok(match sampling_timer {
+        Some(f) => WakeupAnalysis::new().ignore_timer_callback(f),
+        None => WakeupAnalysis::new(),
+    })
+}
+
+/// What the three threads of the pass give back.
+struct Streamed {
+    ctx: model::RecordingContext,
+    end_ns: u64,
+    stats: replay::ReplayStats,
+    wakeups: WakeupAnalysis,
+    summary: SchedSummary,
+    charges: Option<StackCharges>,
+    resolved: Option<symbols::Resolved>,
 }
 
 /// What the pass over the events found.
