@@ -385,6 +385,8 @@ impl<'a> Merge<'a> {
                 self.order.insert(TournamentTree::new(heads))
             }
         };
+        let first = batch.events.len();
+        let mut failed = Ok(());
         while batch.events.len() < BATCH_EVENTS && order.min_key() != TournamentTree::DONE {
             let winner = order.winner();
             let (next_t, next_stream) = order.runner_up();
@@ -396,29 +398,34 @@ impl<'a> Merge<'a> {
                 next_t
             };
             let s = &mut self.streams[winner];
-            let first = batch.events.len();
-            s.run_into(limit, BATCH_EVENTS - first, batch);
-            let checked = check_run(s.cpu, &mut batch.events, &mut batch.contexts, first);
-            let (records, reordered) = keep_time_forward(
-                &mut batch.events[first..],
-                &batch.contexts[first..],
-                &mut self.last,
-            );
-            batch.records += records;
-            self.reordered += reordered;
-            checked?;
-            order.replace_winner(s.head_time()?);
+            s.run_into(limit, BATCH_EVENTS - batch.events.len(), batch);
+            match s.head_time() {
+                Ok(t) => order.replace_winner(t),
+                Err(e) => {
+                    failed = Err(e);
+                    break;
+                }
+            }
         }
-        Ok(())
+        // The batch's events are checked and counted in one pass once merged, not a run at
+        // a time: runs are a few events long.
+        let checked = check_cpus(&mut batch.events, &mut batch.contexts, first);
+        let (records, reordered) = keep_time_forward(
+            &mut batch.events[first..],
+            &batch.contexts[first..],
+            &mut self.last,
+        );
+        batch.records += records;
+        self.reordered += reordered;
+        checked.and(failed)
     }
 }
 
-/// Keeps the events of a run from `first` on up to the first that names a CPU no machine
-/// has, which ends the stream with an error. A chunk passes its checksum when it was
-/// written that way, and the analyses keep a table per CPU up to the highest number they
-/// see: CPU 4000000000 in a crafted chunk would have asked for gigabytes.
-fn check_run(
-    cpu: u32,
+/// Keeps the events from `first` on up to the first that names a CPU no machine has,
+/// which ends the replay with an error. A chunk passes its checksum when it was written
+/// that way, and the analyses keep a table per CPU up to the highest number they see: CPU
+/// 4000000000 in a crafted chunk would have asked for gigabytes.
+fn check_cpus(
     events: &mut Vec<Event>,
     contexts: &mut Vec<EventContext>,
     first: usize,
@@ -434,11 +441,11 @@ fn check_run(
     }) else {
         return Ok(());
     };
-    let time = events[at].time_ns;
+    let (cpu, time) = (events[at].cpu, events[at].time_ns);
     events.truncate(at);
     contexts.truncate(at);
     Err(anyhow!(
-        "cpu{cpu}'s event at {time} ns names CPU {named}, more than any machine has (the recording is damaged; events before it were read)"
+        "the recording is damaged: an event of cpu{cpu} at {time} ns names CPU {named}, more than any machine has (the events before it were read)"
     ))
 }
 
