@@ -31,13 +31,13 @@ echo "for comparison, report --json on the same recording and $rounds rounds of 
 
 for r in $(seq "$rounds"); do
     line=""
-    t0=$(now_ns); "$pl" report "$dir/pp.rec" --json >/dev/null; t1=$(now_ns)
+    now t0; "$pl" report "$dir/pp.rec" --json >/dev/null; now t1
     line="$(( t1 - t0 ))"
     for f in "${formats[@]}"; do
-        t0=$(now_ns); "$pl" export "$dir/pp.rec" -f "$f" -o "$dir/out.$f" 2>/dev/null; t1=$(now_ns)
+        now t0; "$pl" export "$dir/pp.rec" -f "$f" -o "$dir/out.$f" 2>/dev/null; now t1
         line="$line $(( t1 - t0 ))"
     done
-    t0=$(now_ns); "$pl" report "$dir/pp.rec" --html "$dir/out.html" 2>/dev/null; t1=$(now_ns)
+    now t0; "$pl" report "$dir/pp.rec" --html "$dir/out.html" 2>/dev/null; now t1
     echo "$line $(( t1 - t0 ))"
 done >"$dir/times"
 

@@ -66,8 +66,8 @@ if wants 1; then
     events=$(events_of "$dir/pp.rec")
     echo "events: $events in the default recording ($(( $(stat -c %s "$dir/pp.rec") / 1024 )) KiB), perf.data $(( $(stat -c %s "$dir/perf.data") / 1024 )) KiB; lost: $(grep -o '[0-9]* records LOST' "$dir/record.log" || echo none)"
     for _ in $(seq "$rounds"); do
-        t0=$(now_ns); "$pl" report "$dir/pp.rec" --json >/dev/null 2>&1; t1=$(now_ns)
-        perf sched timehist -s -i "$dir/perf.data" >/dev/null 2>&1; t2=$(now_ns)
+        now t0; "$pl" report "$dir/pp.rec" --json >/dev/null 2>&1; now t1
+        perf sched timehist -s -i "$dir/perf.data" >/dev/null 2>&1; now t2
         echo "$(( t1 - t0 )) $(( t2 - t1 ))"
     done >"$dir/report.times"
     pl_ms=$(awk '{print $1/1e6}' "$dir/report.times" | median)
@@ -123,9 +123,9 @@ fi
 if wants 4; then
     echo "== 4. call stacks: report of the default recording against the --no-stacks one"
     for _ in $(seq "$rounds"); do
-        t0=$(now_ns); "$pl" report "$dir/pn.rec" --json >/dev/null 2>&1; t1=$(now_ns)
-        "$pl" report "$dir/pp.rec" --json >/dev/null 2>&1; t2=$(now_ns)
-        "$pl" report "$dir/pp.rec" --by function --json >/dev/null 2>&1; t3=$(now_ns)
+        now t0; "$pl" report "$dir/pn.rec" --json >/dev/null 2>&1; now t1
+        "$pl" report "$dir/pp.rec" --json >/dev/null 2>&1; now t2
+        "$pl" report "$dir/pp.rec" --by function --json >/dev/null 2>&1; now t3
         echo "$(( t1 - t0 )) $(( t2 - t1 )) $(( t3 - t2 ))"
     done >"$dir/stacks.times"
     plain_ms=$(awk '{print $1/1e6}' "$dir/stacks.times" | median)
@@ -139,8 +139,8 @@ if wants 4; then
     # Symbolization: the first report on a recording without its cache, then a cached one.
     for _ in $(seq 3); do
         sqlite3 "$dir/pp.rec" 'DELETE FROM symbols'
-        t0=$(now_ns); "$pl" report "$dir/pp.rec" --by function --json >/dev/null 2>&1; t1=$(now_ns)
-        "$pl" report "$dir/pp.rec" --by function --json >/dev/null 2>&1; t2=$(now_ns)
+        now t0; "$pl" report "$dir/pp.rec" --by function --json >/dev/null 2>&1; now t1
+        "$pl" report "$dir/pp.rec" --by function --json >/dev/null 2>&1; now t2
         echo "$(( t1 - t0 )) $(( t2 - t1 ))"
     done >"$dir/symbols.times"
     awk -v n="$(sqlite3 "$dir/pp.rec" 'SELECT count(*) FROM symbols')" '{a+=$1; b+=$2} END {
@@ -151,9 +151,9 @@ fi
 if wants 5; then
     echo "== 5. start and stop: record -- true against perf sched record -- true; record -a --duration 2"
     for _ in $(seq "$rounds"); do
-        t0=$(now_ns); "$pl" record -o "$dir/true.rec" -- true >/dev/null 2>&1; t1=$(now_ns)
-        perf sched record -q -o "$dir/true.data" -- true >/dev/null 2>&1; t2=$(now_ns)
-        "$pl" record -a --duration 2 -o "$dir/window.rec" >/dev/null 2>&1; t3=$(now_ns)
+        now t0; "$pl" record -o "$dir/true.rec" -- true >/dev/null 2>&1; now t1
+        perf sched record -q -o "$dir/true.data" -- true >/dev/null 2>&1; now t2
+        "$pl" record -a --duration 2 -o "$dir/window.rec" >/dev/null 2>&1; now t3
         echo "$(( t1 - t0 )) $(( t2 - t1 )) $(( t3 - t2 ))"
     done >"$dir/startstop.times"
     awk -v pl="$(awk '{print $1/1e6}' "$dir/startstop.times" | median)" \
