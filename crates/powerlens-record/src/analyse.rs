@@ -11,7 +11,7 @@ use powerlens_core::sched::wakeups::{self, WakeupAnalysis};
 use powerlens_core::stacks::attribution::{StackAnalysis, StackCharges};
 use powerlens_core::stacks::grid::{self, Grouping};
 use powerlens_core::stacks::ResolvedStacks;
-use powerlens_store::recording::{ContentCheck, RecordingReader};
+use powerlens_store::recording::{ContentCheck, ContentParts, RecordingReader};
 use powerlens_store::StoreError;
 use powerlens_sys::Roots;
 
@@ -82,24 +82,26 @@ pub fn analyse(
         );
     }
     // Three threads share the work: the decode thread reads, merges and runs the wake-up
-    // forensics (they need nothing from the thread analysis), a symbols thread resolves the
-    // stacks (the pass needs them only at its end), and this one runs the thread analysis
-    // with its stack layer (docs/PERFORMANCE.md). The decode thread starts first: it has
+    // forensics (they need nothing from the thread analysis), a thread aside resolves the
+    // stacks and reads what the content checksum covers besides the chunks (the pass needs
+    // neither until its end), and this one runs the thread analysis with its stack layer (docs/PERFORMANCE.md). The decode thread starts first: it has
     // the most to do.
     let replay = replay::start(&reader, forensics(&reader)?, |w, e, c| {
         w.feed_with_stack(e, c.thread(), c.stack())
     })?;
     let with_stacks = opts.stacks && reader.has_stacks()?;
     let streamed = std::thread::scope(|scope| {
-        let symbols = with_stacks.then(|| {
-            std::thread::Builder::new()
-                .name("powerlens-symbols".into())
-                .spawn_scoped(scope, || {
-                    let reader = crate::open_unchecked(path)?;
-                    symbols::resolve_unsaved(&reader, opts.roots)
-                })
-        });
-        let symbols = symbols.transpose().context("starting the symbols thread")?;
+        let aside = std::thread::Builder::new()
+            .name("powerlens-aside".into())
+            .spawn_scoped(scope, || {
+                let reader = crate::open_unchecked(path)?;
+                let resolved = match with_stacks {
+                    true => symbols::resolve_unsaved(&reader, opts.roots)?,
+                    false => None,
+                };
+                anyhow::Ok((resolved, reader.content_parts()))
+            })
+            .context("starting a thread")?;
         let ctx = read_context(&reader, opts)?;
         let end_ns = reader
             .meta(meta::STOP)?
@@ -125,12 +127,9 @@ pub fn analyse(
             )?;
             (stats, wakeups, analysis.finish(end_ns), None)
         };
-        let resolved = match symbols {
-            Some(thread) => thread
-                .join()
-                .map_err(|_| anyhow::anyhow!("the symbols thread panicked"))??,
-            None => None,
-        };
+        let (resolved, content) = aside
+            .join()
+            .map_err(|_| anyhow::anyhow!("the thread resolving the stacks panicked"))??;
         anyhow::Ok(Streamed {
             ctx,
             end_ns,
@@ -139,6 +138,7 @@ pub fn analyse(
             summary,
             charges,
             resolved,
+            content,
         })
     })?;
     let Streamed {
@@ -149,6 +149,7 @@ pub fn analyse(
         summary,
         charges,
         resolved,
+        content,
     } = streamed;
     let no_stacks_reason = match &resolved {
         Some(_) => String::new(),
@@ -172,7 +173,8 @@ pub fn analyse(
     let causes = wakeups.finish(end_ns);
     observer.pass_ended();
     // Checked with the chunks the pass read, not by reading them all once more before.
-    tell_content(path, reader.check_content_read(&stats.chunks), observer)?;
+    let check = content.map(|parts| parts.check_read(&stats.chunks));
+    tell_content(path, check, observer)?;
     if let Some(warning) = stats.short_read(path) {
         observer.tell("warning", &warning);
     }
@@ -223,6 +225,8 @@ struct Streamed {
     summary: SchedSummary,
     charges: Option<StackCharges>,
     resolved: Option<symbols::Resolved>,
+    /// The content checksum but for the chunks the pass read.
+    content: Result<ContentParts, StoreError>,
 }
 
 /// What the pass over the events found.

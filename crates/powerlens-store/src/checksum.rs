@@ -61,6 +61,11 @@ impl RowHasher {
         Ok(())
     }
 
+    /// Appends what `other` hashed, as if hashed here after what this one did.
+    pub(crate) fn combine(&mut self, other: RowHasher) {
+        self.0.combine(&other.0);
+    }
+
     pub(crate) fn finish(self) -> u32 {
         self.0.finalize()
     }

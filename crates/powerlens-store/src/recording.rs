@@ -396,7 +396,7 @@ impl RecordingWriter {
     /// cannot report an error.
     pub fn finish(mut self) -> Result<(), StoreError> {
         self.finished = true;
-        let crc = content_checksum(&self.conn, None).map_err(|e| self.write_error(e))?;
+        let crc = content_checksum(&self.conn).map_err(|e| self.write_error(e))?;
         self.set_meta(CONTENT_CHECKSUM, &serde_json::json!(crc))?;
         self.flush()?;
         self.conn
@@ -719,33 +719,33 @@ impl RecordingReader {
     /// Whether the tables figures are computed from still hold what the recorder wrote
     /// (see [`content_checksum`]).
     pub fn check_content(&self) -> Result<ContentCheck, StoreError> {
-        self.check_content_with(None)
+        let Some(stored) = self.meta(CONTENT_CHECKSUM)? else {
+            return Ok(ContentCheck::Unverified);
+        };
+        let computed = content_checksum(&self.conn).map_err(|e| read_error(&self.path, e))?;
+        Ok(ContentCheck::of(&stored, computed))
     }
 
     /// [`RecordingReader::check_content`] with the chunk index rows of the chunks a reader
     /// read (every one, in any order): the same answer without reading the chunks again.
     /// A chunk the reader did not get to (a damaged index) is a mismatch.
     pub fn check_content_read(&self, chunks: &[ChunkIndexRow]) -> Result<ContentCheck, StoreError> {
-        let mut rows = chunks.to_vec();
-        rows.sort_unstable_by_key(|r| r.seq);
-        self.check_content_with(Some(&rows))
+        Ok(self.content_parts()?.check_read(chunks))
     }
 
-    fn check_content_with(
-        &self,
-        chunks: Option<&[ChunkIndexRow]>,
-    ) -> Result<ContentCheck, StoreError> {
-        let Some(stored) = self.meta(CONTENT_CHECKSUM)? else {
-            return Ok(ContentCheck::Unverified);
+    /// The recording's content checksum but for the chunk index, for
+    /// [`ContentParts::check_read`]: a reader that reads every chunk computes these on
+    /// another thread meanwhile, and checks with the chunks' rows once it read them.
+    pub fn content_parts(&self) -> Result<ContentParts, StoreError> {
+        let stored = self.meta(CONTENT_CHECKSUM)?;
+        let (before, after) = match stored {
+            Some(_) => content_around_chunks(&self.conn).map_err(|e| read_error(&self.path, e))?,
+            None => Default::default(),
         };
-        let computed =
-            content_checksum(&self.conn, chunks).map_err(|e| read_error(&self.path, e))?;
-        Ok(match stored.as_u64() {
-            Some(s) if s == computed as u64 => ContentCheck::Verified,
-            _ => ContentCheck::Mismatch {
-                stored: stored.to_string(),
-                computed,
-            },
+        Ok(ContentParts {
+            stored,
+            before,
+            after,
         })
     }
 
@@ -882,6 +882,32 @@ fn symbols_checksum(conn: &Connection) -> rusqlite::Result<u32> {
 const SYMBOLS_IN_KEY_ORDER: &str =
     "SELECT module, offset, function FROM symbols ORDER BY module, offset";
 
+/// A recording's content checksum computed but for the chunk index
+/// ([`RecordingReader::content_parts`]).
+pub struct ContentParts {
+    /// The checksum written when the recording ended, if it was.
+    stored: Option<serde_json::Value>,
+    /// What comes before the chunk index in the checksum, and what after it.
+    before: RowHasher,
+    after: RowHasher,
+}
+
+impl ContentParts {
+    /// The check, with the index rows of the chunks a reader read (every one, in any
+    /// order): a chunk the reader did not get to (a damaged index) is a mismatch.
+    pub fn check_read(self, chunks: &[ChunkIndexRow]) -> ContentCheck {
+        let Some(stored) = self.stored else {
+            return ContentCheck::Unverified;
+        };
+        let mut rows = chunks.to_vec();
+        rows.sort_unstable_by_key(|r| r.seq);
+        let mut h = self.before;
+        h.combine(chunk_rows_hasher(&rows));
+        h.combine(self.after);
+        ContentCheck::of(&stored, h.finish())
+    }
+}
+
 /// What [`RecordingReader::check_content`] found.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ContentCheck {
@@ -894,6 +920,17 @@ pub enum ContentCheck {
 }
 
 impl ContentCheck {
+    /// The stored checksum against the one computed now.
+    fn of(stored: &serde_json::Value, computed: u32) -> ContentCheck {
+        match stored.as_u64() {
+            Some(s) if s == computed as u64 => ContentCheck::Verified,
+            _ => ContentCheck::Mismatch {
+                stored: stored.to_string(),
+                computed,
+            },
+        }
+    }
+
     /// The warning a reader prints, when there is one to print.
     pub fn warning(&self, path: &Path) -> Option<String> {
         match self {
@@ -909,45 +946,57 @@ impl ContentCheck {
 /// A CRC-32 of everything a recording's figures are computed from besides the events' own
 /// bytes: the metadata (but this checksum), the samples, the thread table, the stacks and
 /// modules, and each chunk's index row with the CRC its bytes end with. Not the symbol
-/// cache, which reports add to later. The chunk rows come from the table, or from a reader
-/// that read them (in `seq` order).
-fn content_checksum(conn: &Connection, chunks: Option<&[ChunkIndexRow]>) -> rusqlite::Result<u32> {
-    let mut h = RowHasher::default();
-    h.query(
+/// cache, which reports add to later. A reader that read the chunks gets the same value
+/// from their index rows ([`ContentParts::check_read`]).
+fn content_checksum(conn: &Connection) -> rusqlite::Result<u32> {
+    let (mut h, after) = content_around_chunks(conn)?;
+    let mut rows = RowHasher::default();
+    rows.query(
+        conn,
+        "SELECT seq, cpu, first_ns, last_ns, events, substr(data, -4) FROM chunks ORDER BY seq",
+    )?;
+    h.combine(rows);
+    h.combine(after);
+    Ok(h.finish())
+}
+
+/// [`content_checksum`]'s hashes of what comes before the chunk index (the metadata) and
+/// of what comes after it.
+fn content_around_chunks(conn: &Connection) -> rusqlite::Result<(RowHasher, RowHasher)> {
+    let mut before = RowHasher::default();
+    before.query(
         conn,
         &format!(
             "SELECT key, value FROM meta WHERE key NOT IN ('{CONTENT_CHECKSUM}', '{SYMBOLS_CHECKSUM}') ORDER BY key"
         ),
     )?;
-    match chunks {
-        None => h.query(
-            conn,
-            "SELECT seq, cpu, first_ns, last_ns, events, substr(data, -4) FROM chunks ORDER BY seq",
-        )?,
-        // The values the query gives for a row the cursor could read (integers in range, a
-        // blob of bytes).
-        Some(rows) => {
-            for r in rows {
-                h.values(&[
-                    ValueRef::Integer(r.seq),
-                    ValueRef::Integer(r.cpu as i64),
-                    ValueRef::Integer(to_sql(r.first_ns)),
-                    ValueRef::Integer(to_sql(r.last_ns)),
-                    ValueRef::Integer(r.events as i64),
-                    ValueRef::Blob(&r.trailer[..r.trailer_len as usize]),
-                ]);
-            }
-        }
-    }
+    let mut after = RowHasher::default();
     for sql in [
         "SELECT * FROM samples ORDER BY rowid",
         "SELECT * FROM threads ORDER BY rowid",
         "SELECT * FROM stacks ORDER BY rowid",
         "SELECT * FROM modules ORDER BY rowid",
     ] {
-        h.query(conn, sql)?;
+        after.query(conn, sql)?;
     }
-    Ok(h.finish())
+    Ok((before, after))
+}
+
+/// The chunk index rows (in `seq` order) hashed as [`content_checksum`]'s query gives
+/// them: integers in range, the trailer a blob of bytes.
+fn chunk_rows_hasher(rows: &[ChunkIndexRow]) -> RowHasher {
+    let mut h = RowHasher::default();
+    for r in rows {
+        h.values(&[
+            ValueRef::Integer(r.seq),
+            ValueRef::Integer(r.cpu as i64),
+            ValueRef::Integer(to_sql(r.first_ns)),
+            ValueRef::Integer(to_sql(r.last_ns)),
+            ValueRef::Integer(r.events as i64),
+            ValueRef::Blob(&r.trailer[..r.trailer_len as usize]),
+        ]);
+    }
+    h
 }
 
 fn read_error(path: &Path, e: rusqlite::Error) -> StoreError {
