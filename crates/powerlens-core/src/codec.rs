@@ -715,20 +715,18 @@ pub fn decode_chunk_in_context(
     contexts: &mut Vec<EventContext>,
 ) -> Result<(), CodecError> {
     let mut decoder = ChunkDecoder::new(data)?;
-    events.reserve(decoder.records_left() as usize);
-    contexts.reserve(decoder.records_left() as usize);
-    // Only an event at the very end of time stops the run before the chunk's end.
-    while let Some((event, context)) =
-        decoder.decode_before(u64::MAX, usize::MAX, events, contexts)?
-    {
-        events.push(event);
-        contexts.push(context);
+    events.reserve(decoder.records_left() as usize + 1);
+    contexts.reserve(decoder.records_left() as usize + 1);
+    // Only an event at the very end of time stops a run before the chunk's end.
+    while decoder.next_time().is_some() {
+        decoder.decode_before(u64::MAX, usize::MAX, events, contexts)?;
     }
     Ok(())
 }
 
-/// A chunk being decoded an event, or a run of events, at a time. The replay merges the
-/// CPUs' chunks by decoding each CPU's run of events straight into the merged batch
+/// A chunk being decoded a run of events at a time, its next event decoded ahead. The
+/// replay merges the CPUs' chunks by comparing their next events' times and decoding the
+/// earliest CPU's run of events straight into the merged batch
 /// ([`ChunkDecoder::decode_before`]): no chunk is decoded whole into a buffer of its own
 /// that the merge would copy from.
 pub struct ChunkDecoder<D> {
@@ -736,21 +734,25 @@ pub struct ChunkDecoder<D> {
     data: D,
     /// Where the CRC trailer starts.
     body_len: usize,
-    /// Where the next event starts.
+    /// Where the event after `next` starts.
     pos: usize,
     state: DecodeState,
     tables: Tables,
+    /// The next event, decoded; `None` after the last one (or an error).
+    next: Option<(Event, EventContext)>,
 }
 
 impl<D: AsRef<[u8]>> ChunkDecoder<D> {
-    /// Checks the chunk's checksum and reads its header and tables.
+    /// Checks the chunk's checksum, reads its header and tables, and decodes its first
+    /// event.
     pub fn new(data: D) -> Result<Self, CodecError> {
         let body_len = checked_body_len(data.as_ref())?;
         let mut r = Reader {
             data: &data.as_ref()[..body_len],
             pos: 0,
         };
-        let (state, tables) = read_header(&mut r)?;
+        let (mut state, tables) = read_header(&mut r)?;
+        let next = decode_one(&mut state, &tables, &mut r)?;
         let pos = r.pos;
         Ok(ChunkDecoder {
             data,
@@ -758,6 +760,7 @@ impl<D: AsRef<[u8]>> ChunkDecoder<D> {
             pos,
             state,
             tables,
+            next,
         })
     }
 
@@ -766,21 +769,23 @@ impl<D: AsRef<[u8]>> ChunkDecoder<D> {
         self.data
     }
 
-    /// Records not decoded yet (a stack counts apart from the event it folds into).
+    /// Records not decoded yet, besides the next event (a stack counts apart from the
+    /// event it folds into).
     pub fn records_left(&self) -> u64 {
         self.state.left
     }
 
-    /// The next event with its context, `None` after the last one (where the chunk must
-    /// end: trailing bytes are an error). After an error the decoder gives nothing more.
-    pub fn next_event(&mut self) -> Result<Option<(Event, EventContext)>, CodecError> {
-        self.decode_before(0, 0, &mut Vec::new(), &mut Vec::new())
+    /// The time of the next event, `None` after the last one.
+    #[inline]
+    pub fn next_time(&self) -> Option<u64> {
+        self.next.as_ref().map(|(e, _)| e.time_ns)
     }
 
-    /// Appends the events that come before `limit`, at most `max` of them, with their
-    /// contexts; returns the one that stopped it (the first at or after `limit`, or the
-    /// one after the `max`-th), decoded, or `None` when the chunk ended first. On an error
-    /// the events decoded before it stay appended, and the decoder gives nothing more.
+    /// Appends the next event with its context, then the events after it that come
+    /// before `limit`, `max` events in all at most (and at least the next one); the one
+    /// that stopped it becomes the next event. After the last event the chunk must end
+    /// (trailing bytes are an error). On an error the events decoded before it stay
+    /// appended, and the decoder gives nothing more.
     #[inline]
     pub fn decode_before(
         &mut self,
@@ -788,14 +793,19 @@ impl<D: AsRef<[u8]>> ChunkDecoder<D> {
         max: usize,
         events: &mut Vec<Event>,
         contexts: &mut Vec<EventContext>,
-    ) -> Result<Option<(Event, EventContext)>, CodecError> {
+    ) -> Result<(), CodecError> {
+        let Some((event, context)) = self.next.take() else {
+            return Ok(());
+        };
+        events.push(event);
+        contexts.push(context);
         let mut r = Reader {
             data: &self.data.as_ref()[..self.body_len],
             pos: self.pos,
         };
         let state = &mut self.state;
         let tables = &self.tables;
-        let mut appended = 0;
+        let mut appended = 1;
         let result = loop {
             match decode_one(state, tables, &mut r) {
                 Ok(Some((event, context))) if event.time_ns < limit && appended < max => {
@@ -803,14 +813,21 @@ impl<D: AsRef<[u8]>> ChunkDecoder<D> {
                     contexts.push(context);
                     appended += 1;
                 }
-                other => break other,
+                Ok(next) => break Ok(next),
+                Err(e) => break Err(e),
             }
         };
         self.pos = r.pos;
-        if result.is_err() {
-            self.state.left = 0;
+        match result {
+            Ok(next) => {
+                self.next = next;
+                Ok(())
+            }
+            Err(e) => {
+                self.state.left = 0;
+                Err(*e)
+            }
         }
-        Ok(result?)
     }
 }
 

@@ -236,17 +236,15 @@ fn decode_and_merge(
     }
 }
 
-/// One CPU's events: its current chunk being decoded, and its next event (the head the
-/// merge compares), decoded already.
+/// One CPU's events: its current chunk being decoded, whose next event (decoded ahead) is
+/// the head the merge compares.
 struct Stream<'a> {
     cpu: u32,
     cursor: ChunkCursor<'a>,
-    /// The chunk being decoded, and its first event's time (for error messages).
+    /// The chunk being decoded, and its first event's time (for error messages); `None`
+    /// once the stream ended or failed.
     chunk: Option<(ChunkDecoder<Vec<u8>>, u64)>,
-    /// The next event; `None` once the stream ended or failed.
-    head: Option<(Event, EventContext)>,
-    /// Decoding failed after `head` (or after the events delivered, when there is no
-    /// head): the error, delivered once they are.
+    /// Decoding failed after the events delivered: the error, delivered once they are.
     failed: Option<anyhow::Error>,
     /// The index rows of the chunks read so far.
     read: Vec<ChunkIndexRow>,
@@ -256,36 +254,31 @@ impl Stream<'_> {
     /// The time of the next event, [`TournamentTree::DONE`] after the last one; the error
     /// once the events before it are delivered.
     fn head_time(&mut self) -> anyhow::Result<u64> {
-        match (&self.head, self.failed.take()) {
-            (Some((e, _)), _) => Ok(e.time_ns),
+        match (&self.chunk, self.failed.take()) {
+            (Some((decoder, _)), _) => Ok(decoder.next_time().unwrap_or(TournamentTree::DONE)),
             (None, Some(e)) => Err(e),
             (None, None) => Ok(TournamentTree::DONE),
         }
     }
 
-    /// Appends to `batch` the head and the events after it that come before `limit`
-    /// (at most `room` in all), decoding them straight into the batch, and decodes the
-    /// new head (reading the next chunk when this one ends).
+    /// Appends to `batch` the next event and the events after it that come before
+    /// `limit` (at most `room` in all), decoding them straight into the batch; reads the
+    /// next chunk when this one ends.
     fn run_into(&mut self, limit: u64, room: usize, batch: &mut Batch) {
-        let Some((head, context)) = self.head.take() else {
+        let Some((decoder, first_ns)) = &mut self.chunk else {
             return;
         };
-        batch.events.push(head);
-        batch.contexts.push(context);
-        let next = match &mut self.chunk {
-            Some((decoder, first_ns)) => decoder
-                .decode_before(limit, room - 1, &mut batch.events, &mut batch.contexts)
-                .map_err(|e| corrupt(self.cpu, *first_ns, e)),
-            None => Ok(None),
-        };
-        match next {
-            Ok(Some(head)) => self.head = Some(head),
-            Ok(None) => self.next_chunk(),
-            Err(e) => self.fail(e),
+        match decoder.decode_before(limit, room, &mut batch.events, &mut batch.contexts) {
+            Ok(()) if decoder.next_time().is_some() => {}
+            Ok(()) => self.next_chunk(),
+            Err(e) => {
+                let e = corrupt(self.cpu, *first_ns, e);
+                self.fail(e)
+            }
         }
     }
 
-    /// Reads chunks until one has an event: its first event becomes the head.
+    /// Reads chunks until one has an event: it becomes the chunk being decoded.
     #[inline(never)]
     fn next_chunk(&mut self) {
         let cpu = self.cpu;
@@ -304,17 +297,14 @@ impl Stream<'_> {
             };
             self.read.push(chunk.index_row());
             let first_ns = chunk.first_ns;
-            let head = ChunkDecoder::new(chunk.data).and_then(|mut decoder| {
-                let head = decoder.next_event()?;
-                self.chunk = Some((decoder, first_ns));
-                Ok(head)
-            });
-            match head {
-                Ok(Some(head)) => {
-                    self.head = Some(head);
-                    return;
+            match ChunkDecoder::new(chunk.data) {
+                Ok(decoder) => {
+                    let has_events = decoder.next_time().is_some();
+                    self.chunk = Some((decoder, first_ns));
+                    if has_events {
+                        return;
+                    }
                 }
-                Ok(None) => {}
                 Err(e) => return self.fail(corrupt(cpu, first_ns, e)),
             }
         }
@@ -323,7 +313,6 @@ impl Stream<'_> {
     /// The stream ends with `e`, after the events already decoded.
     fn fail(&mut self, e: anyhow::Error) {
         self.chunk = None;
-        self.head = None;
         self.failed = Some(e);
     }
 }
@@ -352,7 +341,6 @@ impl<'a> Merge<'a> {
                     cpu,
                     cursor: reader.chunks(cpu),
                     chunk: None,
-                    head: None,
                     failed: None,
                     read: Vec::new(),
                 })
