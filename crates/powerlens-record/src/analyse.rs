@@ -60,6 +60,15 @@ pub fn analyse(
     opts: &AnalyseOptions<'_>,
     observer: &mut dyn AnalyseObserver,
 ) -> anyhow::Result<Analysed> {
+    // Three threads share the work: the decode thread reads, merges and runs the wake-up
+    // forensics (they need nothing from the thread analysis), a thread aside resolves the
+    // stacks and reads what the content checksum covers besides the chunks (the pass needs
+    // neither until its end), and this one runs the thread analysis with its stack layer
+    // (docs/PERFORMANCE.md). The decode thread, which has the most to do, starts before
+    // this one has opened the recording.
+    let replay = replay::start(path, forensics, |w, e, c| {
+        w.feed_with_stack(e, c.thread(), c.stack())
+    })?;
     let reader = crate::open_unchecked(path)?;
     let mode = reader.meta(meta::MODE)?;
     if mode.as_ref().and_then(|m| m.as_str()) == Some(MODE_REDUCED) {
@@ -81,14 +90,6 @@ pub fn analyse(
             path.display()
         );
     }
-    // Three threads share the work: the decode thread reads, merges and runs the wake-up
-    // forensics (they need nothing from the thread analysis), a thread aside resolves the
-    // stacks and reads what the content checksum covers besides the chunks (the pass needs
-    // neither until its end), and this one runs the thread analysis with its stack layer (docs/PERFORMANCE.md). The decode thread starts first: it has
-    // the most to do.
-    let replay = replay::start(&reader, forensics(&reader)?, |w, e, c| {
-        w.feed_with_stack(e, c.thread(), c.stack())
-    })?;
     let with_stacks = opts.stacks && reader.has_stacks()?;
     let streamed = std::thread::scope(|scope| {
         let aside = std::thread::Builder::new()

@@ -90,7 +90,8 @@ pub fn replay(
     f: impl FnMut(&Event, EventContext),
     progress: impl FnMut(u64),
 ) -> anyhow::Result<ReplayStats> {
-    let (stats, ()) = start(reader, (), |_, _, _| {})?.deliver(reader, f, progress)?;
+    let (stats, ()) =
+        start(reader.path(), |_| Ok(()), |_, _, _| {})?.deliver(reader, f, progress)?;
     Ok(stats)
 }
 
@@ -99,28 +100,48 @@ pub fn replay(
 pub struct Replay<S> {
     batches: Receiver<Message>,
     empties: Sender<Batch>,
-    decode: std::thread::JoinHandle<S>,
+    /// Gives the side analysis back, `None` when the thread could not start its work
+    /// (then its error came as a message).
+    decode: std::thread::JoinHandle<Option<S>>,
 }
 
-/// Starts a replay ([`replay`]) whose decode thread also feeds `side` every event, in the
-/// same order, with `feed`: an analysis that needs no other's results moves off the
-/// caller's thread, which on two cores is the busier one. The caller can do other work
-/// before [`Replay::deliver`] (the decode thread runs ahead meanwhile), and gets `side`
-/// back at the end.
-pub fn start<S, F>(reader: &RecordingReader, mut side: S, mut feed: F) -> anyhow::Result<Replay<S>>
+/// Starts a replay ([`replay`]) of the recording at `path` whose decode thread also feeds a
+/// side analysis every event, in the same order, with `feed`: an analysis that needs no
+/// other's results moves off the caller's thread, which on two cores is the busier one.
+/// The side analysis is made by `side` from the decode thread's own reader, so that the
+/// thread starts at once, while the caller opens and checks the recording. The caller can
+/// do other work before [`Replay::deliver`] (the decode thread runs ahead meanwhile), and
+/// gets the side analysis back at the end.
+pub fn start<S, M, F>(path: &std::path::Path, side: M, mut feed: F) -> anyhow::Result<Replay<S>>
 where
     S: Send + 'static,
+    M: FnOnce(&RecordingReader) -> anyhow::Result<S> + Send + 'static,
     F: FnMut(&mut S, &Event, EventContext) + Send + 'static,
 {
-    let cpus = reader.cpus()?;
-    let path = reader.path().to_path_buf();
+    let path = path.to_path_buf();
     let (send, batches) = mpsc::sync_channel(BATCHES_AHEAD);
     let (empties, recycled) = mpsc::channel::<Batch>();
     let decode = std::thread::Builder::new()
         .name("powerlens-decode".into())
         .spawn(move || {
-            decode_and_merge(&path, &cpus, &send, &recycled, |e, c| feed(&mut side, e, c));
-            side
+            let opened = RecordingReader::open(&path)
+                .map_err(|e| anyhow!("reopening the recording: {e}"))
+                .and_then(|reader| {
+                    let side = side(&reader)?;
+                    let cpus = reader.cpus()?;
+                    Ok((reader, side, cpus))
+                });
+            let (reader, mut side, cpus) = match opened {
+                Ok(opened) => opened,
+                Err(e) => {
+                    let _ = send.send(Message::Failed(e));
+                    return None;
+                }
+            };
+            decode_and_merge(&reader, &cpus, &send, &recycled, |e, c| {
+                feed(&mut side, e, c)
+            });
+            Some(side)
         })
         .context("starting the decode thread")?;
     Ok(Replay {
@@ -165,7 +186,8 @@ impl<S> Replay<S> {
                     let side = self
                         .decode
                         .join()
-                        .map_err(|_| anyhow!("the decode thread panicked"))?;
+                        .map_err(|_| anyhow!("the decode thread panicked"))?
+                        .ok_or_else(|| anyhow!("the decode thread stopped"))?;
                     return Ok((stats, side));
                 }
                 Message::Failed(e) => return Err(e),
@@ -187,20 +209,13 @@ pub fn unfolded(mut f: impl FnMut(&Event, Option<Tid>)) -> impl FnMut(&Event, Ev
 /// The decode thread's body: every CPU's stream merged into batches sent on `send`, each
 /// event fed to `side` first.
 fn decode_and_merge(
-    path: &std::path::Path,
+    reader: &RecordingReader,
     cpus: &[u32],
     send: &SyncSender<Message>,
     recycled: &Receiver<Batch>,
     mut side: impl FnMut(&Event, EventContext),
 ) {
-    let reader = match RecordingReader::open(path) {
-        Ok(r) => r,
-        Err(e) => {
-            let _ = send.send(Message::Failed(anyhow!("reopening the recording: {e}")));
-            return;
-        }
-    };
-    let mut merge = Merge::new(&reader, cpus);
+    let mut merge = Merge::new(reader, cpus);
     loop {
         let mut batch = recycled.try_recv().unwrap_or_else(|_| Batch {
             events: Vec::with_capacity(BATCH_EVENTS),
