@@ -16,6 +16,7 @@ use std::path::Path;
 use std::time::Instant;
 
 use powerlens_core::codec::decode_chunk_in_context;
+use powerlens_core::stacks::attribution::StackMetricsKept;
 use powerlens_record::analyse::{analyse, AnalyseObserver, AnalyseOptions};
 use powerlens_record::replay;
 use powerlens_store::RecordingReader;
@@ -50,6 +51,7 @@ fn main() {
                 all_processes: false,
                 grouping: None,
                 stacks: true,
+                stack_metrics: StackMetricsKept::Advice,
                 roots: &roots,
                 battery_wh: None,
             };

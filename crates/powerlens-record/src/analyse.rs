@@ -8,7 +8,7 @@ use anyhow::Context;
 use powerlens_core::sched::analysis::SchedSummary;
 use powerlens_core::sched::report as model;
 use powerlens_core::sched::wakeups::{self, WakeupAnalysis};
-use powerlens_core::stacks::attribution::{StackAnalysis, StackCharges};
+use powerlens_core::stacks::attribution::{StackAnalysis, StackCharges, StackMetricsKept};
 use powerlens_core::stacks::grid::{self, Grouping};
 use powerlens_core::stacks::ResolvedStacks;
 use powerlens_store::recording::{ContentCheck, ContentParts, RecordingReader};
@@ -24,6 +24,9 @@ pub struct AnalyseOptions<'a> {
     pub grouping: Option<Grouping>,
     /// Analyse the call stacks (when the recording has them).
     pub stacks: bool,
+    /// The per-stack metrics to keep: every one for a function grid, stack tree or folded
+    /// stacks, only what the advice cites otherwise.
+    pub stack_metrics: StackMetricsKept,
     pub roots: &'a Roots,
     /// A full charge for the battery-life figures, instead of the one recorded.
     pub battery_wh: Option<f64>,
@@ -110,7 +113,7 @@ pub fn analyse(
             .unwrap_or(0);
         observer.pass_started(total);
         let (stats, wakeups, summary, charges) = if with_stacks {
-            let mut analysis = StackAnalysis::new(ctx.analysis());
+            let mut analysis = StackAnalysis::keeping(ctx.analysis(), opts.stack_metrics);
             let (stats, wakeups) = replay.deliver(
                 &reader,
                 |e, c| analysis.feed_with_stack(e, c.thread(), c.stack()),

@@ -16,6 +16,19 @@ use crate::sched::analysis::{SchedAnalysis, SchedSummary, ThreadCharges};
 use crate::sched::event::{Event, EventKind, KeyMap, StackId, SwitchedOut, Tid, IDLE_TID};
 use crate::sched::tid_table::TidTable;
 
+/// Which per-stack metrics an analysis keeps.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum StackMetricsKept {
+    /// Every one: the function grid, the stack tree and folded stacks show any.
+    #[default]
+    All,
+    /// What the advice cites and the thread grid's report shows beside it: CPU time,
+    /// samples, synchronization and preemption switches, wait and idle wake-ups. The idle
+    /// time after blocking (and its states), inactive time and wake-ups caused are not
+    /// followed, and stay zero: a report that shows no function grid skips their work.
+    Advice,
+}
+
 /// What one thread did at one stack.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct StackMetrics {
@@ -115,6 +128,7 @@ pub struct StackAttribution {
     /// Per thread, the slots it was last charged at, in each role.
     recent: TidTable<RecentSlots>,
     cpus: Vec<CpuState>,
+    kept: StackMetricsKept,
 }
 
 /// A thread's most recent slots in `metrics`. A thread mostly blocks, wakes others and is
@@ -261,9 +275,13 @@ impl StackAttribution {
         if self.cpu(cpu).pending != Pending::None {
             self.settle(cpu, NO_STACK);
         }
+        let idle_after = self.kept == StackMetricsKept::All;
         match e.kind {
             EventKind::Switch { prev, how, next } => {
                 self.cpu(cpu).pending = Pending::Switch { prev, how };
+                if !idle_after {
+                    return;
+                }
                 if prev == IDLE_TID {
                     self.end_idle(cpu, t);
                 }
@@ -279,6 +297,7 @@ impl StackAttribution {
                 self.charges.samples_seen += 1;
                 self.cpu(cpu).pending = Pending::Sample { tid, period_ns };
             }
+            EventKind::IdleEnter { .. } | EventKind::IdleExit if !idle_after => {}
             EventKind::IdleEnter { state } => {
                 self.close_state(cpu, t);
                 self.cpu(cpu).state_since = Some((state, t));
@@ -348,7 +367,9 @@ impl ThreadCharges for StackAttribution {
     }
 
     fn inactive(&mut self, tid: Tid, ns: u64) {
-        self.parked_metrics(tid).inactive_ns += ns;
+        if self.kept == StackMetricsKept::All {
+            self.parked_metrics(tid).inactive_ns += ns;
+        }
     }
 
     fn idle_wakeup(&mut self, tid: Tid, idle_ns: u64) {
@@ -358,6 +379,9 @@ impl ThreadCharges for StackAttribution {
     }
 
     fn woke(&mut self, cpu: u32, waker: Tid) {
+        if self.kept == StackMetricsKept::Advice {
+            return;
+        }
         let c = self.cpu(cpu);
         if c.pending == Pending::Waking {
             c.pending = Pending::Woke { waker };
@@ -371,10 +395,19 @@ pub struct StackAnalysis {
 }
 
 impl StackAnalysis {
-    /// Layers stacks on `sched` (configured with thread groups and idle thresholds).
+    /// Layers stacks on `sched` (configured with thread groups and idle thresholds),
+    /// keeping every metric.
     pub fn new(sched: SchedAnalysis) -> Self {
+        Self::keeping(sched, StackMetricsKept::All)
+    }
+
+    /// Layers stacks on `sched`, keeping the metrics `kept` says.
+    pub fn keeping(sched: SchedAnalysis, kept: StackMetricsKept) -> Self {
         StackAnalysis {
-            sched: sched.with_charges(StackAttribution::default()),
+            sched: sched.with_charges(StackAttribution {
+                kept,
+                ..StackAttribution::default()
+            }),
         }
     }
 
@@ -428,10 +461,6 @@ mod tests {
         a.finish(end)
     }
 
-    /// Thread 10 sleeps at stack 1 (CPU goes idle), is woken by a timer with nothing in
-    /// between: its wait, its idle wake-up and the idle that followed go to stack 1; it
-    /// then runs, is sampled at stack 2 and preempted at stack 3 by thread 11, which wakes
-    /// nobody. Every figure hand-computed.
     /// Threads that block, wake others and are sampled at alternating stacks: every
     /// charge lands on the stack of its own event, not on the one the thread was charged
     /// at the time before (the layer remembers each thread's last slot per role).
@@ -520,13 +549,14 @@ mod tests {
         assert_eq!(charges.stacks_seen, 24);
     }
 
-    #[test]
-    fn charges_follow_the_switch_out_stack() {
+    /// Thread 10 blocks at stack 1 (cpu0 idles), a timer wakes it, it is sampled at
+    /// stack 2 and preempted at stack 3 by thread 11.
+    fn switch_out_events() -> Vec<(Event, Option<Tid>)> {
         let timer = InterruptEnter(crate::sched::event::InterruptKind::Timer {
             timer: 1,
             function: 2,
         });
-        let events = vec![
+        vec![
             (
                 ev(
                     1_000,
@@ -591,7 +621,16 @@ mod tests {
                 Some(10),
             ),
             (ev(7_000, 0, Stack { id: 3 }), Some(10)),
-        ];
+        ]
+    }
+
+    /// Thread 10 sleeps at stack 1 (CPU goes idle), is woken by a timer with nothing in
+    /// between: its wait, its idle wake-up and the idle that followed go to stack 1; it
+    /// then runs, is sampled at stack 2 and preempted at stack 3 by thread 11, which wakes
+    /// nobody. Every figure hand-computed.
+    #[test]
+    fn charges_follow_the_switch_out_stack() {
+        let events = switch_out_events();
         let (summary, charges) = run(&events, 9_000);
         let m = |s| charges.by_thread_stack[&(10, s)];
         assert_eq!(m(1).sync_switches, 1);
@@ -620,6 +659,37 @@ mod tests {
         assert_eq!(total.preempt_switches, t10.preempt_switches);
         assert_eq!(charges.stacks_seen, 3);
         assert_eq!(charges.samples_seen, 1);
+    }
+
+    /// Keeping the advice's metrics gives the same CPU time, switches, wait and idle
+    /// wake-ups per stack as keeping all, and leaves the others at zero.
+    #[test]
+    fn advice_metrics_are_the_full_ones_without_the_rest() {
+        let run_keeping = |kept| {
+            let mut a = StackAnalysis::keeping(SchedAnalysis::new(), kept);
+            for (e, ctx) in switch_out_events() {
+                a.feed_in_context(&e, ctx);
+            }
+            a.finish(9_000).1
+        };
+        let (all, advice) = (
+            run_keeping(StackMetricsKept::All),
+            run_keeping(StackMetricsKept::Advice),
+        );
+        assert_eq!(all.by_thread_stack.len(), advice.by_thread_stack.len());
+        for (key, full) in &all.by_thread_stack {
+            let kept = advice.by_thread_stack[key];
+            let advised = StackMetrics {
+                inactive_ns: 0,
+                idle_after_ns: 0,
+                wakeups_caused: 0,
+                ..*full
+            };
+            assert_eq!(kept, advised, "{key:?}");
+        }
+        // What the advice does not keep was there to drop.
+        assert!(all.by_thread_stack[&(10, 1)].idle_after_ns > 0);
+        assert!(all.by_thread_stack[&(10, 3)].inactive_ns > 0);
     }
 
     /// A thread whose switch-in was lost (cpu1 on this project's VMs) has its wait settled

@@ -7,6 +7,7 @@
 //! are not finite or are negative energies are not.
 
 use powerlens_core::sched::report as model;
+use powerlens_core::stacks::attribution::StackMetricsKept;
 use powerlens_core::stacks::grid::Grouping;
 use powerlens_record::analyse::{analyse, AnalyseObserver, AnalyseOptions};
 use powerlens_record::{replay, sampler};
@@ -86,6 +87,7 @@ fn read(path: &std::path::Path, roots: &Roots) -> anyhow::Result<()> {
         all_processes: false,
         grouping: Some(Grouping::Function),
         stacks,
+        stack_metrics: StackMetricsKept::All,
         roots,
         battery_wh: None,
     };

@@ -9,6 +9,7 @@ use anyhow::Context;
 use clap::Args;
 use powerlens_core::provenance::Provenance;
 use powerlens_core::run::{RunResult, RunSummary};
+use powerlens_core::stacks::attribution::StackMetricsKept;
 use powerlens_core::verdict::{self, Ratios};
 use powerlens_report::table::{sig, Table};
 use serde::Serialize;
@@ -374,6 +375,7 @@ fn record_and_diff(
         all_processes: false,
         grouping: None,
         stacks: false,
+        stack_metrics: StackMetricsKept::Advice,
         roots: &roots,
         battery_wh: None,
     };

@@ -7,6 +7,7 @@ use std::process::ExitCode;
 use anyhow::Context;
 use clap::{Args, ValueEnum};
 use powerlens_core::diff::{self, Rows};
+use powerlens_core::stacks::attribution::StackMetricsKept;
 use powerlens_core::stacks::grid::Grouping;
 use powerlens_report::diff::{self as view, Sides};
 use serde_json::Value;
@@ -91,6 +92,10 @@ pub fn execute(global: &GlobalArgs, args: DiffArgs) -> anyhow::Result<ExitCode> 
         all_processes: args.all_processes,
         grouping: (rows == Rows::Function).then_some(Grouping::Function),
         stacks: true,
+        stack_metrics: match rows {
+            Rows::Function => StackMetricsKept::All,
+            _ => StackMetricsKept::Advice,
+        },
         roots: &roots,
         battery_wh: None,
     };

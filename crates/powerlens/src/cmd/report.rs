@@ -10,7 +10,7 @@ use clap::{Args, ValueEnum};
 
 use powerlens_core::advice::{self, FunctionEvidence, JudgedStates};
 use powerlens_core::sched::report as model;
-use powerlens_core::stacks::attribution::StackCharges;
+use powerlens_core::stacks::attribution::{StackCharges, StackMetricsKept};
 use powerlens_core::stacks::grid::{self, Grouping};
 use powerlens_core::stacks::locks;
 use powerlens_core::stacks::ResolvedStacks;
@@ -183,6 +183,11 @@ pub fn execute(global: &GlobalArgs, args: ReportArgs) -> anyhow::Result<ExitCode
             grouping: rows_of_functions,
             // Also without --by function: wake-up causes and advice name functions.
             stacks: true,
+            stack_metrics: if rows_of_functions.is_some() || stack_output {
+                StackMetricsKept::All
+            } else {
+                StackMetricsKept::Advice
+            },
             roots: &roots,
             battery_wh: args.battery.battery_wh,
         },
