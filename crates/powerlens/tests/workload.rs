@@ -76,7 +76,11 @@ fn spin_json_reports_busy_threads_that_never_block() {
     for t in threads {
         assert!(t["name"].as_str().unwrap().starts_with("spin-"));
         assert!(u(t, "tid") > 0);
-        assert!(u(t, "voluntary_switches") <= 3, "{t}");
+        // A spinner never waits in its loop; it can block a few times around its start
+        // and end (the thread's creation, the first touches of its stack, which wait for
+        // the address space's lock while its sibling thread is created: 4 seen under a
+        // loaded test run). A workload that slept would block hundreds of times.
+        assert!(u(t, "voluntary_switches") <= 10, "{t}");
         // How much CPU a spinner gets depends on the load (the unit test compares it with
         // a control spinner); here: some, and no more than the wall time.
         assert!(
