@@ -163,10 +163,7 @@ impl<S> Replay<S> {
     ) -> anyhow::Result<(ReplayStats, S)> {
         let mut stats = ReplayStats::default();
         loop {
-            let message = self
-                .batches
-                .recv()
-                .map_err(|_| anyhow!("the decode thread stopped"))?;
+            let message = next_message(&self.batches)?;
             match message {
                 Message::Batch(mut batch) => {
                     for (e, context) in batch.events.iter().zip(&batch.contexts) {
@@ -193,6 +190,42 @@ impl<S> Replay<S> {
                 Message::Failed(e) => return Err(e),
             }
         }
+    }
+}
+
+/// The decode thread's next message. Waited for by spinning a while before sleeping: a
+/// batch is usually microseconds away, and waking a sleeping thread costs the sender a
+/// system call and this one a reschedule (on a virtual machine, an interrupt between
+/// virtual CPUs), once per batch: a tenth of the decode thread's time went to it.
+fn next_message(batches: &Receiver<Message>) -> anyhow::Result<Message> {
+    let spin = Spin::new();
+    loop {
+        match batches.try_recv() {
+            Ok(message) => return Ok(message),
+            Err(mpsc::TryRecvError::Empty) if spin.again() => {}
+            _ => break,
+        }
+    }
+    batches
+        .recv()
+        .map_err(|_| anyhow!("the decode thread stopped"))
+}
+
+/// A wait that spins for [`Spin::FOR`] before the waiter goes to sleep.
+struct Spin(std::time::Instant);
+
+impl Spin {
+    /// Long enough for the other thread's next batch or its taking one, most times.
+    const FOR: std::time::Duration = std::time::Duration::from_micros(50);
+
+    fn new() -> Self {
+        Spin(std::time::Instant::now())
+    }
+
+    /// Whether to look again (after a pause) rather than sleep.
+    fn again(&self) -> bool {
+        std::hint::spin_loop();
+        self.0.elapsed() < Self::FOR
     }
 }
 
@@ -238,15 +271,30 @@ fn decode_and_merge(
             Ok(()) => Message::Batch(batch),
             Err(e) => {
                 // What came before the damage is delivered first.
-                if !batch.events.is_empty() && send.send(Message::Batch(batch)).is_err() {
+                if !batch.events.is_empty() && !send_message(send, Message::Batch(batch)) {
                     return;
                 }
                 Message::Failed(e)
             }
         };
         let last = !matches!(message, Message::Batch(_));
-        if send.send(message).is_err() || last {
+        if !send_message(send, message) || last {
             return;
+        }
+    }
+}
+
+/// Sends a message to the caller's thread, spinning a while before sleeping when the
+/// channel is full (the caller takes a batch within microseconds, and a sleeping decode
+/// thread, the busier of the two, would wait to be woken). False when the caller is gone.
+fn send_message(send: &SyncSender<Message>, mut message: Message) -> bool {
+    let spin = Spin::new();
+    loop {
+        match send.try_send(message) {
+            Ok(()) => return true,
+            Err(mpsc::TrySendError::Full(back)) if spin.again() => message = back,
+            Err(mpsc::TrySendError::Full(back)) => return send.send(back).is_ok(),
+            Err(mpsc::TrySendError::Disconnected(_)) => return false,
         }
     }
 }
