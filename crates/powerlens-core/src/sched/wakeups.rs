@@ -237,6 +237,8 @@ struct Exit {
 
 struct Cpu {
     current: Option<Tid>,
+    /// The cause group this CPU's last exit or expiry went to, and its index.
+    last_group: Option<(Key, u32)>,
     /// Interrupt contexts open, innermost last: the group each timer expiry went to.
     depth: u32,
     exit: Option<Exit>,
@@ -249,6 +251,7 @@ impl Default for Cpu {
     fn default() -> Self {
         Cpu {
             current: None,
+            last_group: None,
             depth: 0,
             exit: None,
             remote: None,
@@ -264,9 +267,10 @@ impl Default for Cpu {
 pub struct WakeupAnalysis {
     cpus: Vec<Cpu>,
     timers: KeyMap<u64, TimerInfo>,
-    groups: KeyMap<Key, Group>,
-    /// Per-group first-seen order, for deterministic output.
-    order: Vec<Key>,
+    /// The cause groups in first-seen order (for deterministic output), and each key's
+    /// index there.
+    groups: Vec<(Key, Group)>,
+    group_index: KeyMap<Key, u32>,
     seq: u64,
     start_ns: Option<u64>,
     last_ns: u64,
@@ -341,13 +345,9 @@ impl WakeupAnalysis {
     /// groups whose keys become one add up, their expiry times merged in time order (the
     /// first [`MAX_EXPIRY_TIMES`] of the merged group are among each member's first ones).
     fn grouped_groups(&mut self) -> Vec<(Key, Group)> {
-        let mut out: Vec<(Key, Group)> = Vec::with_capacity(self.order.len());
+        let mut out: Vec<(Key, Group)> = Vec::with_capacity(self.groups.len());
         let mut index: KeyMap<Key, usize> = KeyMap::default();
-        for key in std::mem::take(&mut self.order) {
-            let g = self
-                .groups
-                .remove(&key)
-                .expect("every ordered key has a group");
+        for (key, g) in std::mem::take(&mut self.groups) {
             let key = self.grouped(key);
             match index.entry(key) {
                 std::collections::hash_map::Entry::Vacant(v) => {
@@ -382,15 +382,23 @@ impl WakeupAnalysis {
         self.cpus.resize_with(len, Cpu::default);
     }
 
-    /// One hash lookup: this runs at every idle exit and timer expiry.
-    fn group(&mut self, key: Key) -> &mut Group {
-        match self.groups.entry(key) {
-            std::collections::hash_map::Entry::Occupied(o) => o.into_mut(),
-            std::collections::hash_map::Entry::Vacant(v) => {
-                self.order.push(*v.key());
-                v.insert(Group::default())
+    /// The group of `key`, for an idle exit or timer expiry on `cpu`: this runs at every
+    /// one, and a CPU's exits mostly repeat one cause (its tick, the thread that wakes its
+    /// sleeper), so the CPU's last group is checked before the key is hashed.
+    fn group(&mut self, cpu: u32, key: Key) -> &mut Group {
+        let index = match self.cpus[cpu as usize].last_group {
+            Some((last, index)) if last == key => index,
+            _ => {
+                let groups = &mut self.groups;
+                let index = *self.group_index.entry(key).or_insert_with(|| {
+                    groups.push((key, Group::default()));
+                    (groups.len() - 1) as u32
+                });
+                self.cpus[cpu as usize].last_group = Some((key, index));
+                index
             }
-        }
+        };
+        &mut self.groups[index as usize].1
     }
 
     /// Consumes one event recorded in the context of task `context` (the task current on
@@ -558,7 +566,8 @@ impl WakeupAnalysis {
                         Some(_) => None,
                     },
                 };
-                let g = self.group(key);
+                self.cpu(cpu);
+                let g = self.group(cpu, key);
                 g.expiries += 1;
                 if g.times.len() < MAX_EXPIRY_TIMES {
                     g.times.push(t);
@@ -598,7 +607,7 @@ impl WakeupAnalysis {
                 stack: remote.and_then(|r| r.stack),
             },
         };
-        self.group(key).count += 1;
+        self.group(cpu, key).count += 1;
     }
 
     /// A thread is switched in on an idle CPU: an exit of its own unless the interrupt
@@ -626,7 +635,7 @@ impl WakeupAnalysis {
                 stack: None,
             },
         };
-        self.group(key).count += 1;
+        self.group(cpu, key).count += 1;
     }
 
     /// The causes, most idle exits first (then most expiries). Timer groups are listed
