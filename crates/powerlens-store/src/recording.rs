@@ -445,12 +445,16 @@ impl RecordingReader {
                 detail: "an empty file: was the recorder stopped before it wrote anything?".into(),
             });
         }
-        let conn = Connection::open_with_flags(&path, OpenFlags::SQLITE_OPEN_READ_ONLY).map_err(
-            |source| StoreError::RecordingOpen {
+        // NO_MUTEX: a connection is used by one thread at a time (rusqlite's Connection is
+        // not Sync), so SQLite's own locking of every call is work for nothing; a report
+        // makes one call per chunk read and several per row of the smaller tables.
+        let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+        let conn = Connection::open_with_flags(&path, flags).map_err(|source| {
+            StoreError::RecordingOpen {
                 path: path.clone(),
                 source,
-            },
-        )?;
+            }
+        })?;
         let r = RecordingReader { conn, path };
         r.check()?;
         Ok(r)
