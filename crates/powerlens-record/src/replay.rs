@@ -59,8 +59,6 @@ impl ReplayStats {
 struct Batch {
     events: Vec<Event>,
     contexts: Vec<EventContext>,
-    /// Records these are: the events and the stacks folded into them.
-    records: u64,
 }
 
 /// Events per batch: large enough that the channel hand-over is rare, small enough that a
@@ -74,10 +72,7 @@ const BATCHES_AHEAD: usize = 2;
 /// that came before it).
 enum Message {
     Batch(Batch),
-    End {
-        reordered: u64,
-        chunks: Vec<ChunkIndexRow>,
-    },
+    End { chunks: Vec<ChunkIndexRow> },
     Failed(anyhow::Error),
 }
 
@@ -162,22 +157,38 @@ impl<S> Replay<S> {
         mut progress: impl FnMut(u64),
     ) -> anyhow::Result<(ReplayStats, S)> {
         let mut stats = ReplayStats::default();
+        // The latest time delivered.
+        let mut latest = 0;
         loop {
             let message = next_message(&self.batches)?;
             match message {
                 Message::Batch(mut batch) => {
                     for (e, context) in batch.events.iter().zip(&batch.contexts) {
-                        f(e, *context);
+                        let records = 1 + context.stack().is_some() as u64;
+                        stats.events += records;
+                        // A record nested by an interrupt across a drain boundary can come
+                        // a few microseconds before one already delivered: it takes that
+                        // one's time, so the analysis always sees time move forward.
+                        if e.time_ns < latest {
+                            stats.reordered += records;
+                            f(
+                                &Event {
+                                    time_ns: latest,
+                                    ..*e
+                                },
+                                *context,
+                            );
+                        } else {
+                            latest = e.time_ns;
+                            f(e, *context);
+                        }
                     }
-                    stats.events += batch.records;
                     progress(stats.events);
                     batch.events.clear();
                     batch.contexts.clear();
-                    batch.records = 0;
                     let _ = self.empties.send(batch);
                 }
-                Message::End { reordered, chunks } => {
-                    stats.reordered = reordered;
+                Message::End { chunks } => {
                     stats.chunks = chunks;
                     stats.counted = reader.event_count()?;
                     let side = self
@@ -253,7 +264,6 @@ fn decode_and_merge(
         let mut batch = recycled.try_recv().unwrap_or_else(|_| Batch {
             events: Vec::with_capacity(BATCH_EVENTS),
             contexts: Vec::with_capacity(BATCH_EVENTS),
-            records: 0,
         });
         let filled = merge.fill(&mut batch);
         for (e, context) in batch.events.iter().zip(&batch.contexts) {
@@ -261,7 +271,6 @@ fn decode_and_merge(
         }
         let message = match filled {
             Ok(()) if batch.events.is_empty() => Message::End {
-                reordered: merge.reordered,
                 chunks: merge
                     .streams
                     .iter_mut()
@@ -391,8 +400,6 @@ struct Merge<'a> {
     streams: Vec<Stream<'a>>,
     /// Which stream's next event comes first; `None` until the first chunks are read.
     order: Option<TournamentTree>,
-    last: u64,
-    reordered: u64,
 }
 
 impl<'a> Merge<'a> {
@@ -409,8 +416,6 @@ impl<'a> Merge<'a> {
                 })
                 .collect(),
             order: None,
-            last: 0,
-            reordered: 0,
         }
     }
 
@@ -458,17 +463,9 @@ impl<'a> Merge<'a> {
                 }
             }
         }
-        // The batch's events are checked and counted in one pass once merged, not a run at
-        // a time: runs are a few events long.
-        let checked = check_cpus(&mut batch.events, &mut batch.contexts, first);
-        let (records, reordered) = keep_time_forward(
-            &mut batch.events[first..],
-            &batch.contexts[first..],
-            &mut self.last,
-        );
-        batch.records += records;
-        self.reordered += reordered;
-        checked.and(failed)
+        // The batch's events are checked in one pass once merged, not a run at a time: runs
+        // are a few events long.
+        check_cpus(&mut batch.events, &mut batch.contexts, first).and(failed)
     }
 }
 
@@ -498,33 +495,6 @@ fn check_cpus(
     Err(anyhow!(
         "the recording is damaged: an event of cpu{cpu} at {time} ns names CPU {named}, more than any machine has (the events before it were read)"
     ))
-}
-
-/// Counts the records of a run (events and the stacks folded into them) and moves any
-/// that came earlier than one already delivered (`last`, the latest time delivered) to
-/// that time: a record nested by an interrupt across a drain boundary can come a few
-/// microseconds early, and the analysis must always see time move forward. Returns the
-/// records, and how many of them were moved.
-#[inline(always)]
-fn keep_time_forward(
-    events: &mut [Event],
-    contexts: &[EventContext],
-    last: &mut u64,
-) -> (u64, u64) {
-    let mut latest = *last;
-    let (mut records, mut reordered) = (0, 0);
-    for (e, context) in events.iter_mut().zip(contexts) {
-        let r = 1 + context.stack().is_some() as u64;
-        records += r;
-        if e.time_ns < latest {
-            reordered += r;
-            e.time_ns = latest;
-        } else {
-            latest = e.time_ns;
-        }
-    }
-    *last = latest;
-    (records, reordered)
 }
 
 #[cfg(test)]
@@ -565,5 +535,67 @@ mod tests {
         let err = replay(&reader, |e, _| seen.push(e.time_ns), |_| {}).unwrap_err();
         assert_eq!(seen, [10]);
         assert!(err.to_string().contains("names CPU 4000000000"), "{err}");
+    }
+
+    /// The CPUs' events come merged by time, and a record that a drain wrote in a later
+    /// chunk than a later one of its CPU (an interrupt nested across the drain boundary)
+    /// takes the time of the latest record delivered, counted as moved: hand-merged,
+    /// cpu0 = [10, 30 | 25 with its stack, 40], cpu1 = [20, 35] give 10, 20, 30, 30, 35,
+    /// 40 with two records moved (the event and its stack).
+    #[test]
+    fn cpus_merge_by_time_and_a_late_record_keeps_time_forward() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("r.rec");
+        let mut w = RecordingWriter::create(&path).unwrap();
+        let idle = |t, cpu| Event {
+            time_ns: t,
+            cpu,
+            kind: EventKind::IdleExit,
+        };
+        let mut chunk = |cpu: u32, times: &[u64], stack_at: Option<u64>| {
+            let mut enc = ChunkEncoder::new();
+            for &t in times {
+                enc.push_in_context(&idle(t, cpu), Some(1));
+                if stack_at == Some(t) {
+                    let stack = EventKind::Stack { id: 4 };
+                    enc.push_in_context(
+                        &Event {
+                            kind: stack,
+                            ..idle(t, cpu)
+                        },
+                        Some(1),
+                    );
+                }
+            }
+            let (first, last) = (times[0], times[times.len() - 1]);
+            let records = times.len() as u32 + stack_at.is_some() as u32;
+            w.append_chunk(cpu, first, last, records, &enc.finish())
+                .unwrap();
+        };
+        chunk(0, &[10, 30], None);
+        chunk(1, &[20, 35], None);
+        chunk(0, &[25, 40], Some(25));
+        w.finish().unwrap();
+        let reader = RecordingReader::open(&path).unwrap();
+        let mut seen = Vec::new();
+        let stats = replay(
+            &reader,
+            |e, c| seen.push((e.time_ns, e.cpu, c.stack())),
+            |_| {},
+        )
+        .unwrap();
+        assert_eq!(
+            seen,
+            [
+                (10, 0, None),
+                (20, 1, None),
+                (30, 0, None),
+                (30, 0, Some(4)),
+                (35, 1, None),
+                (40, 0, None)
+            ]
+        );
+        assert_eq!((stats.events, stats.counted, stats.reordered), (7, 7, 2));
+        assert_eq!(stats.chunks.len(), 3);
     }
 }
