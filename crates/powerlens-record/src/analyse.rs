@@ -105,7 +105,7 @@ pub fn analyse(
                 };
                 anyhow::Ok((resolved, reader.content_parts()))
             })
-            .context("starting a thread")?;
+            .context("starting the thread that resolves the stacks")?;
         let ctx = read_context(&reader, opts)?;
         let end_ns = reader
             .meta(meta::STOP)?
@@ -155,6 +155,7 @@ pub fn analyse(
         resolved,
         content,
     } = streamed;
+    observer.pass_ended();
     let no_stacks_reason = match &resolved {
         Some(_) => String::new(),
         None => no_stacks_reason(&reader, opts)?,
@@ -175,7 +176,6 @@ pub fn analyse(
         wakeups.group_stacks(r.stacks.group_by_innermost_user());
     }
     let causes = wakeups.finish(end_ns);
-    observer.pass_ended();
     // Checked with the chunks the pass read, not by reading them all once more before.
     let check = content.map(|parts| parts.check_read(&stats.chunks));
     tell_content(path, check, observer)?;
