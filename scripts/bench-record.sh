@@ -3,8 +3,9 @@
 # (call stacks on, every event), each side by side with its peer in one run, because this
 # machine is shared and noisy and only ratios mean much (issues 4, 5 and 14):
 #   1. report vs `perf sched timehist -s` on recordings of the SAME ping-pong run
-#      (interleaved rounds, medians and the median of the per-round ratios); the
-#      `--no-stacks` recording of another run beside it;
+#      (interleaved rounds, medians and the median of the per-round ratios), and the CPU
+#      time report took and on how many CPUs; the `--no-stacks` recording of another run
+#      beside it;
 #   2. recording overhead on a switch-bound load (ping-pong, pong sharing cpu1 with a
 #      spinner): bare, under the default `powerlens record` and under `perf record -a -g`
 #      recording the same tracepoints (every hit) plus cpu-clock samples at the same rate,
@@ -76,6 +77,13 @@ if wants 1; then
     awk -v e="$events" -v a="$pl_ms" -v b="$perf_ms" -v p="$paired" -v n="$rounds" 'BEGIN {
         printf "powerlens report --json: %.1f ms (%.1f M events/s)   perf sched timehist -s: %.1f ms\n", a, e / a / 1e3, b
         printf "report is %.1fx faster (medians); per-round ratio median %.1fx over %d rounds (target >= 5x)\n", b / a, p, n }'
+    # report's pass runs on two threads, timehist on one: how much of the machine report
+    # had tells whether its second thread ran beside the first (the host at times places
+    # a VM's two vCPUs so that the threads' shared batches cost twice the CPU).
+    for _ in 1 2 3; do
+        perf stat -x, -e task-clock "$pl" report "$dir/pp.rec" --json 2>&1 >/dev/null | tail -1
+    done | awk -F, '{ms[NR] = $1; cpus[NR] = $6} END {
+        printf "report used %.1f ms of CPU, %.2f CPUs (perf stat task-clock, the middle of 3 runs after the rounds)\n", ms[2], cpus[2] }'
     echo
 fi
 
