@@ -29,7 +29,7 @@ pub struct ReplayStats {
     /// index page is damaged (the chunks are read by CPU through the index).
     pub counted: u64,
     /// The index rows of the chunks read, for the content check
-    /// ([`RecordingReader::check_content_read`]).
+    /// ([`powerlens_store::recording::ContentParts::check_read`]).
     pub chunks: Vec<ChunkIndexRow>,
 }
 
@@ -90,8 +90,8 @@ pub fn replay(
     Ok(stats)
 }
 
-/// A replay under way: the decode thread reads, merges and feeds its side analysis, up to
-/// [`BATCHES_AHEAD`] batches ahead of [`Replay::deliver`].
+/// A replay under way: the decode thread reads, merges and feeds its side analysis, a few
+/// batches ahead of [`Replay::deliver`].
 pub struct Replay<S> {
     batches: Receiver<Message>,
     empties: Sender<Batch>,

@@ -128,7 +128,7 @@ impl Chunk {
 
 /// A chunk's row in the chunk index, as the content checksum covers it: its columns but
 /// the bytes, and the last four bytes (the chunk's own CRC-32). A reader that reads every
-/// chunk anyway checks the content with these ([`RecordingReader::check_content_read`])
+/// chunk anyway checks the content with these ([`ContentParts::check_read`])
 /// instead of having SQLite read every chunk a second time to find its trailer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ChunkIndexRow {
@@ -730,13 +730,6 @@ impl RecordingReader {
         Ok(ContentCheck::of(&stored, computed))
     }
 
-    /// [`RecordingReader::check_content`] with the chunk index rows of the chunks a reader
-    /// read (every one, in any order): the same answer without reading the chunks again.
-    /// A chunk the reader did not get to (a damaged index) is a mismatch.
-    pub fn check_content_read(&self, chunks: &[ChunkIndexRow]) -> Result<ContentCheck, StoreError> {
-        Ok(self.content_parts()?.check_read(chunks))
-    }
-
     /// The recording's content checksum but for the chunk index, for
     /// [`ContentParts::check_read`]: a reader that reads every chunk computes these on
     /// another thread meanwhile, and checks with the chunks' rows once it read them.
@@ -1125,7 +1118,11 @@ mod tests {
                 .map(|c| c.index_row())
                 .collect();
             let by_sql = r.check_content().unwrap();
-            assert_eq!(r.check_content_read(&read).unwrap(), by_sql, "{sql}");
+            assert_eq!(
+                r.content_parts().unwrap().check_read(&read),
+                by_sql,
+                "{sql}"
+            );
             by_sql
         };
         assert_eq!(check("SELECT 1"), ContentCheck::Verified);
