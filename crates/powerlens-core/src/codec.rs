@@ -1091,6 +1091,55 @@ mod tests {
         Ok(unfold(&events, &contexts))
     }
 
+    /// The widest event a decoding window can meet: a migration (three payload varints)
+    /// with a CPU and a context, every varint padded to eight bytes (a crafted chunk; the
+    /// encoder writes the shortest form), then its stack record with a padded id, early
+    /// in a chunk (read from a window). It decodes as the checked reader reads it, the
+    /// stack folded in, and a ninth padding byte sends it to the checked reader.
+    #[test]
+    fn the_widest_event_a_window_holds_reads_as_the_checked_reader_reads_it() {
+        let padded = |v: u8, len: usize| {
+            let mut b = vec![0x80u8; len];
+            b[0] |= v;
+            b[len - 1] = 0;
+            b
+        };
+        for len in [8, 9] {
+            let mut body = Vec::new();
+            for v in [CODEC_VERSION as u64, 12, 1_000, 1, 7, 0] {
+                put_varint(&mut body, v); // version, count, base, 1 tid (7), no strings
+            }
+            body.push(MIGRATE | FLAG_CPU | FLAG_CONTEXT);
+            for v in [5, 1, 1, 0, 2, 3] {
+                body.extend(padded(v, len)); // time +5, cpu 1, context tids[0], tid 0, 2 → 3
+            }
+            body.extend([STACK, 0]);
+            body.extend(padded(4, len));
+            for _ in 0..10 {
+                body.extend([IDLE_EXIT, 1]);
+            }
+            let crc = crc32(&body);
+            body.extend(crc.to_le_bytes());
+            let (mut events, mut contexts) = (Vec::new(), Vec::new());
+            decode_chunk_in_context(&body, &mut events, &mut contexts).unwrap();
+            let migrate = EventKind::Migrate {
+                tid: 7,
+                from: 2,
+                to: 3,
+            };
+            assert_eq!(events[0], ev(1_005, 1, migrate), "{len}-byte varints");
+            assert_eq!(contexts[0], EventContext::new(Some(7), Some(4)));
+            assert_eq!(events.len(), 11);
+            let mut plain = Vec::new();
+            decode_chunk(&body, &mut plain).unwrap();
+            let records: Vec<Event> = unfold(&events, &contexts)
+                .into_iter()
+                .map(|(e, _)| e)
+                .collect();
+            assert_eq!(records, plain);
+        }
+    }
+
     /// A stack record right after its event (same time, CPU and context) is folded into
     /// it; one at a chunk's start, a second one, one at another time, CPU or context stays
     /// a record of its own. Unfolded, the records are the ones encoded.

@@ -12,11 +12,12 @@ use super::{CodecError, STACK};
 use crate::sched::event::StackId;
 
 /// The bytes an event read from a window can span, its folded stack record included: the
-/// tag, the time, CPU and context varints and two payload varints, then the stack record's
-/// tag, zero time delta and id, each varint of at most eight bytes (a window leaves longer
-/// ones to the checked reader). A varint is read as one 8-byte load from where it starts,
-/// so these bytes are also the furthest any load reaches.
-const MAX_EVENT_BYTES: usize = 1 + 5 * 8 + 2 + 8;
+/// tag, the time, CPU and context varints and up to three payload varints (a migration's
+/// thread and two CPUs), then the stack record's tag, zero time delta and id, each varint
+/// of at most eight bytes (a window leaves longer ones to the checked reader; a crafted
+/// chunk can pad even a small value to eight). A varint is read as one 8-byte load from
+/// where it starts, so these bytes are also the furthest any load reaches.
+const MAX_EVENT_BYTES: usize = 1 + 6 * 8 + 2 + 8;
 
 /// A window's length.
 pub(super) const WINDOW: usize = 64;
