@@ -314,6 +314,17 @@ fn within(ours: f64, theirs: f64, relative: f64, absolute: f64) -> bool {
 /// would account differently (powerlens infers the lost switch-ins; perf charges the gap).
 /// timehist drops each task's last run and the off-CPU time before it (the exit switch is
 /// sampled with tid -1); that tail is taken from perf's raw events and added back.
+///
+/// Now and then (one run in five to ten here, more under load) the kernel drops a switch-in
+/// of a workload thread on cpu0 too, for perf and powerlens alike: the thread is seen
+/// switching out while another task was current. perf then charges the whole gap since
+/// that task's switch-in as the thread's run; powerlens places the lost switch-in by the
+/// scheduler's own runtime account and leaves the time before it runnable (a CI run saw
+/// 1.9 ms of that on a 173 ms thread). The blocked time and the sum of run and runnable
+/// time agree either way. The split is compared with perf's when no workload thread had a
+/// switch-in inferred (the thread rows' `inferred_switch_ins`); otherwise the run is
+/// compared with the scheduler's own account (`cpu_time_s`), and perf's run bounds ours
+/// from above and its runnable time ours from below.
 #[test]
 fn live_times_agree_with_perf_sched_timehist() {
     if Command::new("perf").arg("--version").output().is_err() {
@@ -375,6 +386,10 @@ fn live_times_agree_with_perf_sched_timehist() {
             row["wait_time_s"].as_f64().unwrap(),
             row["inactive_time_s"].as_f64().unwrap(),
         );
+        let (scheduler, inferred) = (
+            row["cpu_time_s"].as_f64().unwrap(),
+            row["inferred_switch_ins"].as_u64().unwrap(),
+        );
         // perf's sleep/iowait/preempt are whole off-CPU intervals between a switch-out and
         // the next switch-in, by the state the task left in; its delay is the runnable tail
         // after each wake-up, the first one (creation to first run) included. So blocked
@@ -387,17 +402,36 @@ fn live_times_agree_with_perf_sched_timehist() {
         let perf_wait = p.sleep + p.iowait - (p.delay - creation) + tail.wait;
         let perf_inactive = p.delay + p.preempt + tail.inactive;
         eprintln!(
-            "tid {tid}: run {run:.6} s (perf {perf_run:.6}), wait {wait:.6} s (perf {perf_wait:.6}), inactive {inactive:.6} s (perf {perf_inactive:.6}); perf {p:?}, exit tail {tail:?}"
+            "tid {tid}: run {run:.6} s (perf {perf_run:.6}, scheduler {scheduler:.6}), wait {wait:.6} s (perf {perf_wait:.6}), inactive {inactive:.6} s (perf {perf_inactive:.6}); perf {p:?}, exit tail {tail:?}; {inferred} switch-ins inferred"
         );
-        assert!(within(run, perf_run, 0.02, 0.000_2), "run time, tid {tid}");
         assert!(
             within(wait, perf_wait, 0.02, 0.000_5),
             "wait time, tid {tid}"
         );
         assert!(
-            within(inactive, perf_inactive, 0.02, 0.000_5),
-            "inactive time, tid {tid}"
+            within(run + inactive, perf_run + perf_inactive, 0.02, 0.000_5),
+            "run + runnable time, tid {tid}"
         );
+        if inferred == 0 {
+            assert!(within(run, perf_run, 0.02, 0.000_2), "run time, tid {tid}");
+            assert!(
+                within(inactive, perf_inactive, 0.02, 0.000_5),
+                "inactive time, tid {tid}"
+            );
+        } else {
+            assert!(
+                within(run, scheduler, 0.03, 0.000_2),
+                "run time against the scheduler's, tid {tid}"
+            );
+            assert!(
+                run <= perf_run + 0.000_2,
+                "run time above perf's, tid {tid}"
+            );
+            assert!(
+                inactive >= perf_inactive - 0.000_5,
+                "inactive time below perf's, tid {tid}"
+            );
+        }
     }
 }
 
@@ -1163,6 +1197,70 @@ fn live_cpu_time_is_exact_where_switch_ins_are_lost() {
         assert!((voluntary..=voluntary + 1).contains(&sync));
         assert!(within(ours, cpu_s, 0.03, 0.002), "{ours} vs {cpu_s}");
     }
+}
+
+/// Where the kernel loses switch-ins (cpu1's idle context on this project's VMs), the
+/// CPU's idle time is still at least the idle-state residency the kernel itself counted
+/// (cpuidle sysfs), and a symmetric ping-pong pinned to cpu0 and cpu1 keeps both CPUs
+/// equally busy. Ping wakes pong from cpu0 (recorded), pong's switch-in out of idle is lost,
+/// its switch-out is recorded: the switch-in is placed by the scheduler's account of the
+/// run. Placed at the wake-up instead, the idle-exit latency counted as pong's run: cpu1
+/// read 0.185 s idle against 0.217 s in haltpoll by sysfs, and twice cpu0's busy time.
+#[test]
+fn live_idle_time_holds_the_kernels_residency_where_switch_ins_are_lost() {
+    let Some(_serial) = live_recording() else {
+        return;
+    };
+    if std::thread::available_parallelism().map_or(1, |n| n.get()) < 2 {
+        eprintln!("skipped: needs two CPUs (ping on cpu0, pong on cpu1)");
+        return;
+    }
+    let (_dir, rec) = scratch();
+    let out = record_live(
+        &rec,
+        &[],
+        &[
+            bin(),
+            "workload",
+            "pingpong",
+            "--iterations",
+            "5000",
+            "--pin",
+            "0,1",
+            "--json",
+        ],
+        &[],
+    );
+    ok(&out);
+    let report = report_json(&rec, &[]);
+    let f = |v: &Value| v.as_f64().unwrap();
+    let cpus = report["cpus"].as_array().unwrap();
+    let residency = |cpu: &Value| -> Option<f64> {
+        let times: Vec<f64> = cpu["idle_states"]
+            .as_array()?
+            .iter()
+            .filter_map(|s| s["sysfs_time_s"].as_f64())
+            .collect();
+        (!times.is_empty()).then(|| times.iter().sum())
+    };
+    for cpu in &cpus[..2] {
+        let (idle, busy) = (f(&cpu["idle_s"]), f(&cpu["busy_s"]));
+        eprintln!(
+            "cpu{}: idle {idle:.4} s (sysfs residency {:?}), busy {busy:.4} s, {} switch-ins inferred",
+            cpu["cpu"],
+            residency(cpu),
+            cpu["inferred_switch_ins"]
+        );
+        match residency(cpu) {
+            Some(sysfs) => assert!(idle >= 0.97 * sysfs, "cpu{}: {idle} < {sysfs}", cpu["cpu"]),
+            None => eprintln!("no cpuidle driver: the idle residency oracle is not available"),
+        }
+    }
+    let (busy0, busy1) = (f(&cpus[0]["busy_s"]), f(&cpus[1]["busy_s"]));
+    assert!(
+        within(busy1, busy0, 0.25, 0.005),
+        "ping's and pong's CPUs: {busy0} vs {busy1}"
+    );
 }
 
 /// Wake-ups by cause against the workload's own account: in pingpong every blocking wait of

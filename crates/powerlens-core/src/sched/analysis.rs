@@ -16,6 +16,11 @@
 //! cpu1). The switch-in is then *inferred* at the latest time known to precede it — the
 //! later of the thread's wake-up (or block) time, the CPU's last recorded event and the
 //! start of the current task — and counted per CPU in [`CpuStats::inferred_switch_ins`].
+//! Where the recording has the scheduler's runtime updates (`sched_stat_runtime`), the run
+//! is the kernel's own account: the switch-in is placed that long before the switch-out
+//! (never before the bounds above), and the time before it keeps the thread's state —
+//! runnable after a recorded wake-up or preemption, blocked otherwise. Without them, a
+//! thread whose wake-up was lost too is taken to have run its usual run length.
 //! A thread that shows up running on a second CPU is taken off the first at that CPU's
 //! last recorded event, and that CPU's task is *unknown* until its next switch
 //! ([`CpuStats::unknown_ns`]). No time is ever charged twice and no interval is negative:
@@ -233,6 +238,9 @@ struct Thread {
     group: u32,
     /// Time of the thread's latest `sched_stat_runtime`, `None` before the first.
     runtime_at: Option<u64>,
+    /// The scheduler's runtime charges since the thread's last recorded switch-out: at a
+    /// switch-out whose switch-in was lost, the kernel's account of how long that run was.
+    runtime_since_switch_out_ns: u64,
     /// Runs whose switch-in and switch-out were both recorded: their total and count.
     observed_run_ns: u64,
     observed_runs: u64,
@@ -307,11 +315,6 @@ pub trait ThreadCharges {
     fn interval(&mut self, _tid: Tid, _state: Interval, _from: u64, _to: u64) {}
     /// `tid` was blocked for `ns` (until a wake-up, a switch-in, or the end).
     fn wait(&mut self, _tid: Tid, _ns: u64) {}
-    /// At the end, `tid`'s blocked time was settled at `total_ns` (its `wait_ns`) rather
-    /// than the `charged_ns` its [`ThreadCharges::wait`] charges add up to: a thread with
-    /// inferred switch-ins has the error of their estimated runs moved into its blocked
-    /// time. A layer that splits the wait spreads the difference the same way.
-    fn wait_settled(&mut self, _tid: Tid, _charged_ns: u64, _total_ns: u64) {}
     /// `tid` was runnable but not running for `ns`.
     fn inactive(&mut self, _tid: Tid, _ns: u64) {}
     /// `tid` ran first on a CPU that had been idle for `idle_ns`.
@@ -461,6 +464,7 @@ impl<C: ThreadCharges> SchedAnalysis<C> {
                 state: ThreadState::Unknown,
                 group,
                 runtime_at: None,
+                runtime_since_switch_out_ns: 0,
                 observed_run_ns: 0,
                 observed_runs: 0,
                 stats: ThreadStats {
@@ -577,8 +581,15 @@ impl<C: ThreadCharges> SchedAnalysis<C> {
                     Some(_) => *ns,
                 };
                 th.stats.sched_runtime_ns += credit;
+                th.runtime_since_switch_out_ns += credit;
                 th.runtime_at = Some(t);
                 self.charges.runtime(*tid, credit);
+                // The update fires while the thread runs: if it is not this CPU's current
+                // task, its switch-in here was lost before the update (or the update came
+                // from a remote run queue), so the update bounds no switch-in here.
+                if self.cpu(e.cpu).current.map(|(cur, _)| cur) != Some(*tid) {
+                    return;
+                }
             }
             // Stacks and CPU-time samples are the per-function analysis' business; a timer
             // being armed changes no thread's or CPU's state.
@@ -837,16 +848,27 @@ impl<C: ThreadCharges> SchedAnalysis<C> {
                     }
                 }
                 let mut inferred = not_before.min(t);
-                // A blocked `prev` ran again without its wake-up recorded: `open` counts it.
-                if prev != IDLE_TID
+                let ran = self
+                    .threads
+                    .get(prev)
+                    .map_or(0, |th| th.runtime_since_switch_out_ns);
+                if prev != IDLE_TID && ran > 0 {
+                    // The scheduler charged the thread `ran` since its last switch-out:
+                    // its own account of this run, which began that long before the
+                    // switch-out. Before that the thread was still in the state it was
+                    // last seen in (the CPU ran what it ran), not running.
+                    inferred = inferred.max(t.saturating_sub(ran));
+                } else if prev != IDLE_TID
                     && !matches!(
                         self.threads.get(prev).map(|th| th.state),
                         Some(ThreadState::Runnable { .. })
                     )
                 {
-                    // Its wake-up was not recorded either (on this project's VMs both are
-                    // lost together in cpu1's idle context): the bounds say nothing about
-                    // when it woke, so it is taken to have run its usual run length.
+                    // A blocked `prev` ran again without its wake-up recorded (`open`
+                    // counts it; on this project's VMs both are lost together in cpu1's
+                    // idle context), and no runtime update says for how long: the bounds
+                    // say nothing about when it woke, so it is taken to have run its usual
+                    // run length.
                     if let Some(mean) = self.mean_run(prev) {
                         inferred = inferred.max(t.saturating_sub(mean));
                     }
@@ -870,6 +892,7 @@ impl<C: ThreadCharges> SchedAnalysis<C> {
         self.close(cpu, prev, t, true);
         if prev != IDLE_TID {
             let p = self.thread(prev);
+            p.runtime_since_switch_out_ns = 0;
             p.state = match how {
                 SwitchedOut::Preempted => {
                     p.stats.preempt_switches += 1;
@@ -1012,16 +1035,6 @@ impl<C: ThreadCharges> SchedAnalysis<C> {
                 if th.runtime_at.is_some() {
                     th.stats.cpu_time_ns = th.stats.sched_runtime_ns;
                     th.stats.cpu_time_source = CpuTimeSource::SchedRuntime;
-                    // A thread some of whose switch-ins had to be inferred ran for an
-                    // estimated time; its wake-ups were lost with the switch-ins, so the
-                    // estimate's error sits in the blocked time before each inferred
-                    // switch-in: move it there.
-                    if th.stats.inferred_switch_ins > 0 {
-                        let charged = th.stats.wait_ns;
-                        th.stats.wait_ns =
-                            (charged + th.stats.on_cpu_ns).saturating_sub(th.stats.cpu_time_ns);
-                        charges.wait_settled(th.stats.tid, charged, th.stats.wait_ns);
-                    }
                 } else {
                     th.stats.cpu_time_ns = th.stats.on_cpu_ns;
                     th.stats.cpu_time_source = CpuTimeSource::SwitchIntervals;

@@ -185,6 +185,10 @@ pub struct ThreadRow {
     /// Time between the thread's recorded switch-in and switch-out events: what the
     /// timelines and the CPUs' busy time are made of. `None` in a reduced recording.
     pub on_cpu_s: Option<f64>,
+    /// Switch-ins of the thread the kernel did not record: each run's start was placed
+    /// by inference (the scheduler's account of the run where the recording has it), so
+    /// `on_cpu_s` and the wait and runnable time around those runs rest on it.
+    pub inferred_switch_ins: Option<u64>,
     pub sync_switches: u64,
     pub preempt_switches: u64,
     /// `None` (like every trace-only figure below) in a reduced recording: procfs samples
@@ -222,6 +226,8 @@ pub struct ProcessRow {
     pub cpu_time_s: f64,
     /// Σ of its threads' `on_cpu_s`.
     pub on_cpu_s: Option<f64>,
+    /// Σ of its threads' `inferred_switch_ins`.
+    pub inferred_switch_ins: Option<u64>,
     pub sync_switches: u64,
     pub preempt_switches: u64,
     /// `None` (like every trace-only figure below) in a reduced recording: procfs samples
@@ -562,6 +568,7 @@ pub fn build(summary: &SchedSummary, ctx: &RecordingContext) -> RecordingReport 
                 cpu_time_s: secs(t.cpu_time_ns),
                 cpu_time_source: t.cpu_time_source,
                 on_cpu_s: traced.then(|| secs(t.on_cpu_ns)),
+                inferred_switch_ins: traced.then_some(t.inferred_switch_ins),
                 sync_switches: t.sync_switches,
                 preempt_switches: t.preempt_switches,
                 wait_time_s: traced.then(|| secs(t.wait_ns)),
@@ -1017,6 +1024,7 @@ fn process_rows(
                 threads: rows.len() as u32,
                 cpu_time_s: rows.iter().map(|r| r.cpu_time_s).sum(),
                 on_cpu_s: rows.iter().map(|r| r.on_cpu_s).sum(),
+                inferred_switch_ins: rows.iter().map(|r| r.inferred_switch_ins).sum(),
                 sync_switches: rows.iter().map(|r| r.sync_switches).sum(),
                 preempt_switches: rows.iter().map(|r| r.preempt_switches).sum(),
                 wait_time_s: rows.iter().map(|r| r.wait_time_s).sum(),

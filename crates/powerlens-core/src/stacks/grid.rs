@@ -445,6 +445,7 @@ mod tests {
             wakeups_received: None,
             wakeups_received_total: None,
             unrecorded_wakeups: None,
+            inferred_switch_ins: None,
             wakeups_caused: None,
             idle_wakeups: None,
             idle_time_s: None,
