@@ -1201,11 +1201,12 @@ fn live_cpu_time_is_exact_where_switch_ins_are_lost() {
 
 /// Where the kernel loses switch-ins (cpu1's idle context on this project's VMs), the
 /// CPU's idle time is still at least the idle-state residency the kernel itself counted
-/// (cpuidle sysfs), and a symmetric ping-pong pinned to cpu0 and cpu1 keeps both CPUs
-/// equally busy. Ping wakes pong from cpu0 (recorded), pong's switch-in out of idle is lost,
-/// its switch-out is recorded: the switch-in is placed by the scheduler's account of the
-/// run. Placed at the wake-up instead, the idle-exit latency counted as pong's run: cpu1
-/// read 0.185 s idle against 0.217 s in haltpoll by sysfs, and twice cpu0's busy time.
+/// (cpuidle sysfs), and a thread with inferred switch-ins ran, by the inference, no longer
+/// than the scheduler charged it. Ping wakes pong from cpu0 (recorded), pong's switch-in
+/// out of idle is lost, its switch-out is recorded: the switch-in is placed by the
+/// scheduler's account of the run. Placed at the wake-up instead, the idle-exit latency
+/// counted as pong's run: cpu1 read 0.185 s idle against 0.217 s in haltpoll by sysfs,
+/// and pong's switch intervals were about twice its CPU time.
 #[test]
 fn live_idle_time_holds_the_kernels_residency_where_switch_ins_are_lost() {
     let Some(_serial) = live_recording() else {
@@ -1256,11 +1257,27 @@ fn live_idle_time_holds_the_kernels_residency_where_switch_ins_are_lost() {
             None => eprintln!("no cpuidle driver: the idle residency oracle is not available"),
         }
     }
-    let (busy0, busy1) = (f(&cpus[0]["busy_s"]), f(&cpus[1]["busy_s"]));
-    assert!(
-        within(busy1, busy0, 0.25, 0.005),
-        "ping's and pong's CPUs: {busy0} vs {busy1}"
-    );
+    // A thread whose switch-ins were inferred ran, by the inference, no longer than the
+    // scheduler charged it (the switch intervals of this VM's recorded runs are shorter
+    // than the scheduler's account, never longer; 5% and 1 ms of slack for interrupt time
+    // the scheduler may leave out). Other tasks on the two CPUs do not enter it.
+    let workload: Value = serde_json::from_slice(&out.stdout).unwrap();
+    for t in workload["threads"].as_array().unwrap() {
+        let row = thread_row(&report, t["tid"].as_u64().unwrap());
+        let (on_cpu, scheduler) = (f(&row["on_cpu_s"]), f(&row["cpu_time_s"]));
+        let inferred = row["inferred_switch_ins"].as_u64().unwrap();
+        eprintln!(
+            "{}: on_cpu_s {on_cpu:.4}, cpu_time_s {scheduler:.4}, {inferred} switch-ins inferred",
+            t["name"]
+        );
+        if inferred > 0 {
+            assert!(
+                on_cpu <= 1.05 * scheduler + 0.001,
+                "{}: switch intervals {on_cpu} above the scheduler's {scheduler}",
+                t["name"]
+            );
+        }
+    }
 }
 
 /// Wake-ups by cause against the workload's own account: in pingpong every blocking wait of
