@@ -213,16 +213,35 @@ fn assert_function_grid(r: &Recorded) {
     }
 
     // Timer wake-ups traced to the function that armed them: every nanosleep arms an
-    // hrtimer from short_sleeper, whose expiries the wake-up causes group under it.
+    // hrtimer from short_sleeper, whose expiries the wake-up causes group under it. None
+    // more than the sleeps; fewer by at most 2% (6 of 300): now and then this project's
+    // VMs drop an interrupt-context event on cpu0 too, as they drop switches there
+    // (tests/record.rs, the timehist test); one CI run counted 295, and one run in about
+    // 290 here fell short too. The message lists every timer group of the program and
+    // its threads' wake-ups not recorded, so that a failure says where the expiries went.
     let causes = v["wakeup_causes"].as_array().unwrap();
     let timer = causes
         .iter()
         .find(|c| c["kind"] == "timer" && c["function"] == "short_sleeper")
         .unwrap_or_else(|| panic!("no timer armed by short_sleeper: {causes:#?}"));
     let expiries = timer["expiries"].as_u64().unwrap();
+    let sleeps = printed("short_sleeper_voluntary");
+    let groups: Vec<String> = causes
+        .iter()
+        .filter(|c| c["kind"] == "timer" && c["comm"] == "stack_program")
+        .map(|c| format!("{} {} ({})", c["function"], c["expiries"], c["stack"]))
+        .collect();
+    let unrecorded: Vec<String> = v["threads"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|t| t["comm"] == "stack_program")
+        .map(|t| format!("{} {}", t["tid"], t["unrecorded_wakeups"]))
+        .collect();
     assert!(
-        expiries.abs_diff(printed("short_sleeper_voluntary")) <= 2,
-        "{timer:#}"
+        expiries <= sleeps + 2 && expiries + sleeps / 50 >= sleeps,
+        "{expiries} expiries armed by short_sleeper, which slept {sleeps} times; the program's timer groups: {groups:#?}; its threads' wake-ups not recorded: {unrecorded:?}; cpus: {}",
+        v["cpus"]
     );
     assert!(timer["stack"][0].as_str().unwrap().contains("([kernel])"));
     assert!(timer["stack"]
