@@ -848,29 +848,25 @@ impl<C: ThreadCharges> SchedAnalysis<C> {
                     }
                 }
                 let mut inferred = not_before.min(t);
-                let ran = self
-                    .threads
-                    .get(prev)
-                    .map_or(0, |th| th.runtime_since_switch_out_ns);
-                if prev != IDLE_TID && ran > 0 {
-                    // The scheduler charged the thread `ran` since its last switch-out:
-                    // its own account of this run, which began that long before the
-                    // switch-out. Before that the thread was still in the state it was
-                    // last seen in (the CPU ran what it ran), not running.
-                    inferred = inferred.max(t.saturating_sub(ran));
-                } else if prev != IDLE_TID
-                    && !matches!(
-                        self.threads.get(prev).map(|th| th.state),
-                        Some(ThreadState::Runnable { .. })
-                    )
-                {
-                    // A blocked `prev` ran again without its wake-up recorded (`open`
-                    // counts it; on this project's VMs both are lost together in cpu1's
-                    // idle context), and no runtime update says for how long: the bounds
-                    // say nothing about when it woke, so it is taken to have run its usual
-                    // run length.
-                    if let Some(mean) = self.mean_run(prev) {
-                        inferred = inferred.max(t.saturating_sub(mean));
+                if prev != IDLE_TID {
+                    let (ran, state) = self.threads.get(prev).map_or((0, None), |th| {
+                        (th.runtime_since_switch_out_ns, Some(th.state))
+                    });
+                    if ran > 0 {
+                        // The scheduler charged the thread `ran` since its last switch-out:
+                        // its own account of this run, which began that long before the
+                        // switch-out. Before that the thread was still in the state it was
+                        // last seen in (the CPU ran what it ran), not running.
+                        inferred = inferred.max(t.saturating_sub(ran));
+                    } else if !matches!(state, Some(ThreadState::Runnable { .. })) {
+                        // A blocked `prev` ran again without its wake-up recorded (`open`
+                        // counts it; on this project's VMs both are lost together in cpu1's
+                        // idle context), and no runtime update says for how long: the
+                        // bounds say nothing about when it woke, so it is taken to have run
+                        // its usual run length.
+                        if let Some(mean) = self.mean_run(prev) {
+                            inferred = inferred.max(t.saturating_sub(mean));
+                        }
                     }
                 }
                 self.cpus[cpu as usize].current = Some((cur, cur_since));
