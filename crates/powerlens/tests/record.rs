@@ -319,10 +319,11 @@ fn within(ours: f64, theirs: f64, relative: f64, absolute: f64) -> bool {
 /// of a workload thread on cpu0 too, for perf and powerlens alike: the thread is seen
 /// switching out while another task was current. perf then charges the whole gap since
 /// that task's switch-in as the thread's run; powerlens places the lost switch-in by the
-/// scheduler's own runtime account and leaves the time before it runnable (a CI run saw
-/// 1.9 ms of that on a 173 ms thread). The blocked time and the sum of run and runnable
-/// time agree either way. The split is compared with perf's when no workload thread had a
-/// switch-in inferred (the thread rows' `inferred_switch_ins`); otherwise the run is
+/// scheduler's own runtime account and leaves the time before it runnable (1.9 ms of a
+/// 173 ms thread in a run kept here; the CI run that failed before this, 2.9 ms). The
+/// blocked time and the sum of run and runnable time agree either way. The split is
+/// compared with perf's for a thread with no switch-in inferred (its row's
+/// `inferred_switch_ins`); otherwise the run is
 /// compared with the scheduler's own account (`cpu_time_s`), and perf's run bounds ours
 /// from above and its runnable time ours from below.
 #[test]
@@ -435,6 +436,35 @@ fn live_times_agree_with_perf_sched_timehist() {
     }
 }
 
+/// A live recording of `workload pingpong` with ping pinned to cpu0 and pong to cpu1
+/// (`spinner`: a busy thread beside pong): the workload's JSON and the report's. `None`,
+/// saying why, without root or on fewer than two CPUs.
+fn record_pinned_pingpong(iterations: &str, spinner: bool) -> Option<(Value, Value)> {
+    let _serial = live_recording()?;
+    if std::thread::available_parallelism().map_or(1, |n| n.get()) < 2 {
+        eprintln!("skipped: needs two CPUs (ping on cpu0, pong on cpu1)");
+        return None;
+    }
+    let (_dir, rec) = scratch();
+    let mut command = vec![
+        bin(),
+        "workload",
+        "pingpong",
+        "--iterations",
+        iterations,
+        "--pin",
+        "0,1",
+        "--json",
+    ];
+    if spinner {
+        command.extend(["--spinner", "1"]);
+    }
+    let out = record_live(&rec, &[], &command, &[]);
+    ok(&out);
+    let workload = serde_json::from_slice(&out.stdout).unwrap();
+    Some((workload, report_json(&rec, &[])))
+}
+
 /// Issue 14's oracle: a ping-pong pinned to cpu0 and cpu1, with a spinner sharing cpu1.
 /// Every thread's `cpu_time_s` is its own CLOCK_THREAD_CPUTIME_ID (read by the thread at
 /// its end) within 2%. On this project's VMs the switch intervals split cpu1 differently
@@ -442,34 +472,9 @@ fn live_times_agree_with_perf_sched_timehist() {
 /// `on_cpu_s`, and the report must not mix the two.
 #[test]
 fn live_cpu_time_is_the_kernels_on_a_cpu_shared_with_a_spinner() {
-    let Some(_serial) = live_recording() else {
+    let Some((workload, report)) = record_pinned_pingpong("12000", true) else {
         return;
     };
-    if std::thread::available_parallelism().map_or(1, |n| n.get()) < 2 {
-        eprintln!("skipped: needs two CPUs (ping on cpu0, pong and the spinner on cpu1)");
-        return;
-    }
-    let (_dir, rec) = scratch();
-    let out = record_live(
-        &rec,
-        &[],
-        &[
-            bin(),
-            "workload",
-            "pingpong",
-            "--iterations",
-            "12000",
-            "--pin",
-            "0,1",
-            "--spinner",
-            "1",
-            "--json",
-        ],
-        &[],
-    );
-    ok(&out);
-    let report = report_json(&rec, &[]);
-    let workload: Value = serde_json::from_slice(&out.stdout).unwrap();
     let threads = workload["threads"].as_array().unwrap();
     assert_eq!(threads.len(), 3, "ping, pong and the spinner: {workload}");
     for t in threads {
@@ -1209,31 +1214,9 @@ fn live_cpu_time_is_exact_where_switch_ins_are_lost() {
 /// and pong's switch intervals were about twice its CPU time.
 #[test]
 fn live_idle_time_holds_the_kernels_residency_where_switch_ins_are_lost() {
-    let Some(_serial) = live_recording() else {
+    let Some((workload, report)) = record_pinned_pingpong("5000", false) else {
         return;
     };
-    if std::thread::available_parallelism().map_or(1, |n| n.get()) < 2 {
-        eprintln!("skipped: needs two CPUs (ping on cpu0, pong on cpu1)");
-        return;
-    }
-    let (_dir, rec) = scratch();
-    let out = record_live(
-        &rec,
-        &[],
-        &[
-            bin(),
-            "workload",
-            "pingpong",
-            "--iterations",
-            "5000",
-            "--pin",
-            "0,1",
-            "--json",
-        ],
-        &[],
-    );
-    ok(&out);
-    let report = report_json(&rec, &[]);
     let f = |v: &Value| v.as_f64().unwrap();
     let cpus = report["cpus"].as_array().unwrap();
     let residency = |cpu: &Value| -> Option<f64> {
@@ -1261,7 +1244,6 @@ fn live_idle_time_holds_the_kernels_residency_where_switch_ins_are_lost() {
     // scheduler charged it (the switch intervals of this VM's recorded runs are shorter
     // than the scheduler's account, never longer; 5% and 1 ms of slack for interrupt time
     // the scheduler may leave out). Other tasks on the two CPUs do not enter it.
-    let workload: Value = serde_json::from_slice(&out.stdout).unwrap();
     for t in workload["threads"].as_array().unwrap() {
         let row = thread_row(&report, t["tid"].as_u64().unwrap());
         let (on_cpu, scheduler) = (f(&row["on_cpu_s"]), f(&row["cpu_time_s"]));
