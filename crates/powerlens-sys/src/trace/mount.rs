@@ -13,8 +13,11 @@ use crate::{Roots, SysError};
 /// mount it privately, `None` when it was there already.
 ///
 /// Must be called before the process starts any thread: `unshare(CLONE_NEWNS)` fails in a
-/// multi-threaded process. Only the real `/sys` is ever mounted on; with a fixture sysfs
-/// root the answer is the usual "not mounted" error.
+/// multi-threaded process. Only the real `/sys/kernel/tracing` is ever mounted on: a
+/// fixture sysfs root whose `kernel/tracing` links to it (a fixture that fakes a meter but
+/// traces live) takes the same private-mount path, so that it behaves on a machine where
+/// tracefs is not mounted as the real root does; any other fixture root gets the usual
+/// "not mounted" error.
 pub fn ensure_tracefs(roots: &Roots) -> Result<Option<String>, SysError> {
     if tracefs_dir(roots).is_some() {
         return Ok(None);
@@ -24,7 +27,7 @@ pub fn ensure_tracefs(roots: &Roots) -> Result<Option<String>, SysError> {
         reason,
         fix: Some(MOUNT_TRACEFS_FIX.to_string()),
     };
-    if roots.sysfs != std::path::Path::new("/sys") {
+    if roots.sysfs != std::path::Path::new("/sys") && !links_to_the_real_tracefs(roots) {
         return Err(not_mounted(format!(
             "tracefs is not mounted below the sysfs root {}",
             roots.sysfs.display()
@@ -46,6 +49,16 @@ pub fn ensure_tracefs(roots: &Roots) -> Result<Option<String>, SysError> {
             .to_string(),
     ))
 }
+
+/// Whether the fixture root's `kernel/tracing` is (a link to) the real tracefs mount point.
+fn links_to_the_real_tracefs(roots: &Roots) -> bool {
+    std::fs::canonicalize(roots.sys("kernel/tracing"))
+        .ok()
+        .as_deref()
+        == Some(std::path::Path::new(REAL_TRACEFS))
+}
+
+const REAL_TRACEFS: &str = "/sys/kernel/tracing";
 
 fn mount_privately() -> std::io::Result<()> {
     use std::ffi::CStr;
@@ -98,6 +111,25 @@ mod tests {
         let e = ensure_tracefs(&tree.roots()).unwrap_err().to_string();
         assert!(e.contains("not mounted below the sysfs root"), "{e}");
         assert!(e.contains(MOUNT_TRACEFS_FIX), "{e}");
+    }
+
+    #[test]
+    fn a_fixture_root_linking_elsewhere_is_not_the_real_tracefs() {
+        let tree = FixtureTree::new();
+        std::fs::create_dir_all(tree.sys_path("kernel")).unwrap();
+        let elsewhere = tempfile::tempdir().unwrap();
+        std::os::unix::fs::symlink(elsewhere.path(), tree.sys_path("kernel/tracing")).unwrap();
+        assert!(!links_to_the_real_tracefs(&tree.roots()));
+        let e = ensure_tracefs(&tree.roots()).unwrap_err().to_string();
+        assert!(e.contains("not mounted below the sysfs root"), "{e}");
+    }
+
+    #[test]
+    fn a_fixture_root_linking_to_the_real_tracefs_is_recognised() {
+        let tree = FixtureTree::new();
+        std::fs::create_dir_all(tree.sys_path("kernel")).unwrap();
+        std::os::unix::fs::symlink(REAL_TRACEFS, tree.sys_path("kernel/tracing")).unwrap();
+        assert!(links_to_the_real_tracefs(&tree.roots()));
     }
 
     #[test]
