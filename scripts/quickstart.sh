@@ -17,8 +17,8 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 mkdir "$work/bin" "$work/data"
 ln -s "$bin" "$work/bin/powerlens"
-# The ```sh block right after "## Quick start".
-lines=$(awk '/^## Quick start/ {on = 1} on && /^```sh/ {block = 1; next} block && /^```/ {exit} block' "$readme")
+. scripts/readme-lib.sh
+lines=$(readme_block "$readme" "Quick start")
 [ -n "$lines" ] || { echo "quickstart.sh: no Quick start block in $readme" >&2; exit 1; }
 repo=$PWD
 touch "$work/started"
