@@ -89,8 +89,10 @@ fn short_sleeps_fires_on_200us_sleeps_and_not_on_200ms_against_a_server() {
         .iter()
         .find(|a| a["rule"] == "short-sleeps")
         .unwrap();
-    // Each sleep is shorter than the period; C6's target residency is the threshold.
-    assert!(a["value"].as_f64().unwrap() < 200.0, "{a:#}");
+    // Each sleep is about the period (shorter by the work, longer by a timer's lateness
+    // on a loaded machine: 223 µs was seen while builds ran beside the suite), and well
+    // under C6's target residency, which is the threshold.
+    assert!(a["value"].as_f64().unwrap() < 300.0, "{a:#}");
     assert_eq!(a["threshold"], 600.0);
     assert!(a["suggestion"].as_str().unwrap().contains("C6"), "{a:#}");
     let (yes, r) = fires_on_cpu0(
