@@ -480,6 +480,25 @@ impl Collector {
         self.each_counter(PerfCounter::enable, "PERF_EVENT_IOC_ENABLE")
     }
 
+    /// Starts only the named sources on every CPU, the others left as they are: each a
+    /// tracepoint as passed to [`Collector::open`] (`sched/sched_switch`) or
+    /// [`CPU_CLOCK_EVENT`]. A recorder measures what one event of a kind costs the thread
+    /// that hits it by enabling that kind alone around a known load. Names not opened
+    /// are ignored; returns how many of `names` were found.
+    pub fn enable_only(&self, names: &[&str]) -> Result<usize, SysError> {
+        let wanted: Vec<usize> = (0..self.sources.len())
+            .filter(|&i| names.contains(&self.source_name(&self.sources[i]).as_str()))
+            .collect();
+        for cpu in &self.cpus {
+            for &i in &wanted {
+                cpu.counters[i]
+                    .enable()
+                    .map_err(|e| open_failed("PERF_EVENT_IOC_ENABLE", cpu.cpu, e))?;
+            }
+        }
+        Ok(wanted.len())
+    }
+
     /// Stops recording; what is in the rings can still be drained.
     pub fn disable(&self) -> Result<(), SysError> {
         self.each_counter(PerfCounter::disable, "PERF_EVENT_IOC_DISABLE")
