@@ -76,6 +76,9 @@ pub fn read(reader: &RecordingReader) -> anyhow::Result<RecordingContext> {
         lost_records,
         unavailable_events,
         span: span(reader)?,
+        tracing_cost: reader
+            .meta(meta::TRACING_COST)?
+            .and_then(|v| serde_json::from_value(v).ok()),
     })
 }
 

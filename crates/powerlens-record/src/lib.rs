@@ -12,6 +12,7 @@ pub mod context;
 pub mod convert;
 pub mod drain;
 pub mod exec;
+pub mod instrument;
 pub mod interrupt;
 pub mod live;
 pub mod meter;
@@ -70,6 +71,9 @@ pub mod meta {
     /// its full charge and how its gauge is read; absent without a battery or
     /// `--battery-wh`.
     pub const BATTERY: &str = "battery";
+    /// What one traced event of each kind cost the thread it fired in, measured at the
+    /// start (`instrument::EventCosts`); absent in reduced recordings and older ones.
+    pub const TRACING_COST: &str = "tracing_cost";
 }
 
 /// Opens a recording to read it, and checks that the tables its figures come from are
@@ -205,12 +209,17 @@ const FLUSH_EVERY: Duration = Duration::from_secs(1);
 pub fn record(roots: &Roots, opts: &RecordOptions) -> anyhow::Result<RecordSummary> {
     let mut notes = Vec::new();
     // Tracing first: mounting tracefs privately must happen before any thread starts.
-    let collector = if opts.reduced {
+    let mut collector = if opts.reduced {
         notes.push("reduced recording requested (--reduced): procfs samples only".to_string());
         None
     } else {
         open_collector(roots, opts, &mut notes)?
     };
+    // The instrument's cost per event, measured before anything else runs beside it.
+    let tracing_cost = collector.as_mut().map(|c| {
+        (opts.show_phase)("measuring the cost of tracing");
+        instrument::calibrate(c, opts.stacks_hz.is_some())
+    });
     let mode = if collector.is_some() {
         MODE_TRACE
     } else {
@@ -295,6 +304,11 @@ pub fn record(roots: &Roots, opts: &RecordOptions) -> anyhow::Result<RecordSumma
                 .set_meta(meta::UNAVAILABLE, &json!(unavailable))?;
             let stack_meta = stacks_meta(&c, opts.stacks_hz, roots);
             recorder.writer.set_meta(meta::STACKS, &stack_meta)?;
+            if let Some(cost) = &tracing_cost {
+                recorder
+                    .writer
+                    .set_meta(meta::TRACING_COST, &serde_json::to_value(cost)?)?;
+            }
             let stacks = (stack_meta["recorded"] == true).then(|| StackRecorder::new(roots));
             c.enable()?;
             Some(Drainer::start(c, converter, threads, stacks, roots.clone()))

@@ -648,6 +648,14 @@ pub fn page(input: &HtmlInput<'_>) -> Result<String, UnknownColumn> {
         r.system.target,
         r.energy.provenance.label()
     ));
+    if let Some(p) = &r.system.perturbation {
+        // The first thing a reader sees when the tracing slowed the run it describes.
+        if p.slowed {
+            page.p(&format!("Perturbation — WARNING: {}.", p.text));
+        } else {
+            page.p(&format!("Perturbation: {}.", p.text));
+        }
+    }
 
     page.h2("Power and energy over time");
     if input.counters.is_empty() {

@@ -943,6 +943,18 @@ pub fn system_items(report: &RecordingReport) -> Vec<(&'static str, String)> {
     if let Some(a) = &s.cpu_time_accounts {
         line(&mut out, "threads' CPU time", a.explanation.clone());
     }
+    if let Some(p) = &s.perturbation {
+        let whole = s
+            .tracing_cpu_s
+            .map(|t| format!(" (on all CPUs, every process: {} s)", sig(t, 3)))
+            .unwrap_or_default();
+        let line_text = if p.slowed {
+            format!("WARNING: {}{whole}", p.text)
+        } else {
+            format!("{}{whole}", p.text)
+        };
+        line(&mut out, "perturbation", line_text);
+    }
     line(
         &mut out,
         "idle wake-ups",
@@ -1562,6 +1574,7 @@ mod tests {
             lost_records: vec![(0, 0), (1, 2)],
             unavailable_events: Vec::new(),
             span: None,
+            tracing_cost: None,
         }
     }
 
@@ -1588,6 +1601,108 @@ mod tests {
             show: show.iter().map(|s| s.to_string()).collect(),
             hide: hide.iter().map(|s| s.to_string()).collect(),
         }
+    }
+
+    /// The recording's measured cost per event with the fixture stream: the target
+    /// (pid 100) has 3 switches (100 at 60 and 80 ms, 101 at 50 ms) and 2 wake-ups (100's,
+    /// at 10 and 59 ms) in its threads' context; the other events are the logger's or the
+    /// idle task's.
+    fn traced_report(switch_ns: f64, waking_ns: f64) -> RecordingReport {
+        use powerlens_core::sched::tracing_cost::{EventCosts, SWITCH, WAKING};
+        let mut ctx = context(true);
+        ctx.tracing_cost = Some(EventCosts {
+            event_cost_ns: [
+                (SWITCH.to_string(), switch_ns),
+                (WAKING.to_string(), waking_ns),
+            ]
+            .into_iter()
+            .collect(),
+            stacks: true,
+            ..Default::default()
+        });
+        let mut a = ctx.analysis();
+        for e in stream() {
+            a.feed(&e);
+        }
+        build(&a.finish(100 * MS), &ctx)
+    }
+
+    /// Issue 28: the perturbation line, past the 10% threshold and below it, in text, JSON
+    /// and HTML, with the target's tracing time computed by hand from the stream.
+    #[test]
+    fn the_perturbation_line_warns_past_its_threshold_in_text_json_and_html() {
+        // 3 × 10 ms + 2 × 5 ms of the target's CPU time: past 10% of it.
+        let heavy = traced_report(10e6, 5e6);
+        let p = heavy.system.perturbation.as_ref().unwrap();
+        assert!((p.tracing_cpu_s - 0.040).abs() < 1e-12, "{p:?}");
+        assert!(p.slowed, "{p:?}");
+        let text = system(&heavy);
+        assert!(
+            text.contains("WARNING: tracing cost the target an estimated 0.040 s of its"),
+            "{text}"
+        );
+        assert!(
+            text.contains("describe a run slowed by the tracing"),
+            "{text}"
+        );
+        assert!(text.contains("--no-stacks"), "{text}");
+        let v: serde_json::Value = serde_json::from_str(&json(&heavy)).unwrap();
+        assert_eq!(v["system"]["perturbation"]["slowed"], true);
+        assert_eq!(v["system"]["tracing_event_cost_ns"]["sched_switch"], 10e6);
+        // The whole recording: also the logger's 2 switches (0 and 70 ms) and the idle
+        // task's 2 switches and wake-up.
+        let whole = v["system"]["tracing_cpu_s"].as_f64().unwrap();
+        assert!(
+            (whole - (7.0 * 10e6 + 3.0 * 5e6) / 1e9).abs() < 1e-12,
+            "{whole}"
+        );
+        let rows = v["threads"].as_array().unwrap();
+        let row = |tid: u64| rows.iter().find(|r| r["tid"] == tid).unwrap();
+        assert!((row(100)["tracing_cpu_s"].as_f64().unwrap() - 0.030).abs() < 1e-12);
+        assert!((row(101)["tracing_cpu_s"].as_f64().unwrap() - 0.010).abs() < 1e-12);
+        // Its energy is the row's energy in the proportion of its CPU time.
+        let r100 = row(100);
+        let share = r100["tracing_cpu_s"].as_f64().unwrap() / r100["cpu_time_s"].as_f64().unwrap();
+        let expected = r100["energy_j"].as_f64().unwrap() * share;
+        assert!((r100["tracing_energy_j"].as_f64().unwrap() - expected).abs() < 1e-12);
+        assert!(v["system"]["tracing_provenance"]
+            .as_str()
+            .unwrap()
+            .starts_with("estimated: "));
+        let timeline = crate::html::TimelineBuilder::new(0, 100 * MS, &[], 10).finish();
+        let html = crate::html::page(&crate::html::HtmlInput {
+            title: "t",
+            report: &heavy,
+            grid: &opts(By::Thread, None, None, &[], &[]),
+            counters: &[],
+            counters_missing: "no meter",
+            timeline: &timeline,
+            frequency_samples: &[],
+        })
+        .unwrap();
+        assert!(
+            html.contains("Perturbation — WARNING: tracing cost the target an estimated 0.040 s"),
+            "{html}"
+        );
+
+        // 3 × 10 µs: well under 10%: said, without a warning.
+        let light = traced_report(10e3, 0.0);
+        let p = light.system.perturbation.as_ref().unwrap();
+        assert!(!p.slowed, "{p:?}");
+        let text = system(&light);
+        assert!(
+            text.contains("tracing cost the target an estimated 0.000 s"),
+            "{text}"
+        );
+        assert!(!text.contains("WARNING"), "{text}");
+
+        // A recording without measured costs says the figure is unavailable, not zero.
+        let old = report(true);
+        assert!(old.system.perturbation.is_none());
+        assert!(old
+            .unavailable
+            .iter()
+            .any(|u| u.figure.starts_with("tracing cost")));
     }
 
     /// Issue 17 point 1: an estimate by the model chosen for the machine's class says which

@@ -128,6 +128,7 @@ fn context(threads: &[(Tid, u32, &str)], target: u32) -> RecordingContext {
         lost_records: Vec::new(),
         unavailable_events: Vec::new(),
         span: None,
+        tracing_cost: None,
     }
 }
 

@@ -36,6 +36,7 @@ use serde::{Deserialize, Serialize};
 
 use super::event::{Event, EventKind, InterruptKind, SwitchedOut, Tid, TidMap, IDLE_TID};
 use super::tid_table::TidTable;
+use super::tracing_cost::TracedEvents;
 
 /// Internal marker: the CPU's current task is not known (after a lost switch).
 const UNKNOWN_TID: Tid = Tid::MAX;
@@ -136,6 +137,9 @@ pub struct ThreadStats {
     pub sched_runtime_ns: u64,
     /// Switch-ins of this thread the kernel did not record and the analysis inferred.
     pub inferred_switch_ins: u64,
+    /// Events recorded in this thread's context: their handlers ran in its time.
+    #[serde(default)]
+    pub traced_events: TracedEvents,
 }
 
 /// Where a thread's [`ThreadStats::cpu_time_ns`] comes from.
@@ -192,6 +196,13 @@ pub struct CpuStats {
     pub freq_known_ns: u64,
     /// Σ time × frequency over that time, in kHz·ns.
     pub khz_ns: f64,
+    /// Events recorded here in the idle task's context (or a context the recording does
+    /// not name): tracing time that no thread was charged.
+    #[serde(default)]
+    pub idle_traced_events: TracedEvents,
+    /// Every event recorded here, in any context.
+    #[serde(default)]
+    pub traced_events: TracedEvents,
 }
 
 /// Effective parallelism of one process: how long 0, 1, 2, … of its threads ran at once.
@@ -522,6 +533,7 @@ impl<C: ThreadCharges> SchedAnalysis<C> {
                 c.ctx_tid = ctx;
             }
         }
+        self.count_traced(e, context);
         match &e.kind {
             EventKind::Switch { prev, how, next } => {
                 self.switch(e.cpu, t, start, *prev, *how, *next)
@@ -612,6 +624,38 @@ impl<C: ThreadCharges> SchedAnalysis<C> {
         }
         let c = self.cpu(e.cpu);
         c.last_ns = t;
+    }
+
+    /// Counts the event against the thread whose context it fired in (its handler ran in
+    /// that thread's time): the recorded context, else the thread the event names as
+    /// running, else the CPU's current task; the idle task's events go to the CPU.
+    fn count_traced(&mut self, e: &Event, context: Option<Tid>) {
+        if matches!(e.kind, EventKind::Stack { .. }) {
+            return;
+        }
+        let named = match e.kind {
+            EventKind::Switch { prev, .. } => Some(prev),
+            EventKind::Runtime { tid, .. } | EventKind::CpuSample { tid, .. } => Some(tid),
+            _ => None,
+        };
+        let tid = match context {
+            // An exited task's final switch-out carries perf's (u32)-1, the same as
+            // UNKNOWN_TID: the switch names the task.
+            Some(UNKNOWN_TID) | None => named.or_else(|| {
+                self.cpus
+                    .get(e.cpu as usize)
+                    .and_then(|c| c.current)
+                    .map(|(t, _)| t)
+            }),
+            known => known,
+        };
+        self.cpu(e.cpu).stats.traced_events.count(&e.kind);
+        match tid {
+            Some(tid) if tid != IDLE_TID && tid != UNKNOWN_TID => {
+                self.thread(tid).stats.traced_events.count(&e.kind)
+            }
+            _ => self.cpu(e.cpu).stats.idle_traced_events.count(&e.kind),
+        }
     }
 
     /// Charges the current thread of `cpu` its running time at the CPU's known frequency

@@ -9,6 +9,7 @@ pub mod name;
 pub mod reduced;
 pub mod report;
 pub(crate) mod tid_table;
+pub mod tracing_cost;
 pub mod wakeups;
 
 #[cfg(test)]

@@ -13,6 +13,7 @@ use super::analysis::{CpuTimeSource, SchedAnalysis, SchedSummary, ThreadStats, W
 use super::attribution::{attribute_weighted, frequency_weights};
 use super::cpu_accounts::{cpu_time_accounts, CpuTimeAccounts};
 use super::event::Tid;
+use super::tracing_cost::{EventCosts, Perturbation};
 use super::wakeups::WakeupCause;
 use crate::advice::Advice;
 use crate::provenance::Provenance;
@@ -75,6 +76,9 @@ pub struct RecordingContext {
     pub unavailable_events: Vec<(String, String)>,
     /// What stretch of time the recording covers; `None` when the file does not say.
     pub span: Option<RecordingSpan>,
+    /// What one traced event of each kind cost, measured when the recording started;
+    /// `None` for a reduced recording or one made before the cost was measured.
+    pub tracing_cost: Option<EventCosts>,
 }
 
 /// What stretch of time a recording covers, which decides whether its energy is the energy
@@ -213,6 +217,15 @@ pub struct ThreadRow {
     pub frequency_mhz: Option<f64>,
     /// `None` when energy is unavailable.
     pub energy_j: Option<f64>,
+    /// CPU time the tracing added to this thread (inside `cpu_time_s`): the events
+    /// recorded in its context × each kind's measured cost. `None` when the recording
+    /// has no measured costs (reduced, or older).
+    #[serde(default)]
+    pub tracing_cpu_s: Option<f64>,
+    /// The share of `energy_j` that time cost: `energy_j` × `tracing_cpu_s` /
+    /// `cpu_time_s`.
+    #[serde(default)]
+    pub tracing_energy_j: Option<f64>,
 }
 
 /// A process: the sums of its target threads' rows.
@@ -249,6 +262,12 @@ pub struct ProcessRow {
     /// Mean number of its threads running while at least one runs.
     pub effective_parallelism: Option<f64>,
     pub energy_j: Option<f64>,
+    /// Σ of its threads' `tracing_cpu_s`.
+    #[serde(default)]
+    pub tracing_cpu_s: Option<f64>,
+    /// Σ of its threads' `tracing_energy_j`.
+    #[serde(default)]
+    pub tracing_energy_j: Option<f64>,
 }
 
 /// Busy time of one thread of a multi-threaded process.
@@ -327,6 +346,10 @@ pub struct CpuReport {
     /// Why, when `unrecorded_wakeups` is above zero.
     #[serde(default)]
     pub wakeups_trace_incomplete: Option<String>,
+    /// CPU time the tracing took on this CPU, in every context (threads' and the idle
+    /// task's); `None` without measured costs.
+    #[serde(default)]
+    pub tracing_cpu_s: Option<f64>,
 }
 
 /// A declared idle state against the mean idle duration per wake-up.
@@ -401,6 +424,26 @@ pub struct SystemReport {
     /// the reason when they differ; `None` in a reduced recording.
     #[serde(default)]
     pub cpu_time_accounts: Option<CpuTimeAccounts>,
+    /// CPU time the tracing took over the whole recording, on every CPU and in every
+    /// context (estimated: events × measured cost per event); `None` without measured
+    /// costs.
+    #[serde(default)]
+    pub tracing_cpu_s: Option<f64>,
+    /// What one event of each kind cost the thread it fired in, measured on this machine
+    /// when the recording started (`sched_switch`, `sched_waking`, `timer_start`,
+    /// `cpu_clock`, `other`).
+    #[serde(default)]
+    pub tracing_event_cost_ns: Option<BTreeMap<String, f64>>,
+    /// The energy of the target's tracing time: Σ of the target rows' `tracing_energy_j`.
+    #[serde(default)]
+    pub tracing_energy_j: Option<f64>,
+    /// Where the tracing figures come from, in one sentence.
+    #[serde(default)]
+    pub tracing_provenance: Option<String>,
+    /// How much the tracing weighed on the target, and whether the figures describe a run
+    /// it slowed.
+    #[serde(default)]
+    pub perturbation: Option<Perturbation>,
 }
 
 /// The split of the energy. `total_j = idle_j + other_j + Σ thread rows' energy_j`.
@@ -519,6 +562,35 @@ fn unrecorded_wakeups_reason(cpu: u32, n: u64, lost: u64, no_idle_trace: bool) -
     }
 }
 
+/// The share of a row's energy its tracing time cost: energy × tracing / CPU time.
+fn tracing_energy(
+    energy_j: Option<f64>,
+    tracing_cpu_s: Option<f64>,
+    cpu_time_s: f64,
+) -> Option<f64> {
+    let (e, t) = (energy_j?, tracing_cpu_s?);
+    Some(if cpu_time_s > 0.0 {
+        e * (t / cpu_time_s).min(1.0)
+    } else {
+        0.0
+    })
+}
+
+/// Where the tracing figures come from, in one sentence.
+fn tracing_provenance(costs: &EventCosts, energy: &Provenance) -> String {
+    let per_kind = costs
+        .event_cost_ns
+        .iter()
+        .map(|(k, ns)| format!("{k} {ns:.0} ns"))
+        .collect::<Vec<_>>()
+        .join(", ");
+    format!(
+        "estimated: the events recorded in each thread's context × the CPU time one event of each kind cost, measured on this machine when the recording started ({per_kind}; {:.2} s of calibration); the energy is that share of each row's energy ({})",
+        costs.calibration_s,
+        energy.label()
+    )
+}
+
 /// Builds the report.
 pub fn build(summary: &SchedSummary, ctx: &RecordingContext) -> RecordingReport {
     let mut missing = Vec::new();
@@ -553,6 +625,15 @@ pub fn build(summary: &SchedSummary, ctx: &RecordingContext) -> RecordingReport 
 
     // Energy attribution.
     let (energy, thread_energy) = energy_split(summary, ctx, &is_target, &mut missing);
+    let tracing_cost = ctx.tracing_cost.as_ref().filter(|_| traced);
+    if traced && tracing_cost.is_none() {
+        unavailable(
+            &mut missing,
+            "tracing cost (tracing_cpu_s)",
+            "the recording has no measured cost per traced event (made before powerlens measured it)",
+            Some("record again: `powerlens record` measures it at the start"),
+        );
+    }
 
     // Thread rows.
     let threads: Vec<ThreadRow> = summary
@@ -585,7 +666,13 @@ pub fn build(summary: &SchedSummary, ctx: &RecordingContext) -> RecordingReport 
                 frequency_mhz: (t.freq_known_ns > 0)
                     .then(|| t.khz_ns / t.freq_known_ns as f64 / 1e3),
                 energy_j: thread_energy.as_ref().map(|m| m[&t.tid]),
+                tracing_cpu_s: tracing_cost.map(|c| t.traced_events.cpu_s(c)),
+                tracing_energy_j: None,
             }
+        })
+        .map(|mut row| {
+            row.tracing_energy_j = tracing_energy(row.energy_j, row.tracing_cpu_s, row.cpu_time_s);
+            row
         })
         .collect();
 
@@ -712,6 +799,8 @@ pub fn build(summary: &SchedSummary, ctx: &RecordingContext) -> RecordingReport 
                     !traced,
                 )
             }),
+            tracing_cpu_s: tracing_cost
+                .map(|c| st.map(|s| s.traced_events.cpu_s(c)).unwrap_or(0.0)),
         });
     }
 
@@ -843,6 +932,19 @@ pub fn build(summary: &SchedSummary, ctx: &RecordingContext) -> RecordingReport 
             })
             .collect(),
         cpu_time_accounts: cpu_time_accounts(summary),
+        tracing_cpu_s: tracing_cost.map(|_| cpus.iter().filter_map(|c| c.tracing_cpu_s).sum()),
+        tracing_event_cost_ns: tracing_cost.map(|c| c.event_cost_ns.clone()),
+        tracing_energy_j: tracing_cost
+            .and(energy.total_j)
+            .map(|_| threads.iter().filter_map(|t| t.tracing_energy_j).sum()),
+        tracing_provenance: tracing_cost.map(|c| tracing_provenance(c, &energy.provenance)),
+        perturbation: tracing_cost.map(|c| {
+            Perturbation::new(
+                threads.iter().map(|t| t.cpu_time_s).sum(),
+                threads.iter().filter_map(|t| t.tracing_cpu_s).sum(),
+                c.stacks,
+            )
+        }),
     };
     RecordingReport {
         system,
@@ -1044,6 +1146,8 @@ fn process_rows(
                     .then(|| freq_rows.iter().map(|(f, t)| f * t).sum::<f64>() / freq_time),
                 effective_parallelism: pid.and_then(|p| parallelism.get(&p).copied().flatten()),
                 energy_j: rows.iter().map(|r| r.energy_j).sum::<Option<f64>>(),
+                tracing_cpu_s: rows.iter().map(|r| r.tracing_cpu_s).sum::<Option<f64>>(),
+                tracing_energy_j: rows.iter().map(|r| r.tracing_energy_j).sum::<Option<f64>>(),
             }
         })
         .collect()

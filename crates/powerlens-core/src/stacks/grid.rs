@@ -452,6 +452,8 @@ mod tests {
             mean_idle_before_wakeup_us: None,
             frequency_mhz: None,
             energy_j,
+            tracing_cpu_s: None,
+            tracing_energy_j: None,
         }
     }
 

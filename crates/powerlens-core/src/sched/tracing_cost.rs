@@ -1,0 +1,256 @@
+//! What the tracing itself cost the traced threads: the instrument is part of the
+//! measurement.
+//!
+//! A tracepoint handler, the stack it copies and a CPU-clock sample run in the context of
+//! the thread that hits them, so their CPU time is inside that thread's CPU time and
+//! energy. The recorder measures what one event of each kind costs on the machine
+//! ([`EventCosts`], at the start of the recording); the analysis counts the events recorded
+//! in each thread's context ([`TracedEvents`]); their product is the CPU time tracing
+//! added to the thread (`tracing_cpu_s`), an estimate whose model is said beside it.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use super::event::EventKind;
+
+/// Cost kinds, the keys of [`EventCosts::event_cost_ns`] and of the report's
+/// `system.tracing_event_cost_ns` (a JSON contract).
+pub const SWITCH: &str = "sched_switch";
+pub const WAKING: &str = "sched_waking";
+pub const TIMER_ARM: &str = "timer_start";
+pub const CPU_SAMPLE: &str = "cpu_clock";
+/// Every other tracepoint record: runtime updates, IRQ/softirq/timer/IPI entries and
+/// exits, idle, frequency, migrations, process events.
+pub const OTHER: &str = "other";
+
+/// What one traced event of each kind cost the thread it fired in, in nanoseconds of CPU
+/// time, as measured on the recording's machine when it started.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct EventCosts {
+    /// Kind ([`SWITCH`], [`WAKING`], [`TIMER_ARM`], [`CPU_SAMPLE`], [`OTHER`]) → ns.
+    pub event_cost_ns: BTreeMap<String, f64>,
+    /// How each figure was found: "measured: …" with the load and the event count, or
+    /// which kind it was taken from and why.
+    #[serde(default)]
+    pub method: BTreeMap<String, String>,
+    /// Wall time the measurement took, in seconds.
+    #[serde(default)]
+    pub calibration_s: f64,
+    /// Whether the recording had call stacks (stack copies on switches, wake-ups and timer
+    /// arming, CPU-time samples): the lighter way to trace is then `--no-stacks`.
+    #[serde(default)]
+    pub stacks: bool,
+}
+
+impl EventCosts {
+    fn ns(&self, kind: &str) -> f64 {
+        self.event_cost_ns
+            .get(kind)
+            .copied()
+            .unwrap_or(0.0)
+            .max(0.0)
+    }
+}
+
+/// Events recorded in one thread's (or one CPU's idle task's) context, by cost kind.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TracedEvents {
+    pub switches: u64,
+    pub wakings: u64,
+    pub timer_arms: u64,
+    pub cpu_samples: u64,
+    pub other: u64,
+}
+
+impl TracedEvents {
+    /// Counts one event. Stack records are part of the event they follow, not events of
+    /// their own.
+    #[inline]
+    pub fn count(&mut self, kind: &EventKind) {
+        match kind {
+            EventKind::Switch { .. } => self.switches += 1,
+            EventKind::Wakeup { .. } => self.wakings += 1,
+            EventKind::TimerArm { .. } => self.timer_arms += 1,
+            EventKind::CpuSample { .. } => self.cpu_samples += 1,
+            EventKind::Stack { .. } => {}
+            _ => self.other += 1,
+        }
+    }
+
+    pub fn add(&mut self, o: &TracedEvents) {
+        self.switches += o.switches;
+        self.wakings += o.wakings;
+        self.timer_arms += o.timer_arms;
+        self.cpu_samples += o.cpu_samples;
+        self.other += o.other;
+    }
+
+    pub fn total(&self) -> u64 {
+        self.switches + self.wakings + self.timer_arms + self.cpu_samples + self.other
+    }
+
+    /// The CPU time these events cost, in seconds, by `costs`.
+    pub fn cpu_s(&self, costs: &EventCosts) -> f64 {
+        (self.switches as f64 * costs.ns(SWITCH)
+            + self.wakings as f64 * costs.ns(WAKING)
+            + self.timer_arms as f64 * costs.ns(TIMER_ARM)
+            + self.cpu_samples as f64 * costs.ns(CPU_SAMPLE)
+            + self.other as f64 * costs.ns(OTHER))
+            / 1e9
+    }
+}
+
+/// Past this share of the target's CPU time, the report says plainly that its figures
+/// describe a run slowed by the tracing.
+pub const PERTURBATION_WARN_PCT: f64 = 10.0;
+
+/// How much the tracing weighed on the target, for the report's `perturbation` line.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Perturbation {
+    /// The target's CPU time, tracing included.
+    pub target_cpu_s: f64,
+    /// The part of it tracing added (estimated).
+    pub tracing_cpu_s: f64,
+    /// `tracing_cpu_s` / `target_cpu_s` × 100.
+    pub tracing_pct: f64,
+    /// The target's CPU time without the tracing's share (estimated).
+    pub untraced_cpu_s: f64,
+    /// Whether `tracing_pct` is past [`PERTURBATION_WARN_PCT`].
+    pub slowed: bool,
+    /// The line, in words: what the figures describe and, when slowed, what to do.
+    pub text: String,
+}
+
+impl Perturbation {
+    /// The perturbation of a target that used `target_cpu_s` of CPU, `tracing_cpu_s` of it
+    /// spent in the tracing; `stacks` whether the recording had call stacks (the advice
+    /// differs).
+    pub fn new(target_cpu_s: f64, tracing_cpu_s: f64, stacks: bool) -> Perturbation {
+        let tracing_cpu_s = tracing_cpu_s.min(target_cpu_s).max(0.0);
+        let tracing_pct = if target_cpu_s > 0.0 {
+            tracing_cpu_s / target_cpu_s * 100.0
+        } else {
+            0.0
+        };
+        let untraced_cpu_s = target_cpu_s - tracing_cpu_s;
+        let slowed = tracing_pct > PERTURBATION_WARN_PCT;
+        let mut text = format!(
+            "tracing cost the target an estimated {tracing_cpu_s:.3} s of its {target_cpu_s:.3} s of CPU time ({tracing_pct:.0}%)"
+        );
+        if slowed {
+            let factor = if untraced_cpu_s > 0.0 {
+                target_cpu_s / untraced_cpu_s
+            } else {
+                f64::INFINITY
+            };
+            text += &format!(
+                ": these figures describe a run slowed by the tracing (about {factor:.1}× the CPU time it needs untraced, {untraced_cpu_s:.3} s); its CPU time, energy and waits are inflated by it"
+            );
+            text += if stacks {
+                ". To measure the program as it runs, use `powerlens run` (no tracing); to trace it more lightly, record with --no-stacks"
+            } else {
+                ". To measure the program as it runs, use `powerlens run` (no tracing)"
+            };
+        }
+        Perturbation {
+            target_cpu_s,
+            tracing_cpu_s,
+            tracing_pct,
+            untraced_cpu_s,
+            slowed,
+            text,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sched::event::{EventKind, SwitchedOut};
+
+    fn costs() -> EventCosts {
+        EventCosts {
+            event_cost_ns: [
+                (SWITCH, 3000.0),
+                (WAKING, 2000.0),
+                (TIMER_ARM, 1500.0),
+                (CPU_SAMPLE, 4000.0),
+                (OTHER, 1000.0),
+            ]
+            .into_iter()
+            .map(|(k, v)| (k.to_string(), v))
+            .collect(),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn events_cost_their_kinds_price_and_stacks_nothing_extra() {
+        let mut t = TracedEvents::default();
+        for kind in [
+            EventKind::Switch {
+                prev: 1,
+                how: SwitchedOut::Blocked,
+                next: 2,
+            },
+            EventKind::Stack { id: 0 },
+            EventKind::Wakeup {
+                tid: 2,
+                target_cpu: 0,
+                new_thread: false,
+            },
+            EventKind::Stack { id: 1 },
+            EventKind::Runtime { tid: 1, ns: 10 },
+            EventKind::IdleExit,
+            EventKind::CpuSample {
+                tid: 1,
+                period_ns: 1_000_000,
+            },
+        ] {
+            t.count(&kind);
+        }
+        assert_eq!(t.total(), 5);
+        // 3000 + 2000 + 1000 + 1000 + 4000 ns, by hand.
+        assert!((t.cpu_s(&costs()) - 11e-6).abs() < 1e-12);
+    }
+
+    #[test]
+    fn a_missing_or_negative_cost_counts_nothing() {
+        let mut c = costs();
+        c.event_cost_ns.remove(SWITCH);
+        c.event_cost_ns.insert(WAKING.into(), -50.0);
+        let t = TracedEvents {
+            switches: 10,
+            wakings: 10,
+            ..Default::default()
+        };
+        assert_eq!(t.cpu_s(&c), 0.0);
+    }
+
+    #[test]
+    fn the_line_warns_past_the_threshold_only() {
+        let light = Perturbation::new(1.0, 0.05, true);
+        assert!(!light.slowed);
+        assert_eq!(
+            light.text,
+            "tracing cost the target an estimated 0.050 s of its 1.000 s of CPU time (5%)"
+        );
+        let heavy = Perturbation::new(0.8, 0.6, true);
+        assert!(heavy.slowed);
+        assert!((heavy.tracing_pct - 75.0).abs() < 1e-9);
+        assert!(
+            heavy
+                .text
+                .contains("describe a run slowed by the tracing (about 4.0×"),
+            "{}",
+            heavy.text
+        );
+        assert!(heavy.text.contains("--no-stacks"), "{}", heavy.text);
+        assert!(!Perturbation::new(0.8, 0.6, false)
+            .text
+            .contains("--no-stacks"));
+        // Exactly at the threshold is not past it.
+        assert!(!Perturbation::new(1.0, 0.1, true).slowed);
+    }
+}

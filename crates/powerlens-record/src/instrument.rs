@@ -1,0 +1,329 @@
+//! The instrument's own cost: what one traced event costs the thread that hits it.
+//!
+//! Tracepoint handlers, stack copies and CPU-clock samples run in the context of the thread
+//! that hits them, so their CPU time lands in that thread's CPU time and energy. Before a
+//! recording starts, each kind of event is measured on this machine, with the collector
+//! as the recording opened it (same stack sizes, same rings): a small load runs bare and
+//! then with that kind alone enabled, and the difference in the load's own CPU time
+//! (CLOCK_THREAD_CPUTIME_ID) divided by the events recorded in its threads is the cost of
+//! one event. The analysis multiplies these costs by the events recorded in each thread's
+//! context (`tracing_cpu_s`).
+//!
+//! The loads, each a few milliseconds, pinned to the CPU the recorder runs on:
+//! - a ping-pong of two threads on one CPU over pipes (switches, wake-ups, runtime
+//!   updates);
+//! - a thread re-arming a timerfd far in the future (hrtimer_start, no sleep);
+//! - a thread spinning (cpu-clock samples).
+//!
+//! Tracepoints with no load of their own (IRQ, idle, migration, process events) are plain
+//! records like `sched_stat_runtime` and are costed as one.
+//!
+//! What this measures is each event's direct cost. The indirect costs (caches the handlers
+//! evict, the drainer's wake-ups, wake-ups that cross CPUs through the idle loop) are not
+//! in it: on an unpinned ping-pong here the estimate was about half of the CPU time that
+//! recording added (docs/RECORD.md, "The cost of tracing").
+
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::time::Instant;
+
+use powerlens_core::sched::tracing_cost::{
+    EventCosts, CPU_SAMPLE, OTHER as PLAIN, SWITCH, TIMER_ARM, WAKING,
+};
+use powerlens_sys::trace::{Collected, Collector, CPU_CLOCK_EVENT};
+
+/// Rounds of each kind's load, bare and traced alternately; the fastest of each are
+/// compared (other processes and the hypervisor only ever add CPU time to a round), so
+/// that one disturbed round does not set the figure.
+const ROUNDS: usize = 3;
+/// Round trips of the ping-pong load per round.
+const PINGPONG_ROUND_TRIPS: u32 = 600;
+/// Timer re-arms per round.
+const TIMER_ARMS: u32 = 1500;
+/// CPU time the spinning load runs for per round: at the default 999 Hz, about 30 samples.
+const SPIN_NS: u64 = 30_000_000;
+
+/// Measures the cost of each kind of event the collector records. The collector must be
+/// open and disabled; it is left disabled, its rings drained of the loads' records.
+/// `stacks`: whether it was opened with call stacks.
+pub fn calibrate(collector: &mut Collector, stacks: bool) -> EventCosts {
+    let started = Instant::now();
+    let cpu = current_cpu();
+    let has_cpu_clock = collector.has_cpu_clock();
+    let mut costs = EventCosts {
+        stacks,
+        ..Default::default()
+    };
+    let names: Vec<String> = collector.events().iter().map(|e| e.full_name()).collect();
+    let has = |n: &str| names.iter().any(|x| x == n);
+    let waking = if has("sched/sched_waking") {
+        "sched/sched_waking"
+    } else {
+        "sched/sched_wakeup"
+    };
+    let mut measure = |kind: &str, event: &str, load: &dyn Fn(u32) -> Load| {
+        if event != CPU_CLOCK_EVENT && !has(event) {
+            return;
+        }
+        match measure_kind(collector, event, cpu, load) {
+            Ok((ns, count)) => {
+                costs.event_cost_ns.insert(kind.to_string(), ns);
+                costs.method.insert(
+                    kind.to_string(),
+                    format!("measured: {event} alone on its load, {count} events"),
+                );
+            }
+            Err(why) => {
+                costs
+                    .method
+                    .insert(kind.to_string(), format!("not measured: {why}"));
+            }
+        }
+    };
+    measure(SWITCH, "sched/sched_switch", &pingpong);
+    measure(WAKING, waking, &pingpong);
+    measure(PLAIN, "sched/sched_stat_runtime", &pingpong);
+    measure(TIMER_ARM, "timer/hrtimer_start", &timer_arms);
+    if has_cpu_clock {
+        measure(CPU_SAMPLE, CPU_CLOCK_EVENT, &spin);
+    }
+    // A kind whose load could not run is costed as the nearest kind that was measured.
+    for (kind, like) in [(TIMER_ARM, WAKING), (WAKING, SWITCH), (PLAIN, SWITCH)] {
+        if !costs.event_cost_ns.contains_key(kind) {
+            if let Some(&ns) = costs.event_cost_ns.get(like) {
+                costs.event_cost_ns.insert(kind.to_string(), ns);
+                let why = costs.method.remove(kind).unwrap_or_default();
+                costs
+                    .method
+                    .insert(kind.to_string(), format!("as {like} ({why})"));
+            }
+        }
+    }
+    costs.calibration_s = started.elapsed().as_secs_f64();
+    costs
+}
+
+/// What one round of a load did: the CPU time its threads used and their tids.
+struct Load {
+    cpu_ns: u64,
+    tids: Vec<u32>,
+}
+
+/// The cost of one `event` and how many the traced rounds recorded: the fastest traced
+/// round's CPU time minus the fastest bare round's, over the median count.
+fn measure_kind(
+    collector: &mut Collector,
+    event: &str,
+    cpu: u32,
+    load: &dyn Fn(u32) -> Load,
+) -> Result<(f64, u64), String> {
+    let mut bare = Vec::new();
+    let mut traced = Vec::new();
+    let mut counts = Vec::new();
+    for _ in 0..ROUNDS {
+        bare.push(load(cpu).cpu_ns);
+        if collector.enable_only(&[event]).map_err(|e| e.to_string())? == 0 {
+            return Err(format!("{event} is not recorded"));
+        }
+        let run = load(cpu);
+        collector.disable().map_err(|e| e.to_string())?;
+        let mut n = 0u64;
+        collector.drain_all(|c| {
+            let tid = match &c {
+                Collected::Trace(r) if r.format.full_name() == event => r.tid,
+                Collected::CpuSample(s) if event == CPU_CLOCK_EVENT => s.tid,
+                _ => return,
+            };
+            if run.tids.contains(&tid) {
+                n += 1;
+            }
+        });
+        traced.push(run.cpu_ns);
+        counts.push(n);
+    }
+    let count = median(&mut counts.iter().map(|&c| c as f64).collect::<Vec<_>>());
+    if count < 1.0 {
+        return Err(format!("the load recorded no {event} events"));
+    }
+    let fastest = |v: &[u64]| v.iter().copied().min().unwrap_or(0) as f64;
+    let extra = fastest(&traced) - fastest(&bare);
+    // A cost below zero is noise, not a measurement: the event's cost is below what this
+    // load can resolve.
+    Ok((extra.max(0.0) / count, count as u64))
+}
+
+fn median(v: &mut [f64]) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
+/// Two threads on one CPU passing a byte back and forth over two pipes: every round trip
+/// is two blocking switches, two wake-ups and their runtime updates, all in the load's
+/// threads.
+fn pingpong(cpu: u32) -> Load {
+    let (a_read, a_write) = pipe();
+    let (b_read, b_write) = pipe();
+    // Both sides on threads of their own: pinning the recorder's thread would pin the
+    // command it starts next.
+    // Both on one CPU: across two CPUs the load's own CPU time varied by several times
+    // from round to round on this project's VMs, more than the events cost.
+    let partner = std::thread::spawn(move || {
+        pin(cpu);
+        let start = thread_cpu_ns();
+        for _ in 0..PINGPONG_ROUND_TRIPS {
+            read_byte(&a_read);
+            write_byte(&b_write);
+        }
+        (thread_cpu_ns() - start, gettid())
+    });
+    let own = std::thread::spawn(move || {
+        pin(cpu);
+        let start = thread_cpu_ns();
+        for _ in 0..PINGPONG_ROUND_TRIPS {
+            write_byte(&a_write);
+            read_byte(&b_read);
+        }
+        (thread_cpu_ns() - start, gettid())
+    });
+    let (ours, own_tid) = own.join().expect("the ping-pong thread panicked");
+    let (theirs, partner_tid) = partner.join().expect("the ping-pong partner panicked");
+    Load {
+        cpu_ns: ours + theirs,
+        tids: vec![own_tid, partner_tid],
+    }
+}
+
+/// A thread re-arming a timer an hour away: each `timerfd_settime` starts an hrtimer in
+/// the thread's context, and nothing ever sleeps or expires.
+fn timer_arms(cpu: u32) -> Load {
+    std::thread::spawn(move || {
+        pin(cpu);
+        // SAFETY: timerfd_create has no memory preconditions; the fd is owned below.
+        let fd = unsafe { libc::timerfd_create(libc::CLOCK_MONOTONIC, libc::TFD_CLOEXEC) };
+        if fd < 0 {
+            return Load {
+                cpu_ns: 0,
+                tids: Vec::new(),
+            };
+        }
+        // SAFETY: fd is a new descriptor owned by nothing else.
+        let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+        let later = libc::itimerspec {
+            it_interval: libc::timespec {
+                tv_sec: 0,
+                tv_nsec: 0,
+            },
+            it_value: libc::timespec {
+                tv_sec: 3600,
+                tv_nsec: 0,
+            },
+        };
+        let start = thread_cpu_ns();
+        for _ in 0..TIMER_ARMS {
+            // SAFETY: valid fd and itimerspec; the old value is not asked for.
+            unsafe { libc::timerfd_settime(fd.as_raw_fd(), 0, &later, std::ptr::null_mut()) };
+        }
+        Load {
+            cpu_ns: thread_cpu_ns() - start,
+            tids: vec![gettid()],
+        }
+    })
+    .join()
+    .expect("the timer load panicked")
+}
+
+/// A thread spinning for a fixed amount of work (as much as [`SPIN_NS`] of CPU time bare).
+fn spin(cpu: u32) -> Load {
+    std::thread::spawn(move || {
+        pin(cpu);
+        let start = thread_cpu_ns();
+        let mut x = 0u64;
+        for i in 0..spin_iterations() {
+            x = std::hint::black_box(x.wrapping_mul(6364136223846793005).wrapping_add(i));
+        }
+        std::hint::black_box(x);
+        Load {
+            cpu_ns: thread_cpu_ns() - start,
+            tids: vec![gettid()],
+        }
+    })
+    .join()
+    .expect("the spinning load panicked")
+}
+
+/// Iterations of the spin loop that take about [`SPIN_NS`] here, found once.
+fn spin_iterations() -> u64 {
+    static ITERATIONS: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
+    *ITERATIONS.get_or_init(|| {
+        let probe = 1_000_000u64;
+        let start = thread_cpu_ns();
+        let mut x = 0u64;
+        for i in 0..probe {
+            x = std::hint::black_box(x.wrapping_mul(6364136223846793005).wrapping_add(i));
+        }
+        std::hint::black_box(x);
+        let took = (thread_cpu_ns() - start).max(1);
+        probe * SPIN_NS / took
+    })
+}
+
+fn thread_cpu_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_gettime writes into a local timespec.
+    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+fn gettid() -> u32 {
+    // SAFETY: gettid has no preconditions.
+    unsafe { libc::gettid() as u32 }
+}
+
+/// The CPU this thread runs on now: the loads run where the recorder does.
+fn current_cpu() -> u32 {
+    // SAFETY: sched_getcpu has no preconditions.
+    let cpu = unsafe { libc::sched_getcpu() };
+    cpu.max(0) as u32
+}
+
+/// Pins the calling thread to `cpu`, so that a ping-pong's switches are between its own
+/// threads and never through the idle task. A refusal leaves the load unpinned, which
+/// only makes its figure noisier.
+fn pin(cpu: u32) {
+    // SAFETY: a zeroed cpu_set_t is a valid empty set; sched_setaffinity reads it.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        libc::CPU_SET(cpu as usize, &mut set);
+        libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set);
+    }
+}
+
+fn pipe() -> (OwnedFd, OwnedFd) {
+    let mut fds = [0; 2];
+    // SAFETY: pipe2 writes two descriptors into the array, which are owned below.
+    let rc = unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) };
+    assert_eq!(rc, 0, "pipe2: {}", std::io::Error::last_os_error());
+    // SAFETY: both descriptors are new and owned by nothing else.
+    unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) }
+}
+
+fn read_byte(fd: &OwnedFd) {
+    let mut b = [0u8; 1];
+    // SAFETY: reads one byte into a local buffer.
+    unsafe { libc::read(fd.as_raw_fd(), b.as_mut_ptr().cast(), 1) };
+}
+
+fn write_byte(fd: &OwnedFd) {
+    // SAFETY: writes one byte from a local buffer.
+    unsafe { libc::write(fd.as_raw_fd(), [1u8].as_ptr().cast(), 1) };
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn median_takes_the_middle() {
+        assert_eq!(super::median(&mut [3.0, 1.0, 2.0]), 2.0);
+    }
+}
