@@ -22,6 +22,7 @@ use powerlens_core::monitor::{
 use powerlens_core::provenance::Provenance;
 use powerlens_core::sched::analysis::WakeupCauses;
 use powerlens_core::sched::event::EventKind;
+use powerlens_core::sched::tracing_cost::EventCosts;
 use powerlens_sys::trace::{monotonic_now_ns, Collector, CollectorOptions};
 use powerlens_sys::{cpuidle, procfs, topology, Roots, SysError};
 
@@ -114,6 +115,9 @@ struct TraceSource {
     /// Thread-table rows not yet given to the directory.
     threads: Vec<ThreadRow>,
     lost: u64,
+    /// What one traced event of each kind costs the thread it fires in, measured when
+    /// the session started: the session's own cost to the processes it watches.
+    costs: EventCosts,
 }
 
 #[derive(Default)]
@@ -257,10 +261,12 @@ impl LiveSession {
                             runtime_ns: 0,
                             wakeups: WakeupCauses::default(),
                             idle_wakeups: 0,
+                            tracing_cpu_s: 0.0,
                         });
                     p.runtime_ns += c.runtime_ns;
                     p.wakeups.add(&c.wakeups);
                     p.idle_wakeups += c.idle_wakeups;
+                    p.tracing_cpu_s += c.traced_events.cpu_s(&t.costs);
                 }
                 (by_process.into_values().collect::<Vec<_>>(), t.lost)
             }
@@ -445,11 +451,12 @@ fn open_trace(roots: &Roots, opts: &LiveOptions) -> anyhow::Result<Result<TraceS
         callchains: false,
         ..Default::default()
     };
-    let collector = match Collector::open(roots, &monitor_event_names(has_waking), options) {
+    let mut collector = match Collector::open(roots, &monitor_event_names(has_waking), options) {
         Ok(c) => c,
         Err(e @ SysError::PermissionDenied { .. }) => return Ok(Err(e.to_string())),
         Err(e) => return Err(e).context("opening the tracepoints"),
     };
+    let costs = crate::instrument::calibrate(&mut collector, false);
     let converter = Converter::new(collector.events());
     let mut threads = ThreadTable::default();
     threads.scan_procfs(roots);
@@ -462,6 +469,7 @@ fn open_trace(roots: &Roots, opts: &LiveOptions) -> anyhow::Result<Result<TraceS
         watermark: 0,
         threads: Vec::new(),
         lost: 0,
+        costs,
     }))
 }
 
@@ -549,6 +557,7 @@ impl ProcfsSource {
                         runtime_ns,
                         wakeups: WakeupCauses::default(),
                         idle_wakeups: 0,
+                        tracing_cpu_s: 0.0,
                     });
                 }
             }

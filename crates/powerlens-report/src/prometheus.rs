@@ -274,6 +274,21 @@ pub fn render(m: &AgentMetrics<'_>, format: Format) -> String {
                     c.idle_wakeups as f64,
                 );
             }
+            w.family(
+            "powerlens_process_tracing_cpu_seconds_total",
+            "counter",
+            Some("seconds"),
+            "CPU time the agent's own tracing cost the process (inside powerlens_process_cpu_seconds_total): the events recorded in its threads' context times each kind's cost, measured when the agent started. Estimated: the direct cost of each event, a lower bound.",
+        );
+            for (l, c) in &process_rows {
+                emit(
+                    &mut w,
+                    "powerlens_process_tracing_cpu_seconds_total",
+                    labels(l, false),
+                    &[],
+                    c.tracing_cpu_s,
+                );
+            }
         }
     }
     w.family(
@@ -317,6 +332,19 @@ pub fn render(m: &AgentMetrics<'_>, format: Format) -> String {
             "Trace records lost because a ring filled faster than the agent read it (raise --buffer-pages).",
         );
         w.sample("powerlens_lost_records_total", &[], lost as f64);
+    }
+    if m.traced {
+        w.family(
+            "powerlens_tracing_cpu_seconds_total",
+            "counter",
+            Some("seconds"),
+            "CPU time the agent's tracing cost the processes it watches, all of them (the tracepoint handlers run in their time, not the agent's: it is not in powerlens_self_cpu_seconds_total). Estimated: the events recorded in each process's threads times each kind's cost, measured when the agent started; a lower bound.",
+        );
+        w.sample(
+            "powerlens_tracing_cpu_seconds_total",
+            &[],
+            mon.tracing_cpu_s(),
+        );
     }
     w.family(
         "powerlens_self_cpu_seconds_total",
@@ -399,6 +427,8 @@ mod tests {
                 ..WakeupCauses::default()
             },
             idle_wakeups: 2,
+            // Exact in binary: 0.25 s for pid 10, 0.5 s for pid 11.
+            tracing_cpu_s: if pid == 10 { 0.25 } else { 0.5 },
         };
         m.close_interval(IntervalInput {
             end_ns: 1_000_000_000,
@@ -432,6 +462,39 @@ mod tests {
             self_resident_bytes: 1 << 20,
             interval_s: 1.0,
         }
+    }
+
+    /// Issue 28: the agent says what its tracing cost the processes it watches, per
+    /// process and in total, and says nothing of it when it does not trace.
+    #[test]
+    fn the_agent_exports_its_tracing_cost_to_the_watched_processes() {
+        let mut m = monitor();
+        let text = render(&metrics(&mut m), Format::Text);
+        assert!(text.contains("# TYPE powerlens_process_tracing_cpu_seconds_total counter"));
+        let value = |line_start: &str| {
+            text.lines()
+                .find(|l| l.starts_with(line_start))
+                .unwrap_or_else(|| panic!("no {line_start} in\n{text}"))
+                .rsplit(' ')
+                .next()
+                .unwrap()
+                .parse::<f64>()
+                .unwrap()
+        };
+        assert_eq!(
+            value("powerlens_process_tracing_cpu_seconds_total{pid=\"10\""),
+            0.25
+        );
+        // Top 1: pid 11 is in `other`.
+        assert_eq!(
+            value("powerlens_process_tracing_cpu_seconds_total{comm=\"other\""),
+            0.5
+        );
+        assert_eq!(value("powerlens_tracing_cpu_seconds_total "), 0.75);
+        let mut reduced = metrics(&mut m);
+        reduced.traced = false;
+        let text = render(&reduced, Format::Text);
+        assert!(!text.contains("tracing_cpu_seconds"), "{text}");
     }
 
     #[test]

@@ -553,6 +553,22 @@ fn the_agents_figures_are_the_kernels() {
         (wakeups - blocked).abs() / blocked < 0.02,
         "agent {wakeups} thread wake-ups against {blocked} voluntary switches"
     );
+    // Issue 28: the agent says what its tracing cost the load. Each of the load's blocking
+    // switches was traced in its context (and each of its wake-ups): at least 100 ns of
+    // its CPU time apiece on any machine, and never more than the load's whole CPU time.
+    let tracing = sample(
+        &body,
+        "powerlens_process_tracing_cpu_seconds_total",
+        &[&with],
+    )
+    .expect("the load's tracing cost");
+    assert!(
+        tracing >= blocked * 100e-9 && tracing < agent_cpu,
+        "the tracing cost the load {tracing} s of its {agent_cpu} s, for {blocked} blocking switches"
+    );
+    let node_tracing =
+        sample(&body, "powerlens_tracing_cpu_seconds_total", &[]).expect("the node's tracing cost");
+    assert!(node_tracing >= tracing, "{node_tracing} < {tracing}");
 }
 
 /// A meter that wraps around every 1.5 s (a 30 J range at 20 W, as RAPL's 32-bit counters

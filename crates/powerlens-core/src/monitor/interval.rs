@@ -3,7 +3,8 @@
 //! follows the live threads however long it runs.
 
 use crate::sched::analysis::{SchedAnalysis, ThreadCharges, Waker, WakeupCauses};
-use crate::sched::event::{Event, Tid, TidMap, IDLE_TID};
+use crate::sched::event::{Event, EventKind, Tid, TidMap, IDLE_TID};
+use crate::sched::tracing_cost::TracedEvents;
 
 /// What one thread did in an interval.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -14,6 +15,8 @@ pub struct ThreadInterval {
     pub wakeups: WakeupCauses,
     /// Times it was the first to run on a CPU that had been idle.
     pub idle_wakeups: u64,
+    /// Events recorded in its context: the tracing's cost to it.
+    pub traced_events: TracedEvents,
 }
 
 /// The layer on [`SchedAnalysis`] that counts per thread, per interval.
@@ -46,6 +49,12 @@ impl ThreadCharges for IntervalCharges {
     fn idle_wakeup(&mut self, tid: Tid, _idle_ns: u64) {
         if let Some(t) = self.thread(tid) {
             t.idle_wakeups += 1;
+        }
+    }
+
+    fn traced(&mut self, tid: Tid, kind: &EventKind) {
+        if let Some(t) = self.thread(tid) {
+            t.traced_events.count(kind);
         }
     }
 }

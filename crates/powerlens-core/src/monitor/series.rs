@@ -94,6 +94,10 @@ pub struct ProcessInterval {
     pub runtime_ns: u64,
     pub wakeups: WakeupCauses,
     pub idle_wakeups: u64,
+    /// CPU time the monitor's own tracing cost it (inside `runtime_ns`; estimated from
+    /// the events recorded in its threads' context and each kind's measured cost); 0
+    /// when the monitor does not trace.
+    pub tracing_cpu_s: f64,
 }
 
 /// What the monitor needs at the end of an interval.
@@ -127,6 +131,8 @@ pub struct Counters {
     pub cpu_s: f64,
     pub wakeups: WakeupCauses,
     pub idle_wakeups: u64,
+    /// CPU time the monitor's tracing cost the series' processes.
+    pub tracing_cpu_s: f64,
 }
 
 impl Counters {
@@ -140,6 +146,7 @@ impl Counters {
         self.cpu_s += p.runtime_ns as f64 / 1e9;
         self.wakeups.add(&p.wakeups);
         self.idle_wakeups += p.idle_wakeups;
+        self.tracing_cpu_s += p.tracing_cpu_s;
     }
 }
 
@@ -202,6 +209,9 @@ pub struct Monitor {
     last_power_w: Option<f64>,
     /// Whether a scrape has shown the series yet.
     scraped: bool,
+    /// Σ every process's `tracing_cpu_s`: what the monitor's tracing cost the machine's
+    /// processes so far.
+    tracing_cpu_s: f64,
 }
 
 impl Monitor {
@@ -214,6 +224,7 @@ impl Monitor {
 
     /// Adds an interval; returns what it held.
     pub fn close_interval(&mut self, input: IntervalInput) -> IntervalReport {
+        self.tracing_cpu_s += input.processes.iter().map(|p| p.tracing_cpu_s).sum::<f64>();
         let weights: Vec<f64> = input
             .processes
             .iter()
@@ -379,6 +390,11 @@ impl Monitor {
         self.last_power_w
     }
 
+    /// CPU time the monitor's tracing cost the processes it watched, in total.
+    pub fn tracing_cpu_s(&self) -> f64 {
+        self.tracing_cpu_s
+    }
+
     pub fn intervals(&self) -> u64 {
         self.intervals
     }
@@ -406,6 +422,7 @@ mod tests {
                 ..WakeupCauses::default()
             },
             idle_wakeups: 1,
+            tracing_cpu_s: 0.0,
         }
     }
 

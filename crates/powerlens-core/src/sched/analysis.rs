@@ -338,6 +338,9 @@ pub trait ThreadCharges {
     fn runtime(&mut self, _tid: Tid, _ns: u64) {}
     /// `tid` became runnable, woken by `by`: what [`ThreadStats::wakeups_received`] counts.
     fn woken(&mut self, _tid: Tid, _by: Waker) {}
+    /// An event was recorded in the context of thread `tid` (its handler ran in the
+    /// thread's time): what [`ThreadStats::traced_events`] counts.
+    fn traced(&mut self, _tid: Tid, _kind: &EventKind) {}
 }
 
 /// A thread's state over an interval ([`ThreadCharges::interval`]).
@@ -652,7 +655,8 @@ impl<C: ThreadCharges> SchedAnalysis<C> {
         self.cpu(e.cpu).stats.traced_events.count(&e.kind);
         match tid {
             Some(tid) if tid != IDLE_TID && tid != UNKNOWN_TID => {
-                self.thread(tid).stats.traced_events.count(&e.kind)
+                self.thread(tid).stats.traced_events.count(&e.kind);
+                self.charges.traced(tid, &e.kind);
             }
             _ => self.cpu(e.cpu).stats.idle_traced_events.count(&e.kind),
         }

@@ -119,6 +119,7 @@ pub(crate) mod tests {
             runtime_ns,
             wakeups,
             idle_wakeups,
+            tracing_cpu_s: 0.0,
         }
     }
 
