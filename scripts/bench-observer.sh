@@ -1,0 +1,124 @@
+#!/usr/bin/env bash
+# The observer effect (issue 28): what watching a program costs the program itself.
+# Paired rounds on two switch-bound loads: each round runs the load bare, under the default
+# `powerlens record` (stacks on), `record --no-stacks`, `perf sched record`, and with
+# `powerlens agent` (its defaults) running, in a rotating order. The load's own wall time
+# and CPU time (user + system, /usr/bin/time, measured inside the recorder) are compared
+# with the bare run of the same round; medians of the per-round ratios are printed.
+# For the default record it also prints the records lost and the report's estimate of the
+# tracing's cost (system.tracing_cpu_s, and the target's share) against the CPU time
+# recording added to the load (traced − bare, paired).
+#
+# Loads:
+#   pingpong  `powerlens workload pingpong --iterations 20000` (two threads, unpinned)
+#   pipes     two pipelines of `dd bs=1 count=100000 | dd bs=1` (four processes passing
+#             single bytes through pipes)
+#   pinned    `powerlens workload pingpong --iterations 5000 --pin 0,0 --spinner 0`
+#
+# Needs root (the tracepoints), perf (linux-perf) and curl. Usage:
+#   scripts/bench-observer.sh                     ROUNDS=7 LOADS="pingpong pipes pinned"
+set -euo pipefail
+cd "$(dirname "$0")/.."
+. scripts/bench-lib.sh
+
+rounds=${ROUNDS:-7}
+loads=${LOADS:-pingpong pipes pinned}
+cargo build --release --locked -q
+pl=$PWD/target/release/powerlens
+command -v perf >/dev/null || { echo "bench-observer.sh: needs perf (apt-get install linux-perf)" >&2; exit 1; }
+[ -x /usr/bin/time ] || { echo "bench-observer.sh: needs /usr/bin/time (apt-get install time)" >&2; exit 1; }
+dir=$(mktemp -d)
+agent_pid=""
+cleanup() {
+    [ -n "$agent_pid" ] && kill "$agent_pid" 2>/dev/null || true
+    wait 2>/dev/null || true
+    rm -rf "$dir"
+}
+trap cleanup EXIT
+port=$((20000 + RANDOM % 20000))
+
+load_cmd() {
+    case $1 in
+        pingpong) echo "$pl workload pingpong --iterations 20000 -q" ;;
+        pipes) echo "for i in 1 2; do dd if=/dev/zero bs=1 count=100000 status=none | dd of=/dev/null bs=1 status=none & done; wait" ;;
+        pinned) echo "$pl workload pingpong --iterations 5000 --pin 0,0 --spinner 0 -q" ;;
+        *) echo "unknown load $1" >&2; exit 1 ;;
+    esac
+}
+# The load, timed from inside whatever watches it: "wall_s cpu_s" appended to $1.
+timed() {
+    local out=$1 load=$2
+    echo "/usr/bin/time -a -o $out -f '%e %U %S' sh -c '$load'"
+}
+
+start_agent() {
+    "$pl" agent --listen "127.0.0.1:$port" 2>"$dir/agent.log" &
+    agent_pid=$!
+    for _ in $(seq 200); do
+        curl -sf "localhost:$port/healthz" >/dev/null 2>&1 && { sleep 1; return; }
+        sleep 0.1
+    done
+    echo "the agent did not start:" >&2
+    cat "$dir/agent.log" >&2
+    exit 1
+}
+stop_agent() { kill "$agent_pid"; wait "$agent_pid" 2>/dev/null || true; agent_pid=""; }
+
+run_config() {
+    local config=$1 load=$2 out=$3 round=$4
+    local cmd
+    cmd=$(timed "$out" "$load")
+    case $config in
+        bare) sh -c "$cmd" ;;
+        record)
+            "$pl" record -o "$dir/r$round.rec" -- sh -c "$cmd" 2>"$dir/record.err" >/dev/null
+            local lost
+            lost=$(grep -o '[0-9]* records LOST' "$dir/record.err" | grep -o '^[0-9]*' || echo 0)
+            "$pl" report "$dir/r$round.rec" --json 2>/dev/null \
+                | python3 -c 'import json,sys; s=json.load(sys.stdin)["system"]; p=s.get("perturbation") or {}; print(s.get("tracing_cpu_s"), p.get("tracing_cpu_s"))' \
+                | { read -r whole target; echo "$lost $whole $target" >>"$dir/record.extra"; }
+            rm -f "$dir/r$round.rec"
+            ;;
+        nostacks) "$pl" record --no-stacks -o "$dir/n.rec" -- sh -c "$cmd" >/dev/null 2>&1; rm -f "$dir/n.rec" ;;
+        perf) perf sched record -o "$dir/perf.data" -- sh -c "$cmd" >/dev/null 2>&1; rm -f "$dir/perf.data" ;;
+        agent) start_agent; sh -c "$cmd"; stop_agent ;;
+    esac
+}
+
+configs=(bare record nostacks perf agent)
+echo "# bench-observer.sh: $rounds paired rounds per load, $(nproc) CPUs, $(uname -r), $(date -u +%F)"
+for load_name in $loads; do
+    load=$(load_cmd "$load_name")
+    rm -f "$dir"/*.times "$dir/record.extra"
+    echo
+    echo "== $load_name: $load"
+    for round in $(seq "$rounds"); do
+        # Rotate the order so that no configuration always runs first or after another.
+        n=${#configs[@]}
+        for k in $(seq 0 $((n - 1))); do
+            c=${configs[$(((k + round) % n))]}
+            run_config "$c" "$load" "$dir/$c.times" "$round"
+        done
+    done
+    printf '%-10s %12s %12s %12s %12s\n' config "wall med s" "wall ×bare" "cpu med s" "cpu ×bare"
+    for c in "${configs[@]}"; do
+        paste "$dir/bare.times" "$dir/$c.times" | awk -v c="$c" '
+            { bw[NR] = $1; bc[NR] = $2 + $3; w[NR] = $4; cp[NR] = $5 + $6
+              rw[NR] = (bw[NR] > 0 ? w[NR] / bw[NR] : 0); rc[NR] = (bc[NR] > 0 ? cp[NR] / bc[NR] : 0) }
+            function med(a, n,   i, j, t, b) { for (i = 1; i <= n; i++) b[i] = a[i]
+                for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (b[j] < b[i]) { t = b[i]; b[i] = b[j]; b[j] = t }
+                return n % 2 ? b[(n + 1) / 2] : (b[n / 2] + b[n / 2 + 1]) / 2 }
+            END { printf "%-10s %12.3f %11.2f× %12.3f %11.2f×\n", c, med(w, NR), med(rw, NR), med(cp, NR), med(rc, NR) }'
+    done
+    # The estimate against what recording added: per round, the target's tracing_cpu_s
+    # over (record's CPU − bare's CPU).
+    paste "$dir/bare.times" "$dir/record.times" "$dir/record.extra" | awk '
+        { added = ($5 + $6) - ($2 + $3); lost += $7
+          if (added > 0 && $9 != "None") { r[++n] = $9 / added; a[n] = added; e[n] = $9 } }
+        function med(v, n,   i, j, t, b) { for (i = 1; i <= n; i++) b[i] = v[i]
+            for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (b[j] < b[i]) { t = b[i]; b[i] = b[j]; b[j] = t }
+            return n % 2 ? b[(n + 1) / 2] : (b[n / 2] + b[n / 2 + 1]) / 2 }
+        END { printf "default record: %d records lost in %d rounds\n", lost, NR
+              if (n) printf "tracing_cpu_s (target) / CPU added by recording: median %.2f (added %.3f s, estimated %.3f s; %d rounds with added > 0)\n", med(r, n), med(a, n), med(e, n), n
+              else print "tracing_cpu_s: no round where recording added CPU time" }'
+done
