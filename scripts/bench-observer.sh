@@ -3,7 +3,7 @@
 # Paired rounds on two switch-bound loads: each round runs the load bare, under the default
 # `powerlens record` (stacks on), `record --no-stacks`, `perf sched record`, and with
 # `powerlens agent` (its defaults) running, in a rotating order. The load's own wall time
-# and CPU time (user + system, /usr/bin/time, measured inside the recorder) are compared
+# and CPU time (user + system, getrusage, measured inside the recorder) are compared
 # with the bare run of the same round; medians of the per-round ratios are printed.
 # For the default record it also prints the records lost and the report's estimate of the
 # tracing's cost (system.tracing_cpu_s, and the target's share) against the CPU time
@@ -11,9 +11,10 @@
 #
 # Loads:
 #   pingpong  `powerlens workload pingpong --iterations 20000` (two threads, unpinned)
-#   pipes     two pipelines of `dd bs=1 count=100000 | dd bs=1` (four processes passing
-#             single bytes through pipes)
-#   pinned    `powerlens workload pingpong --iterations 5000 --pin 0,0 --spinner 0`
+#   pipes     two pairs of processes passing one byte back and forth through two pipes,
+#             20,000 round trips each (python3, os.fork/os.read/os.write): every handoff
+#             is a wake-up and a switch between address spaces
+#   pinned    `powerlens workload pingpong --iterations 20000 --pin 0,0 --spinner 0`
 #
 # Needs root (the tracepoints), perf (linux-perf) and curl. Usage:
 #   scripts/bench-observer.sh                     ROUNDS=7 LOADS="pingpong pipes pinned"
@@ -26,7 +27,6 @@ loads=${LOADS:-pingpong pipes pinned}
 cargo build --release --locked -q
 pl=$PWD/target/release/powerlens
 command -v perf >/dev/null || { echo "bench-observer.sh: needs perf (apt-get install linux-perf)" >&2; exit 1; }
-[ -x /usr/bin/time ] || { echo "bench-observer.sh: needs /usr/bin/time (apt-get install time)" >&2; exit 1; }
 dir=$(mktemp -d)
 agent_pid=""
 cleanup() {
@@ -36,19 +36,51 @@ cleanup() {
 }
 trap cleanup EXIT
 port=$((20000 + RANDOM % 20000))
+cat >"$dir/timed.py" <<'PY'
+import resource, subprocess, sys, time
+t = time.perf_counter()
+subprocess.run(["sh", "-c", sys.argv[2]], check=True)
+wall = time.perf_counter() - t
+r = resource.getrusage(resource.RUSAGE_CHILDREN)
+with open(sys.argv[1], "a") as f:
+    f.write(f"{wall:.6f} {r.ru_utime:.6f} {r.ru_stime:.6f}\n")
+PY
+cat >"$dir/pipes.py" <<'PY'
+import os, sys
+pairs, trips = int(sys.argv[1]), int(sys.argv[2])
+def pair():
+    a_r, a_w = os.pipe(); b_r, b_w = os.pipe()
+    if os.fork() == 0:
+        for _ in range(trips):
+            os.read(a_r, 1); os.write(b_w, b"x")
+        os._exit(0)
+    for _ in range(trips):
+        os.write(a_w, b"x"); os.read(b_r, 1)
+    os.wait()
+    os._exit(0)
+kids = []
+for _ in range(pairs):
+    pid = os.fork()
+    if pid == 0:
+        pair()
+    kids.append(pid)
+for pid in kids:
+    os.waitpid(pid, 0)
+PY
 
 load_cmd() {
     case $1 in
         pingpong) echo "$pl workload pingpong --iterations 20000 -q" ;;
-        pipes) echo "for i in 1 2; do dd if=/dev/zero bs=1 count=100000 status=none | dd of=/dev/null bs=1 status=none & done; wait" ;;
-        pinned) echo "$pl workload pingpong --iterations 5000 --pin 0,0 --spinner 0 -q" ;;
+        pipes) echo "python3 $dir/pipes.py 2 20000" ;;
+        pinned) echo "$pl workload pingpong --iterations 20000 --pin 0,0 --spinner 0 -q" ;;
         *) echo "unknown load $1" >&2; exit 1 ;;
     esac
 }
-# The load, timed from inside whatever watches it: "wall_s cpu_s" appended to $1.
+# The load, timed from inside whatever watches it: "wall_s user_s sys_s" appended to $1
+# (the load's own clock and getrusage of its process tree, to the microsecond).
 timed() {
     local out=$1 load=$2
-    echo "/usr/bin/time -a -o $out -f '%e %U %S' sh -c '$load'"
+    echo "python3 $dir/timed.py $out '$load'"
 }
 
 start_agent() {

@@ -134,6 +134,10 @@ pub struct RecordOptions {
     pub stacks_hz: Option<u32>,
     /// User-stack bytes copied per stack event (`--stack-bytes`).
     pub stack_bytes: u32,
+    /// Kernel frames in the stacks of the stack events too (blocking, waking, timer
+    /// arming), not only in CPU-time samples (`--kernel-stacks`): about twice those
+    /// events' cost to the traced threads.
+    pub kernel_stacks: bool,
     /// Shows a long phase under way (the idle baseline, symbolizing): a spinner in the
     /// CLI, [`no_phase`] for a caller with no terminal.
     pub show_phase: fn(&str) -> Phase,
@@ -302,7 +306,7 @@ pub fn record(roots: &Roots, opts: &RecordOptions) -> anyhow::Result<RecordSumma
             recorder
                 .writer
                 .set_meta(meta::UNAVAILABLE, &json!(unavailable))?;
-            let stack_meta = stacks_meta(&c, opts.stacks_hz, roots);
+            let stack_meta = stacks_meta(&c, opts.stacks_hz, opts.kernel_stacks, roots);
             recorder.writer.set_meta(meta::STACKS, &stack_meta)?;
             if let Some(cost) = &tracing_cost {
                 recorder
@@ -546,6 +550,7 @@ fn open_collector(
             callchains: false,
             stack_events: stacks::STACK_EVENTS.iter().map(|s| s.to_string()).collect(),
             user_stack_bytes: opts.stack_bytes,
+            stack_events_kernel_frames: opts.kernel_stacks,
             cpu_clock_hz: Some(hz),
             mmap_records: true,
             ..Default::default()
@@ -568,7 +573,7 @@ fn open_collector(
 }
 
 /// The `stacks` metadata: recorded with the cpu-clock rate, or not and why.
-fn stacks_meta(c: &Collector, hz: Option<u32>, roots: &Roots) -> Value {
+fn stacks_meta(c: &Collector, hz: Option<u32>, kernel_frames: bool, roots: &Roots) -> Value {
     match hz {
         None => json!({"recorded": false, "reason": "--no-stacks"}),
         Some(hz) if c.has_cpu_clock() => json!({
@@ -577,6 +582,7 @@ fn stacks_meta(c: &Collector, hz: Option<u32>, roots: &Roots) -> Value {
             "user_stack_bytes": c.user_stack_bytes(),
             "sample_stack_bytes": c.sample_stack_bytes(),
             "events": stacks::STACK_EVENTS,
+            "events_kernel_frames": kernel_frames,
             "mappings": c.has_mmap_records(),
             // The sampling timer's callback: its expiries are powerlens's own wake-ups,
             // which report leaves out of the wake-up causes.
@@ -587,6 +593,7 @@ fn stacks_meta(c: &Collector, hz: Option<u32>, roots: &Roots) -> Value {
             "cpu_clock_hz": null,
             "user_stack_bytes": c.user_stack_bytes(),
             "events": stacks::STACK_EVENTS,
+            "events_kernel_frames": kernel_frames,
             "mappings": c.has_mmap_records(),
             "reason": "the cpu-clock event could not be opened: no CPU-time samples, so per-function CPU time and energy are unavailable",
         }),

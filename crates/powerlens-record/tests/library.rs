@@ -25,6 +25,7 @@ fn options(output: std::path::PathBuf, command: &[&str]) -> RecordOptions {
         meter: MeterOptions::default(),
         stacks_hz: Some(999),
         stack_bytes: 512,
+        kernel_stacks: false,
         show_phase: no_phase,
         tell_now: tell_nobody,
     }

@@ -35,6 +35,9 @@ pub const FLAG_FREQ: u64 = 1 << 10;
 pub const FLAG_WATERMARK: u64 = 1 << 14;
 /// Non-sample records (MMAP2, COMM, LOST) end with the sample's TID/TIME/CPU/IDENTIFIER.
 pub const FLAG_SAMPLE_ID_ALL: u64 = 1 << 18;
+/// `exclude_callchain_kernel`: a sample's call chain has its user frames only. Unwinding
+/// the kernel's stack (ORC on x86) is most of what a call chain costs at a tracepoint.
+pub const FLAG_EXCLUDE_CALLCHAIN_KERNEL: u64 = 1 << 21;
 pub const FLAG_MMAP2: u64 = 1 << 23;
 pub const FLAG_COMM_EXEC: u64 = 1 << 24;
 /// Timestamps come from `clockid` instead of the perf clock.

@@ -55,28 +55,38 @@ struct Recorded {
 
 /// `powerlens record -o REC -- COMMAND…` with stacks (the default); asserts it succeeded.
 fn record_with_stacks(rec: &Path, command: &[&str]) -> std::process::Output {
+    record_with(rec, &[], command)
+}
+
+/// `powerlens record -o REC OPTIONS… -- COMMAND…`; asserts it succeeded.
+fn record_with(rec: &Path, options: &[&str], command: &[&str]) -> std::process::Output {
     let mut args = vec![
         env!("CARGO_BIN_EXE_powerlens"),
         "record",
         "-o",
         rec.to_str().unwrap(),
-        "--",
     ];
+    args.extend_from_slice(options);
+    args.push("--");
     args.extend_from_slice(command);
     let out = with_tracefs(&args, &[]);
     assert!(out.status.success(), "{}", stderr(&out));
     out
 }
 
-/// Builds and records the program (the caller holds `live_recording`'s lock); `None`,
-/// saying why, without gcc.
-fn record_program(fp: FramePointers) -> Option<Recorded> {
+/// Builds and records the program with `record`'s `options` (the caller holds
+/// `live_recording`'s lock); `None`, saying why, without gcc.
+fn record_program(fp: FramePointers, options: &[&str]) -> Option<Recorded> {
     let dir = tempfile::tempdir().unwrap();
     let program = build_program(dir.path(), fp)?;
     let rec = dir.path().join("s.rec");
     // On cpu0: this project's VMs lose some of cpu1's idle-context events (timer expiries
     // among them; docs/REPORT.md, "Lost events").
-    let out = record_with_stacks(&rec, &["taskset", "-c", "0", program.to_str().unwrap()]);
+    let out = record_with(
+        &rec,
+        options,
+        &["taskset", "-c", "0", program.to_str().unwrap()],
+    );
     let printed = String::from_utf8_lossy(&out.stdout)
         .lines()
         .filter_map(|l| {
@@ -117,8 +127,9 @@ fn functions_get_their_sleeps_waits_wakeups_and_cpu_time() {
     let Some(_serial) = live_recording() else {
         return;
     };
-    if let Some(r) = record_program(FramePointers::Kept) {
-        assert_function_grid(&r);
+    // With the kernel's frames in the blocking, waking and arming stacks too.
+    if let Some(r) = record_program(FramePointers::Kept, &["--kernel-stacks"]) {
+        assert_function_grid(&r, KernelFrames::Recorded);
     }
 }
 
@@ -130,14 +141,22 @@ fn without_frame_pointers_the_function_grid_is_the_same() {
     let Some(_serial) = live_recording() else {
         return;
     };
-    if let Some(r) = record_program(FramePointers::Omitted) {
-        assert_function_grid(&r);
+    if let Some(r) = record_program(FramePointers::Omitted, &[]) {
+        assert_function_grid(&r, KernelFrames::OnlyInSamples);
     }
 }
 
 /// `report --by function` of the test program against the kernel's counts it printed,
 /// the thread grid and exact energy sums.
-fn assert_function_grid(r: &Recorded) {
+/// Whether the stacks of switches, wake-ups and timer arming have the kernel's frames
+/// (`record --kernel-stacks`); CPU-time samples always do.
+#[derive(Clone, Copy, PartialEq)]
+enum KernelFrames {
+    Recorded,
+    OnlyInSamples,
+}
+
+fn assert_function_grid(r: &Recorded, kernel: KernelFrames) {
     let printed = |k: &str| {
         r.printed
             .iter()
@@ -243,7 +262,17 @@ fn assert_function_grid(r: &Recorded) {
         "{expiries} expiries armed by short_sleeper, which slept {sleeps} times; the program's timer groups: {groups:#?}; its threads' wake-ups not recorded: {unrecorded:?}; cpus: {}",
         v["cpus"]
     );
-    assert!(timer["stack"][0].as_str().unwrap().contains("([kernel])"));
+    // The arming stack starts in the kernel (hrtimer_start_range_ns…) with its frames, in
+    // the program's own code without them.
+    let in_kernel = |f: &Value| f.as_str().unwrap().contains("([kernel])");
+    match kernel {
+        KernelFrames::Recorded => assert!(in_kernel(&timer["stack"][0]), "{:#}", timer["stack"]),
+        KernelFrames::OnlyInSamples => assert!(
+            !timer["stack"].as_array().unwrap().iter().any(in_kernel),
+            "{:#}",
+            timer["stack"]
+        ),
+    }
     assert!(timer["stack"]
         .as_array()
         .unwrap()
@@ -277,7 +306,7 @@ fn inclusive_stack_folded_and_tree_views() {
     let Some(_serial) = live_recording() else {
         return;
     };
-    let Some(r) = record_program(FramePointers::Kept) else {
+    let Some(r) = record_program(FramePointers::Kept, &[]) else {
         return;
     };
     let (inclusive, _) = report(&r.rec, &["--by", "function", "--inclusive", "--json"]);

@@ -89,6 +89,13 @@ pub struct RecordArgs {
           value_parser = clap::value_parser!(u32).range(8..=32768))]
     pub stack_bytes: u32,
 
+    /// Kernel frames in the stacks where threads block, wake others or arm timers too
+    /// (the kernel path of a wait: futex_wait, pipe_read, ep_poll…). CPU-time samples
+    /// always have them. Off by default: unwinding the kernel stack at every switch and
+    /// wake-up doubles what those stacks cost the traced threads (docs/RECORD.md).
+    #[arg(long, conflicts_with = "no_stacks")]
+    pub kernel_stacks: bool,
+
     /// Record only the reduced procfs profile, even when tracing is possible.
     #[arg(long)]
     pub reduced: bool,
@@ -130,6 +137,7 @@ pub fn execute(global: &GlobalArgs, args: RecordArgs) -> anyhow::Result<ExitCode
         meter: args.meter.options_with(&args.battery),
         stacks_hz: (!args.no_stacks).then_some(args.frequency),
         stack_bytes: args.stack_bytes,
+        kernel_stacks: args.kernel_stacks,
         show_phase: crate::progress::phase,
         tell_now: |message| eprintln!("powerlens: {message}"),
     };
