@@ -162,34 +162,35 @@ fn median(v: &mut [f64]) -> f64 {
 fn pingpong(cpu: u32) -> Load {
     let (a_read, a_write) = pipe();
     let (b_read, b_write) = pipe();
-    // Both sides on threads of their own: pinning the recorder's thread would pin the
-    // command it starts next.
-    // Both on one CPU: across two CPUs the load's own CPU time varied by several times
-    // from round to round on this project's VMs, more than the events cost.
-    let partner = std::thread::spawn(move || {
-        pin(cpu);
-        let start = thread_cpu_ns();
-        for _ in 0..PINGPONG_ROUND_TRIPS {
-            read_byte(&a_read);
-            write_byte(&b_write);
-        }
-        (thread_cpu_ns() - start, gettid())
-    });
-    let own = std::thread::spawn(move || {
-        pin(cpu);
-        let start = thread_cpu_ns();
-        for _ in 0..PINGPONG_ROUND_TRIPS {
-            write_byte(&a_write);
-            read_byte(&b_read);
-        }
-        (thread_cpu_ns() - start, gettid())
-    });
+    // Both sides on threads of their own (pinning the recorder's thread would pin the
+    // command it starts next), both on one CPU: across two CPUs the load's own CPU time
+    // varied by several times from round to round on this project's VMs, more than the
+    // events cost.
+    let partner = std::thread::spawn(move || player(cpu, a_read, b_write, false));
+    let own = std::thread::spawn(move || player(cpu, b_read, a_write, true));
     let (ours, own_tid) = own.join().expect("the ping-pong thread panicked");
     let (theirs, partner_tid) = partner.join().expect("the ping-pong partner panicked");
     Load {
         cpu_ns: ours + theirs,
         tids: vec![own_tid, partner_tid],
     }
+}
+
+/// One side of the ping-pong, pinned to `cpu`: writes then reads (`serves`) or reads then
+/// writes, [`PINGPONG_ROUND_TRIPS`] times; its CPU time and tid.
+fn player(cpu: u32, read: OwnedFd, write: OwnedFd, serves: bool) -> (u64, u32) {
+    pin(cpu);
+    let start = thread_cpu_ns();
+    for _ in 0..PINGPONG_ROUND_TRIPS {
+        if serves {
+            write_byte(&write);
+            read_byte(&read);
+        } else {
+            read_byte(&read);
+            write_byte(&write);
+        }
+    }
+    (thread_cpu_ns() - start, gettid())
 }
 
 /// A thread re-arming a timer an hour away: each `timerfd_settime` starts an hrtimer in

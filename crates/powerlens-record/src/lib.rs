@@ -10,6 +10,7 @@ pub mod analyse;
 pub mod battery;
 pub mod context;
 pub mod convert;
+pub mod cost_cache;
 pub mod drain;
 pub mod exec;
 pub mod instrument;
@@ -222,7 +223,8 @@ pub fn record(roots: &Roots, opts: &RecordOptions) -> anyhow::Result<RecordSumma
     // The instrument's cost per event, measured before anything else runs beside it.
     let tracing_cost = collector.as_mut().map(|c| {
         (opts.show_phase)("measuring the cost of tracing");
-        instrument::calibrate(c, opts.stacks_hz.is_some())
+        let kernel = format!("kernel_frames={}", opts.kernel_stacks);
+        cost_cache::measured_or_kept(roots, c, opts.stacks_hz.is_some(), &kernel)
     });
     let mode = if collector.is_some() {
         MODE_TRACE

@@ -456,7 +456,7 @@ fn open_trace(roots: &Roots, opts: &LiveOptions) -> anyhow::Result<Result<TraceS
         Err(e @ SysError::PermissionDenied { .. }) => return Ok(Err(e.to_string())),
         Err(e) => return Err(e).context("opening the tracepoints"),
     };
-    let costs = crate::instrument::calibrate(&mut collector, false);
+    let costs = crate::cost_cache::measured_or_kept(roots, &mut collector, false, "agent");
     let converter = Converter::new(collector.events());
     let mut threads = ThreadTable::default();
     threads.scan_procfs(roots);

@@ -585,7 +585,12 @@ fn tracing_provenance(costs: &EventCosts, energy: &Provenance) -> String {
         .collect::<Vec<_>>()
         .join(", ");
     format!(
-        "estimated: the events recorded in each thread's context × the CPU time one event of each kind cost, measured on this machine when the recording started ({per_kind}; {:.2} s of calibration); the energy is that share of each row's energy ({})",
+        "estimated: the events recorded in each thread's context × the CPU time one event of each kind cost, measured on this machine {} ({per_kind}; {:.2} s of calibration); the energy is that share of each row's energy ({})",
+        if costs.kept_from_this_boot {
+            "earlier in this boot, with the same configuration"
+        } else {
+            "when the recording started"
+        },
         costs.calibration_s,
         energy.label()
     )

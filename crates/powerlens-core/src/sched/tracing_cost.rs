@@ -37,6 +37,10 @@ pub struct EventCosts {
     /// Wall time the measurement took, in seconds.
     #[serde(default)]
     pub calibration_s: f64,
+    /// Whether the costs were measured by an earlier start in this boot with the same
+    /// collector configuration, and kept (instead of measured again now).
+    #[serde(default)]
+    pub kept_from_this_boot: bool,
     /// Whether the recording had call stacks (stack copies on switches, wake-ups and timer
     /// arming, CPU-time samples): the lighter way to trace is then `--no-stacks`.
     #[serde(default)]

@@ -1,0 +1,135 @@
+//! The measured cost of tracing, kept for the rest of the boot.
+//!
+//! Measuring what each kind of event costs (`instrument::calibrate`) takes about 0.3 s,
+//! which every `record` and agent start would pay: more than doubling `record -- true`.
+//! What it measures is the kernel's path for each event on this machine, fixed for a boot
+//! and a collector configuration. So the first measurement of a boot is kept in
+//! `/run/powerlens/` (root's only: an unprivileged recorder cannot trace anyway) with the
+//! boot's id and the configuration, and reused while both match; a new boot or another
+//! configuration measures again and replaces it.
+
+use std::collections::hash_map::DefaultHasher;
+use std::hash::{Hash, Hasher};
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use powerlens_core::sched::tracing_cost::EventCosts;
+use powerlens_sys::trace::Collector;
+use powerlens_sys::Roots;
+
+use crate::instrument;
+
+const CACHE_DIR: &str = "/run/powerlens";
+
+#[derive(Serialize, Deserialize)]
+struct Entry {
+    boot_id: String,
+    config: String,
+    costs: EventCosts,
+}
+
+/// The costs for this collector: kept from earlier in this boot for the same
+/// configuration (`stacks`, `extra`: what else shapes the cost, e.g. kernel frames), or
+/// measured now and kept.
+pub fn measured_or_kept(
+    roots: &Roots,
+    collector: &mut Collector,
+    stacks: bool,
+    extra: &str,
+) -> EventCosts {
+    let config = format!(
+        "events={:?} stacks={stacks} user_stack_bytes={} sample_stack_bytes={} cpu_clock={} {extra}",
+        collector.events().iter().map(|e| e.full_name()).collect::<Vec<_>>(),
+        collector.user_stack_bytes(),
+        collector.sample_stack_bytes(),
+        collector.has_cpu_clock(),
+    );
+    let boot_id = std::fs::read_to_string(roots.proc("sys/kernel/random/boot_id"))
+        .ok()
+        .map(|s| s.trim().to_string())
+        .filter(|s| !s.is_empty());
+    let Some(boot_id) = boot_id else {
+        return instrument::calibrate(collector, stacks);
+    };
+    let path = cache_file(Path::new(CACHE_DIR), &config);
+    if let Some(mut costs) = read(&path, &boot_id, &config) {
+        costs.kept_from_this_boot = true;
+        return costs;
+    }
+    let costs = instrument::calibrate(collector, stacks);
+    write(Path::new(CACHE_DIR), &path, &boot_id, &config, &costs);
+    costs
+}
+
+fn cache_file(dir: &Path, config: &str) -> PathBuf {
+    let mut h = DefaultHasher::new();
+    config.hash(&mut h);
+    dir.join(format!("tracing-cost-{:016x}.json", h.finish()))
+}
+
+fn read(path: &Path, boot_id: &str, config: &str) -> Option<EventCosts> {
+    let entry: Entry = serde_json::from_slice(&std::fs::read(path).ok()?).ok()?;
+    (entry.boot_id == boot_id && entry.config == config).then_some(entry.costs)
+}
+
+/// Keeps the costs; any failure (not root, a read-only /run, a directory someone else
+/// owns) only means the next start measures again.
+fn write(dir: &Path, path: &Path, boot_id: &str, config: &str, costs: &EventCosts) {
+    if std::fs::create_dir_all(dir).is_err() {
+        return;
+    }
+    // SAFETY: geteuid has no preconditions.
+    let me = unsafe { libc::geteuid() };
+    match std::fs::symlink_metadata(dir) {
+        Ok(m) if m.is_dir() && m.uid() == me => {}
+        _ => return,
+    }
+    let entry = Entry {
+        boot_id: boot_id.to_string(),
+        config: config.to_string(),
+        costs: costs.clone(),
+    };
+    let Ok(bytes) = serde_json::to_vec(&entry) else {
+        return;
+    };
+    // Written aside and renamed, so that a reader never sees half a file.
+    let tmp = path.with_extension(format!("tmp{}", std::process::id()));
+    if std::fs::write(&tmp, bytes).is_ok() && std::fs::rename(&tmp, path).is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn costs(ns: f64) -> EventCosts {
+        EventCosts {
+            event_cost_ns: [("sched_switch".to_string(), ns)].into_iter().collect(),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn kept_costs_are_reused_only_for_the_same_boot_and_configuration() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = cache_file(dir.path(), "A");
+        assert_ne!(path, cache_file(dir.path(), "B"));
+        assert!(read(&path, "boot-1", "A").is_none());
+        write(dir.path(), &path, "boot-1", "A", &costs(1000.0));
+        assert_eq!(read(&path, "boot-1", "A"), Some(costs(1000.0)));
+        assert!(
+            read(&path, "boot-2", "A").is_none(),
+            "another boot measures again"
+        );
+        assert!(
+            read(&path, "boot-1", "B").is_none(),
+            "another configuration too"
+        );
+        // A damaged file is measured again, not trusted.
+        std::fs::write(&path, b"{not json").unwrap();
+        assert!(read(&path, "boot-1", "A").is_none());
+    }
+}
