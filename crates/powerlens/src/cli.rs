@@ -33,13 +33,19 @@ pub struct Cli {
 #[derive(Debug, Clone, Args)]
 pub struct GlobalArgs {
     /// Read sysfs from this directory instead of /sys (for fixture trees and tests).
-    #[arg(long, global = true, env = "POWERLENS_SYSFS_ROOT", value_name = "DIR")]
+    #[arg(long, global = true, env = "POWERLENS_SYSFS_ROOT", value_name = "DIR",
+          help_heading = TESTING_HEADING)]
     pub sysfs_root: Option<PathBuf>,
 
-    /// Read procfs from this directory instead of /proc.
-    #[arg(long, global = true, env = "POWERLENS_PROCFS_ROOT", value_name = "DIR")]
+    /// Read procfs from this directory instead of /proc (for fixture trees and tests).
+    #[arg(long, global = true, env = "POWERLENS_PROCFS_ROOT", value_name = "DIR",
+          help_heading = TESTING_HEADING)]
     pub procfs_root: Option<PathBuf>,
 }
+
+/// The help heading of the options that only fixture trees and tests need, so that every
+/// command's own options come first, together.
+const TESTING_HEADING: &str = "Testing";
 
 impl GlobalArgs {
     /// The sysfs/procfs roots every reader uses.
@@ -94,4 +100,39 @@ pub enum Command {
     Completions(cmd::completions::CompletionsArgs),
     /// Write the man page (roff) to stdout.
     Man(cmd::completions::ManArgs),
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    /// Issue 29 point 9: the fixture roots sit under their own heading after a command's
+    /// options, never between them.
+    #[test]
+    fn fixture_roots_are_under_a_testing_heading_after_the_commands_options() {
+        let mut cli = Cli::command();
+        // Global options reach the subcommands when the command is built, as at parsing.
+        cli.build();
+        for name in ["record", "report", "agent", "info", "run"] {
+            let help = cli
+                .find_subcommand_mut(name)
+                .unwrap()
+                .render_long_help()
+                .to_string();
+            let heading = help
+                .find("Testing:")
+                .unwrap_or_else(|| panic!("{name}: no Testing heading in\n{help}"));
+            for flag in ["--sysfs-root", "--procfs-root"] {
+                assert!(
+                    help.find(flag).unwrap() > heading,
+                    "{name}: {flag} before the heading in\n{help}"
+                );
+            }
+            assert!(
+                help.find("--help").unwrap() < heading,
+                "{name}: its own options come first\n{help}"
+            );
+        }
+    }
 }
