@@ -29,7 +29,21 @@ use std::time::Instant;
 use powerlens_core::sched::tracing_cost::{
     EventCosts, CPU_SAMPLE, OTHER as PLAIN, SWITCH, TIMER_ARM, WAKING,
 };
+use powerlens_sys::thread::{cpu_time_ns, current_cpu, pin_to_cpu};
 use powerlens_sys::trace::{Collected, Collector, CPU_CLOCK_EVENT};
+
+/// The calling thread's CPU time; 0 where the clock cannot be read (never on Linux), which
+/// only spoils this calibration, not the recording.
+fn thread_cpu_ns() -> u64 {
+    cpu_time_ns().unwrap_or(0)
+}
+
+/// Pins the calling thread to `cpu`, so that a ping-pong's switches are between its own
+/// threads and never through the idle task. A refusal leaves the load unpinned, which
+/// only makes its figure noisier.
+fn pin(cpu: u32) {
+    let _ = pin_to_cpu(cpu as usize);
+}
 
 /// Rounds of each kind's load, bare and traced alternately; the fastest of each are
 /// compared (other processes and the hypervisor only ever add CPU time to a round), so
@@ -47,7 +61,8 @@ const SPIN_NS: u64 = 30_000_000;
 /// `stacks`: whether it was opened with call stacks.
 pub fn calibrate(collector: &mut Collector, stacks: bool) -> EventCosts {
     let started = Instant::now();
-    let cpu = current_cpu();
+    // The loads run where the recorder does.
+    let cpu = current_cpu().unwrap_or(0);
     let has_cpu_clock = collector.has_cpu_clock();
     let mut costs = EventCosts {
         stacks,
@@ -237,11 +252,7 @@ fn spin(cpu: u32) -> Load {
     std::thread::spawn(move || {
         pin(cpu);
         let start = thread_cpu_ns();
-        let mut x = 0u64;
-        for i in 0..spin_iterations() {
-            x = std::hint::black_box(x.wrapping_mul(6364136223846793005).wrapping_add(i));
-        }
-        std::hint::black_box(x);
+        spin_for(spin_iterations());
         Load {
             cpu_ns: thread_cpu_ns() - start,
             tids: vec![gettid()],
@@ -251,54 +262,30 @@ fn spin(cpu: u32) -> Load {
     .expect("the spinning load panicked")
 }
 
+/// The spinning load's work: `iterations` steps of a generator the compiler cannot skip.
+fn spin_for(iterations: u64) {
+    let mut x = 0u64;
+    for i in 0..iterations {
+        x = std::hint::black_box(x.wrapping_mul(6364136223846793005).wrapping_add(i));
+    }
+    std::hint::black_box(x);
+}
+
 /// Iterations of the spin loop that take about [`SPIN_NS`] here, found once.
 fn spin_iterations() -> u64 {
     static ITERATIONS: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
     *ITERATIONS.get_or_init(|| {
         let probe = 1_000_000u64;
         let start = thread_cpu_ns();
-        let mut x = 0u64;
-        for i in 0..probe {
-            x = std::hint::black_box(x.wrapping_mul(6364136223846793005).wrapping_add(i));
-        }
-        std::hint::black_box(x);
+        spin_for(probe);
         let took = (thread_cpu_ns() - start).max(1);
         probe * SPIN_NS / took
     })
 }
 
-fn thread_cpu_ns() -> u64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: clock_gettime writes into a local timespec.
-    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
-}
-
 fn gettid() -> u32 {
     // SAFETY: gettid has no preconditions.
     unsafe { libc::gettid() as u32 }
-}
-
-/// The CPU this thread runs on now: the loads run where the recorder does.
-fn current_cpu() -> u32 {
-    // SAFETY: sched_getcpu has no preconditions.
-    let cpu = unsafe { libc::sched_getcpu() };
-    cpu.max(0) as u32
-}
-
-/// Pins the calling thread to `cpu`, so that a ping-pong's switches are between its own
-/// threads and never through the idle task. A refusal leaves the load unpinned, which
-/// only makes its figure noisier.
-fn pin(cpu: u32) {
-    // SAFETY: a zeroed cpu_set_t is a valid empty set; sched_setaffinity reads it.
-    unsafe {
-        let mut set: libc::cpu_set_t = std::mem::zeroed();
-        libc::CPU_SET(cpu as usize, &mut set);
-        libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set);
-    }
 }
 
 fn pipe() -> (OwnedFd, OwnedFd) {

@@ -41,47 +41,16 @@ pub fn thread_usage() -> io::Result<ThreadUsage> {
         reason = "time_t and suseconds_t are 32-bit on some targets"
     )]
     let micros = |t: libc::timeval| t.tv_sec as i64 * 1_000_000 + t.tv_usec as i64;
-    let mut clock = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: clock_gettime writes one timespec; the calling thread's CPU clock exists.
-    if unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut clock) } != 0 {
-        return Err(io::Error::last_os_error());
-    }
+    let clock_ns = powerlens_sys::thread::cpu_time_ns()?;
     Ok(ThreadUsage {
         cpu_s: (micros(usage.ru_utime) + micros(usage.ru_stime)) as f64 / 1e6,
-        cpu_clock_s: clock.tv_sec as f64 + clock.tv_nsec as f64 / 1e9,
+        cpu_clock_s: clock_ns as f64 / 1e9,
         voluntary_switches: usage.ru_nvcsw as u64,
         involuntary_switches: usage.ru_nivcsw as u64,
     })
 }
 
-/// Pins the calling thread to `cpu` (sched_setaffinity). Fails for a CPU that is offline,
-/// outside this process's allowed set (taskset, cgroup cpuset) or beyond 1023.
-pub fn pin_to_cpu(cpu: usize) -> io::Result<()> {
-    if cpu >= libc::CPU_SETSIZE as usize {
-        return Err(io::Error::new(
-            io::ErrorKind::InvalidInput,
-            format!(
-                "cpu{cpu} is beyond the {} CPUs a cpu_set_t holds",
-                libc::CPU_SETSIZE
-            ),
-        ));
-    }
-    // SAFETY: a zeroed cpu_set_t is the empty set; CPU_SET stays within its bits (checked
-    // above); sched_setaffinity reads one set of the size given.
-    let rc = unsafe {
-        let mut set: libc::cpu_set_t = std::mem::zeroed();
-        libc::CPU_SET(cpu, &mut set);
-        libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set)
-    };
-    if rc == 0 {
-        Ok(())
-    } else {
-        Err(io::Error::last_os_error())
-    }
-}
+pub use powerlens_sys::thread::pin_to_cpu;
 
 /// The kernel's id of the calling thread (the TID in `/proc/PID/task/TID` and in traces).
 pub fn thread_id() -> i32 {

@@ -72,15 +72,8 @@ fn time(run: impl FnOnce()) -> f64 {
 /// Keeps the thread on the CPU it runs on, so that every block runs on the core whose
 /// license is being changed. Returns that CPU, or why it could not be pinned.
 fn pin_to_current_cpu() -> Result<usize, String> {
-    // SAFETY: sched_getcpu takes no arguments and only returns a number.
-    let cpu = unsafe { libc::sched_getcpu() };
-    if cpu < 0 {
-        return Err(format!(
-            "sched_getcpu failed: {}",
-            std::io::Error::last_os_error()
-        ));
-    }
-    let cpu = cpu as usize;
+    let cpu = powerlens_sys::thread::current_cpu()
+        .map_err(|e| format!("sched_getcpu failed: {e}"))? as usize;
     crate::workload::pin_to_cpu(cpu).map_err(|e| format!("sched_setaffinity failed: {e}"))?;
     Ok(cpu)
 }
