@@ -76,9 +76,12 @@ pub fn read(reader: &RecordingReader) -> anyhow::Result<RecordingContext> {
         lost_records,
         unavailable_events,
         span: span(reader)?,
-        tracing_cost: reader
-            .meta(meta::TRACING_COST)?
-            .and_then(|v| serde_json::from_value(v).ok()),
+        tracing_cost: match reader.meta(meta::TRACING_COST)? {
+            None => Err("the recording has no measured cost per traced event (made before powerlens measured it)".to_string()),
+            Some(v) => serde_json::from_value(v).map_err(|e| {
+                format!("the recording's measured cost per traced event does not read ({e}): the file is damaged or from another version")
+            }),
+        },
     })
 }
 

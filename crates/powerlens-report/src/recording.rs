@@ -1574,7 +1574,7 @@ mod tests {
             lost_records: vec![(0, 0), (1, 2)],
             unavailable_events: Vec::new(),
             span: None,
-            tracing_cost: None,
+            tracing_cost: Err("not measured in this fixture".into()),
         }
     }
 
@@ -1610,7 +1610,7 @@ mod tests {
     fn traced_report(switch_ns: f64, waking_ns: f64) -> RecordingReport {
         use powerlens_core::sched::tracing_cost::{EventCosts, SWITCH, WAKING};
         let mut ctx = context(true);
-        ctx.tracing_cost = Some(EventCosts {
+        ctx.tracing_cost = Ok(EventCosts {
             event_cost_ns: [
                 (SWITCH.to_string(), switch_ns),
                 (WAKING.to_string(), waking_ns),

@@ -196,10 +196,6 @@ pub struct CpuStats {
     pub freq_known_ns: u64,
     /// Σ time × frequency over that time, in kHz·ns.
     pub khz_ns: f64,
-    /// Events recorded here in the idle task's context (or a context the recording does
-    /// not name): tracing time that no thread was charged.
-    #[serde(default)]
-    pub idle_traced_events: TracedEvents,
     /// Every event recorded here, in any context.
     #[serde(default)]
     pub traced_events: TracedEvents,
@@ -629,9 +625,10 @@ impl<C: ThreadCharges> SchedAnalysis<C> {
         c.last_ns = t;
     }
 
-    /// Counts the event against the thread whose context it fired in (its handler ran in
-    /// that thread's time): the recorded context, else the thread the event names as
-    /// running, else the CPU's current task; the idle task's events go to the CPU.
+    /// Counts the event against its CPU and the thread whose context it fired in (its
+    /// handler ran in that thread's time): the recorded context, else the thread the event
+    /// names as running, else the CPU's current task. The idle task's events count for the
+    /// CPU only.
     fn count_traced(&mut self, e: &Event, context: Option<Tid>) {
         if matches!(e.kind, EventKind::Stack { .. }) {
             return;
@@ -653,12 +650,9 @@ impl<C: ThreadCharges> SchedAnalysis<C> {
             known => known,
         };
         self.cpu(e.cpu).stats.traced_events.count(&e.kind);
-        match tid {
-            Some(tid) if tid != IDLE_TID && tid != UNKNOWN_TID => {
-                self.thread(tid).stats.traced_events.count(&e.kind);
-                self.charges.traced(tid, &e.kind);
-            }
-            _ => self.cpu(e.cpu).stats.idle_traced_events.count(&e.kind),
+        if let Some(tid) = tid.filter(|&t| t != IDLE_TID && t != UNKNOWN_TID) {
+            self.thread(tid).stats.traced_events.count(&e.kind);
+            self.charges.traced(tid, &e.kind);
         }
     }
 

@@ -77,8 +77,9 @@ pub struct RecordingContext {
     /// What stretch of time the recording covers; `None` when the file does not say.
     pub span: Option<RecordingSpan>,
     /// What one traced event of each kind cost, measured when the recording started;
-    /// `None` for a reduced recording or one made before the cost was measured.
-    pub tracing_cost: Option<EventCosts>,
+    /// `Err(why)` when the recording does not have it (made before it was measured, or its
+    /// metadata is damaged). A reduced recording traced nothing: its figures are absent.
+    pub tracing_cost: Result<EventCosts, String>,
 }
 
 /// What stretch of time a recording covers, which decides whether its energy is the energy
@@ -630,12 +631,12 @@ pub fn build(summary: &SchedSummary, ctx: &RecordingContext) -> RecordingReport 
 
     // Energy attribution.
     let (energy, thread_energy) = energy_split(summary, ctx, &is_target, &mut missing);
-    let tracing_cost = ctx.tracing_cost.as_ref().filter(|_| traced);
-    if traced && tracing_cost.is_none() {
+    let tracing_cost = ctx.tracing_cost.as_ref().ok().filter(|_| traced);
+    if let (true, Err(why)) = (traced, &ctx.tracing_cost) {
         unavailable(
             &mut missing,
             "tracing cost (tracing_cpu_s)",
-            "the recording has no measured cost per traced event (made before powerlens measured it)",
+            why,
             Some("record again: `powerlens record` measures it at the start"),
         );
     }

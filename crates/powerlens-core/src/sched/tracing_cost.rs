@@ -57,7 +57,7 @@ impl EventCosts {
     }
 }
 
-/// Events recorded in one thread's (or one CPU's idle task's) context, by cost kind.
+/// Events recorded in one thread's context (or on one CPU), by cost kind.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TracedEvents {
     pub switches: u64,
@@ -80,18 +80,6 @@ impl TracedEvents {
             EventKind::Stack { .. } => {}
             _ => self.other += 1,
         }
-    }
-
-    pub fn add(&mut self, o: &TracedEvents) {
-        self.switches += o.switches;
-        self.wakings += o.wakings;
-        self.timer_arms += o.timer_arms;
-        self.cpu_samples += o.cpu_samples;
-        self.other += o.other;
-    }
-
-    pub fn total(&self) -> u64 {
-        self.switches + self.wakings + self.timer_arms + self.cpu_samples + self.other
     }
 
     /// The CPU time these events cost, in seconds, by `costs`.
@@ -214,7 +202,14 @@ mod tests {
         ] {
             t.count(&kind);
         }
-        assert_eq!(t.total(), 5);
+        let expected = TracedEvents {
+            switches: 1,
+            wakings: 1,
+            cpu_samples: 1,
+            other: 2,
+            ..Default::default()
+        };
+        assert_eq!(t, expected);
         // 3000 + 2000 + 1000 + 1000 + 4000 ns, by hand.
         assert!((t.cpu_s(&costs()) - 11e-6).abs() < 1e-12);
     }
