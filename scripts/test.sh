@@ -20,7 +20,7 @@ if [ -n "${POWERLENS_TEST_PRIVATE_MOUNTS:-}" ]; then
     done
     echo "test.sh: in a private mount namespace without tracefs and debugfs, as on a fresh machine" >&2
 else
-    echo "test.sh: not root: the suite sees this machine's mounts as they are" >&2
+    echo "test.sh: not root (or no unshare): the suite sees this machine's mounts as they are" >&2
 fi
 
 # Debian packages the tests need as outside oracles: sqlite3 reads the results and recording

@@ -73,7 +73,8 @@ pub mod meta {
     /// `--battery-wh`.
     pub const BATTERY: &str = "battery";
     /// What one traced event of each kind cost the thread it fired in, measured at the
-    /// start (`instrument::EventCosts`); absent in reduced recordings and older ones.
+    /// start (`powerlens_core::sched::tracing_cost::EventCosts`); absent in reduced
+    /// recordings and older ones.
     pub const TRACING_COST: &str = "tracing_cost";
 }
 
@@ -222,7 +223,7 @@ pub fn record(roots: &Roots, opts: &RecordOptions) -> anyhow::Result<RecordSumma
     };
     // The instrument's cost per event, measured before anything else runs beside it.
     let tracing_cost = collector.as_mut().map(|c| {
-        (opts.show_phase)("measuring the cost of tracing");
+        let _phase = (opts.show_phase)("measuring the cost of tracing");
         let kernel = format!("kernel_frames={}", opts.kernel_stacks);
         cost_cache::measured_or_kept(roots, c, opts.stacks_hz.is_some(), &kernel)
     });
