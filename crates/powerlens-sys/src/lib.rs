@@ -22,6 +22,7 @@ pub mod roots;
 pub mod settings;
 pub mod symbolize;
 pub mod sysfs;
+pub mod taskstats;
 pub mod thread;
 pub mod topology;
 pub mod trace;

@@ -152,6 +152,15 @@ impl PerfCounter {
         self.ioctl(PERF_EVENT_IOC_DISABLE, 0)
     }
 
+    /// A second descriptor of the same event (`dup`): enabling or disabling either acts
+    /// on the event. Closing it is cheap while the other is open; the event is released,
+    /// at the kernel's slow teardown, when its last descriptor closes.
+    pub fn try_clone(&self) -> io::Result<PerfCounter> {
+        Ok(PerfCounter {
+            fd: self.fd.try_clone()?,
+        })
+    }
+
     /// Sends this event's samples to `target`'s ring buffer, so that several events on one
     /// CPU share one mmap (both must be on the same CPU).
     pub fn set_output(&self, target: &PerfCounter) -> io::Result<()> {

@@ -516,6 +516,23 @@ impl Collector {
         self.each_counter(PerfCounter::disable, "PERF_EVENT_IOC_DISABLE")
     }
 
+    /// A switch that starts and stops every source from another thread while this
+    /// collector is drained elsewhere: a monitor that traces in windows turns it on and
+    /// off without holding the collector. Drop the switch before the collector, so that
+    /// its descriptors are not the events' last (closing those is the slow teardown).
+    pub fn switch(&self) -> Result<TraceSwitch, SysError> {
+        let mut counters = Vec::new();
+        for cpu in &self.cpus {
+            for counter in &cpu.counters {
+                let dup = counter
+                    .try_clone()
+                    .map_err(|e| open_failed("dup of a perf event", cpu.cpu, e))?;
+                counters.push((cpu.cpu, dup));
+            }
+        }
+        Ok(TraceSwitch { counters })
+    }
+
     fn each_counter(
         &self,
         op: fn(&PerfCounter) -> std::io::Result<()>,
@@ -828,6 +845,35 @@ fn read_format(
 
 const TRACEFS_PERMISSION_FIX: &str =
     "run as root, or remount tracefs readable (mount -o remount,mode=755 /sys/kernel/tracing)";
+
+/// Starts and stops a [`Collector`]'s sources from any thread ([`Collector::switch`]).
+#[derive(Debug)]
+pub struct TraceSwitch {
+    counters: Vec<(u32, PerfCounter)>,
+}
+
+impl TraceSwitch {
+    /// Starts every source on every CPU.
+    pub fn enable(&self) -> Result<(), SysError> {
+        self.each(PerfCounter::enable, "PERF_EVENT_IOC_ENABLE")
+    }
+
+    /// Stops every source; what is in the rings can still be drained.
+    pub fn disable(&self) -> Result<(), SysError> {
+        self.each(PerfCounter::disable, "PERF_EVENT_IOC_DISABLE")
+    }
+
+    fn each(
+        &self,
+        op: fn(&PerfCounter) -> std::io::Result<()>,
+        what: &str,
+    ) -> Result<(), SysError> {
+        for (cpu, counter) in &self.counters {
+            op(counter).map_err(|e| open_failed(what, *cpu, e))?;
+        }
+        Ok(())
+    }
+}
 
 fn open_failed(what: &str, cpu: u32, err: std::io::Error) -> SysError {
     SysError::Unavailable {
