@@ -15,6 +15,9 @@ pub struct ThreadInterval {
     pub wakeups: WakeupCauses,
     /// Times it was the first to run on a CPU that had been idle.
     pub idle_wakeups: u64,
+    /// Times it ran again after blocking with no wake-up recorded: `wakeups` is short of
+    /// this many.
+    pub unrecorded_wakeups: u64,
     /// Events recorded in its context: the tracing's cost to it.
     pub traced_events: TracedEvents,
 }
@@ -55,6 +58,12 @@ impl ThreadCharges for IntervalCharges {
     fn traced(&mut self, tid: Tid, kind: &EventKind) {
         if let Some(t) = self.thread(tid) {
             t.traced_events.count(kind);
+        }
+    }
+
+    fn unrecorded_wakeup(&mut self, tid: Tid) {
+        if let Some(t) = self.thread(tid) {
+            t.unrecorded_wakeups += 1;
         }
     }
 }
@@ -221,5 +230,23 @@ mod tests {
         assert_eq!(second.len(), 1);
         assert_eq!(second[&10].runtime_ns, 500);
         assert_eq!(second[&10].wakeups.total(), 0);
+    }
+
+    /// Thread 20 blocks and runs again with no wake-up between (a lost record, or CPU 1
+    /// of this VM): one unrecorded wake-up, and no wake-up by any cause.
+    #[test]
+    fn a_run_after_blocking_without_a_wakeup_counts_as_unrecorded() {
+        let switch = |t, prev, how, next| ev(t, 0, EventKind::Switch { prev, how, next });
+        let mut a = StreamAnalysis::new();
+        for e in [
+            switch(1_000, 0, SwitchedOut::Preempted, 20),
+            switch(2_000, 20, SwitchedOut::Blocked, 0),
+            switch(5_000, 0, SwitchedOut::Preempted, 20),
+        ] {
+            a.feed_in_context(&e, None);
+        }
+        let t = a.close_interval()[&20];
+        assert_eq!(t.unrecorded_wakeups, 1);
+        assert_eq!(t.wakeups.total(), 0);
     }
 }

@@ -13,5 +13,5 @@ pub use processes::{ProcessDirectory, ProcessInfo, ProcessKey};
 pub use residency::{interval_residency, CpuResidency, IdleStateTime, StateResidency};
 pub use series::{
     Basis, Counters, DomainInterval, IntervalInput, IntervalReport, Monitor, MonitorConfig,
-    ProcessInterval, ProcessLabels, ProcessSeries, Shown, UNKNOWN_CGROUP,
+    ProcessInterval, ProcessLabels, ProcessSeries, Shown, WakeupEstimate, UNKNOWN_CGROUP,
 };

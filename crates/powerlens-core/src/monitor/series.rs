@@ -92,12 +92,29 @@ pub struct DomainInterval {
 pub struct ProcessInterval {
     pub info: ProcessInfo,
     pub runtime_ns: u64,
+    /// Wake-ups seen in the traced share of the interval ([`IntervalInput::traced_s`]).
     pub wakeups: WakeupCauses,
     pub idle_wakeups: u64,
+    /// Runs after blocking with no wake-up recorded (`wakeups` is short of these).
+    pub unrecorded_wakeups: u64,
     /// CPU time the monitor's own tracing cost it (inside `runtime_ns`; estimated from
     /// the events recorded in its threads' context and each kind's measured cost); 0
     /// when the monitor does not trace.
     pub tracing_cpu_s: f64,
+}
+
+impl ProcessInterval {
+    /// A process's CPU time alone, with no wake-ups (a procfs sample).
+    pub fn cpu_only(info: ProcessInfo, runtime_ns: u64) -> ProcessInterval {
+        ProcessInterval {
+            info,
+            runtime_ns,
+            wakeups: WakeupCauses::default(),
+            idle_wakeups: 0,
+            unrecorded_wakeups: 0,
+            tracing_cpu_s: 0.0,
+        }
+    }
 }
 
 /// What the monitor needs at the end of an interval.
@@ -111,12 +128,19 @@ pub struct IntervalInput {
     pub source: String,
     pub basis: Basis,
     pub processes: Vec<ProcessInterval>,
+    /// Seconds of the interval the trace watched: `elapsed_s` when it traces throughout,
+    /// less when it traces in windows, 0 when it does not trace. The processes' wake-ups
+    /// are those seen then, and the series scale them to the whole interval.
+    pub traced_s: f64,
 }
 
 /// What one interval held, for live views: every process, not only the top ones.
 #[derive(Debug, Clone, Default)]
 pub struct IntervalReport {
     pub elapsed_s: f64,
+    /// Seconds of it the trace watched ([`IntervalInput::traced_s`]): per-second rates of
+    /// the processes' wake-ups divide by this.
+    pub traced_s: f64,
     /// Σ of the domains that count in the total, J.
     pub node_j: f64,
     pub idle_j: f64,
@@ -129,23 +153,52 @@ pub struct IntervalReport {
 pub struct Counters {
     pub energy_j: f64,
     pub cpu_s: f64,
-    pub wakeups: WakeupCauses,
-    pub idle_wakeups: u64,
+    /// Wake-ups, exact when the monitor traces throughout, else estimated: those seen in
+    /// each interval's traced windows × the interval over the time traced.
+    pub wakeups: WakeupEstimate,
     /// CPU time the monitor's tracing cost the series' processes.
     pub tracing_cpu_s: f64,
 }
 
+/// Wake-ups by cause, idle wake-ups and unrecorded wake-ups, scaled from what the trace
+/// saw to the whole of each interval (fractional when estimated).
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct WakeupEstimate {
+    pub thread: f64,
+    pub timer: f64,
+    pub irq: f64,
+    pub softirq: f64,
+    pub ipi_or_idle: f64,
+    /// Times a thread was the first to run on a CPU that had been idle.
+    pub idle: f64,
+    /// Runs after blocking with no wake-up recorded.
+    pub unrecorded: f64,
+}
+
+impl WakeupEstimate {
+    fn add(&mut self, p: &ProcessInterval, scale: f64) {
+        let w = &p.wakeups;
+        self.thread += w.thread as f64 * scale;
+        self.timer += w.timer as f64 * scale;
+        self.irq += w.irq as f64 * scale;
+        self.softirq += w.softirq as f64 * scale;
+        self.ipi_or_idle += w.ipi_or_idle as f64 * scale;
+        self.idle += p.idle_wakeups as f64 * scale;
+        self.unrecorded += p.unrecorded_wakeups as f64 * scale;
+    }
+}
+
 impl Counters {
-    fn add(&mut self, p: &ProcessInterval, energy_j: f64) {
+    fn add(&mut self, p: &ProcessInterval, energy_j: f64, scale: f64) {
         self.energy_j += energy_j;
-        self.add_activity(p);
+        self.add_activity(p, scale);
     }
 
-    /// CPU time and wake-ups, without energy.
-    fn add_activity(&mut self, p: &ProcessInterval) {
+    /// CPU time and wake-ups, without energy; `scale` takes the wake-ups seen in the
+    /// traced time to the whole interval.
+    fn add_activity(&mut self, p: &ProcessInterval, scale: f64) {
         self.cpu_s += p.runtime_ns as f64 / 1e9;
-        self.wakeups.add(&p.wakeups);
-        self.idle_wakeups += p.idle_wakeups;
+        self.wakeups.add(p, scale);
         self.tracing_cpu_s += p.tracing_cpu_s;
     }
 }
@@ -212,6 +265,8 @@ pub struct Monitor {
     /// Σ every process's `tracing_cpu_s`: what the monitor's tracing cost the machine's
     /// processes so far.
     tracing_cpu_s: f64,
+    /// Σ the intervals' traced seconds.
+    traced_s: f64,
 }
 
 impl Monitor {
@@ -225,6 +280,13 @@ impl Monitor {
     /// Adds an interval; returns what it held.
     pub fn close_interval(&mut self, input: IntervalInput) -> IntervalReport {
         self.tracing_cpu_s += input.processes.iter().map(|p| p.tracing_cpu_s).sum::<f64>();
+        self.traced_s += input.traced_s;
+        // What the traced windows saw, scaled to the interval (1 when traced throughout).
+        let scale = if input.traced_s > 0.0 {
+            input.elapsed_s / input.traced_s
+        } else {
+            0.0
+        };
         let weights: Vec<f64> = input
             .processes
             .iter()
@@ -301,17 +363,17 @@ impl Monitor {
                 });
                 s.updated_ns = input.end_ns;
                 if s.counters.shown {
-                    s.counters.value.add(p, *e);
+                    s.counters.value.add(p, *e, scale);
                 } else {
                     // Not shown yet: `other` carries its joules until a scrape has shown
                     // it at zero, so that every interval's joules are in a series
                     // Prometheus already knows and the increases add up to the node's
                     // exactly. Its CPU time and wake-ups are its own from the start.
-                    s.counters.value.add_activity(p);
+                    s.counters.value.add_activity(p, scale);
                     other.energy_j += e;
                 }
             } else {
-                other.add(p, *e);
+                other.add(p, *e, scale);
             }
         }
         let scraped = self.scraped;
@@ -323,6 +385,7 @@ impl Monitor {
         self.intervals += 1;
         IntervalReport {
             elapsed_s: input.elapsed_s,
+            traced_s: input.traced_s,
             node_j,
             idle_j,
             processes: ranked,
@@ -395,6 +458,11 @@ impl Monitor {
         self.tracing_cpu_s
     }
 
+    /// Seconds the trace watched, over every interval so far.
+    pub fn traced_s(&self) -> f64 {
+        self.traced_s
+    }
+
     pub fn intervals(&self) -> u64 {
         self.intervals
     }
@@ -422,6 +490,7 @@ mod tests {
                 ..WakeupCauses::default()
             },
             idle_wakeups: 1,
+            unrecorded_wakeups: 0,
             tracing_cpu_s: 0.0,
         }
     }
@@ -447,6 +516,7 @@ mod tests {
             source: "rapl-powercap".into(),
             basis,
             processes,
+            traced_s: 1.0,
         }
     }
 
@@ -489,7 +559,7 @@ mod tests {
         assert_eq!((labels.key.pid, labels.cgroup.as_str()), (2, "/a"));
         assert!((s.counters.value.energy_j - 11.25).abs() < 1e-9);
         assert_eq!(s.counters.value.cpu_s, 0.75);
-        assert_eq!(s.counters.value.wakeups.timer, 2);
+        assert_eq!(s.counters.value.wakeups.timer, 2.0);
         let other = m.other()[&Basis::Measured].value;
         assert!((other.energy_j - 3.75).abs() < 1e-9);
         assert_eq!(m.idle()["package-0"].value, 5.0);
@@ -600,5 +670,30 @@ mod tests {
         m.close_interval(input(21, vec![reused], Basis::Estimated));
         let keys: Vec<u64> = m.processes().keys().map(|k| k.key.serial).collect();
         assert_eq!(keys, [99]);
+    }
+
+    /// Traced for 0.05 s of a 1 s interval: the 2 timer wake-ups, 1 idle wake-up and 1
+    /// unrecorded one seen then count as 40, 20 and 20 (× 1/0.05); the CPU time, read for
+    /// the whole interval, is not scaled. A monitor that does not trace adds none.
+    #[test]
+    fn wakeups_seen_in_a_window_are_scaled_to_the_interval() {
+        let mut m = Monitor::new(MonitorConfig::default());
+        let mut p = process(1, 500_000_000, None);
+        p.unrecorded_wakeups = 1;
+        let mut i = input(1, vec![p.clone()], Basis::Measured);
+        i.traced_s = 0.05;
+        m.close_interval(i);
+        let c = m.processes().values().next().unwrap().counters.value;
+        assert!((c.wakeups.timer - 40.0).abs() < 1e-9, "{c:?}");
+        assert!((c.wakeups.idle - 20.0).abs() < 1e-9);
+        assert!((c.wakeups.unrecorded - 20.0).abs() < 1e-9);
+        assert!((c.cpu_s - 0.5).abs() < 1e-12);
+        assert!((m.traced_s() - 0.05).abs() < 1e-12);
+        let mut untraced = input(2, vec![p], Basis::Measured);
+        untraced.traced_s = 0.0;
+        m.close_interval(untraced);
+        let c2 = m.processes().values().next().unwrap().counters.value;
+        assert_eq!(c2.wakeups, c.wakeups);
+        assert!((c2.cpu_s - 1.0).abs() < 1e-12);
     }
 }

@@ -337,6 +337,9 @@ pub trait ThreadCharges {
     /// An event was recorded in the context of thread `tid` (its handler ran in the
     /// thread's time): what [`ThreadStats::traced_events`] counts.
     fn traced(&mut self, _tid: Tid, _kind: &EventKind) {}
+    /// `tid`, seen to block, ran again without a recorded wake-up (lost, or issued where
+    /// the kernel fires no tracepoint): what [`ThreadStats::unrecorded_wakeups`] counts.
+    fn unrecorded_wakeup(&mut self, _tid: Tid) {}
 }
 
 /// A thread's state over an interval ([`ThreadCharges::interval`]).
@@ -819,6 +822,7 @@ impl<C: ThreadCharges> SchedAnalysis<C> {
                 n.stats.unrecorded_wakeups += 1;
                 n.stats.wait_ns += d;
                 self.charges.wait(tid, d);
+                self.charges.unrecorded_wakeup(tid);
                 self.charges.interval(tid, Interval::Blocked, since, t);
                 self.cpus[cpu as usize].stats.unrecorded_wakeups += 1;
             }
