@@ -76,8 +76,9 @@ pub fn recorded_event_names(has_waking: bool) -> Vec<&'static str> {
 /// per-process CPU time, wake-ups by cause and idle wake-ups need, and no more — no
 /// `cpu_idle` (idle-state residency comes from the kernel's cpuidle counters), no
 /// frequency, migrations or timer arming (who armed a timer is the report's question).
-/// Each event left out is CPU time the monitor does not spend.
-pub fn monitor_event_names(has_waking: bool) -> Vec<&'static str> {
+/// Each event left out is CPU time the monitor does not spend. A monitor that reads CPU
+/// time from procfs (`cpu_time_from_trace` false) leaves out the runtime updates too.
+pub fn monitor_event_names(has_waking: bool, cpu_time_from_trace: bool) -> Vec<&'static str> {
     const LEFT_OUT: &[&str] = &[
         "power/cpu_idle",
         "power/cpu_frequency",
@@ -88,6 +89,7 @@ pub fn monitor_event_names(has_waking: bool) -> Vec<&'static str> {
     recorded_event_names(has_waking)
         .into_iter()
         .filter(|name| !LEFT_OUT.contains(name))
+        .filter(|name| cpu_time_from_trace || *name != "sched/sched_stat_runtime")
         .collect()
 }
 

@@ -9,6 +9,12 @@
 //!
 //! Without tracing privileges the session is *reduced*: per-process CPU time from procfs,
 //! no wake-ups; [`LiveSession::mode`] says so and why.
+//!
+//! Tracing is paid by the traced threads (the handlers run in their time), so a session
+//! may trace in *windows* ([`Tracing::Windows`]): CPU time, and so energy, from procfs
+//! for every whole interval (which costs the processes nothing), and the tracepoints on
+//! for a share of each interval, at a random place in it, for the wake-ups, which are
+//! then scaled to the interval by the monitor ([`IntervalInput::traced_s`]).
 
 use std::collections::HashMap;
 use std::sync::mpsc::RecvTimeoutError;
@@ -23,7 +29,8 @@ use powerlens_core::provenance::Provenance;
 use powerlens_core::sched::analysis::WakeupCauses;
 use powerlens_core::sched::event::EventKind;
 use powerlens_core::sched::tracing_cost::EventCosts;
-use powerlens_sys::trace::{monotonic_now_ns, Collector, CollectorOptions};
+use powerlens_sys::taskstats::{ExitListener, ExitScope, TaskExit};
+use powerlens_sys::trace::{monotonic_now_ns, Collector, CollectorOptions, TraceSwitch};
 use powerlens_sys::{cpuidle, procfs, topology, Roots, SysError};
 
 use crate::convert::{monitor_event_names, Converter};
@@ -40,8 +47,20 @@ pub struct LiveOptions {
     pub buffer_pages: usize,
     pub meter: MeterOptions,
     pub idle: IdlePower,
-    /// Sample procfs instead of tracing, even where tracing is possible.
-    pub reduced: bool,
+    /// How much to trace, where tracing is possible.
+    pub tracing: Tracing,
+}
+
+/// How much of the time a live session traces.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Tracing {
+    /// Never: CPU time from procfs, no wake-ups (`--reduced`).
+    Off,
+    /// For `duty` (0 < duty < 1) of each interval: CPU time from procfs, wake-ups from
+    /// the windows, scaled.
+    Windows { duty: f64 },
+    /// Throughout: CPU time and wake-ups from the trace.
+    Continuous,
 }
 
 /// The idle (baseline) share of a measured meter's energy.
@@ -59,7 +78,13 @@ pub enum IdlePower {
 #[derive(Debug, Clone, PartialEq)]
 pub enum Mode {
     Trace,
-    Reduced { reason: String },
+    /// Traces `duty` of each interval; CPU time from procfs.
+    Windows {
+        duty: f64,
+    },
+    Reduced {
+        reason: String,
+    },
 }
 
 /// What one interval measured.
@@ -94,6 +119,9 @@ pub struct LiveSession {
     /// Idle-state names per CPU, read once.
     idle_names: Vec<(u32, Vec<String>)>,
     cpus: Vec<u32>,
+    /// Why the kernel's exit notifications cannot be heard, when CPU time comes from
+    /// procfs and they cannot.
+    exits_unavailable: Option<String>,
     next_end: Instant,
     last_end_ns: u64,
 }
@@ -102,6 +130,31 @@ pub struct LiveSession {
 enum Source {
     Trace(Box<TraceSource>),
     Procfs(ProcfsSource),
+    Windows(Box<Windowed>),
+}
+
+/// Tracing in windows: procfs for the CPU time, the trace for a share of each interval.
+struct Windowed {
+    // Declared before `trace`, so dropped first: its descriptors are duplicates of the
+    // collector's, cheap to close while the collector's are open.
+    switch: TraceSwitch,
+    trace: TraceSource,
+    procfs: ProcfsSource,
+    duty: f64,
+    /// The current interval's window.
+    window: Window,
+    /// State of the generator that places the windows.
+    seed: u64,
+}
+
+/// Where the tracepoints are on in the current interval, and when they were.
+#[derive(Debug, Default)]
+struct Window {
+    start: Option<Instant>,
+    end: Option<Instant>,
+    /// CLOCK_MONOTONIC ns when the tracepoints were turned on and off.
+    on_ns: Option<u64>,
+    off_ns: Option<u64>,
 }
 
 struct TraceSource {
@@ -124,24 +177,60 @@ struct TraceSource {
 struct ProcfsSource {
     /// CPU time per (pid, serial) at the last sample.
     last_cpu_ns: HashMap<(u32, u64), u64>,
+    /// The kernel's exit notifications, where we may listen: what a process ran after
+    /// its last sample, and the processes that lived between two samples.
+    exits: Option<ExitListener>,
+    /// Whether the first sample (the baseline) was taken.
+    sampled: bool,
+}
+
+impl ProcfsSource {
+    /// A sampler that listens to exits where it may (`None`: why it cannot).
+    fn open(cpus: &[u32]) -> (ProcfsSource, Option<String>) {
+        match ExitListener::open(cpus) {
+            Ok(l) => (
+                ProcfsSource {
+                    exits: Some(l),
+                    ..ProcfsSource::default()
+                },
+                None,
+            ),
+            Err(e) => (ProcfsSource::default(), Some(e.to_string())),
+        }
+    }
 }
 
 impl LiveSession {
     /// Opens the tracepoints (or falls back to procfs), the meter and the model, and
     /// starts the first interval.
     pub fn start(roots: &Roots, opts: &LiveOptions) -> anyhow::Result<LiveSession> {
-        let (source, mode) = match open_trace(roots, opts)? {
-            Ok(s) => (Source::Trace(Box::new(s)), Mode::Trace),
-            Err(reason) => (
-                Source::Procfs(ProcfsSource::default()),
-                Mode::Reduced { reason },
+        let cpus = topology::read_online(roots)?;
+        let mut exits_unavailable = None;
+        let mut procfs = || {
+            let (p, why) = ProcfsSource::open(&cpus);
+            exits_unavailable = why;
+            p
+        };
+        let (source, mode) = match (open_trace(roots, opts)?, opts.tracing) {
+            (Ok((s, _)), Tracing::Continuous) => (Source::Trace(Box::new(s)), Mode::Trace),
+            (Ok((trace, switch)), Tracing::Windows { duty }) => (
+                Source::Windows(Box::new(Windowed {
+                    switch,
+                    trace,
+                    procfs: procfs(),
+                    duty,
+                    window: Window::default(),
+                    seed: monotonic_now_ns() | 1,
+                })),
+                Mode::Windows { duty },
             ),
+            (Ok(_), Tracing::Off) => unreachable!("open_trace opens nothing for Tracing::Off"),
+            (Err(reason), _) => (Source::Procfs(procfs()), Mode::Reduced { reason }),
         };
         let meter = Meter::open(roots, &opts.meter)?;
         let meter = meter.model().is_none().then_some(meter);
         let model = Meter::estimated(roots, &opts.meter)?;
         let last = (meter.as_ref().and_then(|m| m.read().ok()), model.read()?);
-        let cpus = topology::read_online(roots)?;
         let idle_names = cpus
             .iter()
             .filter_map(|&cpu| {
@@ -163,17 +252,40 @@ impl LiveSession {
             idle_names,
             cpus,
             next_end: Instant::now() + opts.interval,
+            exits_unavailable,
             last_end_ns: monotonic_now_ns(),
         };
-        if let Source::Procfs(p) = &mut session.source {
+        let interval = session.interval;
+        match &mut session.source {
             // The first sample is the baseline of the first interval.
-            p.sample(&session.roots, &mut session.directory);
+            Source::Procfs(p) => {
+                p.sample(&session.roots, &mut session.directory);
+            }
+            Source::Windows(w) => {
+                w.procfs.sample(&session.roots, &mut session.directory);
+                w.place_window(Instant::now(), interval);
+            }
+            Source::Trace(_) => {}
         }
         Ok(session)
     }
 
     pub fn mode(&self) -> &Mode {
         &self.mode
+    }
+
+    /// One line for the user when CPU time comes from procfs: whether processes that end
+    /// between two samples are charged (the kernel's exit notifications), and if not why.
+    pub fn describe_cpu_time(&self) -> Option<String> {
+        if matches!(self.source, Source::Trace(_)) {
+            return None;
+        }
+        Some(match &self.exits_unavailable {
+            None => "CPU time: /proc/PID/stat every interval, and each process's final CPU time from the kernel's exit notifications (taskstats), so short-lived processes are charged too".into(),
+            Some(why) => format!(
+                "CPU time: /proc/PID/stat every interval; without the kernel's exit notifications ({why}), a process that ends loses what it ran since its last sample, and one that lives less than an interval is not seen"
+            ),
+        })
     }
 
     /// What measures energy now.
@@ -216,6 +328,13 @@ impl LiveSession {
                     t.deliver_until(t.watermark.min(end_ns), &mut self.directory);
                 }
                 Source::Procfs(_) => std::thread::sleep(wait),
+                Source::Windows(w) => {
+                    let wait = w.turn(now)?.map_or(wait, |next| wait.min(next - now));
+                    let t = &mut w.trace;
+                    t.take(wait)?;
+                    let until = w.window.off_ns.unwrap_or(u64::MAX);
+                    t.deliver_until(t.watermark.min(until), &mut self.directory);
+                }
             }
         }
         self.next_end += self.interval;
@@ -232,6 +351,10 @@ impl LiveSession {
         self.last_end_ns = end_ns;
         let mut notes = Vec::new();
         let (domains, energy) = self.interval_energy(elapsed_s, &mut notes)?;
+        let mut traced_s = elapsed_s;
+        if let Source::Windows(w) = &mut self.source {
+            traced_s = w.close_window(end_ns, self.interval, &mut notes, &mut self.directory)?;
+        }
         if let Source::Trace(t) = &mut self.source {
             // The interval's events are those up to its end: wait (a little) for the drain
             // to pass it, so that a drain thread the machine's load delayed does not leave
@@ -249,28 +372,21 @@ impl LiveSession {
             t.deliver_until(t.watermark.min(end_ns), &mut self.directory);
         }
         let (processes, lost_records) = match &mut self.source {
-            Source::Trace(t) => {
-                let counters = t.analysis.close_interval();
-                let mut by_process: HashMap<u64, ProcessInterval> = HashMap::new();
-                for (tid, c) in counters {
-                    let info = self.directory.process_of(tid).clone();
-                    let p = by_process
-                        .entry(info.key.serial)
-                        .or_insert_with(|| ProcessInterval {
-                            info,
-                            runtime_ns: 0,
-                            wakeups: WakeupCauses::default(),
-                            idle_wakeups: 0,
-                            tracing_cpu_s: 0.0,
-                        });
-                    p.runtime_ns += c.runtime_ns;
-                    p.wakeups.add(&c.wakeups);
-                    p.idle_wakeups += c.idle_wakeups;
-                    p.tracing_cpu_s += c.traced_events.cpu_s(&t.costs);
-                }
-                (by_process.into_values().collect::<Vec<_>>(), t.lost)
+            Source::Trace(t) => (t.close_interval(&mut self.directory), t.lost),
+            Source::Procfs(p) => {
+                traced_s = 0.0;
+                (p.sample(&self.roots, &mut self.directory), 0)
             }
-            Source::Procfs(p) => (p.sample(&self.roots, &mut self.directory), 0),
+            Source::Windows(w) => {
+                let mut processes = w.procfs.sample(&self.roots, &mut self.directory);
+                let traced = w.trace.close_interval(&mut self.directory);
+                merge_wakeups(&mut processes, traced);
+                // The next window starts with no state: what happened between the two is
+                // unknown, and must not read as one long block or idle period.
+                w.trace.analysis = StreamAnalysis::new();
+                w.place_window(Instant::now(), self.interval);
+                (processes, w.trace.lost)
+            }
         };
         let mut processes = processes;
         for p in &mut processes {
@@ -296,6 +412,7 @@ impl LiveSession {
                 source,
                 basis,
                 processes,
+                traced_s,
             },
             energy,
             lost_records,
@@ -436,12 +553,18 @@ impl LiveSession {
     }
 }
 
-/// Opens and enables the monitor's tracepoints; `Err(reason)` when tracing is not
-/// allowed here (the session is then reduced) or was not wanted.
-fn open_trace(roots: &Roots, opts: &LiveOptions) -> anyhow::Result<Result<TraceSource, String>> {
-    if opts.reduced {
-        return Ok(Err("procfs sampling was asked for (--reduced)".into()));
-    }
+/// Opens the monitor's tracepoints, enabled when it traces throughout (in windows, the
+/// switch turns them on); `Err(reason)` when tracing is not allowed here (the session is
+/// then reduced) or was not wanted.
+fn open_trace(
+    roots: &Roots,
+    opts: &LiveOptions,
+) -> anyhow::Result<Result<(TraceSource, TraceSwitch), String>> {
+    let windows = match opts.tracing {
+        Tracing::Off => return Ok(Err("procfs sampling was asked for (--reduced)".into())),
+        Tracing::Windows { .. } => true,
+        Tracing::Continuous => false,
+    };
     if let Err(e) = powerlens_sys::trace::ensure_tracefs(roots) {
         return Ok(Err(e.to_string()));
     }
@@ -451,18 +574,24 @@ fn open_trace(roots: &Roots, opts: &LiveOptions) -> anyhow::Result<Result<TraceS
         callchains: false,
         ..Default::default()
     };
-    let mut collector = match Collector::open(roots, &monitor_event_names(has_waking), options) {
+    // In windows, CPU time comes from procfs: the trace needs no runtime updates.
+    let names = monitor_event_names(has_waking, !windows);
+    let mut collector = match Collector::open(roots, &names, options) {
         Ok(c) => c,
         Err(e @ SysError::PermissionDenied { .. }) => return Ok(Err(e.to_string())),
         Err(e) => return Err(e).context("opening the tracepoints"),
     };
-    let costs = crate::cost_cache::measured_or_kept(roots, &mut collector, false, "agent");
+    let config = if windows { "agent-windows" } else { "agent" };
+    let costs = crate::cost_cache::measured_or_kept(roots, &mut collector, false, config);
     let converter = Converter::new(collector.events());
     let mut threads = ThreadTable::default();
     threads.scan_procfs(roots);
-    collector.enable()?;
+    let switch = collector.switch()?;
+    if !windows {
+        collector.enable()?;
+    }
     let drainer = Drainer::start_with(collector, converter, threads, None, roots.clone(), true);
-    Ok(Ok(TraceSource {
+    let source = TraceSource {
         drainer,
         analysis: StreamAnalysis::new(),
         pending: Vec::new(),
@@ -470,10 +599,35 @@ fn open_trace(roots: &Roots, opts: &LiveOptions) -> anyhow::Result<Result<TraceS
         threads: Vec::new(),
         lost: 0,
         costs,
-    }))
+    };
+    Ok(Ok((source, switch)))
 }
 
 impl TraceSource {
+    /// The interval's counters per process, and the threads that exited forgotten.
+    fn close_interval(&mut self, directory: &mut ProcessDirectory) -> Vec<ProcessInterval> {
+        let mut by_process: HashMap<u64, ProcessInterval> = HashMap::new();
+        for (tid, c) in self.analysis.close_interval() {
+            let info = directory.process_of(tid).clone();
+            let p = by_process
+                .entry(info.key.serial)
+                .or_insert_with(|| ProcessInterval {
+                    info,
+                    runtime_ns: 0,
+                    wakeups: WakeupCauses::default(),
+                    idle_wakeups: 0,
+                    unrecorded_wakeups: 0,
+                    tracing_cpu_s: 0.0,
+                });
+            p.runtime_ns += c.runtime_ns;
+            p.wakeups.add(&c.wakeups);
+            p.idle_wakeups += c.idle_wakeups;
+            p.unrecorded_wakeups += c.unrecorded_wakeups;
+            p.tracing_cpu_s += c.traced_events.cpu_s(&self.costs);
+        }
+        by_process.into_values().collect()
+    }
+
     /// Takes the batches that come within `wait`, keeping their events pending.
     fn take(&mut self, wait: Duration) -> anyhow::Result<()> {
         let mut first = true;
@@ -536,9 +690,12 @@ impl TraceSource {
 }
 
 impl ProcfsSource {
-    /// Every process's CPU time since the last sample (procfs's utime + stime; a process
-    /// that ended between two samples loses its last partial interval).
+    /// Every process's CPU time since the last sample (procfs's utime + stime). A process
+    /// that ended since is charged up to its end, and one that lived between two samples
+    /// its whole life, from the kernel's exit notifications; without them, a process that
+    /// ended loses its last partial interval and a short-lived one is not seen.
     fn sample(&mut self, roots: &Roots, directory: &mut ProcessDirectory) -> Vec<ProcessInterval> {
+        let ended = self.ended();
         let mut seen = HashMap::new();
         let mut out = Vec::new();
         for pid in procfs::tasks::process_ids(roots).unwrap_or_default() {
@@ -548,28 +705,197 @@ impl ProcfsSource {
             directory.thread(pid, Some(pid), &stat.comm, None);
             let info = directory.process_of(pid).clone();
             let key = (pid, info.key.serial);
-            // A process first seen now has no interval yet.
-            if let Some(before) = self.last_cpu_ns.get(&key) {
-                let runtime_ns = stat.cpu_time_ns.saturating_sub(*before);
+            // A process first seen now began since the last sample, and all it ran is in
+            // this interval; at the first sample, what every process ran before is the
+            // baseline.
+            let before = match self.last_cpu_ns.get(&key) {
+                Some(&before) => Some(before),
+                None => self.sampled.then_some(0),
+            };
+            if let Some(before) = before {
+                let runtime_ns = stat.cpu_time_ns.saturating_sub(before);
                 if runtime_ns > 0 {
-                    out.push(ProcessInterval {
-                        info,
-                        runtime_ns,
-                        wakeups: WakeupCauses::default(),
-                        idle_wakeups: 0,
-                        tracing_cpu_s: 0.0,
-                    });
+                    out.push(ProcessInterval::cpu_only(info, runtime_ns));
                 }
             }
             seen.insert(key, stat.cpu_time_ns);
         }
-        // Processes no longer listed ended: forget them.
-        for &(pid, serial) in self.last_cpu_ns.keys() {
-            if !seen.contains_key(&(pid, serial)) {
-                directory.exited(pid);
+        // Processes no longer listed ended: charge what they ran since their last sample,
+        // then forget them.
+        let listed: std::collections::HashSet<u32> = seen.keys().map(|&(pid, _)| pid).collect();
+        for (&(pid, _), &before) in &self.last_cpu_ns {
+            if listed.contains(&pid) {
+                continue;
             }
+            if let Some(end) = ended.get(&pid) {
+                let runtime_ns = end.cpu_ns.saturating_sub(before);
+                if runtime_ns > 0 {
+                    out.push(ProcessInterval::cpu_only(
+                        directory.process_of(pid).clone(),
+                        runtime_ns,
+                    ));
+                }
+            }
+            directory.exited(pid);
+        }
+        // Processes that began and ended between two samples: their whole life.
+        for (&pid, end) in &ended {
+            let known = self.last_cpu_ns.keys().any(|&(p, _)| p == pid);
+            if known || listed.contains(&pid) || end.cpu_ns == 0 {
+                continue;
+            }
+            directory.thread(
+                pid,
+                Some(pid),
+                &end.comm,
+                (end.ppid > 0).then_some(end.ppid),
+            );
+            out.push(ProcessInterval::cpu_only(
+                directory.process_of(pid).clone(),
+                end.cpu_ns,
+            ));
+            directory.exited(pid);
         }
         self.last_cpu_ns = seen;
+        self.sampled = true;
         out
+    }
+
+    /// The processes that ended since the last sample, by pid: a multi-threaded one's
+    /// total, or a single-threaded one's only thread.
+    fn ended(&mut self) -> HashMap<u32, TaskExit> {
+        let mut ended: HashMap<u32, TaskExit> = HashMap::new();
+        let Some(listener) = &mut self.exits else {
+            return ended;
+        };
+        for exit in listener.drain() {
+            match exit.scope {
+                ExitScope::Process => {
+                    // The last thread's record came first: keep its name and parent.
+                    let (comm, ppid) = ended
+                        .get(&exit.id)
+                        .map(|e| (e.comm.clone(), e.ppid))
+                        .unwrap_or_default();
+                    ended.insert(exit.id, TaskExit { comm, ppid, ..exit });
+                }
+                // A process's main thread: its end, unless its total follows. Other threads'
+                // time is in their process's total (and in /proc while it lives).
+                ExitScope::Thread if exit.tgid.is_none_or(|tgid| tgid == exit.id) => {
+                    ended.insert(exit.id, exit);
+                }
+                ExitScope::Thread => {
+                    if let Some(tgid) = exit.tgid {
+                        // The last thread of a process whose main thread ended before it:
+                        // its name and parent name the process when its total comes.
+                        ended.entry(tgid).or_insert(TaskExit {
+                            id: tgid,
+                            cpu_ns: 0,
+                            ..exit
+                        });
+                    }
+                }
+            }
+        }
+        ended
+    }
+}
+
+impl Windowed {
+    /// Places the next window at a random point of the interval that starts at `from`,
+    /// so that it does not beat with a load's own period.
+    fn place_window(&mut self, from: Instant, interval: Duration) {
+        // xorshift64: the windows need spread, not quality.
+        self.seed ^= self.seed << 13;
+        self.seed ^= self.seed >> 7;
+        self.seed ^= self.seed << 17;
+        let length = interval.mul_f64(self.duty);
+        let slack = interval.saturating_sub(length);
+        let offset = slack.mul_f64((self.seed >> 11) as f64 / (1u64 << 53) as f64);
+        self.window = Window {
+            start: Some(from + offset),
+            end: Some(from + offset + length),
+            on_ns: None,
+            off_ns: None,
+        };
+    }
+
+    /// Turns the tracepoints on or off when `now` has reached the window's start or end;
+    /// returns when the next of those is due.
+    fn turn(&mut self, now: Instant) -> anyhow::Result<Option<Instant>> {
+        let w = &mut self.window;
+        let (Some(start), Some(end)) = (w.start, w.end) else {
+            return Ok(None);
+        };
+        if w.on_ns.is_none() {
+            if now < start {
+                return Ok(Some(start));
+            }
+            self.switch.enable().context("turning the tracepoints on")?;
+            w.on_ns = Some(monotonic_now_ns());
+        }
+        if w.off_ns.is_none() {
+            if now < end {
+                return Ok(Some(end));
+            }
+            self.switch
+                .disable()
+                .context("turning the tracepoints off")?;
+            w.off_ns = Some(monotonic_now_ns());
+        }
+        Ok(None)
+    }
+
+    /// Ends the interval's window (if the interval ended first) and takes its events;
+    /// returns the seconds traced.
+    fn close_window(
+        &mut self,
+        end_ns: u64,
+        interval: Duration,
+        notes: &mut Vec<String>,
+        directory: &mut ProcessDirectory,
+    ) -> anyhow::Result<f64> {
+        let w = &mut self.window;
+        let Some(on_ns) = w.on_ns else {
+            return Ok(0.0);
+        };
+        if w.off_ns.is_none() {
+            self.switch
+                .disable()
+                .context("turning the tracepoints off")?;
+            w.off_ns = Some(monotonic_now_ns());
+        }
+        let off_ns = w.off_ns.unwrap_or(end_ns);
+        let t = &mut self.trace;
+        let deadline = Instant::now() + interval / 2;
+        while t.watermark < off_ns && Instant::now() < deadline {
+            t.take(Duration::from_millis(10))?;
+        }
+        if t.watermark < off_ns {
+            notes.push(format!(
+                "the trace's drain is {:.0} ms behind (a busy machine): this interval's wake-ups are short of the window's last events",
+                (off_ns - t.watermark) as f64 / 1e6
+            ));
+        }
+        t.deliver_until(t.watermark.min(off_ns), directory);
+        // Events past the window (none should be) belong to no window.
+        t.pending.clear();
+        Ok(off_ns.saturating_sub(on_ns) as f64 / 1e9)
+    }
+}
+
+/// Adds the wake-ups and tracing cost the trace saw to the processes procfs measured;
+/// a process procfs did not list this interval (it charged no whole tick, or ended) gets
+/// a row of its own with no CPU time.
+fn merge_wakeups(processes: &mut Vec<ProcessInterval>, traced: Vec<ProcessInterval>) {
+    for t in traced {
+        match processes.iter_mut().find(|p| p.info.key == t.info.key) {
+            Some(p) => {
+                p.wakeups.add(&t.wakeups);
+                p.idle_wakeups += t.idle_wakeups;
+                p.unrecorded_wakeups += t.unrecorded_wakeups;
+                p.tracing_cpu_s += t.tracing_cpu_s;
+            }
+            None => processes.push(ProcessInterval { runtime_ns: 0, ..t }),
+        }
     }
 }

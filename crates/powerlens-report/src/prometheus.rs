@@ -15,8 +15,11 @@ pub struct AgentMetrics<'a> {
     pub traced: bool,
     /// Per-process series (`--by process`); per-cgroup series only without.
     pub per_process: bool,
-    /// `trace`, or `reduced` with the reason.
+    /// `trace`, `windows` (traced for `trace_duty` of each interval), or `reduced` with
+    /// the reason.
     pub mode: &'a str,
+    /// The share of each interval traced: 1 when tracing throughout, 0 when reduced.
+    pub trace_duty: f64,
     pub mode_reason: &'a str,
     pub version: &'a str,
     /// (cpu, state name, cumulative seconds), the kernel's cpuidle counters.
@@ -224,7 +227,7 @@ pub fn render(m: &AgentMetrics<'_>, format: Format) -> String {
         "powerlens_process_cpu_seconds_total",
         "counter",
         Some("seconds"),
-        "CPU time of the process, the kernel's own account (sched_stat_runtime when traced, /proc/PID/stat when reduced).",
+        "CPU time of the process, the kernel's own account (sched_stat_runtime when traced throughout, /proc/PID/stat otherwise).",
     );
         for (l, c) in &process_rows {
             emit(
@@ -236,11 +239,20 @@ pub fn render(m: &AgentMetrics<'_>, format: Format) -> String {
             );
         }
         if m.traced {
+            // In windows the counts are estimates: say so in every wake-up family's help.
+            let basis = if m.trace_duty < 1.0 {
+                format!(
+                    " Estimated: the wake-ups seen while the agent traced ({}% of each interval, at a random place in it) times the interval over the time traced.",
+                    number(m.trace_duty * 100.0)
+                )
+            } else {
+                String::new()
+            };
             w.family(
             "powerlens_process_wakeups_total",
             "counter",
             None,
-            "Wake-ups the process's threads received, by what issued them: another thread, a timer, an interrupt (hardware or softirq) or an IPI / idle CPU.",
+            &format!("Wake-ups the process's threads received, by what issued them: another thread, a timer, an interrupt (hardware or softirq) or an IPI / idle CPU.{basis}"),
         );
             for (l, c) in &process_rows {
                 let wk = &c.wakeups;
@@ -255,7 +267,7 @@ pub fn render(m: &AgentMetrics<'_>, format: Format) -> String {
                         "powerlens_process_wakeups_total",
                         labels(l, false),
                         &[("cause", cause)],
-                        n as f64,
+                        n,
                     );
                 }
             }
@@ -263,7 +275,7 @@ pub fn render(m: &AgentMetrics<'_>, format: Format) -> String {
             "powerlens_process_idle_wakeups_total",
             "counter",
             None,
-            "Times a thread of the process was the first to run on a CPU that had been idle: each one pulled a CPU out of an idle state.",
+            &format!("Times a thread of the process was the first to run on a CPU that had been idle: each one pulled a CPU out of an idle state.{basis}"),
         );
             for (l, c) in &process_rows {
                 emit(
@@ -271,7 +283,22 @@ pub fn render(m: &AgentMetrics<'_>, format: Format) -> String {
                     "powerlens_process_idle_wakeups_total",
                     labels(l, false),
                     &[],
-                    c.idle_wakeups as f64,
+                    c.wakeups.idle,
+                );
+            }
+            w.family(
+            "powerlens_process_unrecorded_wakeups_total",
+            "counter",
+            None,
+            &format!("Times a thread of the process ran again after blocking with no wake-up recorded (a lost record, or a wake-up issued where the kernel fires no tracepoint): powerlens_process_wakeups_total is short of these, and the two together bound the idle wake-ups.{basis}"),
+        );
+            for (l, c) in &process_rows {
+                emit(
+                    &mut w,
+                    "powerlens_process_unrecorded_wakeups_total",
+                    labels(l, false),
+                    &[],
+                    c.wakeups.unrecorded,
                 );
             }
             w.family(
@@ -345,6 +372,13 @@ pub fn render(m: &AgentMetrics<'_>, format: Format) -> String {
             &[],
             mon.tracing_cpu_s(),
         );
+        w.family(
+            "powerlens_traced_seconds_total",
+            "counter",
+            Some("seconds"),
+            "Time the agent's tracepoints were on: the intervals' length when it traces throughout, --trace-duty of them when it traces in windows. The wake-up counters are scaled by the time elapsed over this.",
+        );
+        w.sample("powerlens_traced_seconds_total", &[], mon.traced_s());
     }
     w.family(
         "powerlens_self_cpu_seconds_total",
@@ -375,7 +409,7 @@ pub fn render(m: &AgentMetrics<'_>, format: Format) -> String {
         "powerlens_build_info",
         "info",
         None,
-        "The agent's version, how it measures (trace, or reduced: procfs samples, with the reason) and its interval.",
+        "The agent's version, how it measures (trace: tracing throughout; windows: procfs for CPU time, tracing for trace_duty of each interval; reduced: procfs samples, with the reason), the share of time it traces and its interval.",
     );
     w.sample(
         "powerlens_build_info",
@@ -383,6 +417,7 @@ pub fn render(m: &AgentMetrics<'_>, format: Format) -> String {
             ("version", m.version),
             ("mode", m.mode),
             ("reason", m.mode_reason),
+            ("trace_duty", &number(m.trace_duty)),
             ("interval_seconds", &number(m.interval_s)),
         ],
         1.0,
@@ -427,6 +462,7 @@ mod tests {
                 ..WakeupCauses::default()
             },
             idle_wakeups: 2,
+            unrecorded_wakeups: 1,
             // Exact in binary: 0.25 s for pid 10, 0.5 s for pid 11.
             tracing_cpu_s: if pid == 10 { 0.25 } else { 0.5 },
         };
@@ -442,6 +478,7 @@ mod tests {
             source: "rapl-powercap".into(),
             basis: Basis::Measured,
             processes: vec![p(10, "spin\nner", 3), p(11, "x", 1)],
+            traced_s: 1.0,
         });
         m
     }
@@ -454,6 +491,7 @@ mod tests {
             traced: true,
             per_process: true,
             mode: "trace",
+            trace_duty: 1.0,
             mode_reason: "",
             version: "0.1.0",
             idle_states: &[],
@@ -580,5 +618,44 @@ mod tests {
         let text = render(&metrics, Format::Text);
         assert!(!text.contains("wakeups"));
         assert!(!text.contains("lost_records"));
+    }
+
+    /// Issue 29: the wake-ups the trace did not see are a series of their own, so that
+    /// idle wake-ups never exceed the wake-ups without a word; and an agent that traces
+    /// in windows says its wake-ups are estimates, and for how much of the time it traced.
+    #[test]
+    fn unrecorded_wakeups_and_the_traced_time_are_series_and_windows_are_said() {
+        let mut m = monitor();
+        let mut metrics = metrics(&mut m);
+        let text = render(&metrics, Format::Text);
+        assert!(
+            text.contains(
+                "powerlens_process_unrecorded_wakeups_total{pid=\"10\",comm=\"spin\\nner\","
+            ),
+            "{text}"
+        );
+        assert!(
+            text.contains("powerlens_traced_seconds_total 1\n"),
+            "{text}"
+        );
+        assert!(
+            !text.contains("Estimated: the wake-ups seen"),
+            "traced throughout: exact"
+        );
+        metrics.mode = "windows";
+        metrics.trace_duty = 0.05;
+        let text = render(&metrics, Format::Text);
+        let help = text
+            .lines()
+            .find(|l| l.starts_with("# HELP powerlens_process_wakeups_total"))
+            .unwrap();
+        assert!(
+            help.contains(
+                "Estimated: the wake-ups seen while the agent traced (5% of each interval"
+            ),
+            "{help}"
+        );
+        assert!(text.contains("mode=\"windows\""), "{text}");
+        assert!(text.contains("trace_duty=\"0.05\""), "{text}");
     }
 }

@@ -19,7 +19,7 @@ use clap::{Args, ValueEnum};
 
 use powerlens_core::monitor::{Monitor, MonitorConfig};
 use powerlens_record::interrupt;
-use powerlens_record::live::{LiveSession, Mode};
+use powerlens_record::live::{LiveSession, Mode, Tracing};
 
 use crate::cli::GlobalArgs;
 use crate::cmd::live::LiveArgs;
@@ -43,10 +43,13 @@ Examples:
 Every interval the agent reads the energy meter (RAPL, perf power PMU, battery, hwmon; the
 power model, labelled estimated, when there is none) and attributes the interval's energy:
 an idle (baseline) share, and the rest split over processes by the CPU time the scheduler
-charged them. The top N processes of each interval have series of their own and
-comm=\"other\" holds the rest, so that the processes and the idle share add up to the node
-exactly. Wake-ups by cause and idle wake-ups come from the scheduler tracepoints (root or
-CAP_PERFMON); without them the agent samples /proc and says so in powerlens_build_info.
+charged them (/proc/PID/stat). The top N processes of each interval have series of their
+own and comm=\"other\" holds the rest, so that the processes and the idle share add up to
+the node exactly. Wake-ups by cause and idle wake-ups come from the scheduler tracepoints
+(root or CAP_PERFMON), on for --trace-duty of each interval (5%) and scaled to it: the
+tracepoint handlers run in the watched processes' own time, so tracing all the time would
+slow a switch-heavy service by 1.5-3x on this kind of machine. Without tracing privileges
+the agent has no wake-ups and says so in powerlens_build_info.
 
 Endpoints: /metrics (Prometheus text 0.0.4, or OpenMetrics when the scraper asks),
 /healthz, and / (a page linking both). Metrics, the attribution rule, the security model,
@@ -96,6 +99,15 @@ pub struct AgentArgs {
     #[arg(long, value_name = "DURATION", default_value = "5min", value_parser = parse_positive_duration)]
     pub series_ttl: Duration,
 
+    /// Share of each interval the scheduler tracepoints are on, in percent (at a random
+    /// place in it), for the wake-ups: they are scaled to the interval and labelled as
+    /// estimates. CPU time and energy come from /proc either way, which costs the
+    /// watched processes nothing. 100 traces throughout: exact wake-ups, and CPU time
+    /// from the trace, at 1.5-3x the run time of switch-heavy processes (docs/AGENT.md,
+    /// "What watching costs").
+    #[arg(long, value_name = "PERCENT", default_value_t = 5.0, value_parser = parse_duty)]
+    pub trace_duty: f64,
+
     /// Stop after this long (default: until SIGINT or SIGTERM).
     #[arg(long, value_name = "DURATION", value_parser = parse_positive_duration)]
     pub duration: Option<Duration>,
@@ -113,7 +125,12 @@ pub enum By {
 /// What the server shows: the state the last interval left.
 pub struct State {
     pub monitor: Monitor,
+    /// Whether wake-ups are measured (traced throughout or in windows).
     pub traced: bool,
+    /// `trace`, `windows` or `reduced` (powerlens_build_info's `mode`).
+    pub mode: &'static str,
+    /// The share of each interval traced: 1 throughout, 0 reduced.
+    pub trace_duty: f64,
     pub per_process: bool,
     pub mode_reason: String,
     pub idle_states: Vec<(u32, String, f64)>,
@@ -153,16 +170,39 @@ pub fn execute(global: &GlobalArgs, args: AgentArgs) -> anyhow::Result<ExitCode>
     // SAFETY: a signal disposition, set before the server's threads start.
     unsafe { libc::signal(libc::SIGPIPE, libc::SIG_IGN) };
     interrupt::install();
-    let mut session = LiveSession::start(&roots, &args.live.options())?;
-    let (traced, mode_reason) = match session.mode() {
-        Mode::Trace => (true, String::new()),
-        Mode::Reduced { reason } => {
-            eprintln!(
-                "powerlens: warning: {reason}; the agent samples /proc instead (REDUCED: per-process CPU time and energy, no wake-ups). Run as root or with CAP_PERFMON for the full figures"
-            );
-            (false, reason.clone())
+    let tracing = if args.trace_duty >= 100.0 {
+        Tracing::Continuous
+    } else {
+        Tracing::Windows {
+            duty: args.trace_duty / 100.0,
         }
     };
+    let mut session = LiveSession::start(&roots, &args.live.options(tracing))?;
+    let (mode, trace_duty, mode_reason) = match session.mode() {
+        Mode::Trace => ("trace", 1.0, String::new()),
+        Mode::Windows { duty } => {
+            eprintln!(
+                "powerlens: CPU time from /proc; wake-ups traced {}% of each interval and scaled to it (estimates; --trace-duty 100 for exact ones, at a cost to the watched processes)",
+                duty * 100.0
+            );
+            ("windows", *duty, String::new())
+        }
+        Mode::Reduced { reason } => {
+            let fix = if args.live.reduced {
+                "drop --reduced for them"
+            } else {
+                "run as root or with CAP_PERFMON for them"
+            };
+            eprintln!(
+                "powerlens: warning: {reason}; the agent samples /proc only (REDUCED: per-process CPU time and energy, no wake-ups): {fix}"
+            );
+            ("reduced", 0.0, reason.clone())
+        }
+    };
+    let traced = mode != "reduced";
+    if let Some(line) = session.describe_cpu_time() {
+        eprintln!("powerlens: {line}");
+    }
     eprintln!("powerlens: {}", session.describe_energy());
     let state = Arc::new(Mutex::new(State {
         monitor: Monitor::new(MonitorConfig {
@@ -172,6 +212,8 @@ pub fn execute(global: &GlobalArgs, args: AgentArgs) -> anyhow::Result<ExitCode>
             ..MonitorConfig::default()
         }),
         traced,
+        mode,
+        trace_duty,
         per_process: args.by == By::Process,
         mode_reason,
         idle_states: Vec::new(),
@@ -210,6 +252,21 @@ pub fn execute(global: &GlobalArgs, args: AgentArgs) -> anyhow::Result<ExitCode>
     }
     eprintln!("powerlens: agent stopped");
     Ok(ExitCode::SUCCESS)
+}
+
+/// `--trace-duty`: a percentage above 0 and at most 100.
+fn parse_duty(s: &str) -> Result<f64, String> {
+    let v: f64 = s
+        .trim_end_matches('%')
+        .parse()
+        .map_err(|_| format!("{s:?} is not a number: write a percentage, e.g. 5"))?;
+    if v > 0.0 && v <= 100.0 {
+        Ok(v)
+    } else {
+        Err(format!(
+            "{v} is outside (0, 100]: 100 traces throughout; for no tracing at all use --reduced"
+        ))
+    }
 }
 
 fn resolve(listen: &str) -> anyhow::Result<SocketAddr> {

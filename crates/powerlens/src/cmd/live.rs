@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use clap::Args;
-use powerlens_record::live::{IdlePower, LiveOptions};
+use powerlens_record::live::{IdlePower, LiveOptions, Tracing};
 
 use crate::cmd::run::MeterArgs;
 use crate::units::{parse_positive_duration, parse_positive_number};
@@ -33,7 +33,9 @@ pub struct LiveArgs {
 }
 
 impl LiveArgs {
-    pub fn options(&self) -> LiveOptions {
+    /// The session's options; `tracing` is how much the command traces unless
+    /// `--reduced` says not at all.
+    pub fn options(&self, tracing: Tracing) -> LiveOptions {
         LiveOptions {
             interval: self.interval,
             buffer_pages: self.buffer_pages,
@@ -42,7 +44,7 @@ impl LiveArgs {
                 .idle_w
                 .map(IdlePower::Fixed)
                 .unwrap_or(IdlePower::Lowest),
-            reduced: self.reduced,
+            tracing: if self.reduced { Tracing::Off } else { tracing },
         }
     }
 }

@@ -23,6 +23,7 @@ use ratatui::crossterm::event::{self, Event};
 use ratatui::layout::Rect;
 
 use powerlens_record::interrupt;
+use powerlens_record::live::Tracing;
 
 use crate::cli::GlobalArgs;
 use crate::cmd::live::LiveArgs;
@@ -91,7 +92,7 @@ pub fn execute(global: &GlobalArgs, args: TopArgs) -> anyhow::Result<ExitCode> {
         view
     };
     if once {
-        let mut measurer = Measurer::start(&roots, &args.live.options())?;
+        let mut measurer = Measurer::start(&roots, &args.live.options(Tracing::Continuous))?;
         let mut view = view_of(measurer.header().clone());
         view.once = true;
         let Some(snapshot) = measurer.next(&interrupt::interrupted)? else {
@@ -102,7 +103,7 @@ pub fn execute(global: &GlobalArgs, args: TopArgs) -> anyhow::Result<ExitCode> {
         print_once(&view, args.json)?;
         return Ok(ExitCode::SUCCESS);
     }
-    let running = Running::spawn(roots, args.live.options())?;
+    let running = Running::spawn(roots, args.live.options(Tracing::Continuous))?;
     let mut view = view_of(running.header.clone());
     let shown = show(&mut view, &running.snapshots);
     // The terminal is restored (the guard dropped in `show`) before the session stops.

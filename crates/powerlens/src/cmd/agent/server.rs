@@ -239,13 +239,13 @@ fn health(state: &Mutex<State>) -> Vec<u8> {
 fn metrics(state: &Mutex<State>, format: Format) -> String {
     let (self_cpu_s, self_resident_bytes) = self_usage();
     let mut s = state.lock().unwrap_or_else(|p| p.into_inner());
-    let mode = if s.traced { "trace" } else { "reduced" };
     let text = render(
         &AgentMetrics {
             monitor: &s.monitor,
             traced: s.traced,
             per_process: s.per_process,
-            mode,
+            mode: s.mode,
+            trace_duty: s.trace_duty,
             mode_reason: &s.mode_reason,
             version: env!("CARGO_PKG_VERSION"),
             idle_states: &s.idle_states,

@@ -498,6 +498,7 @@ pub(crate) mod tests {
         };
         let report = IntervalReport {
             elapsed_s: 1.0,
+            traced_s: 1.0,
             node_j: 31.0,
             idle_j: 27.3,
             processes: vec![

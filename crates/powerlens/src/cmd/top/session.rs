@@ -32,7 +32,8 @@ impl Measurer {
     pub fn start(roots: &Roots, options: &LiveOptions) -> anyhow::Result<Measurer> {
         let session = LiveSession::start(roots, options)?;
         let wakeups_unavailable = match session.mode() {
-            Mode::Trace => None,
+            // Top traces throughout; a session in windows still has (estimated) wake-ups.
+            Mode::Trace | Mode::Windows { .. } => None,
             Mode::Reduced { reason } => Some(reason.clone()),
         };
         let header = SessionHeader {

@@ -60,6 +60,8 @@ pub struct WakeupRates {
 /// wake-up figures only when they were traced (`traced` false: unavailable, never 0).
 pub fn process_rows(report: &IntervalReport, traced: bool) -> Vec<ProcessRow> {
     let per_s = |x: f64| per_second(x, report.elapsed_s);
+    // Wake-ups are counted while the trace watched: their rates are per traced second.
+    let per_traced_s = |x: f64| per_second(x, report.traced_s);
     report
         .processes
         .iter()
@@ -71,13 +73,13 @@ pub fn process_rows(report: &IntervalReport, traced: bool) -> Vec<ProcessRow> {
                 power_w: per_s(*energy_j),
                 cpu_pct: per_s(p.runtime_ns as f64 / 1e9) * 100.0,
                 wakeups_per_s: traced.then(|| WakeupRates {
-                    total: per_s(w.total() as f64),
-                    thread: per_s(w.thread as f64),
-                    timer: per_s(w.timer as f64),
-                    irq: per_s((w.irq + w.softirq) as f64),
-                    ipi_or_idle: per_s(w.ipi_or_idle as f64),
+                    total: per_traced_s(w.total() as f64),
+                    thread: per_traced_s(w.thread as f64),
+                    timer: per_traced_s(w.timer as f64),
+                    irq: per_traced_s((w.irq + w.softirq) as f64),
+                    ipi_or_idle: per_traced_s(w.ipi_or_idle as f64),
                 }),
-                idle_wakeups_per_s: traced.then(|| per_s(p.idle_wakeups as f64)),
+                idle_wakeups_per_s: traced.then(|| per_traced_s(p.idle_wakeups as f64)),
             }
         })
         .collect()
@@ -119,6 +121,7 @@ pub(crate) mod tests {
             runtime_ns,
             wakeups,
             idle_wakeups,
+            unrecorded_wakeups: 0,
             tracing_cpu_s: 0.0,
         }
     }
@@ -137,6 +140,7 @@ pub(crate) mod tests {
         };
         let report = IntervalReport {
             elapsed_s: 0.5,
+            traced_s: 0.5,
             node_j: 5.0,
             idle_j: 2.0,
             processes: vec![(process(7, "worker", 250_000_000, wakeups, 10), 3.0)],
