@@ -327,8 +327,17 @@ fn resolved(result: Symbolized<'_>) -> Resolved {
 /// tells two builds installed at one path apart (a package upgrade keeps the package's
 /// modification times, so a file's mtime does not). `None` when the file is gone, is not
 /// ELF, or has no build ID.
+///
+/// Only a note named `GNU` of type 3 is one: SystemTap's probe notes share the type
+/// (`NT_STAPSDT`), and a reader that checks the type alone (blazesym's) took libstdc++'s
+/// first probe for the build ID of every library linked with it without one (rustc's
+/// own `librustc_driver`). The file is read on demand, not loaded whole.
 pub fn build_id(path: &std::path::Path) -> Option<String> {
-    let id = blazesym::helper::read_elf_build_id(path).ok()??;
+    use object::Object;
+    let file = std::fs::File::open(path).ok()?;
+    let cache = object::ReadCache::new(file);
+    let elf = object::File::parse(&cache).ok()?;
+    let id = elf.build_id().ok()??;
     Some(id.iter().map(|b| format!("{b:02x}")).collect())
 }
 

@@ -578,3 +578,36 @@ fn build_ids_are_the_ones_readelf_prints() {
     assert_eq!(build_id(&text), None);
     assert_eq!(build_id(&dir.path().join("gone")), None);
 }
+
+/// A library without a build ID, but with a SystemTap probe note (type 3 as well, named
+/// `stapsdt`, as libstdc++ leaves in what links it): no build ID, as readelf says.
+#[test]
+fn a_probe_note_is_not_a_build_id() {
+    let dir = tempfile::tempdir().unwrap();
+    let src = dir.path().join("probe.c");
+    let lib = dir.path().join("libprobe.so");
+    std::fs::write(
+        &src,
+        "__asm__(\".pushsection .note.stapsdt,\\\"\\\",@note\\n\"\n\
+         \".long 8\\n.long 4\\n.long 3\\n.asciz \\\"stapsdt\\\"\\n.balign 4\\n\"\n\
+         \".long 0x12345678\\n.popsection\\n\");\n\
+         int probe(void) { return 1; }\n",
+    )
+    .unwrap();
+    match Command::new("gcc")
+        .args(["-shared", "-fPIC", "-Wl,--build-id=none", "-o"])
+        .arg(&lib)
+        .arg(&src)
+        .output()
+    {
+        Ok(out) => assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr)),
+        Err(e) => {
+            eprintln!("skipped: cannot run gcc ({e})");
+            return;
+        }
+    }
+    let notes = Command::new("readelf").arg("-n").arg(&lib).output().unwrap();
+    let notes = String::from_utf8_lossy(&notes.stdout);
+    assert!(notes.contains("stapsdt") && !notes.contains("Build ID"), "{notes}");
+    assert_eq!(build_id(&lib), None);
+}
