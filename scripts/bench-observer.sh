@@ -9,6 +9,12 @@
 # tracing's cost (system.tracing_cpu_s, and the target's share) against the CPU time
 # recording added to the load (traced − bare, paired).
 #
+# The agent is measured apart, on the load repeated AGENT_REPEAT times back to back (20:
+# several seconds), with the agent started before the round: by default it traces 5% of
+# each 1 s interval at a random place, so a load shorter than an interval would mostly
+# fall outside the windows and flatter it. Configurations: bare, `agent` (its defaults)
+# and `agent100` (`--trace-duty 100`, tracing throughout).
+#
 # Loads:
 #   pingpong  `powerlens workload pingpong --iterations 20000` (two threads, unpinned)
 #   pipes     two pairs of processes passing one byte back and forth through two pipes,
@@ -84,7 +90,7 @@ timed() {
 }
 
 start_agent() {
-    "$pl" agent --listen "127.0.0.1:$port" 2>"$dir/agent.log" &
+    "$pl" agent --listen "127.0.0.1:$port" "$@" 2>"$dir/agent.log" &
     agent_pid=$!
     for _ in $(seq 200); do
         curl -sf "localhost:$port/healthz" >/dev/null 2>&1 && { sleep 1; return; }
@@ -114,26 +120,14 @@ run_config() {
         nostacks) "$pl" record --no-stacks -o "$dir/n.rec" -- sh -c "$cmd" >/dev/null 2>&1; rm -f "$dir/n.rec" ;;
         perf) perf sched record -o "$dir/perf.data" -- sh -c "$cmd" >/dev/null 2>&1; rm -f "$dir/perf.data" ;;
         agent) start_agent; sh -c "$cmd"; stop_agent ;;
+        agent100) start_agent --trace-duty 100; sh -c "$cmd"; stop_agent ;;
     esac
 }
 
-configs=(bare record nostacks perf agent)
-echo "# bench-observer.sh: $rounds paired rounds per load, $(nproc) CPUs, $(uname -r), $(date -u +%F)"
-for load_name in $loads; do
-    load=$(load_cmd "$load_name")
-    rm -f "$dir"/*.times "$dir/record.extra"
-    echo
-    echo "== $load_name: $load"
-    for round in $(seq "$rounds"); do
-        # Rotate the order so that no configuration always runs first or after another.
-        n=${#configs[@]}
-        for k in $(seq 0 $((n - 1))); do
-            c=${configs[$(((k + round) % n))]}
-            run_config "$c" "$load" "$dir/$c.times" "$round"
-        done
-    done
+# Per-configuration medians of the paired ratios against bare, from $dir/CONFIG.times.
+summarise() {
     printf '%-10s %12s %12s %12s %12s\n' config "wall med s" "wall ×bare" "cpu med s" "cpu ×bare"
-    for c in "${configs[@]}"; do
+    for c in "$@"; do
         paste "$dir/bare.times" "$dir/$c.times" | awk -v c="$c" '
             { bw[NR] = $1; bc[NR] = $2 + $3; w[NR] = $4; cp[NR] = $5 + $6
               rw[NR] = (bw[NR] > 0 ? w[NR] / bw[NR] : 0); rc[NR] = (bc[NR] > 0 ? cp[NR] / bc[NR] : 0) }
@@ -142,6 +136,31 @@ for load_name in $loads; do
                 return n % 2 ? b[(n + 1) / 2] : (b[n / 2] + b[n / 2 + 1]) / 2 }
             END { printf "%-10s %12.3f %11.2f× %12.3f %11.2f×\n", c, med(w, NR), med(rw, NR), med(cp, NR), med(rc, NR) }'
     done
+}
+
+# Runs each configuration once per round, in a rotating order so that none always runs
+# first or after another.
+rounds_of() {
+    local load=$1; shift
+    local configs=("$@") n=$#
+    for round in $(seq "$rounds"); do
+        for k in $(seq 0 $((n - 1))); do
+            c=${configs[$(((k + round) % n))]}
+            run_config "$c" "$load" "$dir/$c.times" "$round"
+        done
+    done
+}
+
+agent_repeat=${AGENT_REPEAT:-20}
+configs=(bare record nostacks perf)
+echo "# bench-observer.sh: $rounds paired rounds per load, $(nproc) CPUs, $(uname -r), $(date -u +%F)"
+for load_name in $loads; do
+    load=$(load_cmd "$load_name")
+    rm -f "$dir"/*.times "$dir/record.extra"
+    echo
+    echo "== $load_name: $load"
+    rounds_of "$load" "${configs[@]}"
+    summarise "${configs[@]}"
     # The estimate against what recording added: per round, the target's tracing_cpu_s
     # over (record's CPU − bare's CPU).
     paste "$dir/bare.times" "$dir/record.times" "$dir/record.extra" | awk '
@@ -153,4 +172,10 @@ for load_name in $loads; do
         END { printf "default record: %d records lost in %d rounds\n", lost, NR
               if (n) printf "tracing_cpu_s (target) / CPU added by recording: median %.2f (added %.3f s, estimated %.3f s; %d rounds with added > 0)\n", med(r, n), med(a, n), med(e, n), n
               else print "tracing_cpu_s: no round where recording added CPU time" }'
+    # The agent, on the load repeated: several of its intervals.
+    rm -f "$dir"/*.times
+    long="for i in \$(seq $agent_repeat); do $load; done"
+    echo "-- $load_name × $agent_repeat with the agent running"
+    rounds_of "$long" bare agent agent100
+    summarise agent agent100
 done

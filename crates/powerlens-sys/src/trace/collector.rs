@@ -582,75 +582,45 @@ impl Collector {
             events,
             ..
         } = self;
-        let source_of = |id| ids.get(id).map(|index| sources[index]);
         for cpu in cpus.iter_mut() {
             let CpuRing { ring, lost, .. } = cpu;
             ring.read(|bytes| {
-                let record = parse_record_with(bytes, |id| source_of(id).map(|s| s.sample_type));
-                let collected = match record {
-                    Record::Sample(sample) => match source_of(sample.id).map(|s| s.kind) {
-                        Some(SourceKind::Trace(event)) => Collected::Trace(TraceRecord {
-                            cpu: sample.cpu,
-                            time_ns: sample.time,
-                            pid: sample.pid,
-                            tid: sample.tid,
-                            event,
-                            format: &events[event],
-                            raw: sample.raw,
-                            callchain: sample.callchain,
-                            user_regs: sample.user_regs,
-                            user_stack: sample.user_stack,
-                        }),
-                        Some(SourceKind::CpuClock) => Collected::CpuSample(CpuSampleRecord {
-                            cpu: sample.cpu,
-                            time_ns: sample.time,
-                            pid: sample.pid,
-                            tid: sample.tid,
-                            period_ns: sample.period,
-                            callchain: sample.callchain,
-                            user_regs: sample.user_regs,
-                            user_stack: sample.user_stack,
-                        }),
-                        Some(SourceKind::SideBand) | None => {
-                            *lost += 1;
-                            return;
-                        }
-                    },
-                    Record::Mmap2(m) => Collected::Mmap(MmapRecord {
-                        pid: m.pid,
-                        tid: m.tid,
-                        cpu: m.cpu,
-                        time_ns: m.time,
-                        mapping: Mapping {
-                            start: m.addr,
-                            end: m.addr.saturating_add(m.len),
-                            file_offset: m.pgoff,
-                            path: String::from_utf8_lossy(m.filename).into_owned(),
-                        },
-                    }),
-                    Record::Comm(c) => Collected::Comm(CommRecord {
-                        pid: c.pid,
-                        tid: c.tid,
-                        cpu: c.cpu,
-                        time_ns: c.time,
-                        comm: c.comm,
-                        exec: c.exec,
-                    }),
-                    Record::Lost { lost: n } => {
-                        *lost += n;
-                        return;
-                    }
-                    Record::Malformed | Record::UnknownId { .. } => {
-                        *lost += 1;
-                        return;
-                    }
-                    Record::Other { .. } => return,
-                };
-                f(collected);
-                passed += 1;
+                if let Some(collected) = decode_record(bytes, ids, sources, events, lost) {
+                    f(collected);
+                    passed += 1;
+                }
             });
         }
         passed
+    }
+
+    /// Copies what every CPU's ring holds into `out` (one chunk per CPU with data) and
+    /// frees the rings at once, to be decoded elsewhere by a [`RecordDecoder`]: a drain
+    /// that copies in one thread and decodes in another frees ring space at memory speed,
+    /// however long decoding (stack unwinding) takes. Returns the bytes copied.
+    pub fn copy_out(&mut self, out: &mut Vec<RawChunk>) -> usize {
+        let mut copied = 0;
+        for cpu in &mut self.cpus {
+            let mut bytes = Vec::new();
+            let n = cpu.ring.copy_out(&mut bytes);
+            if n > 0 {
+                copied += n;
+                out.push(RawChunk {
+                    cpu: cpu.cpu,
+                    bytes,
+                });
+            }
+        }
+        copied
+    }
+
+    /// What decodes the chunks of [`Collector::copy_out`], for another thread.
+    pub fn decoder(&self) -> RecordDecoder {
+        RecordDecoder {
+            ids: self.ids.clone(),
+            sources: self.sources.clone(),
+            events: self.events.clone(),
+        }
     }
 
     /// Blocks until some CPU's ring is half full or `timeout` passes, so that a recorder
@@ -698,10 +668,120 @@ impl Collector {
     }
 }
 
+/// One CPU's ring contents, copied out by [`Collector::copy_out`].
+#[derive(Debug, Clone, Default)]
+pub struct RawChunk {
+    pub cpu: u32,
+    pub bytes: Vec<u8>,
+}
+
+/// Decodes the records of [`RawChunk`]s as [`Collector::drain_all`] does, away from the
+/// collector (it holds what the records' ids mean, not the rings).
+#[derive(Debug, Clone)]
+pub struct RecordDecoder {
+    ids: EventIds,
+    sources: Vec<Source>,
+    events: Vec<EventFormat>,
+}
+
+impl RecordDecoder {
+    /// Passes each record of `chunk` to `f`; records the kernel lost, or that cannot be
+    /// read, are added to `lost`. Returns how many were passed.
+    pub fn decode(
+        &self,
+        chunk: &RawChunk,
+        lost: &mut u64,
+        mut f: impl FnMut(Collected<'_>),
+    ) -> usize {
+        let mut passed = 0;
+        crate::trace::ring::records_in(&chunk.bytes, |bytes| {
+            if let Some(c) = decode_record(bytes, &self.ids, &self.sources, &self.events, lost) {
+                f(c);
+                passed += 1;
+            }
+        });
+        passed
+    }
+}
+
+/// One record as the recorder sees it; `None` (and `lost` counted) for a loss record, a
+/// record of no event of ours or one that cannot be read, and for side-band records that
+/// carry nothing the recorder uses.
+fn decode_record<'a>(
+    bytes: &'a [u8],
+    ids: &EventIds,
+    sources: &[Source],
+    events: &'a [EventFormat],
+    lost: &mut u64,
+) -> Option<Collected<'a>> {
+    let source_of = |id| ids.get(id).map(|index| sources[index]);
+    let record = parse_record_with(bytes, |id| source_of(id).map(|s| s.sample_type));
+    let collected = match record {
+        Record::Sample(sample) => match source_of(sample.id).map(|s| s.kind) {
+            Some(SourceKind::Trace(event)) => Collected::Trace(TraceRecord {
+                cpu: sample.cpu,
+                time_ns: sample.time,
+                pid: sample.pid,
+                tid: sample.tid,
+                event,
+                format: &events[event],
+                raw: sample.raw,
+                callchain: sample.callchain,
+                user_regs: sample.user_regs,
+                user_stack: sample.user_stack,
+            }),
+            Some(SourceKind::CpuClock) => Collected::CpuSample(CpuSampleRecord {
+                cpu: sample.cpu,
+                time_ns: sample.time,
+                pid: sample.pid,
+                tid: sample.tid,
+                period_ns: sample.period,
+                callchain: sample.callchain,
+                user_regs: sample.user_regs,
+                user_stack: sample.user_stack,
+            }),
+            Some(SourceKind::SideBand) | None => {
+                *lost += 1;
+                return None;
+            }
+        },
+        Record::Mmap2(m) => Collected::Mmap(MmapRecord {
+            pid: m.pid,
+            tid: m.tid,
+            cpu: m.cpu,
+            time_ns: m.time,
+            mapping: Mapping {
+                start: m.addr,
+                end: m.addr.saturating_add(m.len),
+                file_offset: m.pgoff,
+                path: String::from_utf8_lossy(m.filename).into_owned(),
+            },
+        }),
+        Record::Comm(c) => Collected::Comm(CommRecord {
+            pid: c.pid,
+            tid: c.tid,
+            cpu: c.cpu,
+            time_ns: c.time,
+            comm: c.comm,
+            exec: c.exec,
+        }),
+        Record::Lost { lost: n } => {
+            *lost += n;
+            return None;
+        }
+        Record::Malformed | Record::UnknownId { .. } => {
+            *lost += 1;
+            return None;
+        }
+        Record::Other { .. } => return None,
+    };
+    Some(collected)
+}
+
 /// Perf event id → index of its source, looked up for every record. The kernel hands out
 /// ids consecutively, so the table is a vector indexed by `id − first id` (a linear search
 /// over the events of every CPU cost more than parsing the record).
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone)]
 struct EventIds {
     first: u64,
     /// `usize::MAX` for an id of no event of ours.

@@ -57,8 +57,8 @@ pub mod ring;
 
 pub use collector::{
     monotonic_now_ns, Collected, Collector, CollectorOptions, CommRecord, CpuSampleRecord,
-    MmapRecord, TraceRecord, TraceSwitch, UnavailableEvent, CPU_CLOCK_EVENT,
-    DEFAULT_SAMPLE_STACK_BYTES, DEFAULT_USER_STACK_BYTES, EXITED, MMAP_EVENT,
+    MmapRecord, RawChunk, RecordDecoder, TraceRecord, TraceSwitch, UnavailableEvent,
+    CPU_CLOCK_EVENT, DEFAULT_SAMPLE_STACK_BYTES, DEFAULT_USER_STACK_BYTES, EXITED, MMAP_EVENT,
 };
 pub use format::{Decoded, EventFormat, Field, FieldKind, FormatError};
 pub use mount::ensure_tracefs;

@@ -122,6 +122,54 @@ impl Ring {
         self.tail().store(new_tail, Ordering::Release);
         count
     }
+
+    /// Appends every byte written since the last call to `out`, in ring order and
+    /// unwrapped, and frees the space at once: a reader that parses later, in another
+    /// thread, holds the ring no longer than a copy takes. The bytes are whole records;
+    /// walk them with [`records_in`]. Returns how many bytes were copied.
+    pub fn copy_out(&mut self, out: &mut Vec<u8>) -> usize {
+        // Acquire/Release as in `read`: the copy happens after the records are visible,
+        // and before the kernel may reuse their space.
+        let head = self.head().load(Ordering::Acquire);
+        let tail = self.tail().load(Ordering::Relaxed);
+        let len = head.wrapping_sub(tail);
+        if len > self.data_size as u64 {
+            // Impossible for a ring the kernel keeps: skip rather than read out of bounds.
+            self.tail().store(head, Ordering::Release);
+            return 0;
+        }
+        let len = len as usize;
+        let start = out.len();
+        out.resize(start + len, 0);
+        let at = (tail % self.data_size as u64) as usize;
+        // SAFETY: `data` points to `data_size` mapped bytes and `[tail, head)` is not
+        // written by the kernel until data_tail moves; copy_wrapping stays within them.
+        unsafe { copy_wrapping(self.data, self.data_size, at, &mut out[start..]) };
+        self.tail().store(head, Ordering::Release);
+        len
+    }
+}
+
+/// Passes each record of `bytes` (whole records, as [`Ring::copy_out`] copied them) to
+/// `f`; a record with an impossible size ends the walk. Returns how many.
+pub fn records_in(bytes: &[u8], f: impl FnMut(&[u8])) -> usize {
+    if bytes.is_empty() {
+        return 0;
+    }
+    let mut scratch = Vec::new();
+    // SAFETY: `bytes` is a live slice nothing writes while we read it; a linear buffer is
+    // a ring that never wraps.
+    unsafe {
+        walk(
+            bytes.as_ptr(),
+            bytes.len(),
+            0,
+            bytes.len() as u64,
+            &mut scratch,
+            f,
+        )
+        .1
+    }
 }
 
 impl Drop for Ring {
@@ -247,5 +295,28 @@ mod tests {
         assert_eq!(walk_all(&zeros, 0, 64), (64, vec![]));
         // Nothing to read.
         assert_eq!(walk_all(&area, head, head), (head, vec![]));
+    }
+
+    /// Copied out, the records come back whole from the linear copy, wherever they
+    /// wrapped in the ring.
+    #[test]
+    fn records_copied_out_walk_as_in_the_ring() {
+        let records = vec![
+            sample_bytes(10, None, b"first"),
+            lost_bytes(3),
+            sample_bytes(12, None, b"third, a little longer"),
+        ];
+        for start in (0..256u64).step_by(8).map(|s| s + 256) {
+            let (area, head) = ring_with(256, start, &records);
+            let mut copy = Vec::new();
+            let at = (start % 256) as usize;
+            copy.resize((head - start) as usize, 0);
+            // SAFETY: `area` is a live 256-byte buffer; the copy stays within it.
+            unsafe { copy_wrapping(area.as_ptr(), 256, at, &mut copy) };
+            let mut out = Vec::new();
+            assert_eq!(records_in(&copy, |r| out.push(r.to_vec())), 3);
+            assert_eq!(out, records, "start {start}");
+        }
+        assert_eq!(records_in(&[], |_| unreachable!()), 0);
     }
 }
