@@ -782,6 +782,15 @@ fn battery_finding(a: &Value, b: &Value) -> Option<String> {
         duration_text(la),
         duration_text(lb)
     );
+    // A recording's battery figures charge the whole machine over its window: say so,
+    // since `run`'s charge the command alone.
+    let whose = |r: &Value| r["battery"]["battery_charges"].as_str().map(str::to_string);
+    let charge = match (whose(a), whose(b)) {
+        (Some(x), Some(y)) if x == "machine" && y == "machine" => {
+            format!("{charge}, paying for the whole machine's energy over each recording window,")
+        }
+        _ => charge,
+    };
     // Runs per charge count recordings' worth of energy: work only for whole runs.
     Some(match not_whole_runs(a, b) {
         None => format!(
@@ -856,6 +865,20 @@ mod tests {
         // over the 1 s recordings: 16 h 40 min and 33 h 20 min.
         a["battery"] = json!({"available": true, "energy_full_wh": 50.0, "runs_per_charge": 60000.0, "life_h": 50.0 / 3.0});
         b["battery"] = json!({"available": true, "energy_full_wh": 50.0, "runs_per_charge": 120000.0, "life_h": 50.0 / 1.5});
+        // Issue 29, point 8: figures of the machine over each window say so.
+        for r in [&mut a, &mut b] {
+            r["battery"]["battery_charges"] = json!("machine");
+        }
+        let d = diff(&a, &b, Rows::Thread, None);
+        assert!(d.summary.iter().any(|f| f.finding.starts_with(
+            "on battery, a charge of 50 Wh, paying for the whole machine's energy over each recording window, retires A's recorded work 60000 times"
+        )), "{:?}", d.summary);
+        for r in [&mut a, &mut b] {
+            r["battery"]
+                .as_object_mut()
+                .unwrap()
+                .remove("battery_charges");
+        }
         let d = diff(&a, &b, Rows::Thread, None);
         let m = d
             .system

@@ -759,6 +759,13 @@ fn once_json_reduced_has_no_wakeup_figures_and_says_why() {
         "leave out --reduced to trace them (root or CAP_PERFMON)"
     );
     assert!(v["lost_records"].is_null());
+    // Issue 29, point 8: there is no command here, so the power model charges the
+    // machine's busy CPUs, and says so.
+    let energy = v["energy_description"].as_str().unwrap();
+    assert!(!energy.contains("of the command"), "{energy}");
+    if energy.contains("power model") {
+        assert!(energy.contains("per busy CPU of the machine"), "{energy}");
+    }
     let text = common::on_this_machine(&["top", "--once", "--reduced", "--interval", "0.3s"]);
     let text = String::from_utf8(text.stdout).unwrap();
     assert!(text.contains("leave out --reduced"), "{text}");
