@@ -805,6 +805,15 @@ mod tests {
     use super::*;
     use serde_json::json;
 
+    /// The findings of one section, in order.
+    fn findings_of<'a>(d: &'a Diff, section: &str) -> Vec<&'a str> {
+        d.summary
+            .iter()
+            .filter(|f| f.section == section)
+            .map(|f| f.finding.as_str())
+            .collect()
+    }
+
     /// A 1 s recording of a target whose two threads cause every idle wake-up.
     fn report(wakeups_per_s: f64, mean_idle_us: f64, cpu: f64, energy_j: f64) -> Value {
         let idle_wakeups = wakeups_per_s / 2.0;
@@ -970,12 +979,7 @@ mod tests {
         a["system"]["elapsed_s"] = json!(10.0);
         b["system"]["elapsed_s"] = json!(20.0);
         let d = diff(&a, &b, Rows::Thread, None);
-        let energy: Vec<&str> = d
-            .summary
-            .iter()
-            .filter(|f| f.section == ENERGY)
-            .map(|f| f.finding.as_str())
-            .collect();
+        let energy = findings_of(&d, ENERGY);
         assert_eq!(
             energy,
             ["B draws 50% less power: P = E / t = 30.000 J / 10.000 s = 3.00 W in A, 30.000 J / 20.000 s = 1.50 W in B (the target's share: 15.000 J and 15.000 J). These energies are not the energy to retire the same work: A is a window of time (system-wide or attached to a process), not a run of a command; record each as `powerlens record -- CMD` to compare that"]
@@ -1109,12 +1113,7 @@ mod tests {
             r["energy"]["other_j"] = json!(other);
         }
         let d = diff(&a, &b, Rows::Thread, None);
-        let energy: Vec<&str> = d
-            .summary
-            .iter()
-            .filter(|f| f.section == ENERGY)
-            .map(|f| f.finding.as_str())
-            .collect();
+        let energy = findings_of(&d, ENERGY);
         assert_eq!(
             energy,
             ["B's target retires its work with 96% less energy: its share of the energy is 0.302 J in A and 0.013 J in B; the whole machine: E = P × t = 4.05 W × 1.000 s = 4.050 J in A, 3.00 W × 1.000 s = 3.000 J in B; 0.760 J of the machine's 1.050 J gap is other processes' work (the target's share differs by 0.289 J): record with less beside it, or compare the target's share"]
