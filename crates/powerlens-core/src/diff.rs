@@ -384,6 +384,8 @@ fn idleness(a: &Value, b: &Value, target: Option<&JudgedStates>, out: &mut Vec<F
         // No wake-up figure of the target's own (a reduced recording): the machine's,
         // said to be the machine's.
         push(out, format!("the whole machine's CPUs woke from idle {x:.1}/s in A and {y:.1}/s in B (the target's own idle wake-ups are unknown)"));
+    } else {
+        push(out, "idle wake-ups are unknown in at least one recording (a reduced recording has no scheduler trace): no finding on them".into());
     }
     // The deepest state worth reaching: the target machine's, else the recording's own.
     let deepest = |r: &Value| match target.and_then(|t| Some((t, t.deepest()?))) {
@@ -512,15 +514,8 @@ fn scheduling(a: &Value, b: &Value, out: &mut Vec<Finding>) {
         return;
     }
     let sum = |r: &Value, column: &str| thread_sum(r, column).unwrap_or(0.0);
-    let sums = |r: &Value| {
-        (
-            sum(r, "sync_switches"),
-            sum(r, "preempt_switches"),
-            sum(r, "wait_time_s"),
-            sum(r, "inactive_time_s"),
-        )
-    };
-    let ((sa, pa, wa, ia), (sb, pb, wb, ib)) = (sums(a), sums(b));
+    let sums = |r: &Value| (sum(r, "sync_switches"), sum(r, "preempt_switches"));
+    let ((sa, pa), (sb, pb)) = (sums(a), sums(b));
     let share = |p: f64, s: f64| {
         if p + s > 0.0 {
             100.0 * p / (p + s)
@@ -542,11 +537,23 @@ fn scheduling(a: &Value, b: &Value, out: &mut Vec<Finding>) {
             share(pb, sb)
         ),
     });
-    out.push(Finding {
-        section: SCHEDULING,
-        finding: format!(
+    // Wait and inactive time need the scheduler trace: a reduced recording has none,
+    // which is no 0 s.
+    let times = |r: &Value| {
+        Some((
+            thread_sum(r, "wait_time_s")?,
+            thread_sum(r, "inactive_time_s")?,
+        ))
+    };
+    let finding = match (times(a), times(b)) {
+        (Some((wa, ia)), Some((wb, ib))) => format!(
             "they wait {wa:.3} s and stay runnable but not running (inactive) {ia:.3} s in A, against {wb:.3} s and {ib:.3} s in B"
         ),
+        _ => "wait and inactive time are unknown in at least one recording (a reduced recording has no scheduler trace): no finding on them".into(),
+    };
+    out.push(Finding {
+        section: SCHEDULING,
+        finding,
     });
 }
 
@@ -643,7 +650,7 @@ fn energy(a: &Value, b: &Value, out: &mut Vec<Finding>) {
         // The work is the target's: its share of the energy decides, the machine's total
         // (other processes' work included) is context.
         (None, Some((x, y))) => format!(
-            "{}: its share of the energy is {x:.3} J in A and {y:.3} J in B; the whole machine: {machine}",
+            "{}: the target's share of the energy is {x:.3} J in A and {y:.3} J in B; the whole machine: {machine}",
             less_energy(x, y, "A's and B's targets retire their work", |w| format!("{w}'s target retires its work"))
         ),
         (None, None) => format!(
@@ -941,7 +948,7 @@ mod tests {
             "the CPUs idled 95.0 ms on average before B's target woke them, which reaches"
         ));
         assert!(said(
-            "B's target retires its work with 50% less energy: its share of the energy is 1.500 J in A and 0.750 J in B; the whole machine: E = P × t = 3.00 W × 1.000 s = 3.000 J in A"
+            "B's target retires its work with 50% less energy: the target's share of the energy is 1.500 J in A and 0.750 J in B; the whole machine: E = P × t = 3.00 W × 1.000 s = 3.000 J in A"
         ));
         assert!(
             !said("ESTIMATED"),
@@ -1116,7 +1123,7 @@ mod tests {
         let energy = findings_of(&d, ENERGY);
         assert_eq!(
             energy,
-            ["B's target retires its work with 96% less energy: its share of the energy is 0.302 J in A and 0.013 J in B; the whole machine: E = P × t = 4.05 W × 1.000 s = 4.050 J in A, 3.00 W × 1.000 s = 3.000 J in B; 0.760 J of the machine's 1.050 J gap is other processes' work (the target's share differs by 0.289 J): record with less beside it, or compare the target's share"]
+            ["B's target retires its work with 96% less energy: the target's share of the energy is 0.302 J in A and 0.013 J in B; the whole machine: E = P × t = 4.05 W × 1.000 s = 4.050 J in A, 3.00 W × 1.000 s = 3.000 J in B; 0.760 J of the machine's 1.050 J gap is other processes' work (the target's share differs by 0.289 J): record with less beside it, or compare the target's share"]
         );
         let d = diff(&a, &a, Rows::Thread, None);
         let energy = &d
@@ -1126,7 +1133,7 @@ mod tests {
             .unwrap()
             .finding;
         assert!(
-            energy.starts_with("A's and B's targets retire their work with the same energy to within 0.5%: its share"),
+            energy.starts_with("A's and B's targets retire their work with the same energy to within 0.5%: the target's share"),
             "{energy}"
         );
         assert!(!energy.contains("0% less"), "{energy}");
@@ -1204,6 +1211,43 @@ mod tests {
         );
         assert!(
             !d.notes.iter().any(|n| n.contains("newer or reduced")),
+            "{:?}",
+            d.notes
+        );
+    }
+
+    /// A reduced recording traced no waits nor idle wake-ups: the findings say they are
+    /// unknown, never 0 s, and the notes name the reduced recording as the reason.
+    #[test]
+    fn a_reduced_side_is_no_zero_for_what_it_did_not_trace() {
+        let a = report(10.0, 900.0, 0.5, 3.0);
+        let mut b = a.clone();
+        b["system"]["idle_wakeups_per_s"] = Value::Null;
+        for t in b["threads"].as_array_mut().unwrap() {
+            for k in [
+                "wait_time_s",
+                "inactive_time_s",
+                "idle_wakeups",
+                "idle_time_s",
+                "wakeups_received_total",
+            ] {
+                t[k] = Value::Null;
+            }
+            t["cpu_time_source"] = json!("procfs");
+        }
+        let d = diff(&a, &b, Rows::Thread, None);
+        assert_eq!(
+            findings_of(&d, IDLENESS)[0],
+            "idle wake-ups are unknown in at least one recording (a reduced recording has no scheduler trace): no finding on them"
+        );
+        assert_eq!(
+            findings_of(&d, SCHEDULING)[1],
+            "wait and inactive time are unknown in at least one recording (a reduced recording has no scheduler trace): no finding on them"
+        );
+        assert!(
+            d.notes.iter().any(|n| n.starts_with(
+                "B has no value for 1 figure A has (idle_wakeups_per_s): B is a reduced recording"
+            )),
             "{:?}",
             d.notes
         );

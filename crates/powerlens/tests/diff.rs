@@ -333,7 +333,7 @@ fn issue_29_the_target_is_judged_on_its_rows_beside_a_cpu_bound_process() {
     assert!(
         energy.starts_with("B's target retires its work with")
             && energy.contains(&format!(
-                "its share of the energy is {ea:.3} J in A and {eb:.3} J in B"
+                "the target's share of the energy is {ea:.3} J in A and {eb:.3} J in B"
             )),
         "{energy}"
     );
