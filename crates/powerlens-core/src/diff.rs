@@ -91,6 +91,7 @@ pub fn diff(a: &Value, b: &Value, rows: Rows, target: Option<&JudgedStates>) -> 
     let (sa, sb) = (side("A", a, &a_leaves), side("B", b, &b_leaves));
     let mut notes = notes::one_sided(&sa, &sb);
     notes.extend(notes::one_sided(&sb, &sa));
+    notes.extend([&sa, &sb].into_iter().filter_map(notes::lost_records));
     let (x, y) = (&a["system"]["cpus"], &b["system"]["cpus"]);
     if x != y {
         notes.push(format!(
@@ -1214,6 +1215,12 @@ mod tests {
             "{:?}",
             d.notes
         );
+        // Lost trace records make a side's counts short: said, with the fix.
+        b["system"]["lost_records"] = json!(161007);
+        let d = diff(&a, &b, Rows::Thread, None);
+        assert!(d.notes.iter().any(|n| n.starts_with(
+            "B's recording lost 161007 trace records (the recorder's rings overflowed): its counts of switches and wake-ups are short"
+        )), "{:?}", d.notes);
     }
 
     /// A reduced recording traced no waits nor idle wake-ups: the findings say they are

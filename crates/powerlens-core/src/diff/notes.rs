@@ -69,6 +69,17 @@ pub(super) fn one_sided(side: &Side<'_>, other: &Side<'_>) -> Vec<String> {
     notes
 }
 
+/// When `side`'s recording lost trace records: its counts are short of what happened.
+pub(super) fn lost_records(side: &Side<'_>) -> Option<String> {
+    let lost = side.report["system"]["lost_records"]
+        .as_u64()
+        .filter(|n| *n > 0)?;
+    let s = side.name;
+    Some(format!(
+        "{s}'s recording lost {lost} trace records (the recorder's rings overflowed): its counts of switches and wake-ups are short, and a finding on them may not hold; record it again with a larger --buffer-pages, or with less running beside it"
+    ))
+}
+
 /// "1 figure", "7 figures".
 fn count(n: usize, noun: &str) -> String {
     if n == 1 {

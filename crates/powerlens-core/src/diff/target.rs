@@ -12,7 +12,8 @@ pub(super) struct Target {
     pub idle_wakeups: Option<f64>,
     /// The CPUs' idle time before those wake-ups, in seconds.
     pub idle_before_wakeups_s: Option<f64>,
-    /// Every wake-up the target's threads received, idle CPU or not.
+    /// Every wake-up the target's threads received, idle CPU or not: those the trace
+    /// recorded and those it did not (a thread that ran again after blocking).
     pub wakeups_received: Option<f64>,
     pub cpu_time_s: Option<f64>,
     /// The target's share of the energy (`energy.target_j`).
@@ -25,7 +26,8 @@ impl Target {
         Target {
             idle_wakeups: thread_sum(report, "idle_wakeups"),
             idle_before_wakeups_s: thread_sum(report, "idle_time_s"),
-            wakeups_received: thread_sum(report, "wakeups_received_total"),
+            wakeups_received: thread_sum(report, "wakeups_received_total")
+                .map(|n| n + thread_sum(report, "unrecorded_wakeups").unwrap_or(0.0)),
             cpu_time_s: thread_sum(report, "cpu_time_s"),
             energy_j: report["energy"]["target_j"].as_f64(),
             elapsed_s: report["system"]["elapsed_s"].as_f64().filter(|e| *e > 0.0),
@@ -76,7 +78,7 @@ mod tests {
             "system": {"elapsed_s": 2.0},
             "energy": {"target_j": 0.3},
             "threads": [
-                {"cpu_time_s": 0.1, "idle_wakeups": 30, "idle_time_s": 0.03, "wakeups_received_total": 100,
+                {"cpu_time_s": 0.1, "idle_wakeups": 30, "idle_time_s": 0.03, "wakeups_received_total": 96, "unrecorded_wakeups": 4,
                  "wakeups_received": {"timer": 90, "thread": 10}},
                 {"cpu_time_s": 0.2, "idle_wakeups": 10, "idle_time_s": 0.01, "wakeups_received_total": 5,
                  "wakeups_received": {"timer": 5, "thread": 0}}
