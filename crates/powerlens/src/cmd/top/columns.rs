@@ -58,14 +58,14 @@ impl Col {
         match self {
             Col::Pid => "the process id",
             Col::Command => "its main thread's name (the kernel's comm, 15 characters at most)",
-            Col::Power => "its share of the node's energy per second: the node's power less the idle share, split over the processes by the CPU time the scheduler charged them",
-            Col::Cpu => "CPU time over the interval's length: 200 is two CPUs busy all the interval",
+            Col::Power => "its share of the node's power: the non-idle power split by CPU time",
+            Col::Cpu => "CPU time over the interval: 200 is two CPUs busy all the interval",
             Col::Wakeups => "wake-ups its threads received per second, all causes",
             Col::Thread => "… issued by another thread",
             Col::Timer => "… from a timer callback",
             Col::Irq => "… from a hardware interrupt or a softirq",
-            Col::Ipi => "… from an IPI or a CPU's idle task (a remote wake-up with no thread behind it)",
-            Col::IdleWakeups => "wake-ups per second that were the first to run on an idle CPU: the ones that cost an idle exit",
+            Col::Ipi => "… from an IPI or an idle CPU (a remote wake-up, no thread behind it)",
+            Col::IdleWakeups => "wake-ups per second that ended a CPU's idle (an idle exit each)",
         }
     }
 

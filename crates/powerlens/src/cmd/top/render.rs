@@ -703,6 +703,12 @@ pub(crate) mod tests {
         let (lines, _) = draw(&v, 80, 24);
         let screen = lines.join("\n");
         assert!(screen.contains("powerlens top: the columns"), "{screen}");
+        // At 80 × 24 every column and every key fits, each on a line of its own.
+        assert!(
+            lines.iter().any(|l| l.starts_with("q, Ctrl-C  quit")),
+            "{screen}"
+        );
+        assert!(lines.iter().all(|l| l.chars().count() <= 80));
         for c in Col::ALL {
             assert!(
                 lines.iter().any(|l| l.starts_with(c.title())
