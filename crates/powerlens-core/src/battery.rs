@@ -96,6 +96,42 @@ pub struct BatteryLife {
     pub provenance: Provenance,
     /// What a reader must know: the scope of the energy, the gauge's resolution.
     pub notes: Vec<String>,
+    /// Whose energy a charge pays for: the command's own (`run` under the power model),
+    /// or the whole machine's over the measured time (`record`, a meter). `None` in figures
+    /// saved before it was kept.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub battery_charges: Option<Charged>,
+}
+
+/// Whose energy a figure charges.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Charged {
+    /// The measured command's: the power model on its own CPU time (and the idle term).
+    Command,
+    /// The whole machine's over the measured time: every process's, and idle.
+    Machine,
+}
+
+impl Charged {
+    /// Whose energy `energy` is where the command's own CPU time is known (`run`,
+    /// `compare`): the power model charges it; a meter reads the whole machine.
+    pub fn of_runs(energy: &Provenance) -> Charged {
+        match energy {
+            Provenance::Estimated { .. } => Charged::Command,
+            _ => Charged::Machine,
+        }
+    }
+}
+
+impl BatteryReport {
+    /// The figures, saying whose energy they charge.
+    pub fn charging(mut self, charged: Charged) -> BatteryReport {
+        if let Some(life) = &mut self.life {
+            life.battery_charges = Some(charged);
+        }
+        self
+    }
 }
 
 /// The battery-life figures, or why there are none and the fix.
@@ -304,6 +340,7 @@ pub fn figures(
         charge_source: None,
         provenance: energy.clone(),
         notes,
+        battery_charges: None,
     };
     match charges {
         Ok(charges) => conventional(&mut life, &charges),
@@ -807,5 +844,36 @@ Win7 runs out of battery after 2 h 30 min, 30 min before finishing it (3 h 00 mi
         assert_eq!(duration_text(0.75), "45 min");
         assert_eq!(duration_text(12.0 / 3600.0), "12 s");
         assert_eq!(duration_text(1.0 + 5.0 / 60.0), "1 h 05 min");
+    }
+
+    /// Issue 29, point 8: figures say whose energy they charge — `run`'s power model the
+    /// command's, a meter or a recording the machine's — in JSON as `battery_charges`.
+    #[test]
+    fn figures_say_whose_energy_they_charge() {
+        let work = Workload {
+            energy_per_run_j: 3.0,
+            power_w: 3.0,
+            time_per_run_s: 1.0,
+        };
+        let model = Provenance::estimated("m", "p");
+        let measured = measured();
+        assert_eq!(Charged::of_runs(&model), Charged::Command);
+        assert_eq!(Charged::of_runs(&measured), Charged::Machine);
+        let r = figures(&capacity(50.0), &work, Err("n/a".into()), &model, false)
+            .charging(Charged::Command);
+        let v = serde_json::to_value(&r).unwrap();
+        assert_eq!(v["battery_charges"], "command", "{v}");
+        let r = figures(&capacity(50.0), &work, Err("n/a".into()), &measured, true)
+            .charging(Charged::Machine);
+        assert_eq!(
+            serde_json::to_value(&r).unwrap()["battery_charges"],
+            "machine"
+        );
+        // Unavailable figures charge nothing, and say nothing of it.
+        let none = BatteryReport::unavailable("r", None).charging(Charged::Machine);
+        assert!(serde_json::to_value(&none)
+            .unwrap()
+            .get("battery_charges")
+            .is_none());
     }
 }

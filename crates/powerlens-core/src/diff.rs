@@ -16,6 +16,11 @@ use crate::provenance::Provenance;
 use crate::sched::report::RecordingSpan;
 use crate::verdict::estimated_qualifier;
 
+mod notes;
+mod target;
+pub use target::wakeups_received_by_cause;
+use target::{thread_sum, Target};
+
 /// One figure of both reports. `ratio` is a / b (1 when they are equal, also both zero;
 /// `None` when b is zero and a is not, or the figure is not a number); `difference` is
 /// a − b.
@@ -74,23 +79,19 @@ pub struct Diff {
 }
 
 pub fn diff(a: &Value, b: &Value, rows: Rows, target: Option<&JudgedStates>) -> Diff {
-    let system = system(a, b);
+    let (a_leaves, b_leaves) = (leaves(a), leaves(b));
+    let system = paired(&a_leaves, &b_leaves);
     let (a_rows, b_rows) = (row_list(a, rows), row_list(b, rows));
     let rows_diff = match_rows(&a_rows, &b_rows);
-    let mut notes = Vec::new();
-    let only = |side: &str, n: usize| {
-        (n > 0).then(|| format!("{n} metrics are only in {side}'s report (a newer or reduced recording): shown with the other side null"))
+    let side = |name, report, leaves| notes::Side {
+        name,
+        report,
+        leaves,
     };
-    let only_a = system
-        .iter()
-        .filter(|m| m.b.is_null() && !m.a.is_null())
-        .count();
-    let only_b = system
-        .iter()
-        .filter(|m| m.a.is_null() && !m.b.is_null())
-        .count();
-    notes.extend(only("A", only_a));
-    notes.extend(only("B", only_b));
+    let (sa, sb) = (side("A", a, &a_leaves), side("B", b, &b_leaves));
+    let mut notes = notes::one_sided(&sa, &sb);
+    notes.extend(notes::one_sided(&sb, &sa));
+    notes.extend([&sa, &sb].into_iter().filter_map(notes::lost_records));
     let (x, y) = (&a["system"]["cpus"], &b["system"]["cpus"]);
     if x != y {
         notes.push(format!(
@@ -114,20 +115,11 @@ pub fn diff(a: &Value, b: &Value, rows: Rows, target: Option<&JudgedStates>) -> 
 /// dotted keys (`idle_states.POLL.target_residency_us`, `energy.target_j`,
 /// `battery.runs_per_charge`), in A's order then B's.
 pub fn system(a: &Value, b: &Value) -> Vec<MetricDiff> {
-    let mut a_leaves = Vec::new();
-    let mut b_leaves = Vec::new();
-    for (section, prefix) in [
-        ("system", ""),
-        ("energy", "energy."),
-        ("battery", "battery."),
-    ] {
-        // The battery section is there only when a recording has battery figures.
-        for (report, leaves) in [(a, &mut a_leaves), (b, &mut b_leaves)] {
-            if !report[section].is_null() {
-                flatten(prefix, &report[section], leaves);
-            }
-        }
-    }
+    paired(&leaves(a), &leaves(b))
+}
+
+/// A's figures with B's of the same key, then B's own.
+fn paired(a_leaves: &[(String, Value)], b_leaves: &[(String, Value)]) -> Vec<MetricDiff> {
     let mut out: Vec<MetricDiff> = a_leaves
         .iter()
         .map(|(key, x)| {
@@ -139,9 +131,25 @@ pub fn system(a: &Value, b: &Value) -> Vec<MetricDiff> {
             metric(key, x.clone(), y)
         })
         .collect();
-    for (key, y) in &b_leaves {
+    for (key, y) in b_leaves {
         if !a_leaves.iter().any(|(k, _)| k == key) {
             out.push(metric(key, Value::Null, y.clone()));
+        }
+    }
+    out
+}
+
+/// A report's figures of `system`, `energy` and `battery` as (dotted key, value).
+fn leaves(report: &Value) -> Vec<(String, Value)> {
+    let mut out = Vec::new();
+    for (section, prefix) in [
+        ("system", ""),
+        ("energy", "energy."),
+        ("battery", "battery."),
+    ] {
+        // The battery section is there only when a recording has battery figures.
+        if !report[section].is_null() {
+            flatten(prefix, &report[section], &mut out);
         }
     }
     out
@@ -186,7 +194,9 @@ fn dust_to_zero(d: f64, a: f64, b: f64) -> f64 {
 fn flatten(prefix: &str, v: &Value, out: &mut Vec<(String, Value)>) {
     match v {
         Value::Object(m) => {
-            for (k, x) in m {
+            // Examples (`switch_interval_examples`: "tid 68", …) illustrate a figure;
+            // they are not figures to compare.
+            for (k, x) in m.iter().filter(|(k, _)| !k.ends_with("_examples")) {
                 flatten(&format!("{prefix}{k}."), x, out);
             }
         }
@@ -364,23 +374,19 @@ fn idleness(a: &Value, b: &Value, target: Option<&JudgedStates>, out: &mut Vec<F
             finding,
         })
     };
-    if let (Some(x), Some(y)) = (
+    let (ta, tb) = (Target::of(a), Target::of(b));
+    let machine = (
         number(a, "idle_wakeups_per_s"),
         number(b, "idle_wakeups_per_s"),
-    ) {
-        push(
-            out,
-            match larger(x, y) {
-                Some((_, _, r)) if (r - 1.0).abs() < 0.005 => {
-                    format!("A and B wake the CPUs from idle as often ({x:.1}/s)")
-                }
-                Some((more, less, r)) => format!(
-                    "{more} wakes the CPUs from idle {} as often as {less} ({x:.1}/s in A, {y:.1}/s in B)",
-                    times(r)
-                ),
-                None => format!("A wakes the CPUs from idle {x:.1}/s, B never ({y:.1}/s)"),
-            },
-        );
+    );
+    if let Some(finding) = target_wakeups(&ta, &tb, machine) {
+        push(out, finding);
+    } else if let (Some(x), Some(y)) = machine {
+        // No wake-up figure of the target's own (a reduced recording): the machine's,
+        // said to be the machine's.
+        push(out, format!("the whole machine's CPUs woke from idle {x:.1}/s in A and {y:.1}/s in B (the target's own idle wake-ups are unknown)"));
+    } else {
+        push(out, "idle wake-ups are unknown in at least one recording (a reduced recording has no scheduler trace): no finding on them".into());
     }
     // The deepest state worth reaching: the target machine's, else the recording's own.
     let deepest = |r: &Value| match target.and_then(|t| Some((t, t.deepest()?))) {
@@ -396,10 +402,16 @@ fn idleness(a: &Value, b: &Value, target: Option<&JudgedStates>, out: &mut Vec<F
                 Some((format!("{} of its own machine", text(&s["name"])), us))
             }),
     };
-    for (side, report) in [("A", a), ("B", b)] {
-        if let (Some(mean), Some((state, residency))) =
-            (number(report, "mean_idle_per_wakeup_us"), deepest(report))
-        {
+    for (side, report, t) in [("A", a, &ta), ("B", b, &tb)] {
+        // The idle the target's own wake-ups ended; the machine's when it ended none.
+        let (mean, whose) = match t.mean_idle_before_wakeup_us() {
+            Some(mean) => (Some(mean), format!("{side}'s target woke them")),
+            None => (
+                number(report, "mean_idle_per_wakeup_us"),
+                format!("a wake-up on {side}'s machine (its target woke no idle CPU)"),
+            ),
+        };
+        if let (Some(mean), Some((state, residency))) = (mean, deepest(report)) {
             let verb = if mean >= residency {
                 "reaches"
             } else {
@@ -408,7 +420,7 @@ fn idleness(a: &Value, b: &Value, target: Option<&JudgedStates>, out: &mut Vec<F
             push(
                 out,
                 format!(
-                    "{side}'s mean idle before a wake-up, {}, {verb} the {} target residency of the deepest idle state, {state}",
+                    "the CPUs idled {} on average before {whose}, which {verb} the {} target residency of the deepest idle state, {state}",
                     micros(mean),
                     micros(residency)
                 ),
@@ -422,10 +434,72 @@ fn idleness(a: &Value, b: &Value, target: Option<&JudgedStates>, out: &mut Vec<F
         if (x - y).abs() >= 1.0 {
             push(
                 out,
-                format!("idleness efficiency (idle time spent in the deepest state) is {x:.0}% in A and {y:.0}% in B"),
+                format!("the whole machine's idleness efficiency (idle time spent in the deepest state) is {x:.0}% in A and {y:.0}% in B"),
             );
         }
     }
+}
+
+/// Fewer idle wake-ups than this on both sides together compare nothing: a CPU that
+/// happened to be idle once or twice.
+const FEW_IDLE_WAKEUPS: f64 = 20.0;
+
+/// Which target wakes the CPUs from idle more, on its threads' own idle wake-ups, with
+/// the wake-ups it received and the machine's rate as context; `None` when the rows
+/// have no wake-up figures.
+fn target_wakeups(ta: &Target, tb: &Target, machine: (Option<f64>, Option<f64>)) -> Option<String> {
+    let (x, y) = (ta.idle_wakeups?, tb.idle_wakeups?);
+    let (xr, yr) = (ta.idle_wakeups_per_s()?, tb.idle_wakeups_per_s()?);
+    let mut finding = if x + y < FEW_IDLE_WAKEUPS {
+        // The CPUs were kept busy by other work, so a handful of idle wake-ups is noise:
+        // the count of wake-ups received still says which target asks for the CPUs more.
+        let few = format!("too few found a CPU idle to compare idle wake-ups ({x:.0} in A, {y:.0} in B): other work kept the CPUs busy");
+        match (ta.wakeups_received, tb.wakeups_received) {
+            (Some(wa), Some(wb)) => match larger(wa, wb) {
+                Some((more, less, r)) if (r - 1.0).abs() >= 0.005 => format!(
+                    "{more}'s target is woken {} as often as {less}'s ({wa:.0} wake-ups received in A, {wb:.0} in B), but {few}",
+                    times(r)
+                ),
+                _ => format!("both targets are woken about as often ({wa:.0} and {wb:.0} wake-ups received), and {few}"),
+            },
+            _ => format!("of the targets' wake-ups, {few}"),
+        }
+    } else {
+        let counts = format!(
+            "its threads caused {x:.0} idle wake-ups in A ({xr:.1}/s) and {y:.0} in B ({yr:.1}/s)"
+        );
+        let received = match (ta.wakeups_received, tb.wakeups_received) {
+            (Some(wa), Some(wb)) => format!(" of the {wa:.0} and {wb:.0} wake-ups they received"),
+            _ => String::new(),
+        };
+        match larger(xr, yr) {
+            Some((_, _, r)) if (r - 1.0).abs() < 0.005 => {
+                format!("A's and B's targets wake the CPUs from idle as often: {counts}{received}")
+            }
+            Some((more, less, r)) => format!(
+                "{more}'s target wakes the CPUs from idle {} as often as {less}'s: {counts}{received}",
+                times(r)
+            ),
+            None => {
+                let (more, less) = if xr > yr { ("A", "B") } else { ("B", "A") };
+                format!("{more}'s target wakes the CPUs from idle, {less}'s never: {counts}{received}")
+            }
+        }
+    };
+    if let (Some(sa), Some(sb)) = machine {
+        finding += &format!("; the whole machine: {sa:.1}/s in A and {sb:.1}/s in B");
+        // Who makes the machine's difference: the target's share of it, or the rest.
+        let (machine_gap, target_gap) = (sa - sb, xr - yr);
+        let others = machine_gap - target_gap;
+        if others.abs() > target_gap.abs() && machine_gap.abs() >= 0.05 {
+            finding += &format!(
+                ", where other processes make {:.1}/s of the difference against the target's {:.1}/s",
+                others.abs(),
+                target_gap.abs()
+            );
+        }
+    }
+    Some(finding)
 }
 
 fn micros(us: f64) -> String {
@@ -436,27 +510,13 @@ fn micros(us: f64) -> String {
     }
 }
 
-/// Σ of a numeric column over the report's thread rows.
-fn thread_sum(report: &Value, column: &str) -> f64 {
-    report["threads"]
-        .as_array()
-        .map(|t| t.iter().filter_map(|r| r[column].as_f64()).sum())
-        .unwrap_or(0.0)
-}
-
 fn scheduling(a: &Value, b: &Value, out: &mut Vec<Finding>) {
     if a["threads"].as_array().is_none() || b["threads"].as_array().is_none() {
         return;
     }
-    let sums = |r: &Value| {
-        (
-            thread_sum(r, "sync_switches"),
-            thread_sum(r, "preempt_switches"),
-            thread_sum(r, "wait_time_s"),
-            thread_sum(r, "inactive_time_s"),
-        )
-    };
-    let ((sa, pa, wa, ia), (sb, pb, wb, ib)) = (sums(a), sums(b));
+    let sum = |r: &Value, column: &str| thread_sum(r, column).unwrap_or(0.0);
+    let sums = |r: &Value| (sum(r, "sync_switches"), sum(r, "preempt_switches"));
+    let ((sa, pa), (sb, pb)) = (sums(a), sums(b));
     let share = |p: f64, s: f64| {
         if p + s > 0.0 {
             100.0 * p / (p + s)
@@ -478,11 +538,23 @@ fn scheduling(a: &Value, b: &Value, out: &mut Vec<Finding>) {
             share(pb, sb)
         ),
     });
-    out.push(Finding {
-        section: SCHEDULING,
-        finding: format!(
+    // Wait and inactive time need the scheduler trace: a reduced recording has none,
+    // which is no 0 s.
+    let times = |r: &Value| {
+        Some((
+            thread_sum(r, "wait_time_s")?,
+            thread_sum(r, "inactive_time_s")?,
+        ))
+    };
+    let finding = match (times(a), times(b)) {
+        (Some((wa, ia)), Some((wb, ib))) => format!(
             "they wait {wa:.3} s and stay runnable but not running (inactive) {ia:.3} s in A, against {wb:.3} s and {ib:.3} s in B"
         ),
+        _ => "wait and inactive time are unknown in at least one recording (a reduced recording has no scheduler trace): no finding on them".into(),
+    };
+    out.push(Finding {
+        section: SCHEDULING,
+        finding,
     });
 }
 
@@ -493,9 +565,7 @@ fn active_work(a: &Value, b: &Value, out: &mut Vec<Finding>) {
             finding,
         })
     };
-    let cpu = |r: &Value| thread_sum(r, "cpu_time_s");
-    if a["threads"].is_array() && b["threads"].is_array() {
-        let (x, y) = (cpu(a), cpu(b));
+    if let (Some(x), Some(y)) = (Target::of(a).cpu_time_s, Target::of(b).cpu_time_s) {
         push(
             out,
             match larger(x, y) {
@@ -520,18 +590,25 @@ fn active_work(a: &Value, b: &Value, out: &mut Vec<Finding>) {
             "frequency is unknown in at least one recording (no cpufreq, no power:cpu_frequency events): no finding on frequency".into(),
         ),
     }
-    let parallelism = |r: &Value| {
-        r["processes"]
-            .as_array()
-            .and_then(|p| p.first())
-            .and_then(|p| Some((text(&p["comm"]), p["effective_parallelism"].as_f64()?)))
-    };
-    if let (Some((ca, x)), Some((cb, y))) = (parallelism(a), parallelism(b)) {
-        push(
-            out,
-            format!("the first process keeps {x:.2} CPUs busy on average while it runs in A ({ca}) and {y:.2} in B ({cb})"),
-        );
+    if let (Some((ca, x)), Some((cb, y))) = (busiest_process(a), busiest_process(b)) {
+        // The same parallelism on both sides (two single-threaded programs) tells nothing.
+        if (x - y).abs() >= 0.05 {
+            push(
+                out,
+                format!("the process that did most of the target's work keeps {x:.2} CPUs busy on average while it runs in A ({ca}) and {y:.2} in B ({cb})"),
+            );
+        }
     }
+}
+
+/// The target process with the most CPU time, and its effective parallelism: the one that
+/// did the work, not a shell that started it.
+fn busiest_process(report: &Value) -> Option<(String, f64)> {
+    let p = report["processes"].as_array()?.iter().max_by(|p, q| {
+        let cpu = |r: &Value| r["cpu_time_s"].as_f64().unwrap_or(0.0);
+        cpu(p).total_cmp(&cpu(q))
+    })?;
+    Some((text(&p["comm"]), p["effective_parallelism"].as_f64()?))
 }
 
 /// A report's energy provenance.
@@ -566,28 +643,42 @@ fn energy(a: &Value, b: &Value, out: &mut Vec<Finding>) {
     };
     let power = |e: f64, t: f64| if t > 0.0 { e / t } else { 0.0 };
     let (pa, pb) = (power(ea, ta), power(eb, tb));
-    let (which, saving) = lower_side(ea, eb);
     let spans = not_whole_runs(a, b);
-    let mut finding = match spans {
-        None => format!(
-            "{which} retires its work with {saving:.0}% less energy: E = P × t = {pa:.2} W × {ta:.3} s = {ea:.3} J in A, {pb:.2} W × {tb:.3} s = {eb:.3} J in B"
+    let machine = format!(
+        "E = P × t = {pa:.2} W × {ta:.3} s = {ea:.3} J in A, {pb:.2} W × {tb:.3} s = {eb:.3} J in B"
+    );
+    let mut finding = match (spans.as_ref(), tja.zip(tjb)) {
+        // The work is the target's: its share of the energy decides, the machine's total
+        // (other processes' work included) is context.
+        (None, Some((x, y))) => format!(
+            "{}: the target's share of the energy is {x:.3} J in A and {y:.3} J in B; the whole machine: {machine}",
+            less_energy(x, y, "A's and B's targets retire their work", |w| format!("{w}'s target retires its work"))
+        ),
+        (None, None) => format!(
+            "{}: {machine}",
+            less_energy(ea, eb, "A and B retire their work", |w| format!("{w} retires its work"))
         ),
         // A window's energy grows with the window, not with the work done in it: only the
         // power compares.
-        Some(_) => {
+        (Some(_), _) => {
             let (lower, less) = lower_side(pa, pb);
             let verdict = if less < 0.5 {
                 "A and B draw the same power to within 0.5%".to_string()
             } else {
                 format!("{lower} draws {less:.0}% less power")
             };
-            format!(
+            let mut f = format!(
                 "{verdict}: P = E / t = {ea:.3} J / {ta:.3} s = {pa:.2} W in A, {eb:.3} J / {tb:.3} s = {pb:.2} W in B"
-            )
+            );
+            if let (Some(x), Some(y)) = (tja, tjb) {
+                f += &format!(" (the target's share: {x:.3} J and {y:.3} J)");
+            }
+            f
         }
     };
-    if let (Some(x), Some(y)) = (tja, tjb) {
-        finding += &format!(" (the target's share: {x:.3} J and {y:.3} J)");
+    if let Some(others) = others_dominate(a, b) {
+        finding += "; ";
+        finding += &others;
     }
     if let Some(spans) = spans {
         finding += &format!(". These energies are not the energy to retire the same work: {spans}; record each as `powerlens record -- CMD` to compare that");
@@ -610,6 +701,50 @@ fn energy(a: &Value, b: &Value, out: &mut Vec<Finding>) {
             finding: f,
         });
     }
+}
+
+/// "{who} with the same energy to within 0.5%", or "{winner} with N% less energy": a
+/// difference below 0.5% (a recording against itself) is no win.
+fn less_energy(a: f64, b: f64, both: &str, winner: impl Fn(&str) -> String) -> String {
+    let (which, saving) = lower_side(a, b);
+    if saving < 0.5 {
+        format!("{both} with the same energy to within 0.5%")
+    } else {
+        format!("{} with {saving:.0}% less energy", winner(which))
+    }
+}
+
+/// When other processes' energy (`energy.other_j`) differs between A and B more than the
+/// target's share does, the machine's totals compare that other work: how much of the gap
+/// it makes, and what to do about it.
+fn others_dominate(a: &Value, b: &Value) -> Option<String> {
+    let figure = |r: &Value, k: &str| number(r, k);
+    let d = |k: &str| Some(figure(a, k)? - figure(b, k)?);
+    let (others, target, gap) = (
+        d("energy.other_j")?,
+        d("energy.target_j")?,
+        d("energy.total_j")?,
+    );
+    if others.abs() <= target.abs() || gap == 0.0 {
+        return None;
+    }
+    let share = if others.signum() == gap.signum() && others.abs() <= gap.abs() {
+        format!(
+            "{:.3} J of the machine's {:.3} J gap is other processes' work",
+            others.abs(),
+            gap.abs()
+        )
+    } else {
+        format!(
+            "other processes' work differs by {:.3} J between A and B, more than the machine's {:.3} J gap",
+            others.abs(),
+            gap.abs()
+        )
+    };
+    Some(format!(
+        "{share} (the target's share differs by {:.3} J): record with less beside it, or compare the target's share",
+        target.abs()
+    ))
 }
 
 /// Why the two recordings' energies are not energies to retire a piece of work — which
@@ -655,6 +790,15 @@ fn battery_finding(a: &Value, b: &Value) -> Option<String> {
         duration_text(la),
         duration_text(lb)
     );
+    // A recording's battery figures charge the whole machine over its window: say so,
+    // since `run`'s charge the command alone.
+    let whose = |r: &Value| r["battery"]["battery_charges"].as_str().map(str::to_string);
+    let charge = match (whose(a), whose(b)) {
+        (Some(x), Some(y)) if x == "machine" && y == "machine" => {
+            format!("{charge}, paying for the whole machine's energy over each recording window,")
+        }
+        _ => charge,
+    };
     // Runs per charge count recordings' worth of energy: work only for whole runs.
     Some(match not_whole_runs(a, b) {
         None => format!(
@@ -669,7 +813,19 @@ mod tests {
     use super::*;
     use serde_json::json;
 
+    /// The findings of one section, in order.
+    fn findings_of<'a>(d: &'a Diff, section: &str) -> Vec<&'a str> {
+        d.summary
+            .iter()
+            .filter(|f| f.section == section)
+            .map(|f| f.finding.as_str())
+            .collect()
+    }
+
+    /// A 1 s recording of a target whose two threads cause every idle wake-up.
     fn report(wakeups_per_s: f64, mean_idle_us: f64, cpu: f64, energy_j: f64) -> Value {
+        let idle_wakeups = wakeups_per_s / 2.0;
+        let idle_time_s = idle_wakeups * mean_idle_us / 1e6;
         json!({
             "system": {
                 "target": "pid 1", "recording_span": "whole_run", "cpus": 2, "elapsed_s": 1.0,
@@ -689,8 +845,10 @@ mod tests {
             },
             "processes": [{"pid": 7, "comm": "app", "effective_parallelism": 1.0, "cpu_time_s": cpu}],
             "threads": [
-                {"tid": 9, "pid": 7, "comm": "worker", "cpu_time_s": cpu / 2.0, "sync_switches": 10, "preempt_switches": 0, "wait_time_s": 0.5, "inactive_time_s": 0.0},
-                {"tid": 8, "pid": 7, "comm": "worker", "cpu_time_s": cpu / 2.0, "sync_switches": 5, "preempt_switches": 1, "wait_time_s": 0.25, "inactive_time_s": 0.01}
+                {"tid": 9, "pid": 7, "comm": "worker", "cpu_time_s": cpu / 2.0, "sync_switches": 10, "preempt_switches": 0, "wait_time_s": 0.5, "inactive_time_s": 0.0,
+                 "idle_wakeups": idle_wakeups, "idle_time_s": idle_time_s, "wakeups_received_total": 10},
+                {"tid": 8, "pid": 7, "comm": "worker", "cpu_time_s": cpu / 2.0, "sync_switches": 5, "preempt_switches": 1, "wait_time_s": 0.25, "inactive_time_s": 0.01,
+                 "idle_wakeups": idle_wakeups, "idle_time_s": idle_time_s, "wakeups_received_total": 6}
             ]
         })
     }
@@ -724,6 +882,20 @@ mod tests {
         // over the 1 s recordings: 16 h 40 min and 33 h 20 min.
         a["battery"] = json!({"available": true, "energy_full_wh": 50.0, "runs_per_charge": 60000.0, "life_h": 50.0 / 3.0});
         b["battery"] = json!({"available": true, "energy_full_wh": 50.0, "runs_per_charge": 120000.0, "life_h": 50.0 / 1.5});
+        // Issue 29, point 8: figures of the machine over each window say so.
+        for r in [&mut a, &mut b] {
+            r["battery"]["battery_charges"] = json!("machine");
+        }
+        let d = diff(&a, &b, Rows::Thread, None);
+        assert!(d.summary.iter().any(|f| f.finding.starts_with(
+            "on battery, a charge of 50 Wh, paying for the whole machine's energy over each recording window, retires A's recorded work 60000 times"
+        )), "{:?}", d.summary);
+        for r in [&mut a, &mut b] {
+            r["battery"]
+                .as_object_mut()
+                .unwrap()
+                .remove("battery_charges");
+        }
         let d = diff(&a, &b, Rows::Thread, None);
         let m = d
             .system
@@ -766,16 +938,18 @@ mod tests {
         }
         let said = |s: &str| d.summary.iter().any(|f| f.finding.contains(s));
         assert!(
-            said("A wakes the CPUs from idle 100× as often as B"),
+            said("A's target wakes the CPUs from idle 100× as often as B's: its threads caused 1050 idle wake-ups in A (1050.0/s) and 10 in B (10.5/s) of the 16 and 16 wake-ups they received; the whole machine: 1050.0/s in A and 10.5/s in B"),
             "{:?}",
             d.summary
         );
         assert!(said(
-            "A's mean idle before a wake-up, 900 µs, reaches the 600 µs target residency of the deepest idle state, C6 of its own machine"
+            "the CPUs idled 900 µs on average before A's target woke them, which reaches the 600 µs target residency of the deepest idle state, C6 of its own machine"
         ));
-        assert!(said("B's mean idle before a wake-up, 95.0 ms, reaches"));
         assert!(said(
-            "B retires its work with 50% less energy: E = P × t = 3.00 W × 1.000 s = 3.000 J in A"
+            "the CPUs idled 95.0 ms on average before B's target woke them, which reaches"
+        ));
+        assert!(said(
+            "B's target retires its work with 50% less energy: the target's share of the energy is 1.500 J in A and 0.750 J in B; the whole machine: E = P × t = 3.00 W × 1.000 s = 3.000 J in A"
         ));
         assert!(
             !said("ESTIMATED"),
@@ -792,7 +966,7 @@ mod tests {
             }],
         };
         let d = diff(&a, &b, Rows::Thread, Some(&target));
-        let expected = "A's mean idle before a wake-up, 900 µs, is below the 5.0 ms target residency of the deepest idle state, C10 of the target client";
+        let expected = "the CPUs idled 900 µs on average before A's target woke them, which is below the 5.0 ms target residency of the deepest idle state, C10 of the target client";
         assert!(
             d.summary.iter().any(|f| f.finding == expected),
             "{:?}",
@@ -813,12 +987,7 @@ mod tests {
         a["system"]["elapsed_s"] = json!(10.0);
         b["system"]["elapsed_s"] = json!(20.0);
         let d = diff(&a, &b, Rows::Thread, None);
-        let energy: Vec<&str> = d
-            .summary
-            .iter()
-            .filter(|f| f.section == ENERGY)
-            .map(|f| f.finding.as_str())
-            .collect();
+        let energy = findings_of(&d, ENERGY);
         assert_eq!(
             energy,
             ["B draws 50% less power: P = E / t = 30.000 J / 10.000 s = 3.00 W in A, 30.000 J / 20.000 s = 1.50 W in B (the target's share: 15.000 J and 15.000 J). These energies are not the energy to retire the same work: A is a window of time (system-wide or attached to a process), not a run of a command; record each as `powerlens record -- CMD` to compare that"]
@@ -896,6 +1065,196 @@ mod tests {
         assert!(energy[0].finding.contains("unavailable"), "{energy:?}");
         assert!(
             d.notes.iter().any(|n| n.contains("only in A")),
+            "{:?}",
+            d.notes
+        );
+    }
+
+    /// Issue 29, point 1: the 1 ms sleeper's threads caused 1,306 idle wake-ups and the
+    /// 100 ms one's 13, while other processes woke the machine more in B. The finding is
+    /// the target's, with the machine's rate as context and who made its difference.
+    #[test]
+    fn idle_wakeups_are_judged_on_the_targets_rows_not_the_machine() {
+        let (mut a, mut b) = (report(0.0, 900.0, 0.5, 3.0), report(0.0, 900.0, 0.5, 3.0));
+        for (r, caused, machine) in [(&mut a, 1306.0, 2000.0), (&mut b, 13.0, 2340.0)] {
+            r["system"]["idle_wakeups_per_s"] = json!(machine);
+            r["threads"][0]["idle_wakeups"] = json!(caused);
+            r["threads"][0]["idle_time_s"] = json!(caused * 0.0009);
+            r["threads"][1]["idle_wakeups"] = json!(0);
+            r["threads"][1]["idle_time_s"] = json!(0.0);
+        }
+        let d = diff(&a, &b, Rows::Thread, None);
+        let first = &d.summary[0];
+        assert_eq!(first.section, IDLENESS);
+        assert_eq!(
+            first.finding,
+            "A's target wakes the CPUs from idle 100× as often as B's: its threads caused 1306 idle wake-ups in A (1306.0/s) and 13 in B (13.0/s) of the 16 and 16 wake-ups they received; the whole machine: 2000.0/s in A and 2340.0/s in B, where other processes make 1633.0/s of the difference against the target's 1293.0/s"
+        );
+        // With a handful of idle wake-ups (or none), the wake-ups received still say
+        // which target asks for the CPUs more often.
+        for r in [&mut a, &mut b] {
+            r["threads"][0]["idle_wakeups"] = json!(0);
+        }
+        a["threads"][0]["wakeups_received_total"] = json!(2658);
+        let d = diff(&a, &b, Rows::Thread, None);
+        a["threads"][1]["idle_wakeups"] = json!(4);
+        assert!(d.summary[0].finding.starts_with(
+            "A's target is woken 166× as often as B's (2664 wake-ups received in A, 16 in B), but too few found a CPU idle to compare idle wake-ups (0 in A, 0 in B): other work kept the CPUs busy"
+        ), "{}", d.summary[0].finding);
+        let d = diff(&a, &b, Rows::Thread, None);
+        assert!(d.summary[0].finding.starts_with(
+            "A's target is woken 166× as often as B's (2664 wake-ups received in A, 16 in B), but too few found a CPU idle to compare idle wake-ups (4 in A, 0 in B)"
+        ), "{}", d.summary[0].finding);
+    }
+
+    /// Issue 29, points 1 and 4: the target's share decides which retires its work with
+    /// less energy; a gap other processes make is said to be theirs; a recording against
+    /// itself wins nothing.
+    #[test]
+    fn energy_is_judged_on_the_targets_share_and_other_work_is_named() {
+        let (mut a, mut b) = (report(10.0, 900.0, 0.5, 3.0), report(10.0, 900.0, 0.5, 3.0));
+        // A: 0.302 J of the target's in 4.05 J; B: 0.013 J in 3.00 J, of which other
+        // processes' work is 0.76 J more in A.
+        for (r, total, target, other) in [(&mut a, 4.05, 0.302, 2.76), (&mut b, 3.0, 0.013, 2.0)] {
+            r["energy"]["total_j"] = json!(total);
+            r["energy"]["target_j"] = json!(target);
+            r["energy"]["other_j"] = json!(other);
+        }
+        let d = diff(&a, &b, Rows::Thread, None);
+        let energy = findings_of(&d, ENERGY);
+        assert_eq!(
+            energy,
+            ["B's target retires its work with 96% less energy: the target's share of the energy is 0.302 J in A and 0.013 J in B; the whole machine: E = P × t = 4.05 W × 1.000 s = 4.050 J in A, 3.00 W × 1.000 s = 3.000 J in B; 0.760 J of the machine's 1.050 J gap is other processes' work (the target's share differs by 0.289 J): record with less beside it, or compare the target's share"]
+        );
+        let d = diff(&a, &a, Rows::Thread, None);
+        let energy = &d
+            .summary
+            .iter()
+            .find(|f| f.section == ENERGY)
+            .unwrap()
+            .finding;
+        assert!(
+            energy.starts_with("A's and B's targets retire their work with the same energy to within 0.5%: the target's share"),
+            "{energy}"
+        );
+        assert!(!energy.contains("0% less"), "{energy}");
+        // Without a target share (an older report), the machine's energy decides, and a
+        // tie is still no win.
+        for r in [&mut a, &mut b] {
+            r["energy"]["target_j"] = Value::Null;
+            r["energy"]["total_j"] = json!(3.0);
+        }
+        let d = diff(&a, &b, Rows::Thread, None);
+        assert!(
+            d.summary.iter().any(|f| f.finding.starts_with(
+                "A and B retire their work with the same energy to within 0.5%: E = P × t"
+            )),
+            "{:?}",
+            d.summary
+        );
+    }
+
+    /// Issue 29, point 3: `sh` started gzip and used 0.0018 s; the finding is about gzip,
+    /// and equal parallelism on both sides (two single-threaded programs) says nothing.
+    #[test]
+    fn parallelism_is_the_busiest_process_and_only_when_it_differs() {
+        let mut a = report(10.0, 900.0, 0.5, 3.0);
+        a["processes"] = json!([
+            {"pid": 7, "comm": "sh", "effective_parallelism": 1.0, "cpu_time_s": 0.0018},
+            {"pid": 8, "comm": "gzip", "effective_parallelism": 1.9, "cpu_time_s": 1.2}
+        ]);
+        let mut b = a.clone();
+        b["processes"][1]["effective_parallelism"] = json!(1.0);
+        let said = |d: &Diff| -> Vec<String> {
+            d.summary
+                .iter()
+                .filter(|f| f.finding.contains("CPUs busy"))
+                .map(|f| f.finding.clone())
+                .collect()
+        };
+        assert_eq!(
+            said(&diff(&a, &b, Rows::Process, None)),
+            ["the process that did most of the target's work keeps 1.90 CPUs busy on average while it runs in A (gzip) and 1.00 in B (gzip)"]
+        );
+        assert!(said(&diff(&b, &b, Rows::Process, None)).is_empty());
+    }
+
+    /// Issue 29, point 4: examples are not figures; a figure one side has no value for is
+    /// said with that side's own reason and the right number; a battery section one side
+    /// lacks is said to come from --battery-wh.
+    #[test]
+    fn one_sided_figures_are_noted_with_their_true_reason() {
+        let mut a = report(10.0, 900.0, 0.5, 3.0);
+        a["system"]["cpu_time_accounts"] =
+            json!({"cpu_time_s": 1.0, "switch_interval_examples": ["tid 68", "tid 70"]});
+        let mut b = a.clone();
+        b["system"]["mean_idle_per_wakeup_us"] = Value::Null;
+        b["unavailable"] = json!([{"figure": "mean idle per wake-up", "reason": "no idle wake-up in the recording", "fix": null}]);
+        let d = diff(&a, &b, Rows::Thread, None);
+        assert!(
+            !d.system.iter().any(|m| m.metric.contains("examples")),
+            "{:?}",
+            d.system
+        );
+        assert!(d
+            .system
+            .iter()
+            .any(|m| m.metric == "cpu_time_accounts.cpu_time_s"));
+        assert_eq!(
+            d.notes,
+            ["B has no value for 1 figure A has (mean_idle_per_wakeup_us): B's report says why: mean idle per wake-up: no idle wake-up in the recording"]
+        );
+        b["battery"] = json!({"available": true, "energy_full_wh": 50.0, "life_h": 16.0});
+        let d = diff(&a, &b, Rows::Thread, None);
+        assert_eq!(
+            d.notes[1],
+            "B was recorded with --battery-wh (or on a discharging battery) and A was not: 3 battery figures of B shown with A's side null; record A with --battery-wh to compare them"
+        );
+        assert!(
+            !d.notes.iter().any(|n| n.contains("newer or reduced")),
+            "{:?}",
+            d.notes
+        );
+        // Lost trace records make a side's counts short: said, with the fix.
+        b["system"]["lost_records"] = json!(161007);
+        let d = diff(&a, &b, Rows::Thread, None);
+        assert!(d.notes.iter().any(|n| n.starts_with(
+            "B's recording lost 161007 trace records (the recorder's rings overflowed): its counts of switches and wake-ups are short"
+        )), "{:?}", d.notes);
+    }
+
+    /// A reduced recording traced no waits nor idle wake-ups: the findings say they are
+    /// unknown, never 0 s, and the notes name the reduced recording as the reason.
+    #[test]
+    fn a_reduced_side_is_no_zero_for_what_it_did_not_trace() {
+        let a = report(10.0, 900.0, 0.5, 3.0);
+        let mut b = a.clone();
+        b["system"]["idle_wakeups_per_s"] = Value::Null;
+        for t in b["threads"].as_array_mut().unwrap() {
+            for k in [
+                "wait_time_s",
+                "inactive_time_s",
+                "idle_wakeups",
+                "idle_time_s",
+                "wakeups_received_total",
+            ] {
+                t[k] = Value::Null;
+            }
+            t["cpu_time_source"] = json!("procfs");
+        }
+        let d = diff(&a, &b, Rows::Thread, None);
+        assert_eq!(
+            findings_of(&d, IDLENESS)[0],
+            "idle wake-ups are unknown in at least one recording (a reduced recording has no scheduler trace): no finding on them"
+        );
+        assert_eq!(
+            findings_of(&d, SCHEDULING)[1],
+            "wait and inactive time are unknown in at least one recording (a reduced recording has no scheduler trace): no finding on them"
+        );
+        assert!(
+            d.notes.iter().any(|n| n.starts_with(
+                "B has no value for 1 figure A has (idle_wakeups_per_s): B is a reduced recording"
+            )),
             "{:?}",
             d.notes
         );

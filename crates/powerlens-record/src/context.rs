@@ -7,7 +7,9 @@ use std::collections::{BTreeSet, HashMap};
 
 use serde_json::Value;
 
-use powerlens_core::battery::{given_capacity, BatteryReport, BatterySetup, ChargeSpan, Workload};
+use powerlens_core::battery::{
+    given_capacity, BatteryReport, BatterySetup, ChargeSpan, Charged, Workload,
+};
 use powerlens_core::model::{ModelError, PowerModel};
 use powerlens_core::provenance::Provenance;
 use powerlens_core::sched::report::{
@@ -392,7 +394,12 @@ pub fn battery(
         },
         time_per_run_s: seconds,
     };
-    Ok(Some(setup.report(&workload, &spans, &energy.provenance)))
+    // A recording's energy is the machine's over its window, whatever else ran in it.
+    Ok(Some(
+        setup
+            .report(&workload, &spans, &energy.provenance)
+            .charging(Charged::Machine),
+    ))
 }
 
 #[cfg(test)]

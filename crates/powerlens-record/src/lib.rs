@@ -33,6 +33,7 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Context};
 use serde_json::{json, Value};
 
+use powerlens_core::battery::Charged;
 use powerlens_core::codec::ChunkEncoder;
 use powerlens_core::run::ExitStatus;
 use powerlens_core::sched::event::EventKind;
@@ -710,12 +711,12 @@ fn write_start_meta(
         Some(model) => json!({
             "provenance": meter.provenance(),
             "model": model,
-            "describe": meter.describe(),
+            "describe": meter.describe_charging(Charged::Machine),
         }),
         None => json!({
             "provenance": meter.provenance(),
             "baseline_w": baseline_w,
-            "describe": meter.describe(),
+            "describe": meter.describe_charging(Charged::Machine),
         }),
     };
     w.set_meta(meta::ENERGY, &energy)?;

@@ -296,11 +296,13 @@ impl LiveSession {
         }
     }
 
-    /// One line for the user: what measures energy, and why not something better.
+    /// One line for the user: what measures energy, and why not something better. There
+    /// is no command here: the model charges the machine's busy CPUs.
     pub fn describe_energy(&self) -> String {
+        let machine = powerlens_core::battery::Charged::Machine;
         match &self.meter {
-            Some(m) => m.describe(),
-            None => self.model.describe(),
+            Some(m) => m.describe_charging(machine),
+            None => self.model.describe_charging(machine),
         }
     }
 

@@ -5,7 +5,7 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
-use powerlens_core::battery::{BatteryReport, ChargeSpan, Workload};
+use powerlens_core::battery::{BatteryReport, ChargeSpan, Charged, Workload};
 use powerlens_core::model::class::MachineFacts;
 use powerlens_core::model::PowerModel;
 use powerlens_core::provenance::Provenance;
@@ -130,11 +130,14 @@ impl Meter {
     pub fn battery_report(&self, result: &RunResult) -> Option<BatteryReport> {
         let battery = self.battery.as_ref()?;
         Some(match &result.summary {
-            Some(summary) => battery.setup.report(
-                &Workload::of_runs(summary),
-                &result.charges(),
-                &result.provenance,
-            ),
+            Some(summary) => battery
+                .setup
+                .report(
+                    &Workload::of_runs(summary),
+                    &result.charges(),
+                    &result.provenance,
+                )
+                .charging(Charged::of_runs(&result.provenance)),
             None => BatteryReport::unavailable("no run finished", None),
         })
     }
@@ -217,8 +220,15 @@ impl Meter {
             .collect()
     }
 
-    /// One line for stderr: what measures energy, and why not something better.
+    /// One line for stderr: what measures energy, and why not something better — for a
+    /// measured command (`run`, `compare`), whose own CPU time the power model charges.
     pub fn describe(&self) -> String {
+        self.describe_charging(Charged::Command)
+    }
+
+    /// [`Meter::describe`], saying whose busy CPUs the power model charges: the command's,
+    /// or the machine's where there is no command (`agent`, `top`).
+    pub fn describe_charging(&self, charged: Charged) -> String {
         match &self.kind {
             Kind::Source(s) => {
                 let names: Vec<&str> = s.domains().iter().map(|d| d.name.as_str()).collect();
@@ -246,8 +256,12 @@ impl Meter {
                     .as_ref()
                     .map(|why| format!("; chosen because {why}"))
                     .unwrap_or_default();
+                let whose = match charged {
+                    Charged::Command => "the command",
+                    Charged::Machine => "the machine",
+                };
                 format!(
-                    "energy: ESTIMATED by the power model {} ({:.2} W idle + {:.2} W per busy CPU of the command{chosen}) — no meter can be read{}",
+                    "energy: ESTIMATED by the power model {} ({:.2} W idle + {:.2} W per busy CPU of {whose}{chosen}) — no meter can be read{}",
                     model.name,
                     model.idle_w,
                     model.busy_cpu_w,

@@ -2,7 +2,7 @@
 //! and `compare`'s table of the configurations on battery.
 
 use powerlens_core::battery::{
-    duration_text, full_charge_text, wh_text, BatteryLife, BatteryReport, LabelBattery,
+    duration_text, full_charge_text, wh_text, BatteryLife, BatteryReport, Charged, LabelBattery,
 };
 
 use crate::page::Page;
@@ -93,8 +93,21 @@ pub fn lines(report: &BatteryReport, unit: Unit) -> Vec<String> {
             conventional(life)
         ),
     ];
+    if let Some(charged) = life.battery_charges {
+        out.insert(1, format!("charges: {}", charged_text(charged, unit)));
+    }
     out.extend(life.notes.iter().map(|n| format!("note: {n}")));
     out
+}
+
+/// Whose energy the figures charge, in words: `run`'s model charges the command, a
+/// meter or a recording the whole machine over the time measured.
+pub fn charged_text(charged: Charged, unit: Unit) -> &'static str {
+    match (charged, unit) {
+        (Charged::Command, _) => "the command's energy (the power model on its own CPU time, plus the idle term), not what else ran",
+        (Charged::Machine, Unit::Run) => "the whole machine's energy over each run (the meter reads the machine: what else ran too)",
+        (Charged::Machine, Unit::Recording) => "the whole machine's energy over the recording window (every process's, and idle), not the target's alone",
+    }
 }
 
 /// `battery: …` lines for a terminal view, aligned under the first.
@@ -222,6 +235,17 @@ mod tests {
         assert!(t.contains("recordings (100.0 J the recording)"), "{t}");
         assert!(
             t.contains("conventional life (time of a 1% discharge × 100): unavailable: no charge"),
+            "{t}"
+        );
+        // Issue 29, point 8: whose energy the charge pays for, on its own line.
+        let t = text(&report(&[]).charging(Charged::Machine), Unit::Recording);
+        assert!(
+            t.contains("\n         charges: the whole machine's energy over the recording window (every process's, and idle), not the target's alone\n"),
+            "{t}"
+        );
+        let t = text(&report(&[]).charging(Charged::Command), Unit::Run);
+        assert!(
+            t.contains("charges: the command's energy (the power model on its own CPU time, plus the idle term)"),
             "{t}"
         );
         let off = BatteryReport::unavailable("BAT0 is \"Charging\"", Some("unplug".into()));

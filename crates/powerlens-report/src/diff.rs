@@ -1,7 +1,7 @@
 //! Views of `powerlens diff`: the text page (system figures, matched rows, the comparison
 //! summary), an HTML page with the same and plots of both sides, JSON and CSV.
 
-use powerlens_core::diff::{Diff, MetricDiff, RowDiff};
+use powerlens_core::diff::{wakeups_received_by_cause, Diff, MetricDiff, RowDiff};
 use serde::Serialize;
 use serde_json::Value;
 
@@ -153,8 +153,10 @@ pub fn html(diff: &Diff, sides: &Sides, a: &Value, b: &Value) -> String {
         }
     }
     page.h2("Wake-ups per second");
-    page.svg(&wakeup_bars(a, b));
-    page.note("Wake-ups the target received per second of the recording, by cause.");
+    page.svg(&wakeup_bars(a, b, Whose::Target));
+    page.note("Wake-ups the target received per second of the recording, by cause: the sums of its threads' rows.");
+    page.svg(&wakeup_bars(a, b, Whose::Machine));
+    page.note("Wake-ups on the whole machine per second of the recording, by cause, every process's: the context of the target's.");
     page.h2("Energy per domain");
     match energy_bars(a, b) {
         Some(svg) => page.svg(&svg),
@@ -258,22 +260,36 @@ fn named_bars(
     })
 }
 
-fn wakeup_bars(a: &Value, b: &Value) -> String {
+/// Whose wake-ups a chart plots.
+#[derive(Clone, Copy)]
+enum Whose {
+    /// The target's threads' (its rows').
+    Target,
+    /// Every process's on the machine (the `system` section's).
+    Machine,
+}
+
+fn wakeup_bars(a: &Value, b: &Value, whose: Whose) -> String {
     const CAUSES: [&str; 5] = ["thread", "timer", "irq", "softirq", "ipi"];
+    let count = |r: &Value, cause: &str| match whose {
+        Whose::Target => wakeups_received_by_cause(r, cause),
+        Whose::Machine => r["system"]["wakeups_received"][cause].as_f64(),
+    };
     let rates = |r: &Value| -> Vec<f64> {
         let elapsed = r["system"]["elapsed_s"].as_f64().filter(|e| *e > 0.0);
         CAUSES
             .iter()
-            .map(
-                |c| match (r["system"]["wakeups_received"][c].as_f64(), elapsed) {
-                    (Some(n), Some(e)) => n / e,
-                    _ => 0.0,
-                },
-            )
+            .map(|c| match (count(r, c), elapsed) {
+                (Some(n), Some(e)) => n / e,
+                _ => 0.0,
+            })
             .collect()
     };
     hbars_svg(&Bars {
-        aria: "wake-ups per second of A and B, by cause",
+        aria: match whose {
+            Whose::Target => "wake-ups the target received per second in A and B, by cause",
+            Whose::Machine => "wake-ups on the whole machine per second in A and B, by cause",
+        },
         legend: CAUSES
             .iter()
             .zip(PALETTE)
@@ -451,7 +467,7 @@ mod tests {
             ["app", "/", "main", "both", "0.5000", "0.2500", "3", "3"]
         );
         assert!(
-            page.contains("Comparison summary\n  idleness:\n    - A wakes"),
+            page.contains("Comparison summary\n  idleness:\n    - the whole machine's CPUs woke from idle 100.0/s"),
             "{page}"
         );
         let j: Value = serde_json::from_str(&json(&d, &sides)).unwrap();
@@ -471,5 +487,34 @@ mod tests {
             csv.contains("\napp / main,0.5,0.25,0.25,3,3,0.0\n"),
             "{csv}"
         );
+    }
+
+    /// Issue 29, point 2: the chart labelled as the target's wake-ups plots its rows'
+    /// (23/s), not the machine's (13,237/s), which has its own chart.
+    #[test]
+    fn the_targets_wakeup_chart_plots_the_targets_rows() {
+        let mut r = report(100.0, 0.5);
+        r["system"]["wakeups_received"] =
+            json!({"thread": 0, "timer": 13237, "irq": 0, "softirq": 0, "ipi": 0});
+        r["threads"][0]["wakeups_received"] =
+            json!({"thread": 0, "timer": 23, "irq": 0, "softirq": 0, "ipi": 0});
+        let d = diff(&r, &r, Rows::Thread, None);
+        let sides = Sides {
+            a: "a.rec".into(),
+            b: "b.rec".into(),
+            by: "thread",
+        };
+        let page = html(&d, &sides, &r, &r);
+        let chart = |aria: &str| -> String {
+            let start = page
+                .find(&format!("aria-label=\"{aria}\""))
+                .unwrap_or_else(|| panic!("{aria}"));
+            page[start..][..page[start..].find("</svg>").unwrap()].to_string()
+        };
+        let target = chart("wake-ups the target received per second in A and B, by cause");
+        assert!(target.contains("timer: 23.00 /s"), "{target}");
+        assert!(!target.contains("13237"), "{target}");
+        let machine = chart("wake-ups on the whole machine per second in A and B, by cause");
+        assert!(machine.contains("timer: 13237 /s"), "{machine}");
     }
 }

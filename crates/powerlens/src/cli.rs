@@ -135,4 +135,47 @@ mod tests {
             );
         }
     }
+
+    /// Issue 29 point 9: `agent --help`'s `--web-config` prose wraps at the width of the
+    /// other options' help: a line ends only where the next word would not fit.
+    #[test]
+    fn web_config_help_wraps_at_the_width_of_the_others() {
+        let mut cli = Cli::command();
+        cli.build();
+        let help = cli
+            .find_subcommand_mut("agent")
+            .unwrap()
+            .render_long_help()
+            .to_string();
+        let block = |flag: &str| -> Vec<String> {
+            let lines: Vec<&str> = help.lines().collect();
+            let start = lines
+                .iter()
+                .position(|l| l.trim_start().starts_with(flag))
+                .unwrap();
+            lines[start + 1..]
+                .iter()
+                .take_while(|l| !l.trim().is_empty())
+                .map(|l| l.to_string())
+                .collect()
+        };
+        // The width the other options wrap at: the longest line of their help.
+        let width = ["--listen <ADDR>", "--idle-w <WATTS>"]
+            .iter()
+            .flat_map(|f| block(f))
+            .map(|l| l.chars().count())
+            .max()
+            .unwrap();
+        let prose = block("--web-config <FILE>");
+        assert!(prose.len() >= 3, "{help}");
+        for pair in prose.windows(2) {
+            let (line, next) = (&pair[0], &pair[1]);
+            let word = next.split_whitespace().next().unwrap();
+            assert!(line.chars().count() <= width.max(100), "{line}");
+            assert!(
+                line.chars().count() + 1 + word.chars().count() > width.min(100) - 1,
+                "{line:?} ends early: {word:?} would fit within {width}\n{help}"
+            );
+        }
+    }
 }

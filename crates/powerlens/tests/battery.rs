@@ -94,6 +94,8 @@ fn run_on_an_energy_battery_gives_life_work_per_charge_and_the_conventional_life
     }
     let b = &v["battery"];
     assert_eq!(b["available"], true, "{b}");
+    // Issue 29, point 8: the battery meter reads the whole machine over each run.
+    assert_eq!(b["battery_charges"], "machine", "{b}");
     assert_eq!(b["batteries"], serde_json::json!(["BAT0"]));
     assert_eq!(b["energy_full_source"], "energy_full");
     assert!(within(f(&b["energy_full_wh"]), 0.555556, 1e-6), "{b}");
@@ -262,6 +264,8 @@ fn a_charging_battery_is_not_a_meter_and_says_unplug() {
     let b = &json(&out)["battery"];
     assert_eq!(b["available"], true, "{b}");
     assert_eq!(b["energy_full_source"], "--battery-wh");
+    // Issue 29, point 8: the power model charges the command's own CPU time.
+    assert_eq!(b["battery_charges"], "command", "{b}");
     assert!(
         b["conventional_life_unavailable"]
             .as_str()
@@ -567,6 +571,8 @@ fn a_recording_on_battery_reports_its_battery_life() {
     );
     let b = &v["battery"];
     assert_eq!(b["available"], true, "{b}");
+    // Issue 29, point 8: a recording charges the machine over its window.
+    assert_eq!(b["battery_charges"], "machine", "{b}");
     let life_h = FULL_J / WATTS / 3600.0;
     assert!(within(f(&b["life_h"]), life_h, 0.03), "{b}");
     assert!(
@@ -590,7 +596,8 @@ fn a_recording_on_battery_reports_its_battery_life() {
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(
         text.contains("battery: BAT0 0.556 Wh full (energy_full); at ")
-            && text.contains(" recordings ("),
+            && text.contains(" recordings (")
+            && text.contains("charges: the whole machine's energy over the recording window"),
         "{text}"
     );
     // report --battery-wh: a 1 Wh charge instead; the gauge's conventional life stays.

@@ -100,18 +100,38 @@ fn a_short_sleeper_against_a_long_one() {
     }
     let metric = |k: &str| system.iter().find(|m| m["metric"] == k).unwrap();
     let wakeups = metric("idle_wakeups_per_s");
-    let ratio = wakeups["ratio"].as_f64().unwrap();
     let (x, y) = (
         wakeups["a"].as_f64().unwrap(),
         wakeups["b"].as_f64().unwrap(),
     );
-    assert!((ratio - x / y).abs() < 1e-9 * ratio);
-    // The sleepers add about 1000/s and 10/s to the system's own wake-ups, which a busy
-    // machine raises in both (a ratio above 5 failed once under load). The difference is
-    // the sleepers': of their 990/s, at least 300/s must find a CPU idle on 2 CPUs.
+    // The documented rule: 1 when equal (both zero too: a machine kept busy has no idle
+    // wake-up in either), none when B alone is zero.
+    let expected = if x == y {
+        Some(1.0)
+    } else if y == 0.0 {
+        None
+    } else {
+        Some(x / y)
+    };
+    match (wakeups["ratio"].as_f64(), expected) {
+        (Some(r), Some(e)) => assert!((r - e).abs() < 1e-9 * e, "{wakeups}"),
+        (r, e) => assert_eq!(r, e, "{wakeups}"),
+    }
+    // The machine's own rate is context: other processes (a busy builder) can make it
+    // equal on both sides. The sleepers' own rows receive about 600 wake-ups against 6.
+    let received = |r: &Value| -> f64 {
+        r["threads"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|t| t["wakeups_received_total"].as_f64())
+            .sum()
+    };
     assert!(
-        x - y > 300.0 && ratio > 2.0,
-        "idle wake-ups/s {x} against {y}: {wakeups}"
+        received(&a) > 20.0 * received(&b),
+        "wake-ups received {} against {}",
+        received(&a),
+        received(&b)
     );
 
     let sleeper = d["rows"]
@@ -143,10 +163,12 @@ fn a_short_sleeper_against_a_long_one() {
         .collect();
     sections.dedup();
     assert!(sections.len() >= 3, "{sections:?}");
-    assert!(d["summary"][0]["finding"]
-        .as_str()
-        .unwrap()
-        .starts_with("A wakes the CPUs from idle"));
+    let first = d["summary"][0]["finding"].as_str().unwrap();
+    assert!(
+        first.starts_with("A's target wakes the CPUs from idle")
+            || first.contains("A's target is woken"),
+        "{first}"
+    );
     // Both are whole runs of their command (the sleeper exits inside the recording), so the
     // energy finding compares the energy to retire each run.
     assert_eq!(metric("recording_span")["a"], "whole_run");
@@ -229,6 +251,137 @@ fn a_short_sleeper_against_a_long_one() {
     }
     assert!(page.matches("<svg").count() >= 3);
     assert_renders_in_chromium(&html, "<i>pwn</i>", "i");
+}
+
+/// Issue 29: recorded while a CPU-bound process runs beside them, a 1 ms and a 100 ms
+/// sleeper are judged on their own rows. The 1 ms sleeper (A) wakes the CPUs more and
+/// costs more energy, in text, JSON and HTML, and the figures the finding cites are the
+/// sums of A's and B's own thread rows (each recording's `report --json`).
+#[test]
+fn issue_29_the_target_is_judged_on_its_rows_beside_a_cpu_bound_process() {
+    let Some(_serial) = live_recording() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let (fast, slow) = (dir.path().join("1ms.rec"), dir.path().join("100ms.rec"));
+    let (fast, slow) = (fast.to_str().unwrap(), slow.to_str().unwrap());
+    // A recorder starved by a loaded machine loses records, and the sleeper's counts with
+    // them (the diff notes it): such a pair tests nothing, so it is recorded again.
+    let lost = |r: &Value| r["system"]["lost_records"].as_u64().unwrap_or(0);
+    let mut attempt = 0;
+    let (a, b) = loop {
+        attempt += 1;
+        // One CPU kept busy by another process through both recordings.
+        let mut spinner = std::process::Command::new(env!("CARGO_BIN_EXE_powerlens"))
+            .args([
+                "workload",
+                "spin",
+                "--threads",
+                "1",
+                "--duration",
+                "30s",
+                "-q",
+            ])
+            .spawn()
+            .unwrap();
+        record_sleeper(Path::new(fast), "1ms");
+        record_sleeper(Path::new(slow), "100ms");
+        spinner.kill().unwrap();
+        spinner.wait().unwrap();
+        let a = ok_json(powerlens(&["report", fast, "--json"]));
+        let b = ok_json(powerlens(&["report", slow, "--json"]));
+        if lost(&a) + lost(&b) == 0 {
+            break (a, b);
+        }
+        if attempt == 3 {
+            eprintln!(
+                "skipped: every pair of recordings lost trace records ({} and {} in the last): the machine is too busy to record beside a spinner",
+                lost(&a),
+                lost(&b)
+            );
+            return;
+        }
+    };
+    let d = ok_json(powerlens(&["diff", fast, slow, "--json"]));
+    let rows_sum = |r: &Value, column: &str| -> f64 {
+        r["threads"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|t| t[column].as_f64())
+            .sum()
+    };
+    let summary: Vec<(&str, &str)> = d["summary"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| {
+            (
+                f["section"].as_str().unwrap(),
+                f["finding"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    let (xa, xb) = (rows_sum(&a, "idle_wakeups"), rows_sum(&b, "idle_wakeups"));
+    let idle = summary[0];
+    assert_eq!(idle.0, "idleness");
+    eprintln!("after {attempt} pair(s) of recordings: {}", idle.1);
+    // Under 20 idle wake-ups in all, the CPUs were kept busy and the wake-ups received
+    // decide (the diff's own threshold).
+    if xa + xb >= 20.0 {
+        assert!(xa > xb, "A's rows {xa} against B's {xb}");
+        assert!(
+            idle.1.starts_with("A's target wakes the CPUs from idle"),
+            "{idle:?}"
+        );
+        assert!(
+            idle.1
+                .contains(&format!("its threads caused {xa:.0} idle wake-ups in A"))
+                && idle.1.contains(&format!(") and {xb:.0} in B (")),
+            "{idle:?}"
+        );
+    } else {
+        assert!(
+            idle.1.starts_with("A's target is woken")
+                && idle.1.contains(&format!("({xa:.0} in A, {xb:.0} in B)")),
+            "{idle:?}"
+        );
+    }
+    let energy = summary
+        .iter()
+        .find(|(s, _)| *s == "energy")
+        .expect("an energy finding")
+        .1;
+    let (ea, eb) = (
+        a["energy"]["target_j"].as_f64().unwrap(),
+        b["energy"]["target_j"].as_f64().unwrap(),
+    );
+    assert!(
+        ea > eb,
+        "the target's share {ea} J in A against {eb} J in B"
+    );
+    assert!(
+        energy.starts_with("B's target retires its work with")
+            && energy.contains(&format!(
+                "the target's share of the energy is {ea:.3} J in A and {eb:.3} J in B"
+            )),
+        "{energy}"
+    );
+    // The text page and the HTML page say the same.
+    let text = String::from_utf8(powerlens(&["diff", fast, slow]).stdout).unwrap();
+    let html = dir.path().join("diff.html");
+    let o = powerlens(&["diff", fast, slow, "--html", html.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let page = std::fs::read_to_string(&html).unwrap();
+    for finding in [idle.1, energy] {
+        assert!(text.contains(finding), "{finding} not in {text}");
+        let escaped = finding
+            .replace('&', "&amp;")
+            .replace('<', "&lt;")
+            .replace('>', "&gt;")
+            .replace('\'', "&#39;");
+        assert!(page.contains(&escaped), "{finding} not in the HTML page");
+    }
 }
 
 #[test]

@@ -339,22 +339,18 @@ fn assert_terminal_restored(tmux: &Tmux, stty: &Path) {
 /// The pane: `top` (with `args`), then `stty -a` into `stty`, then a long sleep that
 /// keeps the pane alive for tmux's account of it.
 fn start_top(tmux: &Tmux, stty: &Path, args: &str) {
+    start_top_sized(tmux, stty, args, (120, 40));
+}
+
+/// `start_top` in a pane of (columns, lines).
+fn start_top_sized(tmux: &Tmux, stty: &Path, args: &str, (x, y): (u16, u16)) {
     let script = format!(
         "{BIN} top {args}; stty -a > {}; exec sleep 600",
         stty.display()
     );
+    let (x, y) = (x.to_string(), y.to_string());
     // Several arguments: tmux runs them as they are, so the pane's process is this `sh`.
-    tmux.run(&[
-        "new-session",
-        "-d",
-        "-x",
-        "120",
-        "-y",
-        "40",
-        "sh",
-        "-c",
-        &script,
-    ]);
+    tmux.run(&["new-session", "-d", "-x", &x, "-y", &y, "sh", "-c", &script]);
 }
 
 #[test]
@@ -473,15 +469,16 @@ fn top_draws_sorts_filters_freezes_resizes_and_quits_cleanly() {
         !s.has("FROZEN") && s.interval().is_some_and(|n| n >= at + 3)
     });
 
-    // Resize: the screen is drawn again for 80 × 20, the command column narrower and
-    // the keys on the new last line.
+    // Resize: the screen is drawn again for 80 × 20, the wake-ups' causes left out for
+    // the command's room and the keys, shorter, on the new last line.
     tmux.run(&["resize-window", "-x", "80", "-y", "20"]);
     let small = tmux.wait_for("redrawn at 80 × 20", long, |s| {
         s.lines().len() <= 20
             && s.lines()
                 .get(19)
-                .is_some_and(|l| l.starts_with("sort: p power"))
-            && s.has("PID COMMAND     POWER W")
+                .is_some_and(|l| l.starts_with("sort: p c w i n") && l.ends_with("q quit"))
+            && s.has("PID COMMAND")
+            && !s.has("thread  timer")
     });
     assert_eq!(tmux.display("#{pane_width} #{pane_height}"), "80 20");
     assert!(small.lines().iter().all(|l| l.chars().count() <= 80));
@@ -496,6 +493,82 @@ fn top_draws_sorts_filters_freezes_resizes_and_quits_cleanly() {
     tmux.keys(&["q"]);
     let took = wait_gone(top, Duration::from_secs(1));
     eprintln!("top ended {took:?} after q");
+    assert_terminal_restored(&tmux, &stty);
+}
+
+/// Issue 29, point 7: at 80 × 24 the last line has `? help` and `q quit`, the command
+/// column holds a whole 15-character name, no line runs past 80 columns, `?` explains
+/// every column and Esc goes back to the table.
+#[test]
+fn at_80_by_24_top_shows_the_footer_the_quit_key_and_the_column_help() {
+    let Some(_serial) = common::live_recording() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let Some(tmux) = Tmux::start(dir.path()) else {
+        return;
+    };
+    let _named = Workload::start(
+        dir.path(),
+        "pl-fifteen-char",
+        &["sleepy", "--period", "10ms", "--duration", "120s"],
+    );
+    let stty = dir.path().join("stty");
+    start_top_sized(&tmux, &stty, "--interval 0.5 --filter pl-fifteen", (80, 24));
+    let long = Duration::from_secs(20);
+    let screen = tmux.wait_for("the first interval at 80 × 24", long, |s| {
+        s.has("powerlens top  interval #") && s.has(" pl-fifteen-char ")
+    });
+    assert_eq!(tmux.display("#{pane_width} #{pane_height}"), "80 24");
+    let lines = screen.lines();
+    assert!(
+        lines.iter().all(|l| l.chars().count() <= 80),
+        "{}",
+        screen.0
+    );
+    let footer = lines.get(23).copied().unwrap_or_default();
+    assert!(
+        footer.contains("? help") && footer.ends_with("q quit"),
+        "the keys on the last line: {}",
+        screen.0
+    );
+    // The energy line ends at a whole field (" …" after it) or is whole.
+    let energy = lines.iter().find(|l| l.starts_with("energy: ")).unwrap();
+    assert!(
+        energy.ends_with(" …") || energy.ends_with(')') || energy.ends_with("read"),
+        "{energy}"
+    );
+
+    tmux.keys(&["?"]);
+    let help = tmux.wait_for("the column help", long, |s| {
+        s.has("powerlens top: the columns")
+    });
+    for column in [
+        "PID",
+        "COMMAND",
+        "POWER W",
+        "CPU %",
+        "WAKE/s",
+        "thread",
+        "timer",
+        "irq",
+        "ipi",
+        "IDLE WK/s",
+        "[idle]",
+    ] {
+        assert!(
+            help.lines().iter().any(|l| l.starts_with(column)),
+            "{column} unexplained:\n{}",
+            help.0
+        );
+    }
+    tmux.keys(&["Escape"]);
+    tmux.wait_for("back to the table", long, |s| {
+        s.has("PID COMMAND") && !s.has("the columns")
+    });
+    let top = child_of(tmux.display("#{pane_pid}").parse().unwrap());
+    tmux.keys(&["q"]);
+    wait_gone(top, Duration::from_secs(1));
     assert_terminal_restored(&tmux, &stty);
 }
 
@@ -679,7 +752,24 @@ fn once_json_reduced_has_no_wakeup_figures_and_says_why() {
         .as_str()
         .unwrap()
         .contains("--reduced"));
+    // Issue 29, point 7: asked for, the reduced mode's fix is not privileges (as root
+    // too): it is to leave --reduced out.
+    assert_eq!(
+        v["wakeups_fix"],
+        "leave out --reduced to trace them (root or CAP_PERFMON)"
+    );
     assert!(v["lost_records"].is_null());
+    // Issue 29, point 8: there is no command here, so the power model charges the
+    // machine's busy CPUs, and says so.
+    let energy = v["energy_description"].as_str().unwrap();
+    assert!(!energy.contains("of the command"), "{energy}");
+    if energy.contains("power model") {
+        assert!(energy.contains("per busy CPU of the machine"), "{energy}");
+    }
+    let text = common::on_this_machine(&["top", "--once", "--reduced", "--interval", "0.3s"]);
+    let text = String::from_utf8(text.stdout).unwrap();
+    assert!(text.contains("leave out --reduced"), "{text}");
+    assert!(!text.contains("run as root or with CAP_PERFMON"), "{text}");
     assert_eq!(v["sort"], "cpu");
     let processes = v["processes"].as_array().unwrap();
     assert!(

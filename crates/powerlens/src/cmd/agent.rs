@@ -31,6 +31,25 @@ use security::Security;
 /// The default address: loopback only. Serving elsewhere takes an explicit `--listen`.
 pub const DEFAULT_LISTEN: &str = "127.0.0.1:9877";
 
+/// `--web-config`'s long help: the prose as one line per paragraph, so that clap wraps it
+/// at the width of every other option's help; the example file keeps its own lines.
+const WEB_CONFIG_HELP: &str = "TLS and basic auth, from a web config in the format of \
+Prometheus's exporter-toolkit (node_exporter's --web.config.file): `tls_server_config` \
+(cert_file, key_file; client_auth_type and client_ca_file for client certificates; \
+min_version), `basic_auth_users` (user: bcrypt hash, made by \
+`htpasswd -nBC 10 \"\" | tr -d ':\\n'`) and `auth_excluded_paths` (e.g. /healthz). \
+Everything is protected unless listed there. Unknown or unsupported keys are refused. \
+Changes to the file and to the files it names are loaded while the agent runs (renew \
+certificates without a restart). Example file:
+
+  tls_server_config:
+    cert_file: agent.crt   # relative to this file's directory
+    key_file: agent.key
+  basic_auth_users:
+    prometheus: $2y$10$k01fl0ntZdGuCjfHW36i3uGKGbkmEBdHOxEQFSH89Ncbgqpk.hSL6
+
+(docs/AGENT.md#security)";
+
 #[derive(Debug, Args)]
 #[command(after_long_help = "\
 Examples:
@@ -60,23 +79,9 @@ pub struct AgentArgs {
     #[arg(long, value_name = "ADDR", default_value = DEFAULT_LISTEN)]
     pub listen: String,
 
-    /// TLS and basic auth, from a web config in the format of Prometheus's
-    /// exporter-toolkit (node_exporter's --web.config.file): `tls_server_config`
-    /// (cert_file, key_file; client_auth_type and client_ca_file for client
-    /// certificates; min_version), `basic_auth_users` (user: bcrypt hash, made by
-    /// `htpasswd -nBC 10 "" | tr -d ':\n'`) and `auth_excluded_paths` (e.g. /healthz).
-    /// Everything is protected unless listed there. Unknown or unsupported keys are
-    /// refused. Changes to the file and to the files it names are loaded while the agent
-    /// runs (renew certificates without a restart). Example file:
-    ///
-    ///   tls_server_config:
-    ///     cert_file: agent.crt   # relative to this file's directory
-    ///     key_file: agent.key
-    ///   basic_auth_users:
-    ///     prometheus: $2y$10$k01fl0ntZdGuCjfHW36i3uGKGbkmEBdHOxEQFSH89Ncbgqpk.hSL6
-    ///
-    /// (docs/AGENT.md#security)
-    #[arg(long, value_name = "FILE", verbatim_doc_comment)]
+    /// TLS and basic auth, from a web config in the format of Prometheus's exporter-toolkit
+    /// (docs/AGENT.md#security).
+    #[arg(long, value_name = "FILE", long_help = WEB_CONFIG_HELP)]
     pub web_config: Option<PathBuf>,
 
     /// Processes with series of their own per interval (by energy); the rest is comm="other".

@@ -268,12 +268,15 @@ fn from_results(
             energy = Some(result.provenance.clone());
         }
         battery.push(match (battery_wh, &result.summary) {
-            (Some(wh), Some(summary)) => Some(battery::with_given_capacity(
-                result.battery.as_ref(),
-                wh,
-                &Workload::of_runs(summary),
-                &result.provenance,
-            )),
+            (Some(wh), Some(summary)) => Some(
+                battery::with_given_capacity(
+                    result.battery.as_ref(),
+                    wh,
+                    &Workload::of_runs(summary),
+                    &result.provenance,
+                )
+                .charging(battery::Charged::of_runs(&result.provenance)),
+            ),
             _ => result.battery.clone(),
         });
         groups.push(Group {

@@ -4,7 +4,10 @@
 //! thread of its own (`top/session.rs`); this loop answers keys and draws
 //! (`top/render.rs`, a pure function of `top/view.rs`'s state).
 
+mod columns;
+mod fit;
 mod hangup;
+mod help;
 mod render;
 mod session;
 mod snapshot;
@@ -46,7 +49,8 @@ Examples:
 
 Keys: p, c, w, i, n sort by power, CPU, wake-ups, idle wake-ups, name (Tab, ← and → cycle);
 / filters by process name (Enter keeps the filter, Esc clears it); space or f freezes the
-display while measuring goes on (again: the latest interval); q, Esc or Ctrl-C quits.
+display while measuring goes on (again: the latest interval); ? shows what every column
+means (again, or Esc: back); q, Esc or Ctrl-C quits.
 
 Every interval, top reads the energy meter (RAPL, perf power PMU, battery, hwmon; the
 power model, labelled ESTIMATED, when there is none) and splits the node's energy into an

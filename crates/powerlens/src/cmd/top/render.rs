@@ -14,8 +14,10 @@ use ratatui::widgets::{Cell, Paragraph, Row, Table, Widget};
 use powerlens_core::monitor::CpuResidency;
 use powerlens_core::provenance::Provenance;
 
-use super::snapshot::{ProcessRow, Snapshot};
-use super::view::{SortKey, View};
+use super::columns::{columns_for, watts, Col};
+use super::fit::elide_fields;
+use super::snapshot::Snapshot;
+use super::view::View;
 
 const HEADER_LINES: u16 = 4;
 /// The process table's header and the idle row, plus at least two processes.
@@ -56,8 +58,14 @@ pub fn render(view: &View, area: Rect, buf: &mut Buffer) {
         part
     };
     let help_h = u16::from(!view.once);
+    if view.help {
+        let body = take(area.height.saturating_sub(help_h));
+        super::help::render(view, body, buf);
+        Paragraph::new(help_line(view, area.width)).render(take(help_h), buf);
+        return;
+    }
     let header = take(HEADER_LINES);
-    Paragraph::new(header_lines(view)).render(header, buf);
+    Paragraph::new(header_lines(view, area.width)).render(header, buf);
     let cpus = view.shown().map_or(0, |s| s.cpus.len()) as u16;
     let below = area.height.saturating_sub(HEADER_LINES + help_h);
     let res_h = residency_height(cpus).min(below.saturating_sub(TABLE_MIN));
@@ -65,7 +73,7 @@ pub fn render(view: &View, area: Rect, buf: &mut Buffer) {
     render_processes(view, table, buf);
     render_residency(view, take(res_h), buf);
     if help_h > 0 {
-        Paragraph::new(help_line(view)).render(take(1), buf);
+        Paragraph::new(help_line(view, area.width)).render(take(1), buf);
     }
 }
 
@@ -73,7 +81,9 @@ fn bold() -> Style {
     Style::new().add_modifier(Modifier::BOLD)
 }
 
-fn header_lines(view: &View) -> Vec<Line<'static>> {
+fn header_lines(view: &View, width: u16) -> Vec<Line<'static>> {
+    // The energy and wake-up sentences lose whole fields to fit; `?` shows them whole.
+    let fit = |text: String| Line::raw(elide_fields(&text, width as usize));
     let mut status = vec![Span::styled("powerlens top", bold())];
     match view.shown() {
         Some(s) => status.push(Span::raw(format!(
@@ -99,12 +109,12 @@ fn header_lines(view: &View) -> Vec<Line<'static>> {
     }
     let mut lines = vec![Line::from(status)];
     let Some(s) = view.shown() else {
-        lines.push(Line::raw(view.header.energy.clone()));
+        lines.push(fit(view.header.energy.clone()));
         return lines;
     };
     lines.push(node_line(s));
-    lines.push(Line::raw(view.header.energy.clone()));
-    lines.push(wakeup_line(s));
+    lines.push(fit(view.header.energy.clone()));
+    lines.push(fit(wakeup_line(s)));
     lines
 }
 
@@ -127,137 +137,28 @@ fn node_line(s: &Snapshot) -> Line<'static> {
     ])
 }
 
-/// Where the wake-up columns come from (or why they are n/a), lost records and notes.
-fn wakeup_line(s: &Snapshot) -> Line<'static> {
+/// Where the wake-up columns come from (or why they are n/a, and the fix), lost records
+/// (the last interval's rate and the total) and notes.
+pub(super) fn wakeup_line(s: &Snapshot) -> String {
     let mut text = match &s.wakeups_unavailable {
         None => "wake-ups: traced (sched/irq/timer tracepoints)".to_string(),
-        Some(reason) => format!(
-            "wake-ups n/a (REDUCED: CPU time from /proc): {reason}; run as root or with CAP_PERFMON for them"
-        ),
+        // The fix first: it is what survives when the line is cut to the width.
+        Some(reason) => match &s.wakeups_fix {
+            Some(fix) => format!("wake-ups n/a: {fix}; REDUCED (CPU time from /proc): {reason}"),
+            None => format!("wake-ups n/a: REDUCED (CPU time from /proc): {reason}"),
+        },
     };
     if let Some(lost) = s.lost_records.filter(|n| *n > 0) {
+        let rate = s.lost_records_per_s.unwrap_or(0.0);
         text.push_str(&format!(
-            "; {lost} trace records lost (raise --buffer-pages)"
+            "; trace records lost {rate:.0}/s ({lost} in all; raise --buffer-pages)"
         ));
     }
     for note in &s.notes {
         text.push_str("; ");
         text.push_str(note);
     }
-    Line::raw(text)
-}
-
-/// The process table's columns, in display order.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Col {
-    Pid,
-    Command,
-    Power,
-    Cpu,
-    Wakeups,
-    Thread,
-    Timer,
-    Irq,
-    Ipi,
-    IdleWakeups,
-}
-
-const COMMAND_MIN: u16 = 8;
-const COMMAND_MAX: u16 = 24;
-
-impl Col {
-    fn title(self) -> &'static str {
-        match self {
-            Col::Pid => "PID",
-            Col::Command => "COMMAND",
-            Col::Power => "POWER W",
-            Col::Cpu => "CPU %",
-            Col::Wakeups => "WAKE/s",
-            Col::Thread => "thread",
-            Col::Timer => "timer",
-            Col::Irq => "irq",
-            Col::Ipi => "ipi",
-            Col::IdleWakeups => "IDLE WK/s",
-        }
-    }
-
-    /// Fixed widths; the command's is what is left, within bounds.
-    fn width(self) -> u16 {
-        match self {
-            Col::Pid => 7,
-            Col::Command => COMMAND_MIN,
-            Col::Power => 8,
-            Col::Cpu => 6,
-            Col::Wakeups => 7,
-            Col::Thread | Col::Timer | Col::Irq | Col::Ipi => 6,
-            Col::IdleWakeups => 9,
-        }
-    }
-
-    fn sorted_by(self) -> Option<SortKey> {
-        match self {
-            Col::Command => Some(SortKey::Name),
-            Col::Power => Some(SortKey::Power),
-            Col::Cpu => Some(SortKey::Cpu),
-            Col::Wakeups => Some(SortKey::Wakeups),
-            Col::IdleWakeups => Some(SortKey::IdleWakeups),
-            _ => None,
-        }
-    }
-
-    fn text(self, p: &ProcessRow) -> String {
-        let na = || "n/a".to_string();
-        let cause = |f: fn(&super::snapshot::WakeupRates) -> f64| {
-            p.wakeups_per_s.as_ref().map_or_else(na, |w| rate(f(w)))
-        };
-        match self {
-            Col::Pid => p.pid.to_string(),
-            Col::Command => p.comm.clone(),
-            Col::Power => watts(p.power_w),
-            Col::Cpu => format!("{:.1}", p.cpu_pct),
-            Col::Wakeups => cause(|w| w.total),
-            Col::Thread => cause(|w| w.thread),
-            Col::Timer => cause(|w| w.timer),
-            Col::Irq => cause(|w| w.irq),
-            Col::Ipi => cause(|w| w.ipi_or_idle),
-            Col::IdleWakeups => p.idle_wakeups_per_s.map_or_else(na, rate),
-        }
-    }
-}
-
-/// The columns that fit `width`: PID, command and power always, then CPU, wake-ups, idle
-/// wake-ups and last the wake-ups' causes, in display order.
-fn columns_for(width: u16) -> Vec<Col> {
-    let groups: [&[Col]; 5] = [
-        &[Col::Pid, Col::Command, Col::Power],
-        &[Col::Cpu],
-        &[Col::Wakeups],
-        &[Col::IdleWakeups],
-        &[Col::Thread, Col::Timer, Col::Irq, Col::Ipi],
-    ];
-    let used = |cols: &[Col]| -> u16 { cols.iter().map(|c| c.width() + 1).sum::<u16>() - 1 };
-    let mut chosen: Vec<Col> = groups[0].to_vec();
-    for group in &groups[1..] {
-        let mut trial = chosen.clone();
-        trial.extend_from_slice(group);
-        if used(&trial) > width {
-            break;
-        }
-        chosen = trial;
-    }
-    let order = [
-        Col::Pid,
-        Col::Command,
-        Col::Power,
-        Col::Cpu,
-        Col::Wakeups,
-        Col::Thread,
-        Col::Timer,
-        Col::Irq,
-        Col::Ipi,
-        Col::IdleWakeups,
-    ];
-    order.into_iter().filter(|c| chosen.contains(c)).collect()
+    text
 }
 
 fn right(text: String) -> Cell<'static> {
@@ -281,10 +182,9 @@ fn render_processes(view: &View, area: Rect, buf: &mut Buffer) {
         .filter(|c| **c != Col::Command)
         .map(|c| c.width() + 1)
         .sum();
-    let command_w = area
-        .width
-        .saturating_sub(fixed)
-        .clamp(COMMAND_MIN, COMMAND_MAX);
+    // The command takes what the other columns leave (columns_for keeps a whole name
+    // where it can; a terminal narrower than that still shows 8 characters of it).
+    let command_w = area.width.saturating_sub(fixed).max(8);
     let widths: Vec<Constraint> = cols
         .iter()
         .map(|c| match c {
@@ -425,35 +325,29 @@ fn residency_row(cpu: &CpuResidency, states: &[&str]) -> Row<'static> {
     Row::new(cells)
 }
 
-fn help_line(view: &View) -> Line<'static> {
+/// The keys, on the last line: the longest wording that fits, always with `? help` and
+/// `q quit`.
+fn help_line(view: &View, width: u16) -> Line<'static> {
     let text = if view.editing_filter {
         format!(
             "filter: {}▏  Enter keeps it · Esc clears it · Backspace, Ctrl-U erase",
             view.filter
         )
+    } else if view.help {
+        "? or Esc closes the help · q quit".to_string()
     } else {
-        "sort: p power c CPU w wake-ups i idle n name (Tab ←→) · / filter · space freeze · q quit"
+        const WORDINGS: [&str; 3] = [
+            "sort: p power c CPU w wake-ups i idle n name (Tab ←→) · / filter · space freeze · ? help · q quit",
+            "sort: p c w i n (Tab ←→) · / filter · space freeze · ? help · q quit",
+            "p c w i n sort · / filter · ? help · q quit",
+        ];
+        WORDINGS
+            .iter()
+            .find(|w| w.chars().count() <= width as usize)
+            .unwrap_or(&WORDINGS[WORDINGS.len() - 1])
             .to_string()
     };
     Line::styled(text, Style::new().add_modifier(Modifier::REVERSED))
-}
-
-fn watts(w: f64) -> String {
-    if w >= 100.0 {
-        format!("{w:.1}")
-    } else if w >= 10.0 {
-        format!("{w:.2}")
-    } else {
-        format!("{w:.3}")
-    }
-}
-
-fn rate(x: f64) -> String {
-    if x >= 1000.0 {
-        format!("{x:.0}")
-    } else {
-        format!("{x:.1}")
-    }
 }
 
 /// A buffer's lines as text, trailing blanks trimmed (for `--once` and the tests).
@@ -535,7 +429,9 @@ pub(crate) mod tests {
             idle_power_w: report.idle_j,
             energy: Provenance::estimated("default-linear", "27.3 W idle"),
             wakeups_unavailable: (!traced).then(|| "no tracing for the test".to_string()),
+            wakeups_fix: (!traced).then(|| "run as root or with CAP_PERFMON for them".to_string()),
             lost_records: traced.then_some(0),
+            lost_records_per_s: traced.then_some(0.0),
             processes: process_rows(&report, traced),
             cpus: interval_residency(&before, &after, 1.0),
             notes: Vec::new(),
@@ -709,9 +605,27 @@ pub(crate) mod tests {
     fn reduced_mode_shows_wakeups_as_unavailable_with_the_reason() {
         let v = view(false);
         let (lines, _) = draw(&v, 120, 40);
-        assert!(lines[3].starts_with(
-            "wake-ups n/a (REDUCED: CPU time from /proc): no tracing for the test; run as root"
-        ));
+        assert_eq!(
+            lines[3],
+            "wake-ups n/a: run as root or with CAP_PERFMON for them; REDUCED (CPU time from /proc): no tracing for the test"
+        );
+        // Asked for with --reduced, the fix is to leave it out, not privileges.
+        let mut asked = view(false);
+        let mut s = snapshot(2, false);
+        s.wakeups_unavailable = Some("procfs sampling was asked for (--reduced)".into());
+        s.wakeups_fix = Some("leave out --reduced to trace them (root or CAP_PERFMON)".into());
+        asked.update(s);
+        let (asked_lines, _) = draw(&asked, 160, 40);
+        assert_eq!(
+            asked_lines[3],
+            "wake-ups n/a: leave out --reduced to trace them (root or CAP_PERFMON); REDUCED (CPU time from /proc): procfs sampling was asked for (--reduced)"
+        );
+        // At 80 columns the fix stays, the reason goes (`?` shows it).
+        let (asked_lines, _) = draw(&asked, 80, 24);
+        assert_eq!(
+            asked_lines[3],
+            "wake-ups n/a: leave out --reduced to trace them (root or CAP_PERFMON); REDUCED …"
+        );
         let rows = table(&lines);
         for r in &rows[1..] {
             assert_eq!(&r[4..], ["n/a"; 6], "{r:?}");
@@ -734,15 +648,111 @@ pub(crate) mod tests {
         assert!(!lines.join("\n").contains("ESTIMATED"));
     }
 
-    /// At 80 columns every column fits (the command narrower); at 60 the causes go first,
-    /// then CPU and the wake-ups, never the power; a short terminal says how many rows
-    /// and CPUs it could not show.
+    /// Issue 29, point 7: at 80 × 24 the keys' line keeps `? help` and `q quit`, the
+    /// command gets the width the columns leave (the causes go before a name is cut), and
+    /// the energy line loses whole fields, never part of a word.
+    #[test]
+    fn at_80_by_24_the_footer_the_command_and_the_energy_line_fit() {
+        let mut v = view(true);
+        v.header.energy = "energy: ESTIMATED by the power model server-vcpu-linear (1.48 W idle + 2.76 W per busy CPU of the machine; chosen because a virtual machine) — no meter can be read".into();
+        let mut s = snapshot(1, true);
+        s.processes[0].comm = "a-fifteen-chars".into();
+        v.update(s);
+        let (lines, _) = draw(&v, 80, 24);
+        assert!(lines.iter().all(|l| l.chars().count() <= 80));
+        assert_eq!(
+            lines[23],
+            "sort: p c w i n (Tab ←→) · / filter · space freeze · ? help · q quit"
+        );
+        assert_eq!(
+            lines[2],
+            "energy: ESTIMATED by the power model server-vcpu-linear …"
+        );
+        let header: Vec<&str> = lines[4].split_whitespace().collect();
+        assert_eq!(
+            header,
+            ["PID", "COMMAND", "POWER", "W", "CPU", "%", "WAKE/s", "IDLE", "WK/s"]
+        );
+        // The command column is 80 less the five other columns and the gaps around them
+        // (7 + 8 + 6 + 7 + 9 and 5: 42): 38. From its start to the power column's end
+        // (right-aligned): 38, a gap, 8.
+        let power_end = lines[4].find("POWER W").unwrap() + "POWER W".len();
+        assert_eq!(
+            power_end - lines[4].find("COMMAND").unwrap(),
+            38 + 1 + 8,
+            "{}",
+            lines[4]
+        );
+        assert!(
+            lines.iter().any(|l| l.contains(" a-fifteen-chars ")),
+            "{lines:?}"
+        );
+        // Wide enough, the long wording and every column.
+        let (lines, _) = draw(&v, 120, 40);
+        assert!(
+            lines[39].starts_with("sort: p power c CPU") && lines[39].ends_with("? help · q quit")
+        );
+        assert!(lines[4].contains("thread") && lines[4].contains("IDLE WK/s"));
+    }
+
+    /// Issue 29, point 7: `?` shows what every column means and the header's lines whole;
+    /// `?` again, or Esc, goes back (Esc does not quit from the help).
+    #[test]
+    fn question_mark_toggles_a_help_screen_explaining_every_column() {
+        let mut v = view(true);
+        key(&mut v, '?');
+        let (lines, _) = draw(&v, 80, 24);
+        let screen = lines.join("\n");
+        assert!(screen.contains("powerlens top: the columns"), "{screen}");
+        // At 80 × 24 every column and every key fits, each on a line of its own.
+        assert!(
+            lines.iter().any(|l| l.starts_with("q, Ctrl-C  quit")),
+            "{screen}"
+        );
+        assert!(lines.iter().all(|l| l.chars().count() <= 80));
+        for c in Col::ALL {
+            assert!(
+                lines.iter().any(|l| l.starts_with(c.title())
+                    && l.contains(c.meaning().split(' ').next().unwrap())),
+                "{} unexplained: {screen}",
+                c.title()
+            );
+        }
+        assert!(screen.contains("[idle]"));
+        assert_eq!(lines[23], "? or Esc closes the help · q quit");
+        assert_eq!(
+            v.handle_key(KeyEvent::new(KeyCode::Esc, KeyModifiers::NONE)),
+            crate::cmd::top::view::Outcome::Changed
+        );
+        let (lines, _) = draw(&v, 80, 24);
+        assert!(lines[4].contains("COMMAND"), "{lines:?}");
+        key(&mut v, '?');
+        key(&mut v, '?');
+        assert!(!v.help);
+    }
+
+    /// Issue 29, point 7: losses show as the last interval's rate and the total, so a
+    /// frozen total no longer hides whether they go on.
+    #[test]
+    fn lost_records_show_as_a_rate_and_a_total() {
+        let mut v = view(true);
+        let mut s = snapshot(2, true);
+        s.lost_records = Some(72363);
+        s.lost_records_per_s = Some(120.0);
+        v.update(s);
+        let (lines, _) = draw(&v, 160, 40);
+        assert!(
+            lines[3].ends_with("; trace records lost 120/s (72363 in all; raise --buffer-pages)"),
+            "{}",
+            lines[3]
+        );
+    }
+
+    /// At 60 columns the causes go first, then CPU and the wake-ups, never the power; a
+    /// short terminal says how many rows and CPUs it could not show.
     #[test]
     fn narrow_and_short_terminals_keep_the_essentials() {
         let v = view(true);
-        let (lines, _) = draw(&v, 80, 20);
-        assert!(lines[4].contains("thread") && lines[4].contains("IDLE WK/s"));
-        assert!(lines.iter().all(|l| l.chars().count() <= 80));
         let (lines, _) = draw(&v, 60, 20);
         let header: Vec<&str> = lines[4].split_whitespace().collect();
         assert_eq!(

@@ -25,6 +25,9 @@ pub struct Measurer {
     idle_before: Vec<IdleStateTime>,
     intervals: u64,
     wakeups_unavailable: Option<String>,
+    wakeups_fix: Option<String>,
+    /// Trace records lost up to the end of the previous interval.
+    lost_before: u64,
     header: SessionHeader,
 }
 
@@ -36,6 +39,14 @@ impl Measurer {
             Mode::Trace | Mode::Windows { .. } => None,
             Mode::Reduced { reason } => Some(reason.clone()),
         };
+        // Asked for, the reduced mode is no failure to fix with privileges.
+        let wakeups_fix = wakeups_unavailable.as_ref().map(|_| {
+            if options.reduced {
+                "leave out --reduced to trace them (root or CAP_PERFMON)".to_string()
+            } else {
+                "run as root or with CAP_PERFMON for them".to_string()
+            }
+        });
         let header = SessionHeader {
             interval: options.interval,
             energy: session.describe_energy(),
@@ -50,6 +61,8 @@ impl Measurer {
             }),
             intervals: 0,
             wakeups_unavailable,
+            wakeups_fix,
+            lost_before: 0,
             header,
         })
     }
@@ -76,6 +89,8 @@ impl Measurer {
         self.intervals += 1;
         let traced = self.wakeups_unavailable.is_none();
         let per_s = |j: f64| per_second(j, report.elapsed_s);
+        let lost_now = lost_records.saturating_sub(self.lost_before);
+        self.lost_before = lost_records;
         Ok(Some(Snapshot {
             interval: self.intervals,
             elapsed_s: report.elapsed_s,
@@ -83,7 +98,9 @@ impl Measurer {
             idle_power_w: per_s(report.idle_j),
             energy,
             wakeups_unavailable: self.wakeups_unavailable.clone(),
+            wakeups_fix: self.wakeups_fix.clone(),
             lost_records: traced.then_some(lost_records),
+            lost_records_per_s: traced.then(|| per_s(lost_now as f64)),
             processes: process_rows(&report, traced),
             cpus,
             notes,

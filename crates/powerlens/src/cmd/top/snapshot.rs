@@ -19,8 +19,13 @@ pub struct Snapshot {
     pub energy: Provenance,
     /// Why the wake-up columns are unavailable (a reduced session); `None` when traced.
     pub wakeups_unavailable: Option<String>,
+    /// What gives the wake-up columns back (a reduced session): tracing privileges, or
+    /// leaving out `--reduced` when it was asked for; `None` when traced.
+    pub wakeups_fix: Option<String>,
     /// Trace records lost so far (rings that overflowed); `None` without tracing.
     pub lost_records: Option<u64>,
+    /// Trace records lost in this interval, per second: whether losses go on.
+    pub lost_records_per_s: Option<f64>,
     /// Every process that ran in the interval, most power first.
     pub processes: Vec<ProcessRow>,
     pub cpus: Vec<CpuResidency>,

@@ -100,6 +100,8 @@ pub struct View {
     pub frozen: bool,
     /// No key help (a one-shot print, not an interactive view).
     pub once: bool,
+    /// The help screen (`?`) is shown instead of the tables.
+    pub help: bool,
 }
 
 impl View {
@@ -113,6 +115,7 @@ impl View {
             editing_filter: false,
             frozen: false,
             once: false,
+            help: false,
         }
     }
 
@@ -165,6 +168,15 @@ impl View {
         }
         match key.code {
             KeyCode::Char('q') => Outcome::Quit,
+            KeyCode::Char('?') => {
+                self.help = !self.help;
+                Outcome::Changed
+            }
+            // Esc closes the help before it clears a filter or quits.
+            KeyCode::Esc if self.help => {
+                self.help = false;
+                Outcome::Changed
+            }
             KeyCode::Esc if self.filter.is_empty() => Outcome::Quit,
             KeyCode::Esc => {
                 self.filter.clear();
