@@ -11,7 +11,7 @@ use std::thread::JoinHandle;
 use anyhow::Context;
 use powerlens_core::monitor::{interval_residency, IdleStateTime, Monitor, MonitorConfig};
 use powerlens_record::interrupt;
-use powerlens_record::live::{LiveInterval, LiveOptions, LiveSession, Mode};
+use powerlens_record::live::{LiveInterval, LiveOptions, LiveSession, Mode, Tracing};
 use powerlens_sys::Roots;
 
 use super::snapshot::{per_second, process_rows, Snapshot};
@@ -41,7 +41,7 @@ impl Measurer {
         };
         // Asked for, the reduced mode is no failure to fix with privileges.
         let wakeups_fix = wakeups_unavailable.as_ref().map(|_| {
-            if options.reduced {
+            if options.tracing == Tracing::Off {
                 "leave out --reduced to trace them (root or CAP_PERFMON)".to_string()
             } else {
                 "run as root or with CAP_PERFMON for them".to_string()
