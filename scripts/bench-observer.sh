@@ -172,6 +172,31 @@ for load_name in $loads; do
         END { printf "default record: %d records lost in %d rounds\n", lost, NR
               if (n) printf "tracing_cpu_s (target) / CPU added by recording: median %.2f (added %.3f s, estimated %.3f s; %d rounds with added > 0)\n", med(r, n), med(a, n), med(e, n), n
               else print "tracing_cpu_s: no round where recording added CPU time" }'
+    # On the pinned load the spinner shares CPU 0 with the players and spins for as long
+    # as the run lasts: a run the tracing slows gives it more CPU time that is not the
+    # tracing's. The estimate is checked there against the players' own added CPU time
+    # (their CLOCK_THREAD_CPUTIME_ID, from the workload's --json), paired per round.
+    if [ "$load_name" = pinned ]; then
+        : >"$dir/players"
+        json_load=${load% -q}
+        for round in $(seq "$rounds"); do
+            $json_load --json 2>/dev/null >"$dir/bare.json"
+            "$pl" record -o "$dir/p.rec" -- $json_load --json 2>/dev/null >"$dir/rec.json"
+            "$pl" report "$dir/p.rec" --json 2>/dev/null >"$dir/report.json"
+            python3 - "$dir" >>"$dir/players" <<'PY'
+import json, sys
+d = sys.argv[1]
+def players(f):
+    return sum(t["cpu_clock_s"] for t in json.load(open(f"{d}/{f}"))["threads"] if t["name"] in ("ping", "pong"))
+est = sum(t.get("tracing_cpu_s") or 0 for t in json.load(open(f"{d}/report.json"))["threads"] if t.get("comm") in ("ping", "pong"))
+added = players("rec.json") - players("bare.json")
+print(f"{est / added if added > 0 else 'nan'} {added:.4f} {est:.4f}")
+PY
+            rm -f "$dir/p.rec"
+        done
+        sort -g "$dir/players" | awk '{ r[NR] = $1; a[NR] = $2; e[NR] = $3 }
+            END { m = int((NR + 1) / 2); printf "players (ping, pong) only: tracing_cpu_s / CPU added: median %.2f (added %.3f s, estimated %.3f s)\n", r[m], a[m], e[m] }'
+    fi
     # The agent, on the load repeated: several of its intervals.
     rm -f "$dir"/*.times
     long="for i in \$(seq $agent_repeat); do $load; done"
