@@ -14,6 +14,7 @@ use powerlens_core::sched::report::{
 };
 use powerlens_core::stacks::grid::FunctionRow;
 
+use crate::names::NameFit;
 use crate::table::{csv_field, sig, Table, NOT_AVAILABLE};
 
 /// Grid rows: one per thread, process, function or call stack.
@@ -60,6 +61,9 @@ pub struct GridOptions {
     pub show: Vec<String>,
     /// Remove these columns.
     pub hide: Vec<String>,
+    /// How wide the text view's names (function, stack, wake-up cause) may be; the
+    /// command line fits them to the terminal. JSON, CSV and HTML keep them whole.
+    pub names: NameFit,
 }
 
 /// A column name the grid does not have.
@@ -744,7 +748,13 @@ pub fn grid(report: &RecordingReport, opts: &GridOptions) -> Result<String, Unkn
     if let Some(totals) = totals_row(report, &cols, &all, shown) {
         t.row(totals);
     }
-    Ok(t.render())
+    let names: Vec<usize> = cols
+        .iter()
+        .enumerate()
+        .filter(|(_, c)| c.key == "function" || c.key == "stack")
+        .map(|(i, _)| i)
+        .collect();
+    Ok(t.render_fitting(&names, opts.names))
 }
 
 /// Notes under the grid: the rows whose wake-ups the trace did not all record, so that a
@@ -1298,15 +1308,19 @@ pub fn energy(report: &RecordingReport) -> String {
     out
 }
 
+/// The wake-up causes table's column of causes (functions, IRQs, timers).
+const WAKEUP_CAUSE_COLUMN: usize = 3;
+
 /// Wake-up causes shown in the text view (JSON has them all).
 pub const WAKEUP_CAUSES_SHOWN: usize = 10;
 
 /// The top wake-up causes: idle exits per second by cause, and the period of timers.
-pub fn wakeup_causes(report: &RecordingReport) -> String {
+pub fn wakeup_causes(report: &RecordingReport, names: NameFit) -> String {
     let Some((t, more)) = wakeup_causes_table(report) else {
         return String::new();
     };
-    let mut out = t.render();
+    // The cause column names functions.
+    let mut out = t.render_fitting(&[WAKEUP_CAUSE_COLUMN], names);
     if more > 0 {
         let _ = writeln!(out, "({more} more in --json)");
     }
@@ -1319,6 +1333,7 @@ pub fn wakeup_causes_table(report: &RecordingReport) -> Option<(Table, usize)> {
     if report.wakeup_causes.is_empty() {
         return None;
     }
+    // The cause is column WAKEUP_CAUSE_COLUMN.
     let mut t = Table::new([
         "kind",
         "idle exits",
@@ -1422,7 +1437,7 @@ pub fn text(report: &RecordingReport, opts: &GridOptions) -> Result<String, Unkn
         out.push_str("\nthread balance\n");
         out.push_str(&b);
     }
-    let w = wakeup_causes(report);
+    let w = wakeup_causes(report, opts.names);
     if !w.is_empty() {
         out.push_str("\nwake-up causes (idle exits; timers also by expiries)\n");
         out.push_str(&w);
@@ -1600,6 +1615,7 @@ mod tests {
             top,
             show: show.iter().map(|s| s.to_string()).collect(),
             hide: hide.iter().map(|s| s.to_string()).collect(),
+            names: NameFit::Full,
         }
     }
 
@@ -2022,7 +2038,7 @@ tid,pid,comm,cpu_time_s,wakeups_thread,mean_idle_before_wakeup_us,frequency_mhz,
             timer("0xffffffff814332e0", Some("tick_nohz_handler"), None),
             timer("0xffffffff81000010", None, Some(0)),
         ];
-        let t = wakeup_causes(&r);
+        let t = wakeup_causes(&r, NameFit::Full);
         assert!(t.contains("tick_nohz_handler (kernel)"), "{t}");
         assert!(!t.contains("0xffffffff814332e0"), "{t}");
         assert!(t.contains("0xffffffff81000010 (kernel, unnamed)"), "{t}");
