@@ -9,6 +9,7 @@ use std::path::Path;
 use powerlens_core::stacks::{decode_frames, lookups, FrameRef, ResolvedStacks};
 use powerlens_store::recording::{RecordingReader, SymbolRow};
 use powerlens_sys::procfs::maps::Mapping;
+use powerlens_sys::symbolize::perf_map::{self, PerfMap};
 use powerlens_sys::symbolize::{Symbolizer, KERNEL_MODULE};
 use powerlens_sys::Roots;
 
@@ -88,6 +89,30 @@ fn another_build(
             ))
         }
     }
+}
+
+/// Names JIT frames (addresses) from the perf map at `path`, which the runtime writes while
+/// it runs or at its exit; `record` reads it when the command has exited, before the
+/// recording closes, and the names go to the recording's symbol cache, so that reports
+/// name the frames after the map is deleted. A missing map, or addresses it does not
+/// cover, are said in `warnings`.
+fn name_jit_frames(path: &str, offsets: &[u64], warnings: &mut Vec<String>) -> Vec<Option<String>> {
+    let Some(map) = PerfMap::read(Path::new(path)) else {
+        warnings.push(format!(
+            "{} frames of JIT code are not named: there is no perf map at {path} (the runtime wrote none: record the command with --jit-names, the default, or start the runtime with its perf map option, see docs/RECORD.md, Managed runtimes; or the map was deleted, and the names found when the recording ended are kept)",
+            offsets.len()
+        ));
+        return vec![None; offsets.len()];
+    };
+    let named: Vec<Option<String>> = offsets.iter().map(|&a| map.lookup(a)).collect();
+    let missing = named.iter().filter(|n| n.is_none()).count();
+    if missing > 0 {
+        warnings.push(format!(
+            "{missing} of {} frames of JIT code are not in {path} (code the runtime does not list, such as its own stubs, or code compiled after the map was read)",
+            offsets.len()
+        ));
+    }
+    named
 }
 
 /// Reads and resolves the recording's stacks, and saves the names it found in the
@@ -194,6 +219,22 @@ pub fn resolve_unsaved(
         let mut symbolizer = Symbolizer::new(roots);
         for (module, offsets) in missing {
             let path = modules.get(&module).map(String::as_str).unwrap_or("");
+            if perf_map::is_perf_map(path) {
+                let named = name_jit_frames(path, &offsets, &mut warnings);
+                for (offset, function) in offsets.into_iter().zip(named) {
+                    names.insert(FrameRef { module, offset }, function.clone());
+                    // Only names go to the cache: a frame the map lacks (not yet written,
+                    // for a process still running) is looked up again by the next report.
+                    if function.is_some() {
+                        new_rows.push(SymbolRow {
+                            module,
+                            offset,
+                            function,
+                        });
+                    }
+                }
+                continue;
+            }
             if let Some(why) = another_build(path, build_ids.get(&module), ended) {
                 // Left unnamed and out of the cache: the next report checks again.
                 warnings.push(format!(
@@ -285,6 +326,66 @@ mod tests {
         );
         assert!(r.stacks.describe(4_000_000_000).is_empty());
         assert_eq!(r.stacks.describe(1).len(), 1);
+    }
+
+    /// JIT frames are named from the process's perf map when the recording ends, and the
+    /// names stay in the recording: a report after the map is deleted names the same
+    /// functions. A frame the map does not cover stays unnamed, with a warning, and out
+    /// of the cache.
+    #[test]
+    fn jit_frames_are_named_from_the_perf_map_and_kept_after_it_is_deleted() {
+        let dir = tempfile::tempdir().unwrap();
+        let map = dir.path().join("perf-4242.map");
+        std::fs::write(
+            &map,
+            "7f5d68006180 180 JS:*fibonacciHotLoop /srv/hot.js:1:26\n\
+             0x00007f69bcec7620 0x00000000000000d8 long Hot.collatzSteps(long)\n",
+        )
+        .unwrap();
+        let path = dir.path().join("r.rec");
+        let mut w = RecordingWriter::create(&path).unwrap();
+        w.add_module(0, map.to_str().unwrap(), None).unwrap();
+        // Innermost: in fibonacciHotLoop; its caller's return address in collatzSteps;
+        // then an address no line covers.
+        let frames = [0x7f5d68006190u64, 0x7f69bcec7621, 0x1000]
+            .map(|offset| FrameRef { module: 0, offset });
+        let mut blob = Vec::new();
+        encode_frames(&frames, &mut blob);
+        w.add_stack(0, &blob).unwrap();
+        w.finish().unwrap();
+        let roots = Roots {
+            sysfs: dir.path().to_path_buf(),
+            procfs: dir.path().to_path_buf(),
+        };
+        let expected = [
+            "fibonacciHotLoop /srv/hot.js:1:26 (perf-4242.map)",
+            "long Hot.collatzSteps(long) (perf-4242.map)",
+            "perf-4242.map [no symbols] (perf-4242.map)",
+        ];
+        let reader = RecordingReader::open(&path).unwrap();
+        let first = resolve(&reader, &roots).unwrap().unwrap();
+        assert_eq!(first.stacks.describe(0), expected);
+        assert_eq!(first.symbolized, 2, "only names are cached");
+        assert_eq!(
+            first.warnings,
+            [format!(
+                "1 of 3 frames of JIT code are not in {} (code the runtime does not list, such as its own stubs, or code compiled after the map was read)",
+                map.display()
+            )]
+        );
+        drop(reader);
+        std::fs::remove_file(&map).unwrap();
+        let reader = RecordingReader::open(&path).unwrap();
+        let again = resolve(&reader, &roots).unwrap().unwrap();
+        assert_eq!(again.stacks.describe(0), expected);
+        assert_eq!(again.symbolized, 0);
+        assert_eq!(again.warnings.len(), 1, "{:?}", again.warnings);
+        assert!(
+            again.warnings[0]
+                .starts_with("1 frames of JIT code are not named: there is no perf map at"),
+            "{:?}",
+            again.warnings
+        );
     }
 
     /// A recording whose recorder was killed is named at its first report, from the files

@@ -12,6 +12,7 @@
 //! and show it (`libfoo.so+0x1234`). Nothing here fails a whole batch.
 
 pub mod kallsyms;
+pub mod perf_map;
 
 use std::collections::HashMap;
 use std::path::PathBuf;
