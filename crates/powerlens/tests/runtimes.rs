@@ -1,0 +1,224 @@
+//! Managed runtimes end to end (issue 30): the default `record` of an unmodified `node
+//! hot.js` and `java Hot` names the script's hot function from the runtime's perf map,
+//! which `--jit-names` (the default) had the runtime write. The oracles: the hot function
+//! is known (the scripts spend their time in it); the process's own CPU samples and
+//! energy (the shares must agree, and the function rows sum to the process's energy); and
+//! the same report after the map is deleted. Skips, saying why, without root or without
+//! the runtime (scripts/test.sh installs Debian's nodejs and openjdk-17-jdk-headless).
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use serde_json::Value;
+
+mod common;
+use common::{json, live_recording, stderr, with_tracefs};
+
+/// The hot loop: a recursive Fibonacci, for 1.5 s.
+const HOT_JS: &str = "\
+function fibonacciHotLoop(n) { return n < 2 ? n : fibonacciHotLoop(n - 1) + fibonacciHotLoop(n - 2); }
+let total = 0;
+const end = Date.now() + 1500;
+while (Date.now() < end) total += fibonacciHotLoop(25);
+console.log(total > 0 ? 'done' : 'none');
+";
+
+/// The hot loop in one method that runs for 1.5 s, so that the JIT compiles it on its own
+/// (on-stack replacement) rather than inlined into `main`, as a short method called from
+/// a loop in `main` would be. `main` returns normally: the JVM writes its map at exit.
+const HOT_JAVA: &str = "\
+public class Hot {
+    static long collatzSteps(long limitNs) {
+        long end = System.nanoTime() + limitNs, steps = 0, n = 1;
+        while (true) {
+            for (int k = 0; k < 10000; k++, n++) {
+                long m = n;
+                while (m != 1) { m = (m % 2 == 0) ? m / 2 : 3 * m + 1; steps++; }
+            }
+            if (System.nanoTime() > end) return steps;
+        }
+    }
+    public static void main(String[] args) {
+        System.out.println(collatzSteps(1_500_000_000L) > 0 ? \"done\" : \"none\");
+    }
+}
+";
+
+/// The path of `program` on PATH, or `None` after saying the test is skipped.
+fn runtime(program: &str, package: &str) -> Option<PathBuf> {
+    let found = std::env::var_os("PATH").and_then(|paths| {
+        std::env::split_paths(&paths)
+            .map(|d| d.join(program))
+            .find(|p| p.is_file())
+    });
+    if found.is_none() {
+        eprintln!(
+            "SKIP: {program} is not installed (Debian package {package}; scripts/test.sh installs it)"
+        );
+    }
+    found
+}
+
+/// `report REC --by function --json`.
+fn functions_report(rec: &Path) -> Value {
+    let out = Command::new(env!("CARGO_BIN_EXE_powerlens"))
+        .args([
+            "report",
+            rec.to_str().unwrap(),
+            "--by",
+            "function",
+            "--json",
+        ])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    json(&out)
+}
+
+/// Records `command` into `dir` with the default options, then checks the report: the top
+/// function row is named `hot` (from the process's perf map), holds ≥ 80% of the
+/// process's CPU samples and that share of its energy; then deletes the map and checks
+/// that the report names the same functions. Returns the process's pid.
+fn record_and_check(dir: &Path, command: &[&str], hot: &str) -> u64 {
+    let rec = dir.join("runtime.rec");
+    let mut args = vec![
+        env!("CARGO_BIN_EXE_powerlens"),
+        "record",
+        "-o",
+        rec.to_str().unwrap(),
+        "--",
+    ];
+    args.extend_from_slice(command);
+    let out = with_tracefs(&args, &[]);
+    let said = stderr(&out);
+    assert!(out.status.success(), "{said}");
+    assert!(
+        said.contains("--jit-names: for the command's managed runtimes to write perf maps"),
+        "record says what it set: {said}"
+    );
+    let report = functions_report(&rec);
+    let functions = report["functions"].as_array().expect("function rows");
+    let top = &functions[0];
+    let name = top["function"].as_str().unwrap();
+    let module = top["module"].as_str().unwrap();
+    assert!(
+        name.contains(hot),
+        "top row {name} ({module}), not {hot}: {:#?}",
+        &functions[..functions.len().min(5)]
+    );
+    let pid: u64 = module
+        .strip_prefix("/tmp/perf-")
+        .and_then(|m| m.strip_suffix(".map"))
+        .and_then(|p| p.parse().ok())
+        .unwrap_or_else(|| panic!("{name} is named from a perf map, not {module}"));
+    // Every function row is the target's (one process here): its samples are the
+    // process's samples.
+    let process = report["processes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["pid"].as_u64() == Some(pid))
+        .unwrap_or_else(|| panic!("no process row for pid {pid}: {report:#}"));
+    let samples = |f: &Value| f["samples"].as_u64().unwrap() as f64;
+    let all_samples: f64 = functions.iter().map(samples).sum();
+    let share = samples(top) / all_samples;
+    assert!(
+        share >= 0.8,
+        "{name} has {} of {all_samples} samples ({:.1}%)",
+        samples(top),
+        share * 100.0
+    );
+    // Closure: the rows sum to the process's energy, and the hot row holds its share
+    // (its threads' energy per sample differs by their frequency: 2 points allowed).
+    let process_j = process["energy_j"].as_f64().expect("the process's energy");
+    let rows_j: f64 = functions
+        .iter()
+        .map(|f| f["energy_j"].as_f64().unwrap())
+        .sum();
+    assert!(
+        (rows_j - process_j).abs() <= 1e-6 * process_j,
+        "function rows {rows_j} J, process {process_j} J"
+    );
+    let energy_share = top["energy_j"].as_f64().unwrap() / process_j;
+    assert!(
+        (energy_share - share).abs() <= 0.02,
+        "{name}: {:.1}% of the energy, {:.1}% of the samples",
+        energy_share * 100.0,
+        share * 100.0
+    );
+    // The map deleted (as /tmp is cleaned): the recording holds the names.
+    let map = PathBuf::from(module);
+    assert!(map.is_file(), "the runtime wrote {module}");
+    std::fs::remove_file(&map).unwrap();
+    let again = functions_report(&rec);
+    let names = |r: &Value| -> Vec<String> {
+        r["functions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|f| f["function"].as_str().unwrap().to_string())
+            .collect()
+    };
+    assert_eq!(names(&again), names(&report));
+    pid
+}
+
+#[test]
+fn node_names_the_hot_javascript_function_from_an_unmodified_command() {
+    let Some(node) = runtime("node", "nodejs") else {
+        return;
+    };
+    let Some(_serial) = live_recording() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let script = dir.path().join("hot.js");
+    std::fs::write(&script, HOT_JS).unwrap();
+    let pid = record_and_check(
+        dir.path(),
+        &[node.to_str().unwrap(), script.to_str().unwrap()],
+        "fibonacciHotLoop",
+    );
+    // Plain --perf-basic-prof made V8 write `isolate-ADDRESS-PID-v8.log` into node's
+    // working directory (the test's): --jit-names must leave no litter there.
+    let litter: Vec<_> = std::fs::read_dir(".")
+        .unwrap()
+        .filter_map(|e| e.ok()?.file_name().into_string().ok())
+        .filter(|n| n.starts_with("isolate-") && n.ends_with(&format!("-{pid}-v8.log")))
+        .collect();
+    assert!(
+        litter.is_empty(),
+        "node left {litter:?} in its working directory"
+    );
+}
+
+#[test]
+fn java_names_the_hot_method_from_an_unmodified_command() {
+    let (Some(java), Some(javac)) = (
+        runtime("java", "openjdk-17-jdk-headless"),
+        runtime("javac", "openjdk-17-jdk-headless"),
+    ) else {
+        return;
+    };
+    let Some(_serial) = live_recording() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("Hot.java"), HOT_JAVA).unwrap();
+    let built = Command::new(&javac)
+        .arg("Hot.java")
+        .current_dir(dir.path())
+        .status()
+        .unwrap();
+    assert!(built.success(), "javac Hot.java: {built}");
+    let _pid = record_and_check(
+        dir.path(),
+        &[
+            java.to_str().unwrap(),
+            "-cp",
+            dir.path().to_str().unwrap(),
+            "Hot",
+        ],
+        "Hot.collatzSteps",
+    );
+}
