@@ -1,6 +1,7 @@
 //! Managed runtimes end to end (issue 30): the default `record` of an unmodified `node
-//! hot.js` and `java Hot` names the script's hot function from the runtime's perf map,
-//! which `--jit-names` (the default) had the runtime write. The oracles: the hot function
+//! hot.js`, `java Hot` or `python3.12 hot.py` names the script's hot function from the
+//! runtime's perf map, which `--jit-names` (the default) had the runtime write; CPython
+//! 3.11's interpreter time is one labelled row. The oracles: the hot function
 //! is known (the scripts spend their time in it); the process's own CPU samples and
 //! energy (the shares must agree, and the function rows sum to the process's energy); and
 //! the same report after the map is deleted. Skips, saying why, without root or without
@@ -75,11 +76,9 @@ fn functions_report(rec: &Path) -> Value {
     json(&out)
 }
 
-/// Records `command` into `dir` with the default options, then checks the report: the top
-/// function row is named `hot` (from the process's perf map), holds ≥ 80% of the
-/// process's CPU samples and that share of its energy; then deletes the map and checks
-/// that the report names the same functions. Returns the process's pid.
-fn record_and_check(dir: &Path, command: &[&str], hot: &str) -> u64 {
+/// Records `command` into `dir` with the default options (`--jit-names`, which it must
+/// say it applied); returns the recording and its `report --by function --json`.
+fn record_default(dir: &Path, command: &[&str]) -> (PathBuf, Value) {
     let rec = dir.join("runtime.rec");
     let mut args = vec![
         env!("CARGO_BIN_EXE_powerlens"),
@@ -97,28 +96,29 @@ fn record_and_check(dir: &Path, command: &[&str], hot: &str) -> u64 {
         "record says what it set: {said}"
     );
     let report = functions_report(&rec);
+    (rec, report)
+}
+
+/// Checks the top function row of a one-process recording: named `hot`, with ≥ 80% of
+/// the process's CPU samples (every function row is the target's, so the rows' samples
+/// are the process's) and that share of its energy; the rows sum to the process's
+/// energy. `process` picks the process row. Returns the top row.
+fn check_hot_row<'a>(report: &'a Value, hot: &str, process: impl Fn(&Value) -> bool) -> &'a Value {
     let functions = report["functions"].as_array().expect("function rows");
     let top = &functions[0];
     let name = top["function"].as_str().unwrap();
-    let module = top["module"].as_str().unwrap();
     assert!(
         name.contains(hot),
-        "top row {name} ({module}), not {hot}: {:#?}",
+        "top row {name} ({}), not {hot}: {:#?}",
+        top["module"],
         &functions[..functions.len().min(5)]
     );
-    let pid: u64 = module
-        .strip_prefix("/tmp/perf-")
-        .and_then(|m| m.strip_suffix(".map"))
-        .and_then(|p| p.parse().ok())
-        .unwrap_or_else(|| panic!("{name} is named from a perf map, not {module}"));
-    // Every function row is the target's (one process here): its samples are the
-    // process's samples.
     let process = report["processes"]
         .as_array()
         .unwrap()
         .iter()
-        .find(|p| p["pid"].as_u64() == Some(pid))
-        .unwrap_or_else(|| panic!("no process row for pid {pid}: {report:#}"));
+        .find(|p| process(p))
+        .unwrap_or_else(|| panic!("no process row for {name}: {:#}", report["processes"]));
     let samples = |f: &Value| f["samples"].as_u64().unwrap() as f64;
     let all_samples: f64 = functions.iter().map(samples).sum();
     let share = samples(top) / all_samples;
@@ -146,8 +146,26 @@ fn record_and_check(dir: &Path, command: &[&str], hot: &str) -> u64 {
         energy_share * 100.0,
         share * 100.0
     );
+    top
+}
+
+/// Records `command` into `dir` and checks that the top function row is `hot`, named
+/// from the process's perf map ([`check_hot_row`]); then deletes the map and checks that
+/// the report names the same functions. Returns the process's pid.
+fn record_and_check(dir: &Path, command: &[&str], hot: &str) -> u64 {
+    let (rec, report) = record_default(dir, command);
+    let module = report["functions"][0]["module"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let pid: u64 = module
+        .strip_prefix("/tmp/perf-")
+        .and_then(|m| m.strip_suffix(".map"))
+        .and_then(|p| p.parse().ok())
+        .unwrap_or_else(|| panic!("the top row is named from {module}, not a perf map"));
+    check_hot_row(&report, hot, |p| p["pid"].as_u64() == Some(pid));
     // The map deleted (as /tmp is cleaned): the recording holds the names.
-    let map = PathBuf::from(module);
+    let map = PathBuf::from(&module);
     assert!(map.is_file(), "the runtime wrote {module}");
     std::fs::remove_file(&map).unwrap();
     let again = functions_report(&rec);
@@ -161,6 +179,92 @@ fn record_and_check(dir: &Path, command: &[&str], hot: &str) -> u64 {
     };
     assert_eq!(names(&again), names(&report));
     pid
+}
+
+/// The real executable of a Python on PATH (pyenv's `python3.12` is a shell shim), or
+/// `None`, saying the test is skipped.
+fn python(version: &str) -> Option<String> {
+    let program = format!("python{version}");
+    let skip = |why: String| {
+        eprintln!("SKIP: {why}");
+        None
+    };
+    let Ok(out) = Command::new(&program)
+        .args([
+            "-c",
+            "import os, sys; print(os.path.realpath(sys.executable))",
+        ])
+        .output()
+    else {
+        return skip(format!("{program} is not installed"));
+    };
+    let exe = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    if !out.status.success() || exe.is_empty() {
+        return skip(format!("{program} does not run here: {}", stderr(&out)));
+    }
+    Some(exe)
+}
+
+/// A recursive Python function for 1.5 s.
+const HOT_PY: &str = "\
+import time
+def fib(n): return n if n < 2 else fib(n - 1) + fib(n - 2)
+end = time.time() + 1.5
+while time.time() < end: fib(20)
+";
+
+/// CPython 3.11 has no perf trampoline: its interpreter time is one labelled row, with
+/// the process's CPU samples and energy, not dozens of `_PyEval_*` rows.
+#[test]
+fn python_311_interpreter_time_is_one_labelled_row() {
+    let Some(python) = python("3.11") else {
+        return;
+    };
+    let Some(_serial) = live_recording() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let script = dir.path().join("hot.py");
+    std::fs::write(&script, HOT_PY).unwrap();
+    let (_, report) = record_default(dir.path(), &[&python, script.to_str().unwrap()]);
+    let top = check_hot_row(
+        &report,
+        "python3.11 [interpreter: run with Python ≥ 3.12 -X perf for function names]",
+        |p| p["comm"].as_str().is_some_and(|c| c.starts_with("python")),
+    );
+    // The interpreter's executable, or its library when it is built shared (pyenv).
+    let module = top["module"].as_str().unwrap();
+    assert!(
+        module == python || module.ends_with("/libpython3.11.so.1.0"),
+        "{module}"
+    );
+    let eval_rows = report["functions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["function"].as_str().unwrap().contains("PyEval"))
+        .count();
+    assert_eq!(eval_rows, 0, "{:#}", report["functions"]);
+}
+
+/// Python 3.12 with PYTHONPERFSUPPORT=1 (which --jit-names sets) names each Python
+/// function through a perf trampoline: the hot function is the top row.
+#[test]
+fn python_312_names_the_hot_python_function_from_an_unmodified_command() {
+    let Some(python) = python("3.12") else {
+        return;
+    };
+    let Some(_serial) = live_recording() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let script = dir.path().join("hot.py");
+    std::fs::write(&script, HOT_PY).unwrap();
+    record_and_check(
+        dir.path(),
+        &[&python, script.to_str().unwrap()],
+        &format!("py::fib:{}", script.display()),
+    );
 }
 
 #[test]
