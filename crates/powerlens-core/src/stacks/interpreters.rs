@@ -66,7 +66,12 @@ mod tests {
             Some((3, 12))
         );
         assert_eq!(cpython_version("/opt/py/bin/python3.13t"), Some((3, 13)));
-        for not in ["/usr/bin/python", "/usr/bin/python3", "/srv/python3.11-tool.sh", LIBC] {
+        for not in [
+            "/usr/bin/python",
+            "/usr/bin/python3",
+            "/srv/python3.11-tool.sh",
+            LIBC,
+        ] {
             assert_eq!(cpython_version(not), None, "{not}");
         }
     }
@@ -100,11 +105,20 @@ mod tests {
                 ],
             ),
         ]);
-        let name = |id| stacks.function(stacks.innermost_user(id).unwrap()).name.clone();
+        let name = |id| {
+            stacks
+                .function(stacks.innermost_user(id).unwrap())
+                .name
+                .clone()
+        };
         let label = "python3.11 [interpreter: run with Python ≥ 3.12 -X perf for function names]";
         assert_eq!(name(0), label);
         assert_eq!(name(1), label);
-        assert_eq!(stacks.innermost_user(0), stacks.innermost_user(1), "one row");
+        assert_eq!(
+            stacks.innermost_user(0),
+            stacks.innermost_user(1),
+            "one row"
+        );
         assert_eq!(name(2), "checksum_block");
         // The stacks themselves keep the interpreter's names (lock waits read them).
         assert_eq!(stacks.describe(1)[1], "PyObject_Malloc (python3.11)");
@@ -127,7 +141,12 @@ mod tests {
             // Without -X perf, 3.12's own hint.
             (1, vec![(PYTHON312, Some("_PyEval_EvalFrameDefault"))]),
         ]);
-        let name = |id| stacks.function(stacks.innermost_user(id).unwrap()).name.clone();
+        let name = |id| {
+            stacks
+                .function(stacks.innermost_user(id).unwrap())
+                .name
+                .clone()
+        };
         assert_eq!(name(0), "py::checksum:/srv/app/util.py");
         assert_eq!(
             name(1),

@@ -167,7 +167,8 @@ impl ResolvedStacks {
                     resolved.push(fid);
                 }
             }
-            out.innermost_user[i] = innermost_user(&resolved, &mut out.functions, &mut function_ids);
+            out.innermost_user[i] =
+                innermost_user(&resolved, &mut out.functions, &mut function_ids);
             out.stacks[i] = resolved;
         }
         out
