@@ -102,6 +102,11 @@ impl PerfMap {
         self.entries.is_empty()
     }
 
+    /// Every entry's (start, size), by start.
+    pub fn ranges(&self) -> impl Iterator<Item = (u64, u64)> + '_ {
+        self.entries.iter().map(|e| (e.start, e.size))
+    }
+
     /// The name of the code at `addr`, as people read it ([`readable_name`]); when pieces
     /// overlap, the one written last (the code that replaced the others).
     pub fn lookup(&self, addr: u64) -> Option<String> {
@@ -121,6 +126,9 @@ fn parse_line(line: &str) -> Option<Entry> {
     let start = hex(parts.next()?)?;
     let size = hex(parts.next()?)?;
     let name = parts.next()?.trim();
+    // Code that would end past the address space is garbage, as a line that does not
+    // parse is.
+    start.checked_add(size)?;
     (!name.is_empty() && size > 0).then(|| Entry {
         start,
         size,
@@ -223,9 +231,10 @@ mod tests {
              2000 100 JS:*old a.js:1:1\n\
              2000 80 JS:*new a.js:9:1\n\
              half a line\n\
-             3000 zz broken\n",
+             3000 zz broken\n\
+             ffffffffffffff00 200 Stub:PastTheEnd\n",
         );
-        assert_eq!(map.bad_lines, 2);
+        assert_eq!(map.bad_lines, 3);
         assert_eq!(map.lookup(0x2010).as_deref(), Some("new a.js:9:1"));
         // Past the new code's end, the old entry (written before the new) still covers it,
         // but the wide stub was written before both, so the old one wins.
