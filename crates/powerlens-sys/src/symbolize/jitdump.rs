@@ -252,7 +252,7 @@ mod tests {
         body.extend(index.to_ne_bytes());
         body.extend(name.as_bytes());
         body.push(0);
-        body.extend(std::iter::repeat(0x90).take(size as usize)); // the code (nops)
+        body.extend(std::iter::repeat_n(0x90, size as usize)); // the code (nops)
         record(out, JIT_CODE_LOAD, time_ns, &body);
     }
 
