@@ -13,7 +13,7 @@ use std::process::Command;
 use serde_json::Value;
 
 mod common;
-use common::{json, live_recording, stderr, with_tracefs};
+use common::{json, live_recording, stderr, with_tracefs, Serial};
 
 /// The hot loop: a recursive Fibonacci, for 1.5 s.
 const HOT_JS: &str = "\
@@ -213,19 +213,24 @@ end = time.time() + 1.5
 while time.time() < end: fib(20)
 ";
 
+/// For a Python test: the live-recording lock, a directory with [`HOT_PY`] in it, the
+/// interpreter and the script; `None`, saying why, without the Python or root.
+fn python_with_script(version: &str) -> Option<(Serial, tempfile::TempDir, String, PathBuf)> {
+    let python = python(version)?;
+    let serial = live_recording()?;
+    let dir = tempfile::tempdir().unwrap();
+    let script = dir.path().join("hot.py");
+    std::fs::write(&script, HOT_PY).unwrap();
+    Some((serial, dir, python, script))
+}
+
 /// CPython 3.11 has no perf trampoline: its interpreter time is one labelled row, with
 /// the process's CPU samples and energy, not dozens of `_PyEval_*` rows.
 #[test]
 fn python_311_interpreter_time_is_one_labelled_row() {
-    let Some(python) = python("3.11") else {
+    let Some((_serial, dir, python, script)) = python_with_script("3.11") else {
         return;
     };
-    let Some(_serial) = live_recording() else {
-        return;
-    };
-    let dir = tempfile::tempdir().unwrap();
-    let script = dir.path().join("hot.py");
-    std::fs::write(&script, HOT_PY).unwrap();
     let (_, report) = record_default(dir.path(), &[&python, script.to_str().unwrap()]);
     let top = check_hot_row(
         &report,
@@ -251,15 +256,9 @@ fn python_311_interpreter_time_is_one_labelled_row() {
 /// function through a perf trampoline: the hot function is the top row.
 #[test]
 fn python_312_names_the_hot_python_function_from_an_unmodified_command() {
-    let Some(python) = python("3.12") else {
+    let Some((_serial, dir, python, script)) = python_with_script("3.12") else {
         return;
     };
-    let Some(_serial) = live_recording() else {
-        return;
-    };
-    let dir = tempfile::tempdir().unwrap();
-    let script = dir.path().join("hot.py");
-    std::fs::write(&script, HOT_PY).unwrap();
     record_and_check(
         dir.path(),
         &[&python, script.to_str().unwrap()],

@@ -61,6 +61,12 @@ impl CodeSpan {
     }
 }
 
+/// While parsing: each code index's latest span (moves name code by its index).
+#[derive(Default)]
+struct LiveCode {
+    by_index: std::collections::HashMap<u64, usize>,
+}
+
 /// A parsed jitdump: every piece of code with the time it was live.
 #[derive(Debug, Clone, Default)]
 pub struct Jitdump {
@@ -101,8 +107,7 @@ impl Jitdump {
             pid,
             ..Jitdump::default()
         };
-        // Live spans by the runtime's code index, which moves refer to.
-        let mut live_by_index: std::collections::HashMap<u64, usize> = Default::default();
+        let mut live = LiveCode::default();
         let mut at = header_bytes;
         while at < data.len() {
             let (Some(id), Some(total), Some(time_ns)) =
@@ -114,74 +119,9 @@ impl Jitdump {
             if total < RECORD_HEADER_BYTES || at + total > data.len() {
                 break;
             }
-            let body = at + RECORD_HEADER_BYTES;
-            let record = &data[..at + total];
-            let field = |offset: usize| -> Option<u64> {
-                Some(u64::from_ne_bytes(
-                    record
-                        .get(body + offset..body + offset + 8)?
-                        .try_into()
-                        .ok()?,
-                ))
-            };
-            match id {
-                // pid u32, tid u32, vma, code_addr, code_size, code_index, name\0, code.
-                JIT_CODE_LOAD => {
-                    let (Some(addr), Some(size), Some(index)) = (field(16), field(24), field(32))
-                    else {
-                        out.skipped_records += 1;
-                        at += total;
-                        continue;
-                    };
-                    let name_bytes = &record[(body + 40).min(record.len())..];
-                    let name_end = name_bytes
-                        .iter()
-                        .position(|&b| b == 0)
-                        .unwrap_or(name_bytes.len());
-                    let name = String::from_utf8_lossy(&name_bytes[..name_end]).into_owned();
-                    out.end_overlapping(addr, size, time_ns);
-                    out.spans.push(CodeSpan {
-                        start: addr,
-                        size,
-                        name,
-                        from_ns: time_ns,
-                        until_ns: u64::MAX,
-                    });
-                    live_by_index.insert(index, out.spans.len() - 1);
-                }
-                // pid u32, tid u32, vma, old_code_addr, new_code_addr, code_size, code_index.
-                JIT_CODE_MOVE => {
-                    let (Some(new_addr), Some(size), Some(index)) =
-                        (field(24), field(32), field(40))
-                    else {
-                        out.skipped_records += 1;
-                        at += total;
-                        continue;
-                    };
-                    match live_by_index.get(&index).copied() {
-                        Some(i) if out.spans[i].until_ns == u64::MAX => {
-                            out.spans[i].until_ns = time_ns;
-                            let name = out.spans[i].name.clone();
-                            out.end_overlapping(new_addr, size, time_ns);
-                            out.spans.push(CodeSpan {
-                                start: new_addr,
-                                size,
-                                name,
-                                from_ns: time_ns,
-                                until_ns: u64::MAX,
-                            });
-                            live_by_index.insert(index, out.spans.len() - 1);
-                        }
-                        // A move of code loaded before the file began: nothing to name.
-                        _ => out.skipped_records += 1,
-                    }
-                }
-                JIT_CODE_CLOSE => {
-                    for s in &mut out.spans {
-                        s.until_ns = s.until_ns.min(time_ns);
-                    }
-                }
-                _ => out.skipped_records += 1,
+            let body = &data[at + RECORD_HEADER_BYTES..at + total];
+            if !out.apply(id, time_ns, body, &mut live) {
+                out.skipped_records += 1;
             }
             at += total;
         }
@@ -189,6 +129,76 @@ impl Jitdump {
         out.spans.sort_by_key(|s| (s.start, s.from_ns));
         out.widest = out.spans.iter().map(|s| s.size).max().unwrap_or(0);
         Ok(out)
+    }
+
+    /// Applies one record's `body` (after its header); false for a record not used (of
+    /// another kind, cut short, or moving code this file never loaded).
+    fn apply(&mut self, id: u32, time_ns: u64, body: &[u8], live: &mut LiveCode) -> bool {
+        let field = |offset: usize| -> Option<u64> {
+            Some(u64::from_ne_bytes(
+                body.get(offset..offset + 8)?.try_into().ok()?,
+            ))
+        };
+        match id {
+            // pid u32, tid u32, vma, code_addr, code_size, code_index, name\0, code.
+            JIT_CODE_LOAD => {
+                let (Some(addr), Some(size), Some(index)) = (field(16), field(24), field(32))
+                else {
+                    return false;
+                };
+                let name = &body[40.min(body.len())..];
+                let name = &name[..name.iter().position(|&b| b == 0).unwrap_or(name.len())];
+                let name = String::from_utf8_lossy(name).into_owned();
+                self.start_span(live, index, addr, size, name, time_ns);
+                true
+            }
+            // pid u32, tid u32, vma, old_code_addr, new_code_addr, code_size, code_index.
+            JIT_CODE_MOVE => {
+                let (Some(new_addr), Some(size), Some(index)) = (field(24), field(32), field(40))
+                else {
+                    return false;
+                };
+                match live.by_index.get(&index).copied() {
+                    Some(i) if self.spans[i].until_ns == u64::MAX => {
+                        self.spans[i].until_ns = time_ns;
+                        let name = self.spans[i].name.clone();
+                        self.start_span(live, index, new_addr, size, name, time_ns);
+                        true
+                    }
+                    // A move of code loaded before the file began: nothing to name.
+                    _ => false,
+                }
+            }
+            JIT_CODE_CLOSE => {
+                for s in &mut self.spans {
+                    s.until_ns = s.until_ns.min(time_ns);
+                }
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// Code `index` named `name` at `[start, start + size)` from `time_ns`, replacing the
+    /// live code it overlaps.
+    fn start_span(
+        &mut self,
+        live: &mut LiveCode,
+        index: u64,
+        start: u64,
+        size: u64,
+        name: String,
+        time_ns: u64,
+    ) {
+        self.end_overlapping(start, size, time_ns);
+        self.spans.push(CodeSpan {
+            start,
+            size,
+            name,
+            from_ns: time_ns,
+            until_ns: u64::MAX,
+        });
+        live.by_index.insert(index, self.spans.len() - 1);
     }
 
     /// Ends, at `time_ns`, the live code that `[start, start + size)` now replaces.
