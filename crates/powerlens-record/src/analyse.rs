@@ -359,9 +359,6 @@ fn no_symbols_note(stacks: &ResolvedStacks, changed_files: &[String]) -> Option<
         .functions
         .iter()
         .filter(|f| !f.resolved && f.module.starts_with('/') && !f.module.ends_with("(deleted)"))
-        // JIT code has no file to install symbols for: its perf map names it, and a
-        // warning of its own says when there was none.
-        .filter(|f| !powerlens_sys::symbolize::perf_map::is_perf_map(&f.module))
         // Those lack a matching build, not debug symbols: a warning of their own says so.
         .filter(|f| !changed_files.contains(&f.module))
         .map(|f| powerlens_core::stacks::short(&f.module))

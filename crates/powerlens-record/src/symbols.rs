@@ -6,7 +6,7 @@
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::Path;
 
-use powerlens_core::stacks::{decode_frames, lookups, FrameRef, ResolvedStacks};
+use powerlens_core::stacks::{decode_frames, lookups, FrameRef, ResolvedStacks, JIT_MODULE};
 use powerlens_store::recording::{RecordingReader, SymbolRow};
 use powerlens_sys::procfs::maps::Mapping;
 use powerlens_sys::symbolize::perf_map::{self, PerfMap};
@@ -277,8 +277,14 @@ pub fn resolve_unsaved(
         .filter_map(|(f, name)| Some((f.offset, name.clone()?)))
         .collect();
     let lookup = |f: FrameRef| names.get(&f).cloned().flatten();
+    let mut shown = modules;
+    for path in shown.values_mut() {
+        if perf_map::is_perf_map(path) {
+            *path = JIT_MODULE.to_string();
+        }
+    }
     Ok(Some(Resolved {
-        stacks: ResolvedStacks::resolve(&stacks, &modules, &lookup),
+        stacks: ResolvedStacks::resolve(&stacks, &shown, &lookup),
         symbolized: new_rows.len(),
         kernel_note,
         kernel_names,
@@ -357,10 +363,11 @@ mod tests {
             sysfs: dir.path().to_path_buf(),
             procfs: dir.path().to_path_buf(),
         };
+        // Rows show JIT code under one module for every process and run ([jit]).
         let expected = [
-            "fibonacciHotLoop /srv/hot.js:1:26 (perf-4242.map)",
-            "long Hot.collatzSteps(long) (perf-4242.map)",
-            "perf-4242.map [no symbols] (perf-4242.map)",
+            "fibonacciHotLoop /srv/hot.js:1:26 ([jit])",
+            "long Hot.collatzSteps(long) ([jit])",
+            "[jit] [no symbols] ([jit])",
         ];
         let reader = RecordingReader::open(&path).unwrap();
         let first = resolve(&reader, &roots).unwrap().unwrap();

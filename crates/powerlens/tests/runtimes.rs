@@ -151,21 +151,31 @@ fn check_hot_row<'a>(report: &'a Value, hot: &str, process: impl Fn(&Value) -> b
     top
 }
 
+/// The pid of a one-process command: the busiest of the target's processes.
+fn command_pid(report: &Value) -> u64 {
+    report["processes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|p| p["pid"].is_u64())
+        .max_by(|a, b| {
+            let cpu = |p: &Value| p["cpu_time_s"].as_f64().unwrap_or(0.0);
+            cpu(a).total_cmp(&cpu(b))
+        })
+        .and_then(|p| p["pid"].as_u64())
+        .expect("a process row")
+}
+
 /// Records `command` into `dir` and checks that the top function row is `hot`, named
 /// from the process's perf map ([`check_hot_row`]); then deletes the map and checks that
 /// the report names the same functions. Returns the process's pid.
 fn record_and_check(dir: &Path, command: &[&str], hot: &str) -> u64 {
     let (rec, report) = record_default(dir, command);
-    let module = report["functions"][0]["module"]
-        .as_str()
-        .unwrap()
-        .to_string();
-    let pid: u64 = module
-        .strip_prefix("/tmp/perf-")
-        .and_then(|m| m.strip_suffix(".map"))
-        .and_then(|p| p.parse().ok())
-        .unwrap_or_else(|| panic!("the top row is named from {module}, not a perf map"));
-    check_hot_row(&report, hot, |p| p["pid"].as_u64() == Some(pid));
+    let pid = command_pid(&report);
+    let top = check_hot_row(&report, hot, |p| p["pid"].as_u64() == Some(pid));
+    // One module for JIT code in every run, so that `diff` matches its functions.
+    assert_eq!(top["module"], "[jit]");
+    let module = format!("/tmp/perf-{pid}.map");
     // The map deleted (as /tmp is cleaned): the recording holds the names.
     let map = PathBuf::from(&module);
     assert!(map.is_file(), "the runtime wrote {module}");
@@ -323,5 +333,71 @@ fn java_names_the_hot_method_from_an_unmodified_command() {
             "Hot",
         ],
         "Hot.collatzSteps",
+    );
+}
+
+/// `diff --by function` of two node runs matches the JavaScript function with itself (its
+/// row's module is the same `[jit]` in both, not each run's perf map), and twice the work
+/// shows as more of its samples and energy.
+#[test]
+fn diff_matches_a_javascript_function_across_runs() {
+    let Some(node) = runtime("node", "nodejs") else {
+        return;
+    };
+    let Some(_serial) = live_recording() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let mut recs = Vec::new();
+    // One script, as a user edits it between runs: the function keeps its name.
+    let script = dir.path().join("hot.js");
+    for (name, runs) in [("a", 10), ("b", 20)] {
+        std::fs::write(&script, HOT_JS.replace("i < 50", &format!("i < {runs}"))).unwrap();
+        let rec = dir.path().join(format!("{name}.rec"));
+        let out = with_tracefs(
+            &[
+                env!("CARGO_BIN_EXE_powerlens"),
+                "record",
+                "-o",
+                rec.to_str().unwrap(),
+                "--",
+                node.to_str().unwrap(),
+                script.to_str().unwrap(),
+            ],
+            &[],
+        );
+        assert!(out.status.success(), "{}", stderr(&out));
+        // The runtime's map is left in /tmp: remove it once the names are in.
+        let pid = command_pid(&functions_report(&rec));
+        let _ = std::fs::remove_file(format!("/tmp/perf-{pid}.map"));
+        recs.push(rec);
+    }
+    let out = Command::new(env!("CARGO_BIN_EXE_powerlens"))
+        .args(["diff", "--by", "function", "--json"])
+        .args(&recs)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let diff = json(&out);
+    let rows = diff["rows"].as_array().unwrap();
+    let hot: Vec<&Value> = rows
+        .iter()
+        .filter(|r| r["key"].as_str().unwrap().starts_with("fibonacciHotLoop "))
+        .collect();
+    assert_eq!(hot.len(), 1, "one row, matched: {:#}", diff["rows"]);
+    let (a, b) = (&hot[0]["a"], &hot[0]["b"]);
+    let samples = |side: &Value| side["samples"].as_f64().expect("matched on both sides");
+    // Twice the calls, but not twice the samples: the first calls run in V8's slower
+    // tiers in both runs (the same row), and a loaded machine adds noise; 1.45 seen.
+    let ratio = samples(b) / samples(a);
+    assert!(
+        (1.2..=2.5).contains(&ratio),
+        "B/A samples {ratio}: {:#}",
+        hot[0]
+    );
+    assert!(
+        b["energy_j"].as_f64() > a["energy_j"].as_f64(),
+        "{:#}",
+        hot[0]
     );
 }

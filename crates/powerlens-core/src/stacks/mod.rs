@@ -76,6 +76,12 @@ pub fn unnamed(module: &str) -> String {
     format!("{} {NO_SYMBOLS}", short(module))
 }
 
+/// The module that function rows give JIT code, whichever process ran it: the recording
+/// files it under the process's perf map (`/tmp/perf-PID.map`, to find the names), but a
+/// row's module must not change from run to run, or `diff` could not match a JavaScript
+/// function with itself.
+pub const JIT_MODULE: &str = "[jit]";
+
 /// What marks a module's unnamed code ([`unnamed`]).
 pub const NO_SYMBOLS: &str = "[no symbols]";
 
