@@ -16,6 +16,7 @@ pub mod exec;
 pub mod instrument;
 pub mod interrupt;
 pub mod jit_env;
+mod jit_names;
 pub mod live;
 pub mod meter;
 pub mod reduced;

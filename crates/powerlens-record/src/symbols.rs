@@ -9,9 +9,11 @@ use std::path::Path;
 use powerlens_core::stacks::{decode_frames, lookups, FrameRef, ResolvedStacks, JIT_MODULE};
 use powerlens_store::recording::{RecordingReader, SymbolRow};
 use powerlens_sys::procfs::maps::Mapping;
-use powerlens_sys::symbolize::perf_map::{self, PerfMap};
+use powerlens_sys::symbolize::perf_map;
 use powerlens_sys::symbolize::{Symbolizer, KERNEL_MODULE};
 use powerlens_sys::Roots;
+
+use crate::jit_names::JitNames;
 
 /// What resolving found.
 pub struct Resolved {
@@ -89,30 +91,6 @@ fn another_build(
             ))
         }
     }
-}
-
-/// Names JIT frames (addresses) from the perf map at `path`, which the runtime writes while
-/// it runs or at its exit; `record` reads it when the command has exited, before the
-/// recording closes, and the names go to the recording's symbol cache, so that reports
-/// name the frames after the map is deleted. A missing map, or addresses it does not
-/// cover, are said in `warnings`.
-fn name_jit_frames(path: &str, offsets: &[u64], warnings: &mut Vec<String>) -> Vec<Option<String>> {
-    let Some(map) = PerfMap::read(Path::new(path)) else {
-        warnings.push(format!(
-            "{} frames of JIT code are not named: there is no perf map at {path} (the runtime wrote none: record the command with --jit-names, the default, or start the runtime with its perf map option, see docs/RECORD.md, Managed runtimes; or the map was deleted, and the names found when the recording ended are kept)",
-            offsets.len()
-        ));
-        return vec![None; offsets.len()];
-    };
-    let named: Vec<Option<String>> = offsets.iter().map(|&a| map.lookup(a)).collect();
-    let missing = named.iter().filter(|n| n.is_none()).count();
-    if missing > 0 {
-        warnings.push(format!(
-            "{missing} of {} frames of JIT code are not in {path} (code the runtime does not list, such as its own stubs, or code compiled after the map was read)",
-            offsets.len()
-        ));
-    }
-    named
 }
 
 /// Reads and resolves the recording's stacks, and saves the names it found in the
@@ -217,10 +195,11 @@ pub fn resolve_unsaved(
         let ended = ended_unix_s(reader)?;
         let build_ids = reader.module_build_ids()?;
         let mut symbolizer = Symbolizer::new(roots);
+        let mut jit = JitNames::default();
         for (module, offsets) in missing {
             let path = modules.get(&module).map(String::as_str).unwrap_or("");
             if perf_map::is_perf_map(path) {
-                let named = name_jit_frames(path, &offsets, &mut warnings);
+                let named = jit.name(path, &offsets);
                 for (offset, function) in offsets.into_iter().zip(named) {
                     names.insert(FrameRef { module, offset }, function.clone());
                     // Only names go to the cache: a frame the map lacks (not yet written,
@@ -266,6 +245,7 @@ pub fn resolve_unsaved(
                 });
             }
         }
+        warnings.extend(jit.warnings());
     }
     let kernel = modules
         .iter()
