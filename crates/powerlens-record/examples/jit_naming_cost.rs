@@ -45,7 +45,10 @@ fn main() -> anyhow::Result<()> {
                 anyhow::bail!("{} is gone: record again and keep the map", maps[module]);
             };
             lines += map.len();
-            named += addresses.iter().filter(|&&a| map.lookup(a).is_some()).count();
+            named += addresses
+                .iter()
+                .filter(|&&a| map.lookup(a).is_some())
+                .count();
         }
         times.push(start.elapsed().as_secs_f64());
     }

@@ -19,11 +19,12 @@ pub struct JitNames {
 }
 
 impl JitNames {
-    /// The names of `addresses` from the perf map at `path`, `None` where it has none.
-    pub fn name(&mut self, path: &str, addresses: &[u64]) -> Vec<Option<String>> {
+    /// The names of `addresses` from the perf map at `path`, `None` where it has none;
+    /// `None` for all when there is no map.
+    pub fn name(&mut self, path: &str, addresses: &[u64]) -> Option<Vec<Option<String>>> {
         let Some(map) = PerfMap::read(Path::new(path)) else {
             self.no_map.push((path.to_string(), addresses.len()));
-            return vec![None; addresses.len()];
+            return None;
         };
         let named: Vec<Option<String>> = addresses.iter().map(|&a| map.lookup(a)).collect();
         let missing = named.iter().filter(|n| n.is_none()).count();
@@ -31,7 +32,7 @@ impl JitNames {
             self.not_covered
                 .push((path.to_string(), missing, addresses.len()));
         }
-        named
+        Some(named)
     }
 
     /// What the user should know: one line for the maps that were missing, one for those
@@ -79,17 +80,14 @@ mod tests {
         let mut names = JitNames::default();
         for pid in 1..=5 {
             let path = dir.path().join(format!("perf-{pid}.map"));
-            assert_eq!(
-                names.name(path.to_str().unwrap(), &[0x10, 0x20]),
-                [None, None]
-            );
+            assert_eq!(names.name(path.to_str().unwrap(), &[0x10, 0x20]), None);
         }
         for pid in [6, 7] {
             let path = dir.path().join(format!("perf-{pid}.map"));
             std::fs::write(&path, "1000 10 JS:*f a.js:1:1\n").unwrap();
             assert_eq!(
                 names.name(path.to_str().unwrap(), &[0x1008, 0x2000]),
-                [Some("f a.js:1:1".to_string()), None]
+                Some(vec![Some("f a.js:1:1".to_string()), None])
             );
         }
         let d = dir.path().display();

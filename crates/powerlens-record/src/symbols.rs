@@ -199,18 +199,20 @@ pub fn resolve_unsaved(
         for (module, offsets) in missing {
             let path = modules.get(&module).map(String::as_str).unwrap_or("");
             if perf_map::is_perf_map(path) {
-                let named = jit.name(path, &offsets);
+                // Without a map (not written yet by a process still running, or deleted)
+                // nothing goes to the cache: the next report looks again. A map that does
+                // not list a frame's code never will (code is listed when it is made), so
+                // those frames are cached unnamed, and not warned about again.
+                let Some(named) = jit.name(path, &offsets) else {
+                    continue;
+                };
                 for (offset, function) in offsets.into_iter().zip(named) {
                     names.insert(FrameRef { module, offset }, function.clone());
-                    // Only names go to the cache: a frame the map lacks (not yet written,
-                    // for a process still running) is looked up again by the next report.
-                    if function.is_some() {
-                        new_rows.push(SymbolRow {
-                            module,
-                            offset,
-                            function,
-                        });
-                    }
+                    new_rows.push(SymbolRow {
+                        module,
+                        offset,
+                        function,
+                    });
                 }
                 continue;
             }
@@ -316,8 +318,7 @@ mod tests {
 
     /// JIT frames are named from the process's perf map when the recording ends, and the
     /// names stay in the recording: a report after the map is deleted names the same
-    /// functions. A frame the map does not cover stays unnamed, with a warning, and out
-    /// of the cache.
+    /// functions. A frame the map does not cover stays unnamed, with a warning, once.
     #[test]
     fn jit_frames_are_named_from_the_perf_map_and_kept_after_it_is_deleted() {
         let dir = tempfile::tempdir().unwrap();
@@ -352,7 +353,7 @@ mod tests {
         let reader = RecordingReader::open(&path).unwrap();
         let first = resolve(&reader, &roots).unwrap().unwrap();
         assert_eq!(first.stacks.describe(0), expected);
-        assert_eq!(first.symbolized, 2, "only names are cached");
+        assert_eq!(first.symbolized, 3);
         assert_eq!(
             first.warnings,
             [format!(
@@ -366,13 +367,56 @@ mod tests {
         let again = resolve(&reader, &roots).unwrap().unwrap();
         assert_eq!(again.stacks.describe(0), expected);
         assert_eq!(again.symbolized, 0);
-        assert_eq!(again.warnings.len(), 1, "{:?}", again.warnings);
-        assert!(
-            again.warnings[0]
-                .starts_with("1 frames of JIT code are not named: there is no perf map at"),
-            "{:?}",
-            again.warnings
+        assert!(again.warnings.is_empty(), "{:?}", again.warnings);
+    }
+
+    /// A map not there when the recording ends (a JVM still running writes it at its
+    /// exit) leaves the frames out of the cache, with a warning: a later report names them
+    /// once the map is there.
+    #[test]
+    fn a_perf_map_written_after_the_recording_is_read_by_the_next_report() {
+        let dir = tempfile::tempdir().unwrap();
+        let map = dir.path().join("perf-77.map");
+        let path = dir.path().join("r.rec");
+        let mut w = RecordingWriter::create(&path).unwrap();
+        w.add_module(0, map.to_str().unwrap(), None).unwrap();
+        let mut blob = Vec::new();
+        encode_frames(
+            &[FrameRef {
+                module: 0,
+                offset: 0x7f69bcec7630,
+            }],
+            &mut blob,
         );
+        w.add_stack(0, &blob).unwrap();
+        w.finish().unwrap();
+        let roots = Roots {
+            sysfs: dir.path().to_path_buf(),
+            procfs: dir.path().to_path_buf(),
+        };
+        let reader = RecordingReader::open(&path).unwrap();
+        let before = resolve(&reader, &roots).unwrap().unwrap();
+        assert_eq!(before.stacks.describe(0), ["[jit] [no symbols] ([jit])"]);
+        assert_eq!(before.symbolized, 0);
+        assert!(
+            before.warnings[0].starts_with(&format!(
+                "1 frames of JIT code are not named: there is no perf map at {}",
+                map.display()
+            )),
+            "{:?}",
+            before.warnings
+        );
+        std::fs::write(
+            &map,
+            "0x00007f69bcec7620 0x00000000000000d8 long Hot.collatzSteps(long)\n",
+        )
+        .unwrap();
+        let after = resolve(&reader, &roots).unwrap().unwrap();
+        assert_eq!(
+            after.stacks.describe(0),
+            ["long Hot.collatzSteps(long) ([jit])"]
+        );
+        assert!(after.warnings.is_empty(), "{:?}", after.warnings);
     }
 
     /// A recording whose recorder was killed is named at its first report, from the files
