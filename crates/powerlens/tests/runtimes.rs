@@ -401,3 +401,51 @@ fn diff_matches_a_javascript_function_across_runs() {
         hot[0]
     );
 }
+
+/// The command sees what `--jit-names` set, after what the user set; `--no-jit-names`
+/// leaves its environment alone and says nothing.
+#[test]
+fn the_command_gets_the_jit_environment_unless_told_not_to() {
+    let Some(_serial) = live_recording() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let rec = dir.path().join("env.rec");
+    let run = |option: &[&str]| {
+        let mut args = vec![
+            env!("CARGO_BIN_EXE_powerlens"),
+            "record",
+            "--no-stacks",
+            "-o",
+            rec.to_str().unwrap(),
+        ];
+        args.extend_from_slice(option);
+        args.extend([
+            "--",
+            "sh",
+            "-c",
+            "echo \"[$NODE_OPTIONS] [${PYTHONPERFSUPPORT-unset}]\"",
+        ]);
+        // The user's own NODE_OPTIONS, set for powerlens (which the command inherits).
+        let mut line = vec!["env", "NODE_OPTIONS=--max-old-space-size=64"];
+        line.extend(args);
+        let out = with_tracefs(&line, &[]);
+        assert!(out.status.success(), "{}", stderr(&out));
+        (
+            String::from_utf8_lossy(&out.stdout).trim().to_string(),
+            stderr(&out),
+        )
+    };
+    let (seen, said) = run(&[]);
+    assert_eq!(
+        seen,
+        "[--max-old-space-size=64 --perf-basic-prof-only-functions] [1]"
+    );
+    assert!(
+        said.contains("NODE_OPTIONS: appended --perf-basic-prof-only-functions to yours"),
+        "{said}"
+    );
+    let (seen, said) = run(&["--no-jit-names"]);
+    assert_eq!(seen, "[--max-old-space-size=64] [unset]");
+    assert!(!said.contains("--jit-names:"), "{said}");
+}
