@@ -22,18 +22,22 @@ pub enum NameFit {
 /// without wrapping, long enough for most `Class::method(args)` names.
 pub const PIPE_NAME_CHARS: usize = 60;
 
-/// A name column never gets narrower than this, even on a narrow terminal: below it a
-/// name says too little to be worth the row.
-pub const MIN_NAME_CHARS: usize = 24;
+/// A name column never gets narrower than this, even on a terminal the other columns
+/// fill (the default function grid's other columns take about 127): below it a
+/// `Class::method(args)` or a JavaScript `function file.js:line:col` says too little.
+pub const MIN_NAME_CHARS: usize = 40;
 
 /// What marks the cut.
 const ELLIPSIS: char = '…';
 
 /// `name` in at most `max` characters: as it is when it fits, else its head, `…` and its
-/// tail. The tail is the function's own name with its arguments (after the last `::` or
-/// `.` outside brackets, before the argument list) when that takes at most three fifths
-/// of the room, so that the head keeps as much of the namespace as fits; else the last
-/// three fifths of the room (the argument tail).
+/// tail. For a name with an argument list (C++, Java, Rust), the tail is the function's
+/// own name with its arguments (after the last `::` or `.` outside brackets) when that
+/// takes at most three fifths of the room, so that the head keeps as much of the
+/// namespace as fits; else the last three fifths (the argument tail). For a name followed
+/// by its place (a JavaScript `function file.js:line:col`), the head is the function's
+/// name when it takes at most three fifths of the room, and the tail the end of its place.
+/// Otherwise the tail gets three fifths.
 pub fn elide_middle(name: &str, max: usize) -> String {
     let chars: Vec<char> = name.chars().collect();
     if chars.len() <= max {
@@ -44,11 +48,10 @@ pub fn elide_middle(name: &str, max: usize) -> String {
     }
     let room = max - 1;
     let most_tail = room * 3 / 5;
-    let own = chars.len() - own_name_start(&chars).unwrap_or(chars.len());
-    let tail = if own > 0 && own <= most_tail {
-        own
-    } else {
-        most_tail
+    let tail = match (own_name_start(&chars), chars.iter().position(|&c| c == ' ')) {
+        (Some(start), _) if chars.len() - start <= most_tail => chars.len() - start,
+        (None, Some(space)) if space <= most_tail => room - space,
+        _ => most_tail,
     };
     let head = room - tail;
     let mut out: String = chars[..head].iter().collect();
@@ -162,8 +165,16 @@ mod tests {
     fn names_that_fit_and_plain_names_are_cut_plainly() {
         assert_eq!(elide_middle("main", 60), "main");
         assert_eq!(elide_middle(CPP, CPP.chars().count()), CPP);
-        // No argument list (a JavaScript name with its location): 3/5 of the room (12 of
-        // 20) to the tail, the rest to the head.
+        // A JavaScript name and its place: the name whole when it takes at most 3/5 of
+        // the room (16 of 39), the end of the place in the rest.
+        assert_eq!(
+            elide_middle(
+                "fibonacciHotLoop /home/someone/projects/app/src/hot.js:1:26",
+                40
+            ),
+            "fibonacciHotLoop…cts/app/src/hot.js:1:26"
+        );
+        // A function name longer than that (16 of 20): 3/5 of the room to the tail.
         assert_eq!(
             elide_middle(
                 "fibonacciHotLoop /home/someone/projects/app/hot.js:1:26",
@@ -182,11 +193,11 @@ mod tests {
 
     #[test]
     fn name_columns_share_what_a_terminal_line_leaves() {
-        // Columns 10, [name], 8, [name], 6 wide: 24 + 2 * 4 gaps = 32 of 120 taken.
+        // Columns 10, [name], 8, [name], 6 wide: 24 + 2 * 4 gaps = 32 of 140 taken.
         let widths = [10, 300, 8, 200, 6];
         assert_eq!(
-            name_widths(NameFit::Terminal(120), &widths, &[1, 3]),
-            [None, Some(44), None, Some(44), None]
+            name_widths(NameFit::Terminal(140), &widths, &[1, 3]),
+            [None, Some(54), None, Some(54), None]
         );
         // A narrow terminal still leaves each name its minimum.
         assert_eq!(

@@ -260,8 +260,9 @@ fn text_name_fit() -> NameFit {
         return NameFit::Cap(PIPE_NAME_CHARS);
     }
     match ratatui::crossterm::terminal::size() {
-        Ok((columns, _)) => NameFit::Terminal(columns as usize),
-        Err(_) => NameFit::Cap(PIPE_NAME_CHARS),
+        // A pseudo-terminal nobody sized (some CI runners) says 0 columns.
+        Ok((columns, _)) if columns > 0 => NameFit::Terminal(columns as usize),
+        _ => NameFit::Cap(PIPE_NAME_CHARS),
     }
 }
 
