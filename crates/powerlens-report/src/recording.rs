@@ -1308,9 +1308,6 @@ pub fn energy(report: &RecordingReport) -> String {
     out
 }
 
-/// The wake-up causes table's column of causes (functions, IRQs, timers).
-const WAKEUP_CAUSE_COLUMN: usize = 3;
-
 /// Wake-up causes shown in the text view (JSON has them all).
 pub const WAKEUP_CAUSES_SHOWN: usize = 10;
 
@@ -1320,7 +1317,13 @@ pub fn wakeup_causes(report: &RecordingReport, names: NameFit) -> String {
         return String::new();
     };
     // The cause column names functions.
-    let mut out = t.render_fitting(&[WAKEUP_CAUSE_COLUMN], names);
+    let cause: Vec<usize> = t
+        .headers()
+        .iter()
+        .position(|h| h == "cause")
+        .into_iter()
+        .collect();
+    let mut out = t.render_fitting(&cause, names);
     if more > 0 {
         let _ = writeln!(out, "({more} more in --json)");
     }
@@ -1333,7 +1336,6 @@ pub fn wakeup_causes_table(report: &RecordingReport) -> Option<(Table, usize)> {
     if report.wakeup_causes.is_empty() {
         return None;
     }
-    // The cause is column WAKEUP_CAUSE_COLUMN.
     let mut t = Table::new([
         "kind",
         "idle exits",
@@ -2043,6 +2045,62 @@ tid,pid,comm,cpu_time_s,wakeups_thread,mean_idle_before_wakeup_us,frequency_mhz,
         assert!(!t.contains("0xffffffff814332e0"), "{t}");
         assert!(t.contains("0xffffffff81000010 (kernel, unnamed)"), "{t}");
         assert!(t.contains("idle task (0)"), "{t}");
+    }
+
+    /// Issue 30: a node recording's C++ names made every row of the text grid wrap. The
+    /// text cuts them to the width asked for (function grid, wake-up causes); JSON and
+    /// CSV keep them whole.
+    #[test]
+    fn long_names_are_cut_in_text_only() {
+        const LONG: &str = "v8::internal::compiler::turboshaft::Assembler<v8::internal::compiler::turboshaft::reducer_list<v8::internal::compiler::turboshaft::MachineLoweringReducer>>::ReduceCall(v8::internal::compiler::turboshaft::OpIndex, v8::internal::compiler::turboshaft::OptionalOpIndex)";
+        let cut = crate::names::elide_middle(LONG, 60);
+        let mut r = report(true);
+        r.functions = vec![powerlens_core::stacks::grid::FunctionRow {
+            function: LONG.into(),
+            module: "/usr/bin/node".into(),
+            stack: None,
+            cpu_time_s: 1.0,
+            samples: 1000,
+            sync_switches: 0,
+            preempt_switches: 0,
+            wait_time_s: 0.0,
+            inactive_time_s: 0.0,
+            idle_wakeups: 0,
+            mean_idle_before_wakeup_us: None,
+            idle_after_s: 0.0,
+            idle_states_after: Vec::new(),
+            wakeups_caused: 0,
+            energy_j: Some(2.0),
+        }];
+        r.wakeup_causes = vec![powerlens_core::sched::wakeups::WakeupCause {
+            kind: "thread".into(),
+            count: 5,
+            per_s: 5.0,
+            function: Some(LONG.into()),
+            ..powerlens_core::sched::wakeups::WakeupCause::default()
+        }];
+        let opts = GridOptions {
+            by: By::Function,
+            names: NameFit::Cap(60),
+            ..GridOptions::default()
+        };
+        let text = grid(&r, &opts).unwrap();
+        assert!(text.contains(&format!("{cut}  node")), "{text}");
+        assert!(!text.contains(LONG), "{text}");
+        let causes = wakeup_causes(&r, NameFit::Cap(60));
+        assert!(causes.contains(&cut) && !causes.contains(LONG), "{causes}");
+        assert!(json(&r).contains(LONG));
+        assert!(csv(&r, &opts).unwrap().contains(LONG));
+        // Without a width, as the HTML page asks: whole.
+        let whole = grid(
+            &r,
+            &GridOptions {
+                names: NameFit::Full,
+                ..opts
+            },
+        )
+        .unwrap();
+        assert!(whole.contains(LONG));
     }
 
     #[test]
