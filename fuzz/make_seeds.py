@@ -253,6 +253,49 @@ def texts():
     put("journal", "two-settings", journal)
 
 
+def runtimes():
+    """Perf maps and a jitdump as Node and Java write them (skipped without them)."""
+    with tempfile.TemporaryDirectory() as d:
+        script = os.path.join(d, "hot.js")
+        with open(script, "w") as f:
+            f.write("function fib(n) { return n < 2 ? n : fib(n - 1) + fib(n - 2) }\nfib(27)\n")
+        for option, target, name, path, limit in [
+            ("--perf-basic-prof", "perf_map", "node", "/tmp/perf-{pid}.map", 200),
+            ("--perf-prof", "jitdump", "node", os.path.join(d, "jit-{pid}.dump"), 32768),
+        ]:
+            try:
+                p = subprocess.Popen(["node", option, script], cwd=d)
+            except OSError:
+                return
+            p.wait()
+            data = read(path.format(pid=p.pid))
+            if target == "perf_map":
+                data = b"".join(data.splitlines(True)[:limit]) if data else None
+                try:
+                    os.remove(path.format(pid=p.pid))
+                except OSError:
+                    pass
+            else:
+                data = data[:limit] if data else None
+            put(target, name, data)
+        java = os.path.join(d, "Hot.java")
+        with open(java, "w") as f:
+            f.write("public class Hot { public static void main(String[] a) { long s = 0;"
+                    " for (long i = 0; i < 300000000L; i++) s += i % 7; System.out.println(s); } }\n")
+        try:
+            subprocess.run(["javac", java], check=True, cwd=d)
+            p = subprocess.Popen(["java", "-XX:+UnlockDiagnosticVMOptions", "-XX:+DumpPerfMapAtExit",
+                                  "-cp", d, "Hot"], cwd=d, stdout=subprocess.DEVNULL)
+        except (OSError, subprocess.CalledProcessError):
+            return
+        p.wait()
+        path = f"/tmp/perf-{p.pid}.map"
+        data = read(path)
+        put("perf_map", "java", b"".join(data.splitlines(True)[:200]) if data else None)
+        if data:
+            os.remove(path)
+
+
 def info_json(powerlens):
     out = subprocess.run([powerlens, "info", "--json"], check=True, capture_output=True).stdout
     put("target_table", "info-json-this-machine", out)
@@ -264,6 +307,7 @@ def main():
     sysfs()
     procfs()
     maps()
+    runtimes()
     texts()
     info_json(powerlens)
     recordings(powerlens)

@@ -30,8 +30,11 @@ fi
 # prometheus (the server and promtool) scrapes `powerlens agent` and lints its exposition;
 # openssl (certificates), apache2-utils (htpasswd's bcrypt hashes) and curl (an HTTPS
 # client) check the agent's --web-config; tmux is the real terminal `powerlens top` is
-# driven in (send-keys, capture-pane); binutils' readelf reads the build IDs recordings keep.
-debs=(sqlite3 rt-tests linux-perf chromium xz-utils prometheus openssl apache2-utils curl tmux binutils)
+# driven in (send-keys, capture-pane); binutils' readelf reads the build IDs recordings keep;
+# nodejs and openjdk-17-jdk-headless (java, javac) are the managed runtimes whose JIT code
+# `record` names from their perf maps (tests/runtimes.rs).
+debs=(sqlite3 rt-tests linux-perf chromium xz-utils prometheus openssl apache2-utils curl tmux binutils
+      nodejs openjdk-17-jdk-headless)
 
 missing=()
 if command -v dpkg >/dev/null 2>&1; then

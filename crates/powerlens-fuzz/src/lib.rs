@@ -53,6 +53,18 @@ pub const TARGETS: &[Target] = &[
         dict: &[],
     },
     Target {
+        name: "perf_map",
+        about: "a managed runtime's perf map (/tmp/perf-PID.map) that names JIT code",
+        run: targets::runtimes::perf_map,
+        dict: targets::runtimes::PERF_MAP_DICT,
+    },
+    Target {
+        name: "jitdump",
+        about: "a managed runtime's jitdump file (jit-PID.dump): code loads, moves and closes with their times",
+        run: targets::runtimes::jitdump,
+        dict: &[],
+    },
+    Target {
         name: "results",
         about: "a whole results database file (SQLite): open, list, get every result",
         run: targets::results::run,

@@ -39,11 +39,12 @@ pub fn run(argv: &[String], show_output: bool, cpus: Option<&[u32]>) -> anyhow::
 }
 
 /// Starts `argv` and returns its pid without waiting; the caller polls [`try_wait`]. Its
-/// output goes where powerlens's goes unless hidden. The command inherits Ctrl-C.
-pub fn spawn(argv: &[String], show_output: bool) -> anyhow::Result<u32> {
+/// output goes where powerlens's goes unless hidden. The command inherits Ctrl-C and
+/// powerlens's environment, with `env` set on top.
+pub fn spawn(argv: &[String], show_output: bool, env: &[(String, String)]) -> anyhow::Result<u32> {
     let (program, args) = argv.split_first().context("no command given")?;
     let mut cmd = Command::new(program);
-    cmd.args(args);
+    cmd.args(args).envs(env.iter().map(|(k, v)| (k, v)));
     if !show_output {
         cmd.stdin(Stdio::null())
             .stdout(Stdio::null())

@@ -15,6 +15,8 @@ pub mod drain;
 pub mod exec;
 pub mod instrument;
 pub mod interrupt;
+pub mod jit_env;
+mod jit_names;
 pub mod live;
 pub mod meter;
 pub mod reduced;
@@ -141,6 +143,9 @@ pub struct RecordOptions {
     /// arming), not only in CPU-time samples (`--kernel-stacks`): about twice those
     /// events' cost to the traced threads.
     pub kernel_stacks: bool,
+    /// Variables set in the command's environment on top of powerlens's own: what makes
+    /// managed runtimes write perf maps (`--jit-names`, [`jit_env`]).
+    pub command_env: Vec<(String, String)>,
     /// Shows a long phase under way (the idle baseline, symbolizing): a spinner in the
     /// CLI, [`no_phase`] for a caller with no terminal.
     pub show_phase: fn(&str) -> Phase,
@@ -334,7 +339,7 @@ pub fn record(roots: &Roots, opts: &RecordOptions) -> anyhow::Result<RecordSumma
     interrupt::install();
 
     let child = match &opts.target {
-        Target::Command(argv) => match exec::spawn(argv, opts.show_output) {
+        Target::Command(argv) => match exec::spawn(argv, opts.show_output, &opts.command_env) {
             Ok(pid) => {
                 root.store(pid, Ordering::SeqCst);
                 Some(pid)

@@ -7,7 +7,7 @@ use std::collections::HashMap;
 
 use powerlens_core::sched::event::StackId;
 use powerlens_core::stacks::{encode_frames, FrameRef};
-use powerlens_sys::symbolize::{KERNEL_MODULE, UNKNOWN_MODULE};
+use powerlens_sys::symbolize::{perf_map, KERNEL_MODULE, UNKNOWN_MODULE};
 use powerlens_sys::trace::{Callchain, MmapRecord, UserRegs};
 use powerlens_sys::unwind::{UnwindStats, UserUnwinder};
 use powerlens_sys::Roots;
@@ -51,6 +51,8 @@ pub struct StackRecorder {
     unwinder: UserUnwinder,
     modules: HashMap<String, u32>,
     stacks: HashMap<Vec<u8>, StackId>,
+    /// By pid: the module of the process's JIT code, its perf map ([`perf_map`]).
+    jit_modules: HashMap<u32, u32>,
     /// Created since the last [`StackRecorder::take_new`].
     new_modules: Vec<(u32, String)>,
     new_stacks: Vec<(StackId, Vec<u8>)>,
@@ -67,6 +69,7 @@ impl StackRecorder {
             unwinder: UserUnwinder::new(roots),
             modules: HashMap::new(),
             stacks: HashMap::new(),
+            jit_modules: HashMap::new(),
             new_modules: Vec::new(),
             new_stacks: Vec::new(),
             fp_user: Vec::new(),
@@ -143,6 +146,19 @@ impl StackRecorder {
         for &addr in &self.user {
             let i = maps.partition_point(|m| m.end <= addr);
             let frame = match maps.get(i).filter(|m| m.contains(addr)) {
+                // JIT code: filed under the process's perf map, by address (what the map
+                // lists), so that the end of the recording names it from the map. One
+                // `//anon` module for every process could not tell whose map to read.
+                Some(m) if perf_map::is_jit_mapping(&m.path) => FrameRef {
+                    module: *self.jit_modules.entry(raw.pid).or_insert_with(|| {
+                        intern_module(
+                            &mut self.modules,
+                            &mut self.new_modules,
+                            &perf_map::module_path(raw.pid),
+                        )
+                    }),
+                    offset: addr,
+                },
                 Some(m) => FrameRef {
                     module: intern_module(&mut self.modules, &mut self.new_modules, &m.path),
                     offset: m.file_offset_of(addr),

@@ -6,11 +6,14 @@
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::Path;
 
-use powerlens_core::stacks::{decode_frames, lookups, FrameRef, ResolvedStacks};
+use powerlens_core::stacks::{decode_frames, lookups, FrameRef, ResolvedStacks, JIT_MODULE};
 use powerlens_store::recording::{RecordingReader, SymbolRow};
 use powerlens_sys::procfs::maps::Mapping;
+use powerlens_sys::symbolize::perf_map;
 use powerlens_sys::symbolize::{Symbolizer, KERNEL_MODULE};
 use powerlens_sys::Roots;
+
+use crate::jit_names::JitNames;
 
 /// What resolving found.
 pub struct Resolved {
@@ -192,8 +195,27 @@ pub fn resolve_unsaved(
         let ended = ended_unix_s(reader)?;
         let build_ids = reader.module_build_ids()?;
         let mut symbolizer = Symbolizer::new(roots);
+        let mut jit = JitNames::default();
         for (module, offsets) in missing {
             let path = modules.get(&module).map(String::as_str).unwrap_or("");
+            if perf_map::is_perf_map(path) {
+                // Without a map (not written yet by a process still running, or deleted)
+                // nothing goes to the cache: the next report looks again. A map that does
+                // not list a frame's code never will (code is listed when it is made), so
+                // those frames are cached unnamed, and not warned about again.
+                let Some(named) = jit.name(path, &offsets) else {
+                    continue;
+                };
+                for (offset, function) in offsets.into_iter().zip(named) {
+                    names.insert(FrameRef { module, offset }, function.clone());
+                    new_rows.push(SymbolRow {
+                        module,
+                        offset,
+                        function,
+                    });
+                }
+                continue;
+            }
             if let Some(why) = another_build(path, build_ids.get(&module), ended) {
                 // Left unnamed and out of the cache: the next report checks again.
                 warnings.push(format!(
@@ -225,6 +247,7 @@ pub fn resolve_unsaved(
                 });
             }
         }
+        warnings.extend(jit.warnings());
     }
     let kernel = modules
         .iter()
@@ -236,8 +259,14 @@ pub fn resolve_unsaved(
         .filter_map(|(f, name)| Some((f.offset, name.clone()?)))
         .collect();
     let lookup = |f: FrameRef| names.get(&f).cloned().flatten();
+    let mut shown = modules;
+    for path in shown.values_mut() {
+        if perf_map::is_perf_map(path) {
+            *path = JIT_MODULE.to_string();
+        }
+    }
     Ok(Some(Resolved {
-        stacks: ResolvedStacks::resolve(&stacks, &modules, &lookup),
+        stacks: ResolvedStacks::resolve(&stacks, &shown, &lookup),
         symbolized: new_rows.len(),
         kernel_note,
         kernel_names,
@@ -285,6 +314,109 @@ mod tests {
         );
         assert!(r.stacks.describe(4_000_000_000).is_empty());
         assert_eq!(r.stacks.describe(1).len(), 1);
+    }
+
+    /// JIT frames are named from the process's perf map when the recording ends, and the
+    /// names stay in the recording: a report after the map is deleted names the same
+    /// functions. A frame the map does not cover stays unnamed, with a warning, once.
+    #[test]
+    fn jit_frames_are_named_from_the_perf_map_and_kept_after_it_is_deleted() {
+        let dir = tempfile::tempdir().unwrap();
+        let map = dir.path().join("perf-4242.map");
+        std::fs::write(
+            &map,
+            "7f5d68006180 180 JS:*fibonacciHotLoop /srv/hot.js:1:26\n\
+             0x00007f69bcec7620 0x00000000000000d8 long Hot.collatzSteps(long)\n",
+        )
+        .unwrap();
+        let path = dir.path().join("r.rec");
+        let mut w = RecordingWriter::create(&path).unwrap();
+        w.add_module(0, map.to_str().unwrap(), None).unwrap();
+        // Innermost: in fibonacciHotLoop; its caller's return address in collatzSteps;
+        // then an address no line covers.
+        let frames = [0x7f5d68006190u64, 0x7f69bcec7621, 0x1000]
+            .map(|offset| FrameRef { module: 0, offset });
+        let mut blob = Vec::new();
+        encode_frames(&frames, &mut blob);
+        w.add_stack(0, &blob).unwrap();
+        w.finish().unwrap();
+        let roots = Roots {
+            sysfs: dir.path().to_path_buf(),
+            procfs: dir.path().to_path_buf(),
+        };
+        // Rows show JIT code under one module for every process and run ([jit]).
+        let expected = [
+            "fibonacciHotLoop /srv/hot.js:1:26 ([jit])",
+            "long Hot.collatzSteps(long) ([jit])",
+            "[jit] [no symbols] ([jit])",
+        ];
+        let reader = RecordingReader::open(&path).unwrap();
+        let first = resolve(&reader, &roots).unwrap().unwrap();
+        assert_eq!(first.stacks.describe(0), expected);
+        assert_eq!(first.symbolized, 3);
+        assert_eq!(
+            first.warnings,
+            [format!(
+                "1 of 3 frames of JIT code are not in {} (code the runtime does not list, such as its own stubs, or code compiled after the map was read)",
+                map.display()
+            )]
+        );
+        drop(reader);
+        std::fs::remove_file(&map).unwrap();
+        let reader = RecordingReader::open(&path).unwrap();
+        let again = resolve(&reader, &roots).unwrap().unwrap();
+        assert_eq!(again.stacks.describe(0), expected);
+        assert_eq!(again.symbolized, 0);
+        assert!(again.warnings.is_empty(), "{:?}", again.warnings);
+    }
+
+    /// A map not there when the recording ends (a JVM still running writes it at its
+    /// exit) leaves the frames out of the cache, with a warning: a later report names them
+    /// once the map is there.
+    #[test]
+    fn a_perf_map_written_after_the_recording_is_read_by_the_next_report() {
+        let dir = tempfile::tempdir().unwrap();
+        let map = dir.path().join("perf-77.map");
+        let path = dir.path().join("r.rec");
+        let mut w = RecordingWriter::create(&path).unwrap();
+        w.add_module(0, map.to_str().unwrap(), None).unwrap();
+        let mut blob = Vec::new();
+        encode_frames(
+            &[FrameRef {
+                module: 0,
+                offset: 0x7f69bcec7630,
+            }],
+            &mut blob,
+        );
+        w.add_stack(0, &blob).unwrap();
+        w.finish().unwrap();
+        let roots = Roots {
+            sysfs: dir.path().to_path_buf(),
+            procfs: dir.path().to_path_buf(),
+        };
+        let reader = RecordingReader::open(&path).unwrap();
+        let before = resolve(&reader, &roots).unwrap().unwrap();
+        assert_eq!(before.stacks.describe(0), ["[jit] [no symbols] ([jit])"]);
+        assert_eq!(before.symbolized, 0);
+        assert!(
+            before.warnings[0].starts_with(&format!(
+                "1 frames of JIT code are not named: there is no perf map at {}",
+                map.display()
+            )),
+            "{:?}",
+            before.warnings
+        );
+        std::fs::write(
+            &map,
+            "0x00007f69bcec7620 0x00000000000000d8 long Hot.collatzSteps(long)\n",
+        )
+        .unwrap();
+        let after = resolve(&reader, &roots).unwrap().unwrap();
+        assert_eq!(
+            after.stacks.describe(0),
+            ["long Hot.collatzSteps(long) ([jit])"]
+        );
+        assert!(after.warnings.is_empty(), "{:?}", after.warnings);
     }
 
     /// A recording whose recorder was killed is named at its first report, from the files

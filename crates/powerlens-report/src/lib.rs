@@ -10,6 +10,7 @@ pub mod export;
 pub mod html;
 pub mod http;
 pub mod info;
+pub mod names;
 pub mod page;
 pub mod prometheus;
 pub mod recording;

@@ -14,6 +14,7 @@ use powerlens_core::sched::report::{
 };
 use powerlens_core::stacks::grid::FunctionRow;
 
+use crate::names::NameFit;
 use crate::table::{csv_field, sig, Table, NOT_AVAILABLE};
 
 /// Grid rows: one per thread, process, function or call stack.
@@ -60,6 +61,9 @@ pub struct GridOptions {
     pub show: Vec<String>,
     /// Remove these columns.
     pub hide: Vec<String>,
+    /// How wide the text view's names (function, stack, wake-up cause) may be; the
+    /// command line fits them to the terminal. JSON, CSV and HTML keep them whole.
+    pub names: NameFit,
 }
 
 /// A column name the grid does not have.
@@ -744,7 +748,13 @@ pub fn grid(report: &RecordingReport, opts: &GridOptions) -> Result<String, Unkn
     if let Some(totals) = totals_row(report, &cols, &all, shown) {
         t.row(totals);
     }
-    Ok(t.render())
+    let names: Vec<usize> = cols
+        .iter()
+        .enumerate()
+        .filter(|(_, c)| c.key == "function" || c.key == "stack")
+        .map(|(i, _)| i)
+        .collect();
+    Ok(t.render_fitting(&names, opts.names))
 }
 
 /// Notes under the grid: the rows whose wake-ups the trace did not all record, so that a
@@ -1302,11 +1312,18 @@ pub fn energy(report: &RecordingReport) -> String {
 pub const WAKEUP_CAUSES_SHOWN: usize = 10;
 
 /// The top wake-up causes: idle exits per second by cause, and the period of timers.
-pub fn wakeup_causes(report: &RecordingReport) -> String {
+pub fn wakeup_causes(report: &RecordingReport, names: NameFit) -> String {
     let Some((t, more)) = wakeup_causes_table(report) else {
         return String::new();
     };
-    let mut out = t.render();
+    // The cause column names functions.
+    let cause: Vec<usize> = t
+        .headers()
+        .iter()
+        .position(|h| h == "cause")
+        .into_iter()
+        .collect();
+    let mut out = t.render_fitting(&cause, names);
     if more > 0 {
         let _ = writeln!(out, "({more} more in --json)");
     }
@@ -1422,7 +1439,7 @@ pub fn text(report: &RecordingReport, opts: &GridOptions) -> Result<String, Unkn
         out.push_str("\nthread balance\n");
         out.push_str(&b);
     }
-    let w = wakeup_causes(report);
+    let w = wakeup_causes(report, opts.names);
     if !w.is_empty() {
         out.push_str("\nwake-up causes (idle exits; timers also by expiries)\n");
         out.push_str(&w);
@@ -1600,6 +1617,7 @@ mod tests {
             top,
             show: show.iter().map(|s| s.to_string()).collect(),
             hide: hide.iter().map(|s| s.to_string()).collect(),
+            names: NameFit::Full,
         }
     }
 
@@ -2022,11 +2040,67 @@ tid,pid,comm,cpu_time_s,wakeups_thread,mean_idle_before_wakeup_us,frequency_mhz,
             timer("0xffffffff814332e0", Some("tick_nohz_handler"), None),
             timer("0xffffffff81000010", None, Some(0)),
         ];
-        let t = wakeup_causes(&r);
+        let t = wakeup_causes(&r, NameFit::Full);
         assert!(t.contains("tick_nohz_handler (kernel)"), "{t}");
         assert!(!t.contains("0xffffffff814332e0"), "{t}");
         assert!(t.contains("0xffffffff81000010 (kernel, unnamed)"), "{t}");
         assert!(t.contains("idle task (0)"), "{t}");
+    }
+
+    /// Issue 30: a node recording's C++ names made every row of the text grid wrap. The
+    /// text cuts them to the width asked for (function grid, wake-up causes); JSON and
+    /// CSV keep them whole.
+    #[test]
+    fn long_names_are_cut_in_text_only() {
+        const LONG: &str = "v8::internal::compiler::turboshaft::Assembler<v8::internal::compiler::turboshaft::reducer_list<v8::internal::compiler::turboshaft::MachineLoweringReducer>>::ReduceCall(v8::internal::compiler::turboshaft::OpIndex, v8::internal::compiler::turboshaft::OptionalOpIndex)";
+        let cut = crate::names::elide_middle(LONG, 60);
+        let mut r = report(true);
+        r.functions = vec![powerlens_core::stacks::grid::FunctionRow {
+            function: LONG.into(),
+            module: "/usr/bin/node".into(),
+            stack: None,
+            cpu_time_s: 1.0,
+            samples: 1000,
+            sync_switches: 0,
+            preempt_switches: 0,
+            wait_time_s: 0.0,
+            inactive_time_s: 0.0,
+            idle_wakeups: 0,
+            mean_idle_before_wakeup_us: None,
+            idle_after_s: 0.0,
+            idle_states_after: Vec::new(),
+            wakeups_caused: 0,
+            energy_j: Some(2.0),
+        }];
+        r.wakeup_causes = vec![powerlens_core::sched::wakeups::WakeupCause {
+            kind: "thread".into(),
+            count: 5,
+            per_s: 5.0,
+            function: Some(LONG.into()),
+            ..powerlens_core::sched::wakeups::WakeupCause::default()
+        }];
+        let opts = GridOptions {
+            by: By::Function,
+            names: NameFit::Cap(60),
+            ..GridOptions::default()
+        };
+        let text = grid(&r, &opts).unwrap();
+        assert!(text.contains(&format!("{cut}  node")), "{text}");
+        assert!(!text.contains(LONG), "{text}");
+        let causes = wakeup_causes(&r, NameFit::Cap(60));
+        assert!(causes.contains(&cut) && !causes.contains(LONG), "{causes}");
+        assert!(json(&r).contains(LONG));
+        assert!(csv(&r, &opts).unwrap().contains(LONG));
+        // Without a width, as the HTML page asks: whole.
+        let whole = grid(
+            &r,
+            &GridOptions {
+                names: NameFit::Full,
+                ..opts
+            },
+        )
+        .unwrap();
+        assert!(whole.contains(LONG));
     }
 
     #[test]

@@ -1,5 +1,7 @@
 //! Aligned text tables for the terminal: left-aligned text, right-aligned numbers.
 
+use crate::names::{elide_middle, name_widths, NameFit};
+
 /// A table under construction.
 #[derive(Debug, Clone, Default)]
 pub struct Table {
@@ -35,19 +37,8 @@ impl Table {
     /// Renders with two spaces between columns; a column is right-aligned when every
     /// non-empty cell in it starts like a number.
     pub fn render(&self) -> String {
-        let columns = self
-            .headers
-            .len()
-            .max(self.rows.iter().map(Vec::len).max().unwrap_or(0));
-        let widths: Vec<usize> = (0..columns)
-            .map(|c| {
-                std::iter::once(&self.headers)
-                    .chain(&self.rows)
-                    .map(|r| cell(r, c).chars().count())
-                    .max()
-                    .unwrap_or(0)
-            })
-            .collect();
+        let widths = self.widths();
+        let columns = widths.len();
         let numeric: Vec<bool> = (0..columns)
             .map(|c| {
                 self.rows
@@ -74,6 +65,43 @@ impl Table {
             out.push('\n');
         }
         out
+    }
+}
+
+impl Table {
+    /// Each column's width: its widest cell, header included.
+    fn widths(&self) -> Vec<usize> {
+        let columns = self
+            .headers
+            .len()
+            .max(self.rows.iter().map(Vec::len).max().unwrap_or(0));
+        (0..columns)
+            .map(|c| {
+                std::iter::once(&self.headers)
+                    .chain(&self.rows)
+                    .map(|r| cell(r, c).chars().count())
+                    .max()
+                    .unwrap_or(0)
+            })
+            .collect()
+    }
+
+    /// [`Table::render`] with the cells of the `names` columns (function names, stacks)
+    /// elided in the middle to fit `fit` ([`crate::names`]).
+    pub fn render_fitting(&self, names: &[usize], fit: NameFit) -> String {
+        let caps = name_widths(fit, &self.widths(), names);
+        if caps.iter().all(Option::is_none) {
+            return self.render();
+        }
+        let mut fitted = self.clone();
+        for row in &mut fitted.rows {
+            for (cell, cap) in row.iter_mut().zip(&caps) {
+                if let Some(cap) = cap {
+                    *cell = elide_middle(cell, *cap);
+                }
+            }
+        }
+        fitted.render()
     }
 }
 

@@ -10,6 +10,7 @@
 
 pub mod attribution;
 pub mod grid;
+pub mod interpreters;
 pub mod locks;
 mod system;
 
@@ -74,6 +75,12 @@ pub fn lookups(frames: &[FrameRef]) -> impl Iterator<Item = FrameRef> + '_ {
 pub fn unnamed(module: &str) -> String {
     format!("{} {NO_SYMBOLS}", short(module))
 }
+
+/// The module that function rows give JIT code, whichever process ran it: the recording
+/// files it under the process's perf map (`/tmp/perf-PID.map`, to find the names), but a
+/// row's module must not change from run to run, or `diff` could not match a JavaScript
+/// function with itself.
+pub const JIT_MODULE: &str = "[jit]";
 
 /// What marks a module's unnamed code ([`unnamed`]).
 pub const NO_SYMBOLS: &str = "[no symbols]";
@@ -157,14 +164,7 @@ impl ResolvedStacks {
                         module: module.clone(),
                         resolved: ok,
                     };
-                    let next = out.functions.len() as FunctionId;
-                    match function_ids.entry(f) {
-                        std::collections::hash_map::Entry::Occupied(o) => *o.get(),
-                        std::collections::hash_map::Entry::Vacant(v) => {
-                            out.functions.push(v.key().clone());
-                            *v.insert(next)
-                        }
-                    }
+                    intern(&mut out.functions, &mut function_ids, f)
                 });
                 // Consecutive unnamed frames of one module are one: the module's code
                 // calling itself tells nothing without names.
@@ -173,11 +173,8 @@ impl ResolvedStacks {
                     resolved.push(fid);
                 }
             }
-            out.innermost_user[i] = resolved
-                .iter()
-                .copied()
-                .find(|f| !out.functions[*f as usize].system)
-                .or_else(|| resolved.first().copied());
+            out.innermost_user[i] =
+                innermost_user(&resolved, &mut out.functions, &mut function_ids);
             out.stacks[i] = resolved;
         }
         out
@@ -229,6 +226,49 @@ impl ResolvedStacks {
                 format!("{} ({})", f.name, short(&f.module))
             })
             .collect()
+    }
+}
+
+/// The id of `f` in `functions`, added when it is new.
+fn intern(
+    functions: &mut Vec<Function>,
+    ids: &mut KeyMap<Function, FunctionId>,
+    f: Function,
+) -> FunctionId {
+    let next = functions.len() as FunctionId;
+    match ids.entry(f) {
+        std::collections::hash_map::Entry::Occupied(o) => *o.get(),
+        std::collections::hash_map::Entry::Vacant(v) => {
+            functions.push(v.key().clone());
+            *v.insert(next)
+        }
+    }
+}
+
+/// A stack's innermost frame of the program's own code: neither the system's nor an
+/// interpreter's ([`interpreters`]); when only interpreter frames are the program's, the
+/// interpreter's row; else the innermost frame. `None` for an empty stack.
+fn innermost_user(
+    frames: &[FunctionId],
+    functions: &mut Vec<Function>,
+    ids: &mut KeyMap<Function, FunctionId>,
+) -> Option<FunctionId> {
+    let mut interpreter = None;
+    for &f in frames {
+        let function = &functions[f as usize];
+        if function.system {
+            continue;
+        }
+        match interpreters::interpreter_row(&function.module) {
+            Some(row) => {
+                interpreter.get_or_insert(row);
+            }
+            None => return Some(f),
+        }
+    }
+    match interpreter {
+        Some(row) => Some(intern(functions, ids, row)),
+        None => frames.first().copied(),
     }
 }
 

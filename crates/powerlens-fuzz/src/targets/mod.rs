@@ -8,6 +8,7 @@ pub mod maps;
 pub mod procfs;
 pub mod recording;
 pub mod results;
+pub mod runtimes;
 pub mod settings;
 pub mod stack_frames;
 pub mod sysfs;

@@ -11,7 +11,9 @@
 //! A frame that cannot be named keeps its module and offset, so a report can still group
 //! and show it (`libfoo.so+0x1234`). Nothing here fails a whole batch.
 
+pub mod jitdump;
 pub mod kallsyms;
+pub mod perf_map;
 
 use std::collections::HashMap;
 use std::path::PathBuf;

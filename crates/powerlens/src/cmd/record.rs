@@ -96,6 +96,19 @@ pub struct RecordArgs {
     #[arg(long, conflicts_with = "no_stacks")]
     pub kernel_stacks: bool,
 
+    /// Have the command's managed runtimes name their JIT code (the default): sets
+    /// NODE_OPTIONS=--perf-basic-prof-only-functions, JAVA_TOOL_OPTIONS=-XX:+UnlockDiagnosticVMOptions
+    /// -XX:+DumpPerfMapAtExit, DOTNET_PerfMapEnabled=1 and PYTHONPERFSUPPORT=1 in its
+    /// environment, appending to what you set and never replacing it, and says so. The
+    /// runtimes then write /tmp/perf-PID.map, which the end of the recording copies the
+    /// names from (docs/RECORD.md, Managed runtimes).
+    #[arg(long, default_value_t = true, overrides_with = "no_jit_names")]
+    pub jit_names: bool,
+
+    /// Leave the command's environment as it is (see --jit-names).
+    #[arg(long, overrides_with = "jit_names")]
+    pub no_jit_names: bool,
+
     /// Record only the reduced procfs profile, even when tracing is possible.
     #[arg(long)]
     pub reduced: bool,
@@ -125,6 +138,15 @@ pub fn execute(global: &GlobalArgs, args: RecordArgs) -> anyhow::Result<ExitCode
             "nothing to record: give a command after `--` (powerlens record -- CMD), a process with -p PID, or the whole system with -a --duration SECS"
         ),
     };
+    // Only a command started here gets the environment: -p and -a processes run already.
+    let command_env = match (&target, args.jit_names && !args.no_jit_names) {
+        (Target::Command(_), true) => {
+            let env = record::jit_env::jit_environment(|name| std::env::var(name).ok());
+            eprintln!("powerlens: {}", env.told);
+            env.set
+        }
+        _ => Vec::new(),
+    };
     let options = RecordOptions {
         output: args.output.clone(),
         target,
@@ -138,6 +160,7 @@ pub fn execute(global: &GlobalArgs, args: RecordArgs) -> anyhow::Result<ExitCode
         stacks_hz: (!args.no_stacks).then_some(args.frequency),
         stack_bytes: args.stack_bytes,
         kernel_stacks: args.kernel_stacks,
+        command_env,
         show_phase: crate::progress::phase,
         tell_now: |message| eprintln!("powerlens: {message}"),
     };

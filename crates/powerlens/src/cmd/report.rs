@@ -17,6 +17,7 @@ use powerlens_core::stacks::ResolvedStacks;
 
 use powerlens_core::provenance::Provenance;
 use powerlens_report::html;
+use powerlens_report::names::{NameFit, PIPE_NAME_CHARS};
 use powerlens_report::recording::{self as view, By, GridOptions};
 use powerlens_store::recording::RecordingReader;
 
@@ -171,6 +172,7 @@ pub fn execute(global: &GlobalArgs, args: ReportArgs) -> anyhow::Result<ExitCode
         top: args.top,
         show: args.show.clone(),
         hide: args.hide.clone(),
+        names: text_name_fit(),
     };
     // A bad --target fails before the (long) analysis.
     let target = args.target.as_deref().map(target_states).transpose()?;
@@ -247,6 +249,21 @@ pub fn execute(global: &GlobalArgs, args: ReportArgs) -> anyhow::Result<ExitCode
         println!();
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// How wide the text view's function names may be: a terminal's width shared with the
+/// other columns, or [`PIPE_NAME_CHARS`] when stdout is a pipe or a file (whose reader's
+/// width is unknown). The JSON, CSV, HTML and folded outputs keep names whole.
+fn text_name_fit() -> NameFit {
+    use std::io::IsTerminal;
+    if !std::io::stdout().is_terminal() {
+        return NameFit::Cap(PIPE_NAME_CHARS);
+    }
+    match ratatui::crossterm::terminal::size() {
+        // A pseudo-terminal nobody sized (some CI runners) says 0 columns.
+        Ok((columns, _)) if columns > 0 => NameFit::Terminal(columns as usize),
+        _ => NameFit::Cap(PIPE_NAME_CHARS),
+    }
 }
 
 /// Branches of `--tree` below this share of the total are cut.
