@@ -68,6 +68,10 @@ echo "== cargo fmt --check" >&2
 cargo fmt --all -- --check
 echo "== cargo clippy" >&2
 cargo clippy --workspace --all-targets --locked -- -D warnings
+# No two source files of a crate may use each other, directly or around a circle.
+echo "== import circles" >&2
+python3 scripts/import-cycles.py --self-test
+python3 scripts/import-cycles.py
 # No test may write to the user's own results database: each gets its own. Its state
 # before and after the tests must be the same.
 default_db="${XDG_DATA_HOME:-$HOME/.local/share}/powerlens/results.db"

@@ -17,6 +17,9 @@ use crate::sched::report::{IdleStateInfo, RecordingReport, ThreadRow};
 use crate::sched::wakeups::{describe, WakeupCause};
 use crate::stacks::locks::{LockWait, RUNTIMES};
 
+pub mod model;
+pub use model::Advice;
+
 /// short-sleeps: a thread must sleep at least this often (per second) to matter.
 pub const SHORT_SLEEPS_MIN_PER_S: f64 = 50.0;
 /// preemption: preemptions per second of a process, at least.
@@ -60,28 +63,6 @@ pub const LOCK_MIN_TIME_SHARE: f64 = 0.25;
 pub const LOCK_MIN_THREADS: usize = 2;
 /// Advice per rule at most (the worst first).
 pub const MAX_PER_RULE: usize = 3;
-
-/// One piece of advice.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Advice {
-    /// `short-sleeps`, `preemption`, `interpreter-lock`, `imbalance`, `frequency-drop`,
-    /// `polling`, `timer-coalescing`.
-    pub rule: String,
-    /// What was measured, with the numbers.
-    pub evidence: String,
-    /// The change to make.
-    pub suggestion: String,
-    /// The function (or thread) the evidence points at.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub function: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub tid: Option<Tid>,
-    /// The rule's main figure and its threshold (e.g. mean sleep µs vs residency µs).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub value: Option<f64>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub threshold: Option<f64>,
-}
 
 /// Per-function evidence (from the per-function grid, when the recording has stacks).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -1,11 +1,11 @@
 //! The flag table: every command, flag and help text. Help, the man page and the shell
 //! completions are all generated from these definitions.
 
-use std::path::PathBuf;
+use std::process::ExitCode;
 
-use clap::{Args, Parser, Subcommand};
-use powerlens_sys::Roots;
+use clap::{CommandFactory, Parser, Subcommand};
 
+use crate::args::GlobalArgs;
 use crate::cmd;
 
 /// Application-centric CPU power and energy analyzer: how much energy a program costs to
@@ -27,34 +27,6 @@ pub struct Cli {
 
     #[command(subcommand)]
     pub command: Command,
-}
-
-/// Options every command understands.
-#[derive(Debug, Clone, Args)]
-pub struct GlobalArgs {
-    /// Read sysfs from this directory instead of /sys (for fixture trees and tests).
-    #[arg(long, global = true, env = "POWERLENS_SYSFS_ROOT", value_name = "DIR",
-          help_heading = TESTING_HEADING)]
-    pub sysfs_root: Option<PathBuf>,
-
-    /// Read procfs from this directory instead of /proc (for fixture trees and tests).
-    #[arg(long, global = true, env = "POWERLENS_PROCFS_ROOT", value_name = "DIR",
-          help_heading = TESTING_HEADING)]
-    pub procfs_root: Option<PathBuf>,
-}
-
-/// The help heading of the options that only fixture trees and tests need, so that every
-/// command's own options come first, together.
-const TESTING_HEADING: &str = "Testing";
-
-impl GlobalArgs {
-    /// The sysfs/procfs roots every reader uses.
-    pub fn roots(&self) -> anyhow::Result<Roots> {
-        Ok(Roots::with_overrides(
-            self.sysfs_root.clone(),
-            self.procfs_root.clone(),
-        )?)
-    }
 }
 
 #[derive(Debug, Subcommand)]
@@ -100,6 +72,31 @@ pub enum Command {
     Completions(cmd::completions::CompletionsArgs),
     /// Write the man page (roff) to stdout.
     Man(cmd::completions::ManArgs),
+}
+
+/// Runs the command the arguments name.
+pub fn execute(cli: Cli) -> anyhow::Result<ExitCode> {
+    match cli.command {
+        Command::Info(args) => cmd::info::execute(&cli.global, args),
+        Command::Agent(args) => cmd::agent::execute(&cli.global, *args),
+        Command::Top(args) => cmd::top::execute(&cli.global, *args),
+        Command::Dvfs(args) => cmd::dvfs::execute(&cli.global, args),
+        Command::Run(args) => cmd::run::execute(&cli.global, *args),
+        Command::Record(args) => cmd::record::execute(&cli.global, *args),
+        Command::Report(args) => cmd::report::execute(&cli.global, *args),
+        Command::Export(args) => cmd::export::execute(&cli.global, *args),
+        Command::Diff(args) => cmd::diff::execute(&cli.global, *args),
+        Command::Compare(args) => cmd::compare::execute(&cli.global, *args),
+        Command::Runs(args) => cmd::runs::execute(args),
+        Command::Sweep(args) => cmd::sweep::execute(&cli.global, *args),
+        Command::Demo(args) => cmd::demo::execute(&cli.global, args),
+        Command::Calibrate(args) => cmd::calibrate::execute(&cli.global, args),
+        Command::Restore(args) => cmd::restore::execute(&cli.global, args),
+        Command::Completions(args) => cmd::completions::completions(args, Cli::command()),
+        Command::Man(args) => cmd::completions::man(args, Cli::command()),
+        Command::Workload(args) => cmd::workload::execute(args),
+        Command::Wake(args) => cmd::wake::execute(&cli.global, args),
+    }
 }
 
 #[cfg(test)]

@@ -1,6 +1,7 @@
 //! The powerlens command line: turns arguments into plain option structs and orchestrates
 //! the library crates. No analysis lives here.
 
+mod args;
 mod cli;
 mod cmd;
 mod progress;
@@ -21,7 +22,7 @@ fn main() -> ExitCode {
         libc::signal(libc::SIGPIPE, libc::SIG_DFL);
     }
     let cli = cli::Cli::parse();
-    match cmd::execute(cli) {
+    match cli::execute(cli) {
         Ok(code) => code,
         Err(err) => {
             // One line, whatever the causes embed (SQLite quotes multi-line statements and

@@ -15,7 +15,7 @@ use super::cpu_accounts::{cpu_time_accounts, CpuTimeAccounts};
 use super::event::Tid;
 use super::tracing_cost::{EventCosts, Perturbation};
 use super::wakeups::WakeupCause;
-use crate::advice::Advice;
+use crate::advice::model::Advice;
 use crate::provenance::Provenance;
 
 /// One thread of the recording's thread table.

@@ -3,7 +3,7 @@
 
 use super::error::SettingsError;
 use super::parse::format_cpu_list;
-use super::plan::select;
+use super::select::select;
 use super::Setting;
 use crate::{topology, Roots};
 

@@ -2,7 +2,7 @@
 
 use super::error::SettingsError;
 use super::parse::format_khz;
-use super::plan::select;
+use super::select::select;
 use super::write::FileWrite;
 use super::Setting;
 use crate::cpufreq::{read_policies, Policy};

@@ -22,6 +22,7 @@ pub mod journal;
 mod parse;
 mod plan;
 pub mod pm_qos;
+mod select;
 mod turbo;
 mod write;
 

@@ -82,13 +82,3 @@ fn reject_conflicts(writes: &[FileWrite]) -> Result<(), SettingsError> {
     }
     Ok(())
 }
-
-/// The settings of one kind, picked out by `select`.
-pub(crate) fn select<'a, T: 'a>(
-    settings: &'a [Setting],
-    select: impl Fn(&'a Setting) -> Option<T>,
-) -> Option<(String, T)> {
-    settings
-        .iter()
-        .find_map(|s| select(s).map(|value| (s.to_string(), value)))
-}

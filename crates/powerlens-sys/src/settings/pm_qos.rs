@@ -8,7 +8,7 @@ use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 
 use super::error::SettingsError;
-use super::plan::select;
+use super::select::select;
 use super::Setting;
 use crate::SysError;
 

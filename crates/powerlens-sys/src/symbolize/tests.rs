@@ -600,14 +600,25 @@ fn a_probe_note_is_not_a_build_id() {
         .arg(&src)
         .output()
     {
-        Ok(out) => assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr)),
+        Ok(out) => assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        ),
         Err(e) => {
             eprintln!("skipped: cannot run gcc ({e})");
             return;
         }
     }
-    let notes = Command::new("readelf").arg("-n").arg(&lib).output().unwrap();
+    let notes = Command::new("readelf")
+        .arg("-n")
+        .arg(&lib)
+        .output()
+        .unwrap();
     let notes = String::from_utf8_lossy(&notes.stdout);
-    assert!(notes.contains("stapsdt") && !notes.contains("Build ID"), "{notes}");
+    assert!(
+        notes.contains("stapsdt") && !notes.contains("Build ID"),
+        "{notes}"
+    );
     assert_eq!(build_id(&lib), None);
 }

@@ -3,6 +3,7 @@
 //! scrapes from the state the last interval left (`agent/server.rs`).
 
 mod basic_auth;
+mod paths;
 mod reload;
 mod security;
 mod server;
@@ -21,7 +22,7 @@ use powerlens_core::monitor::{Monitor, MonitorConfig};
 use powerlens_record::interrupt;
 use powerlens_record::live::{LiveSession, Mode, Tracing};
 
-use crate::cli::GlobalArgs;
+use crate::args::GlobalArgs;
 use crate::cmd::live::LiveArgs;
 use crate::units::parse_positive_duration;
 

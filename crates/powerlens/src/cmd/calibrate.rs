@@ -10,7 +10,7 @@ use powerlens_core::model;
 use powerlens_core::provenance::Provenance;
 use powerlens_sys::procfs;
 
-use crate::cli::GlobalArgs;
+use crate::args::GlobalArgs;
 use crate::cmd::run::MeterArgs;
 use crate::progress;
 use crate::units::parse_positive_duration;

@@ -13,7 +13,7 @@ use powerlens_core::run::RunResult;
 use powerlens_store::ResultsDb;
 use serde::Serialize;
 
-use crate::cli::GlobalArgs;
+use crate::args::GlobalArgs;
 use crate::cmd::run::{
     BatteryArgs, ConfigArgs, MeterArgs, OutputArgs, Rendered, SaveArgs, SeriesArgs,
 };

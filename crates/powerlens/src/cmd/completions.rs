@@ -3,10 +3,8 @@
 
 use std::process::ExitCode;
 
-use clap::{Args, CommandFactory};
+use clap::Args;
 use clap_complete::Shell;
-
-use crate::cli::Cli;
 
 #[derive(Debug, Args)]
 #[command(after_help = "Example: powerlens completions bash > /etc/bash_completion.d/powerlens")]
@@ -15,8 +13,8 @@ pub struct CompletionsArgs {
     pub shell: Shell,
 }
 
-pub fn completions(args: CompletionsArgs) -> anyhow::Result<ExitCode> {
-    let mut cmd = Cli::command();
+/// `cmd`: the whole command table, from the dispatcher (this module does not know it).
+pub fn completions(args: CompletionsArgs, mut cmd: clap::Command) -> anyhow::Result<ExitCode> {
     clap_complete::generate(args.shell, &mut cmd, "powerlens", &mut std::io::stdout());
     Ok(ExitCode::SUCCESS)
 }
@@ -26,8 +24,8 @@ pub fn completions(args: CompletionsArgs) -> anyhow::Result<ExitCode> {
 pub struct ManArgs {}
 
 /// Writes the man page (roff) for powerlens and, as sections, each of its commands.
-pub fn man(_: ManArgs) -> anyhow::Result<ExitCode> {
-    let cmd = Cli::command();
+/// `cmd`: the whole command table, from the dispatcher.
+pub fn man(_: ManArgs, cmd: clap::Command) -> anyhow::Result<ExitCode> {
     let mut out = std::io::stdout().lock();
     clap_mangen::Man::new(cmd.clone()).render(&mut out)?;
     for sub in cmd.get_subcommands().filter(|s| !s.is_hide_set()) {

@@ -14,7 +14,7 @@ use powerlens_core::verdict::{self, Ratios};
 use powerlens_report::table::{sig, Table};
 use serde::Serialize;
 
-use crate::cli::GlobalArgs;
+use crate::args::GlobalArgs;
 use crate::cmd::run::MeterArgs;
 use crate::progress;
 use crate::progress::AnalysisOnStderr;

@@ -12,7 +12,7 @@ use powerlens_core::stacks::grid::Grouping;
 use powerlens_report::diff::{self as view, Sides};
 use serde_json::Value;
 
-use crate::cli::GlobalArgs;
+use crate::args::GlobalArgs;
 use crate::cmd::report::target_states;
 use crate::progress::AnalysisOnStderr;
 use powerlens_record::analyse::{analyse, AnalyseOptions};

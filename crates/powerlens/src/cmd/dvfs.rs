@@ -21,7 +21,7 @@ use powerlens_core::dvfs::Level;
 use powerlens_report::dvfs as view;
 use serde::Serialize;
 
-use crate::cli::GlobalArgs;
+use crate::args::GlobalArgs;
 
 mod measure;
 

@@ -21,7 +21,7 @@ use powerlens_report::export::{self, Counter, Counts, EnergySample, ThreadInfo};
 use powerlens_store::recording::RecordingReader;
 use powerlens_sys::symbolize::KERNEL_MODULE;
 
-use crate::cli::GlobalArgs;
+use crate::args::GlobalArgs;
 use crate::progress;
 use powerlens_record::interrupt;
 use powerlens_record::{meta, replay, sampler, symbols, MODE_REDUCED};

@@ -6,7 +6,7 @@ use std::process::ExitCode;
 use clap::Args;
 use powerlens_sys::machine::MachineInfo;
 
-use crate::cli::GlobalArgs;
+use crate::args::GlobalArgs;
 
 #[derive(Debug, Args)]
 #[command(after_long_help = "\

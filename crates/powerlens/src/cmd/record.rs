@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use clap::Args;
 
-use crate::cli::GlobalArgs;
+use crate::args::GlobalArgs;
 use crate::cmd::run::{BatteryArgs, MeterArgs};
 use crate::units::{parse_seconds, parse_seconds_or_zero};
 use powerlens_record::{self as record, RecordOptions, Target};

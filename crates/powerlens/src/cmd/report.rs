@@ -21,7 +21,7 @@ use powerlens_report::names::{NameFit, PIPE_NAME_CHARS};
 use powerlens_report::recording::{self as view, By, GridOptions};
 use powerlens_store::recording::RecordingReader;
 
-use crate::cli::GlobalArgs;
+use crate::args::GlobalArgs;
 use crate::cmd::run::BatteryArgs;
 use crate::progress;
 use powerlens_record::analyse::{analyse, AnalyseOptions};

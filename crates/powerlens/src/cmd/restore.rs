@@ -6,7 +6,7 @@ use std::process::ExitCode;
 use clap::Args;
 use powerlens_sys::settings;
 
-use crate::cli::GlobalArgs;
+use crate::args::GlobalArgs;
 
 const WHEN_NEEDED: &str = "\
 compare and sweep apply the settings of each --config (governor, EPP, frequency limits,

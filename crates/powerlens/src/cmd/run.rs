@@ -8,7 +8,7 @@ use anyhow::Context;
 use clap::Args;
 use powerlens_store::ResultsDb;
 
-use crate::cli::GlobalArgs;
+use crate::args::GlobalArgs;
 use crate::runner::{self, Config, SeriesOptions};
 use crate::units::{parse_positive_duration, parse_positive_number, parse_seconds};
 use crate::{progress, results};

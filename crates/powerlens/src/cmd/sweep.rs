@@ -10,7 +10,7 @@ use powerlens_core::compare;
 use powerlens_core::sweep::{self, Sweep};
 use serde::Serialize;
 
-use crate::cli::GlobalArgs;
+use crate::args::GlobalArgs;
 use crate::cmd::run::{ConfigArgs, MeterArgs, OutputArgs, Rendered, SaveArgs, SeriesArgs};
 use crate::runner::Job;
 use crate::units::parse_positive_number;

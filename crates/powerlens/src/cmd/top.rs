@@ -28,7 +28,7 @@ use ratatui::layout::Rect;
 use powerlens_record::interrupt;
 use powerlens_record::live::Tracing;
 
-use crate::cli::GlobalArgs;
+use crate::args::GlobalArgs;
 use crate::cmd::live::LiveArgs;
 use render::Screen;
 use session::{Measurer, Message, Running};

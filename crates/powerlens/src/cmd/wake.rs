@@ -23,7 +23,7 @@ use powerlens_sys::settings;
 use powerlens_sys::topology;
 use powerlens_sys::trace::{ensure_tracefs, Collector, CollectorOptions};
 
-use crate::cli::GlobalArgs;
+use crate::args::GlobalArgs;
 use crate::{progress, units};
 use powerlens_record::interrupt;
 

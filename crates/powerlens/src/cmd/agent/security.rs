@@ -10,7 +10,7 @@ use std::sync::Arc;
 use powerlens_report::web_config::{parse_web_config, ClientAuth, Pem, WebConfig, MAX_WEB_CONFIG};
 
 use super::basic_auth::BasicAuth;
-use super::server::PATHS;
+use super::paths::PATHS;
 use super::tls;
 
 #[derive(Default)]

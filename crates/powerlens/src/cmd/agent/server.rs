@@ -22,8 +22,6 @@ use super::State;
 pub const MAX_CONNECTIONS: usize = 32;
 /// How long a client has to send its request head, and to take the response.
 const DEADLINE: Duration = Duration::from_secs(5);
-/// The paths the agent serves.
-pub const PATHS: [&str; 3] = ["/", "/metrics", "/healthz"];
 
 pub fn start(
     listener: TcpListener,
