@@ -1,0 +1,454 @@
+//! The grid itself: one row per thread, process or function with the columns chosen,
+//! its totals, and the same rows as CSV.
+
+use super::*;
+
+/// A cell.
+#[derive(Debug, Clone, PartialEq)]
+pub(super) enum Value {
+    Int(u64),
+    Float(f64),
+    Text(String),
+    Missing,
+}
+
+impl Value {
+    fn number(&self) -> Option<f64> {
+        match self {
+            Value::Int(n) => Some(*n as f64),
+            Value::Float(f) => Some(*f),
+            _ => None,
+        }
+    }
+
+    fn text(&self) -> String {
+        match self {
+            Value::Int(n) => n.to_string(),
+            Value::Float(f) => sig(*f, 4),
+            Value::Text(s) => s.clone(),
+            // Blank, not "-", so number columns stay right-aligned; the sections below the
+            // grid say why a figure is unavailable.
+            Value::Missing => String::new(),
+        }
+    }
+
+    fn csv(&self) -> String {
+        match self {
+            Value::Int(n) => n.to_string(),
+            Value::Float(f) => f.to_string(),
+            Value::Text(s) => csv_field(s),
+            Value::Missing => String::new(),
+        }
+    }
+}
+
+/// A grid row, as values by column key.
+pub(super) struct Row {
+    key: (bool, u32),
+    values: Vec<(&'static str, Value)>,
+}
+
+impl Row {
+    fn get(&self, key: &str) -> &Value {
+        self.values
+            .iter()
+            .find(|(k, _)| *k == key)
+            .map(|(_, v)| v)
+            .unwrap_or(&Value::Missing)
+    }
+}
+
+pub(super) fn opt_f(v: Option<f64>) -> Value {
+    v.map(Value::Float).unwrap_or(Value::Missing)
+}
+
+/// The metric columns shared by thread and process rows.
+pub(super) struct Metrics<'a> {
+    cpu_time_s: f64,
+    on_cpu_s: Option<f64>,
+    sync: u64,
+    preempt: u64,
+    wait: Option<f64>,
+    inactive: Option<f64>,
+    migrations: Option<u64>,
+    wakeups: Option<&'a WakeupCounts>,
+    caused: Option<u64>,
+    idle_wakeups: Option<u64>,
+    idle_time: Option<f64>,
+    idle_before: Option<f64>,
+    freq: Option<f64>,
+    energy: Option<f64>,
+}
+
+pub(super) fn opt_i(v: Option<u64>) -> Value {
+    v.map(Value::Int).unwrap_or(Value::Missing)
+}
+
+pub(super) fn common(m: Metrics) -> Vec<(&'static str, Value)> {
+    let w = m.wakeups;
+    let wi = |f: fn(&WakeupCounts) -> u64| opt_i(w.map(f));
+    vec![
+        ("cpu_time_s", Value::Float(m.cpu_time_s)),
+        ("on_cpu_s", opt_f(m.on_cpu_s)),
+        ("sync_switches", Value::Int(m.sync)),
+        ("preempt_switches", Value::Int(m.preempt)),
+        ("wait_time_s", opt_f(m.wait)),
+        ("inactive_time_s", opt_f(m.inactive)),
+        ("migrations", opt_i(m.migrations)),
+        ("wakeups_received_total", wi(WakeupCounts::total)),
+        ("wakeups_thread", wi(|w| w.thread)),
+        ("wakeups_timer", wi(|w| w.timer)),
+        ("wakeups_irq", wi(|w| w.irq)),
+        ("wakeups_softirq", wi(|w| w.softirq)),
+        ("wakeups_ipi", wi(|w| w.ipi)),
+        ("wakeups_caused", opt_i(m.caused)),
+        ("idle_wakeups", opt_i(m.idle_wakeups)),
+        ("idle_time_s", opt_f(m.idle_time)),
+        ("mean_idle_before_wakeup_us", opt_f(m.idle_before)),
+        ("frequency_mhz", opt_f(m.freq)),
+        ("energy_j", opt_f(m.energy)),
+    ]
+}
+
+pub(super) fn thread_row(t: &ThreadRow) -> Row {
+    let mut values = vec![
+        ("tid", Value::Int(t.tid as u64)),
+        (
+            "pid",
+            t.pid
+                .map(|p| Value::Int(p as u64))
+                .unwrap_or(Value::Missing),
+        ),
+        ("comm", Value::Text(t.comm.clone())),
+    ];
+    values.extend(common(Metrics {
+        cpu_time_s: t.cpu_time_s,
+        on_cpu_s: t.on_cpu_s,
+        sync: t.sync_switches,
+        preempt: t.preempt_switches,
+        wait: t.wait_time_s,
+        inactive: t.inactive_time_s,
+        migrations: t.migrations,
+        wakeups: t.wakeups_received.as_ref(),
+        caused: t.wakeups_caused,
+        idle_wakeups: t.idle_wakeups,
+        idle_time: t.idle_time_s,
+        idle_before: t.mean_idle_before_wakeup_us,
+        freq: t.frequency_mhz,
+        energy: t.energy_j,
+    }));
+    Row {
+        key: (false, t.tid),
+        values,
+    }
+}
+
+pub(super) fn process_row(p: &ProcessRow) -> Row {
+    let mut values = vec![
+        (
+            "pid",
+            p.pid
+                .map(|p| Value::Int(p as u64))
+                .unwrap_or(Value::Missing),
+        ),
+        ("comm", Value::Text(p.comm.clone())),
+        ("threads", Value::Int(p.threads as u64)),
+        ("effective_parallelism", opt_f(p.effective_parallelism)),
+    ];
+    values.extend(common(Metrics {
+        cpu_time_s: p.cpu_time_s,
+        on_cpu_s: p.on_cpu_s,
+        sync: p.sync_switches,
+        preempt: p.preempt_switches,
+        wait: p.wait_time_s,
+        inactive: p.inactive_time_s,
+        migrations: p.migrations,
+        wakeups: p.wakeups_received.as_ref(),
+        caused: p.wakeups_caused,
+        idle_wakeups: p.idle_wakeups,
+        idle_time: p.idle_time_s,
+        idle_before: p.mean_idle_before_wakeup_us,
+        freq: p.frequency_mhz,
+        energy: p.energy_j,
+    }));
+    Row {
+        key: (p.pid.is_none(), p.pid.unwrap_or(0)),
+        values,
+    }
+}
+
+pub(super) fn function_row(f: &FunctionRow, i: usize) -> Row {
+    let idle_states = f
+        .idle_states_after
+        .iter()
+        .map(|s| format!("{}:{}", s.name, sig(s.time_s, 3)))
+        .collect::<Vec<_>>()
+        .join(" ");
+    Row {
+        key: (false, i as u32),
+        values: vec![
+            ("function", Value::Text(f.function.clone())),
+            ("module", Value::Text(short_module(&f.module).to_string())),
+            ("cpu_time_s", Value::Float(f.cpu_time_s)),
+            ("samples", Value::Int(f.samples)),
+            ("sync_switches", Value::Int(f.sync_switches)),
+            ("preempt_switches", Value::Int(f.preempt_switches)),
+            ("wait_time_s", Value::Float(f.wait_time_s)),
+            ("inactive_time_s", Value::Float(f.inactive_time_s)),
+            ("wakeups_caused", Value::Int(f.wakeups_caused)),
+            ("idle_wakeups", Value::Int(f.idle_wakeups)),
+            (
+                "mean_idle_before_wakeup_us",
+                opt_f(f.mean_idle_before_wakeup_us),
+            ),
+            ("idle_after_s", Value::Float(f.idle_after_s)),
+            ("idle_states_after", Value::Text(idle_states)),
+            (
+                "stack",
+                Value::Text(f.stack.as_deref().unwrap_or_default().join(" <- ")),
+            ),
+            ("energy_j", opt_f(f.energy_j)),
+        ],
+    }
+}
+
+pub(super) fn short_module(path: &str) -> &str {
+    path.rsplit('/').next().unwrap_or(path)
+}
+
+/// All rows of the grid, sorted; and the sort key used.
+pub(super) fn rows(
+    report: &RecordingReport,
+    opts: &GridOptions,
+) -> Result<Vec<Row>, UnknownColumn> {
+    let sort = find(
+        opts.by,
+        "--sort",
+        opts.sort.as_deref().unwrap_or("cpu_time_s"),
+    )?
+    .key;
+    let mut rows: Vec<Row> = match opts.by {
+        By::Thread => report.threads.iter().map(thread_row).collect(),
+        By::Process => report.processes.iter().map(process_row).collect(),
+        By::Function | By::Stack => report
+            .functions
+            .iter()
+            .enumerate()
+            .map(|(i, f)| function_row(f, i))
+            .collect(),
+    };
+    rows.sort_by(|a, b| {
+        let (x, y) = (a.get(sort), b.get(sort));
+        let primary = match (x, y) {
+            (Value::Text(p), Value::Text(q)) => p.cmp(q),
+            (Value::Missing, Value::Missing) => Ordering::Equal,
+            (Value::Missing, _) => Ordering::Greater,
+            (_, Value::Missing) => Ordering::Less,
+            _ => {
+                let (p, q) = (x.number().unwrap_or(0.0), y.number().unwrap_or(0.0));
+                q.partial_cmp(&p).unwrap_or(Ordering::Equal)
+            }
+        };
+        primary.then(a.key.cmp(&b.key))
+    });
+    Ok(rows)
+}
+
+pub(super) fn total(col: &Column, rows: &[Row]) -> Value {
+    match col.total {
+        Total::None => Value::Missing,
+        Total::Sum => {
+            let vals: Vec<&Value> = rows.iter().map(|r| r.get(col.key)).collect();
+            if vals.iter().any(|v| matches!(v, Value::Float(_))) {
+                if vals.iter().any(|v| matches!(v, Value::Missing)) {
+                    return Value::Missing;
+                }
+                Value::Float(vals.iter().filter_map(|v| v.number()).sum())
+            } else if vals.iter().all(|v| matches!(v, Value::Int(_))) {
+                Value::Int(
+                    vals.iter()
+                        .map(|v| match v {
+                            Value::Int(n) => *n,
+                            _ => 0,
+                        })
+                        .sum(),
+                )
+            } else {
+                Value::Missing
+            }
+        }
+        Total::WeightedBy(weight) => {
+            let (mut num, mut den) = (0.0, 0.0);
+            for r in rows {
+                if let (Some(v), Some(w)) = (r.get(col.key).number(), r.get(weight).number()) {
+                    num += v * w;
+                    den += w;
+                }
+            }
+            if den > 0.0 {
+                Value::Float(num / den)
+            } else {
+                Value::Missing
+            }
+        }
+    }
+}
+
+/// The grid alone: header, rows (sorted, cut to `top`) and a totals row over every row.
+pub fn grid(report: &RecordingReport, opts: &GridOptions) -> Result<String, UnknownColumn> {
+    let cols = selected(opts, false)?;
+    let all = rows(report, opts)?;
+    let shown = opts.top.unwrap_or(all.len()).min(all.len());
+    let mut t = Table::new(cols.iter().map(|c| c.header));
+    for r in &all[..shown] {
+        t.row(cols.iter().map(|c| r.get(c.key).text()));
+    }
+    if let Some(totals) = totals_row(report, &cols, &all, shown) {
+        t.row(totals);
+    }
+    let names: Vec<usize> = cols
+        .iter()
+        .enumerate()
+        .filter(|(_, c)| c.key == "function" || c.key == "stack")
+        .map(|(i, _)| i)
+        .collect();
+    Ok(t.render_fitting(&names, opts.names))
+}
+
+/// Notes under the grid: the rows whose wake-ups the trace did not all record, so that a
+/// short `wake-ups` cell is not read as a thread that rarely woke (the CPU notes say why
+/// the trace is incomplete). Empty when every wake-up was recorded or for function rows.
+pub fn grid_notes(report: &RecordingReport, by: By) -> Vec<String> {
+    const SHOWN: usize = 5;
+    let short: Vec<String> = match by {
+        By::Thread => report
+            .threads
+            .iter()
+            .filter_map(|t| {
+                let n = t.unrecorded_wakeups.filter(|&n| n > 0)?;
+                Some(format!("tid {} ({}) {n}", t.tid, t.comm))
+            })
+            .collect(),
+        By::Process => report
+            .processes
+            .iter()
+            .filter_map(|p| {
+                let n = p.unrecorded_wakeups.filter(|&n| n > 0)?;
+                let pid = p.pid.map_or("?".to_string(), |p| p.to_string());
+                Some(format!("pid {pid} ({}) {n}", p.comm))
+            })
+            .collect(),
+        By::Function | By::Stack => Vec::new(),
+    };
+    if short.is_empty() {
+        return Vec::new();
+    }
+    let more = short.len().saturating_sub(SHOWN);
+    let mut list = short[..short.len().min(SHOWN)].join(", ");
+    if more > 0 {
+        list += &format!(" and {more} more rows");
+    }
+    vec![format!(
+        "wake-ups not recorded: {list}. These rows ran again after blocking without their wake-up in the trace, so their `woken` cell is short by that many (the CPU notes say why the trace is incomplete; JSON: unrecorded_wakeups)"
+    )]
+}
+
+/// The totals row under `cols` over every row (also those `--top` left out, which the
+/// label says); `None` for inclusive function rows, which overlap (a caller holds its
+/// callees' figures).
+pub(super) fn totals_row(
+    report: &RecordingReport,
+    cols: &[&'static Column],
+    all: &[Row],
+    shown: usize,
+) -> Option<Vec<String>> {
+    if report.function_grouping.as_deref() == Some("function_inclusive") {
+        return None;
+    }
+    let label = if shown < all.len() {
+        format!("total, all {}", all.len())
+    } else {
+        "total".to_string()
+    };
+    let mut totals: Vec<String> = cols
+        .iter()
+        .map(|c| match total(c, all) {
+            Value::Missing => String::new(),
+            v => v.text(),
+        })
+        .collect();
+    // The label goes in the name column, else the first column without a total.
+    match cols
+        .iter()
+        .position(|c| c.key == "comm" || c.key == "function")
+        .or_else(|| cols.iter().position(|c| c.total == Total::None))
+    {
+        Some(i) => totals[i] = label,
+        None => totals.insert(0, label),
+    }
+    Some(totals)
+}
+
+/// The grid as cells for other views (the HTML report): its columns and, per row (sorted
+/// and cut like the grid), each cell's text and its number (`None` for text and
+/// unavailable cells).
+#[allow(clippy::type_complexity)]
+/// The grid as cells for a sortable table: each cell's text and, for numbers, its value.
+pub struct GridCells {
+    pub cols: Vec<&'static Column>,
+    pub rows: Vec<Vec<(String, Option<f64>)>>,
+    /// The totals row, as the text grid prints it; `None` where it has none.
+    pub totals: Option<Vec<String>>,
+}
+
+pub fn grid_cells(
+    report: &RecordingReport,
+    opts: &GridOptions,
+) -> Result<GridCells, UnknownColumn> {
+    let cols = selected(opts, false)?;
+    let all = rows(report, opts)?;
+    let shown = opts.top.unwrap_or(all.len()).min(all.len());
+    let cells = all[..shown]
+        .iter()
+        .map(|r| {
+            cols.iter()
+                .map(|c| {
+                    let v = r.get(c.key);
+                    let n = match &v {
+                        Value::Int(n) => Some(*n as f64),
+                        Value::Float(f) => Some(*f),
+                        _ => None,
+                    };
+                    (v.text(), n)
+                })
+                .collect()
+        })
+        .collect();
+    let totals = totals_row(report, &cols, &all, shown);
+    Ok(GridCells {
+        cols,
+        rows: cells,
+        totals,
+    })
+}
+
+/// CSV: a header of column keys and one line per grid row (sorted, cut to `top`), every
+/// column unless `show`/`hide` say otherwise; no totals line. Missing values are empty.
+pub fn csv(report: &RecordingReport, opts: &GridOptions) -> Result<String, UnknownColumn> {
+    let cols = selected(opts, true)?;
+    let all = rows(report, opts)?;
+    let shown = opts.top.unwrap_or(all.len()).min(all.len());
+    let mut out = cols.iter().map(|c| c.key).collect::<Vec<_>>().join(",");
+    out.push('\n');
+    for r in &all[..shown] {
+        out.push_str(
+            &cols
+                .iter()
+                .map(|c| r.get(c.key).csv())
+                .collect::<Vec<_>>()
+                .join(","),
+        );
+        out.push('\n');
+    }
+    Ok(out)
+}
