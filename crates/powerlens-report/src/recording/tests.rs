@@ -1,4 +1,3 @@
-
 use super::*;
 use powerlens_core::provenance::Provenance;
 use powerlens_core::sched::event::{Event, EventKind, InterruptKind, SwitchedOut, IDLE_TID};
