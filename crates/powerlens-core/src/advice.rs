@@ -210,7 +210,7 @@ fn short_sleeps(input: &AdviceInput) -> Vec<Advice> {
     let elapsed = input.elapsed_s();
     let mut hits: Vec<(f64, Advice)> = Vec::new();
     for t in &input.report.threads {
-        let (Some(wait), n) = (t.wait_time_s, t.sync_switches) else {
+        let (Some(wait), n) = (t.metrics.wait_time_s, t.metrics.sync_switches) else {
             continue;
         };
         if n == 0 || elapsed <= 0.0 {
@@ -223,12 +223,13 @@ fn short_sleeps(input: &AdviceInput) -> Vec<Advice> {
         }
         let who = input.culprit(t, |f| f.sync_switches as f64);
         let idle = t
+            .metrics
             .mean_idle_before_wakeup_us
             .map(|m| {
                 format!(
                     "; the CPU idled {} before each of its {} idle wake-ups",
                     us(m),
-                    t.idle_wakeups.unwrap_or(0)
+                    t.metrics.idle_wakeups.unwrap_or(0)
                 )
             })
             .unwrap_or_default();
@@ -286,19 +287,20 @@ fn preemption(input: &AdviceInput) -> Vec<Advice> {
     let mut out = Vec::new();
     for p in &input.report.processes {
         let busy = busy_threads(input, p.pid);
-        let per_s = p.preempt_switches as f64 / elapsed.max(1e-9);
+        let per_s = p.metrics.preempt_switches as f64 / elapsed.max(1e-9);
         if busy.len() <= cpus as usize
-            || p.preempt_switches <= p.sync_switches
+            || p.metrics.preempt_switches <= p.metrics.sync_switches
             || per_s < PREEMPTION_MIN_PER_S
         {
             continue;
         }
         let worst = busy
             .iter()
-            .max_by_key(|t| t.preempt_switches)
+            .max_by_key(|t| t.metrics.preempt_switches)
             .expect("more busy threads than CPUs");
         let who = input.culprit(worst, |f| f.preempt_switches as f64);
         let inactive = p
+            .metrics
             .inactive_time_s
             .map(|s| format!(", {s:.2} s runnable but not running"))
             .unwrap_or_default();
@@ -309,16 +311,16 @@ fn preemption(input: &AdviceInput) -> Vec<Advice> {
                 p.comm,
                 p.pid.map(|p| p.to_string()).unwrap_or_else(|| "?".into()),
                 busy.len(),
-                p.preempt_switches,
-                p.sync_switches
+                p.metrics.preempt_switches,
+                p.metrics.sync_switches
             ),
             suggestion: format!(
                 "run at most {cpus} compute threads (one per CPU): the extra threads only take turns, paying context switches and cache refills"
             ),
             function: Some(who),
             tid: Some(worst.tid),
-            value: Some(p.preempt_switches as f64),
-            threshold: Some(p.sync_switches as f64),
+            value: Some(p.metrics.preempt_switches as f64),
+            threshold: Some(p.metrics.sync_switches as f64),
         });
     }
     out
@@ -406,13 +408,13 @@ fn lock_bound_threads<'a>(
         let Some(t) = input.report.threads.iter().find(|t| t.tid == w.tid) else {
             continue;
         };
-        let (Some(pid), Some(wait)) = (t.pid, t.wait_time_s) else {
+        let (Some(pid), Some(wait)) = (t.pid, t.metrics.wait_time_s) else {
             continue;
         };
         if wait <= 0.0 || w.wait_s < LOCK_MIN_WAIT_SHARE * wait {
             continue;
         }
-        let time = t.cpu_time_s + wait + t.inactive_time_s.unwrap_or(0.0);
+        let time = t.cpu_time_s + wait + t.metrics.inactive_time_s.unwrap_or(0.0);
         let bound = w.wait_s >= LOCK_MIN_TIME_SHARE * time;
         by_pid.entry(pid).or_default().push((t, w, bound));
     }
@@ -431,7 +433,10 @@ fn interpreter_lock(input: &AdviceInput) -> Vec<Advice> {
         if lock_s < MIN_CPU_S {
             continue;
         }
-        let wait_s: f64 = threads.iter().filter_map(|(t, ..)| t.wait_time_s).sum();
+        let wait_s: f64 = threads
+            .iter()
+            .filter_map(|(t, ..)| t.metrics.wait_time_s)
+            .sum();
         let cpu_s: f64 = threads.iter().map(|(t, ..)| t.cpu_time_s).sum();
         let switches: u64 = threads.iter().map(|(_, w, _)| w.sync_switches).sum();
         let (worst, w, _) = threads
@@ -501,7 +506,7 @@ fn frequency_drop(input: &AdviceInput) -> Vec<Advice> {
             .report
             .threads
             .iter()
-            .filter_map(|t| t.frequency_mhz)
+            .filter_map(|t| t.metrics.frequency_mhz)
             .max_by(f64::total_cmp)
     });
     let Some(reference) = reference.filter(|r| *r > 0.0) else {
@@ -509,7 +514,7 @@ fn frequency_drop(input: &AdviceInput) -> Vec<Advice> {
     };
     let mut out = Vec::new();
     for t in &input.report.threads {
-        let Some(mhz) = t.frequency_mhz else {
+        let Some(mhz) = t.metrics.frequency_mhz else {
             continue;
         };
         if t.cpu_time_s < COMPUTE_BOUND_SHARE * elapsed || mhz >= FREQUENCY_DROP_RATIO * reference {

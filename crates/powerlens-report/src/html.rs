@@ -526,7 +526,13 @@ fn wakeup_causes_svg(report: &RecordingReport) -> Option<String> {
     let mut top: Vec<_> = report
         .threads
         .iter()
-        .filter_map(|t| Some((t, t.wakeups_received.as_ref()?, t.wakeups_received_total?)))
+        .filter_map(|t| {
+            Some((
+                t,
+                t.metrics.wakeups_received.as_ref()?,
+                t.metrics.wakeups_received_total?,
+            ))
+        })
         .filter(|(_, _, n)| *n > 0)
         .collect();
     top.sort_by(|a, b| b.2.cmp(&a.2).then(a.0.tid.cmp(&b.0.tid)));

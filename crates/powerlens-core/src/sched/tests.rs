@@ -999,7 +999,7 @@ fn attribution_weighs_by_frequency_when_known() {
     );
     let e: Vec<f64> = r.threads.iter().map(|t| t.energy_j.unwrap()).collect();
     assert_eq!(e, vec![3.0, 2.0]);
-    assert_eq!(r.threads[0].frequency_mhz, Some(1_500.0));
+    assert_eq!(r.threads[0].metrics.frequency_mhz, Some(1_500.0));
     assert_eq!(
         r.system.frequency_source.as_deref(),
         Some("power:cpu_frequency")
@@ -1063,20 +1063,35 @@ fn reduced_recording_leaves_trace_figures_unavailable() {
     let r = super::report::build(&summary, &ctx);
     let t = &r.threads[0];
     assert_eq!(
-        (t.cpu_time_s, t.sync_switches, t.preempt_switches),
+        (
+            t.cpu_time_s,
+            t.metrics.sync_switches,
+            t.metrics.preempt_switches
+        ),
         (0.04, 7, 2)
     );
     assert_eq!(
-        (t.wait_time_s, t.inactive_time_s, t.migrations),
+        (
+            t.metrics.wait_time_s,
+            t.metrics.inactive_time_s,
+            t.metrics.migrations
+        ),
         (None, None, None)
     );
     assert_eq!(
-        (t.wakeups_received, t.idle_wakeups, t.idle_time_s),
+        (
+            t.metrics.wakeups_received,
+            t.metrics.idle_wakeups,
+            t.metrics.idle_time_s
+        ),
         (None, None, None)
     );
     let p = &r.processes[0];
-    assert_eq!((p.wait_time_s, p.wakeups_received_total), (None, None));
-    assert_eq!(p.sync_switches, 7);
+    assert_eq!(
+        (p.metrics.wait_time_s, p.metrics.wakeups_received_total),
+        (None, None)
+    );
+    assert_eq!(p.metrics.sync_switches, 7);
     assert_eq!((r.system.idle_wakeups, r.system.migrations), (None, None));
     assert!(r
         .unavailable
@@ -1259,10 +1274,10 @@ fn wakeups_lost_in_an_idle_loop_are_counted_and_explained() {
     assert_eq!(r.cpus[1].unrecorded_wakeups, 3);
     // The thread's own row: 1 wake-up recorded, 3 missing, for its 4 runs after a block.
     let row = r.threads.iter().find(|t| t.tid == 100).unwrap();
-    assert_eq!(row.wakeups_received_total, Some(1));
-    assert_eq!(row.unrecorded_wakeups, Some(3));
+    assert_eq!(row.metrics.wakeups_received_total, Some(1));
+    assert_eq!(row.metrics.unrecorded_wakeups, Some(3));
     let process = r.processes.iter().find(|p| p.pid == row.pid).unwrap();
-    assert_eq!(process.unrecorded_wakeups, Some(3));
+    assert_eq!(process.metrics.unrecorded_wakeups, Some(3));
     let why = r.cpus[1].wakeups_trace_incomplete.clone().unwrap();
     assert!(
         why.starts_with("3 times a thread ran on cpu1 after blocking without its wake-up recorded"),

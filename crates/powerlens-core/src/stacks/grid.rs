@@ -427,6 +427,7 @@ pub fn tree(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::sched::report::RowMetrics;
     use crate::stacks::FrameRef;
 
     fn thread(tid: Tid, energy_j: Option<f64>) -> ThreadRow {
@@ -436,21 +437,23 @@ mod tests {
             comm: format!("t{tid}"),
             cpu_time_s: 0.0,
             cpu_time_source: crate::sched::analysis::CpuTimeSource::SchedRuntime,
-            on_cpu_s: None,
-            sync_switches: 0,
-            preempt_switches: 0,
-            wait_time_s: None,
-            inactive_time_s: None,
-            migrations: None,
-            wakeups_received: None,
-            wakeups_received_total: None,
-            unrecorded_wakeups: None,
-            inferred_switch_ins: None,
-            wakeups_caused: None,
-            idle_wakeups: None,
-            idle_time_s: None,
-            mean_idle_before_wakeup_us: None,
-            frequency_mhz: None,
+            metrics: RowMetrics {
+                on_cpu_s: None,
+                sync_switches: 0,
+                preempt_switches: 0,
+                wait_time_s: None,
+                inactive_time_s: None,
+                migrations: None,
+                wakeups_received: None,
+                wakeups_received_total: None,
+                unrecorded_wakeups: None,
+                inferred_switch_ins: None,
+                wakeups_caused: None,
+                idle_wakeups: None,
+                idle_time_s: None,
+                mean_idle_before_wakeup_us: None,
+                frequency_mhz: None,
+            },
             energy_j,
             tracing_cpu_s: None,
             tracing_energy_j: None,

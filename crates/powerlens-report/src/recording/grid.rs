@@ -62,38 +62,25 @@ pub(super) fn opt_f(v: Option<f64>) -> Value {
     v.map(Value::Float).unwrap_or(Value::Missing)
 }
 
-/// The metric columns shared by thread and process rows.
-pub(super) struct Metrics<'a> {
-    cpu_time_s: f64,
-    on_cpu_s: Option<f64>,
-    sync: u64,
-    preempt: u64,
-    wait: Option<f64>,
-    inactive: Option<f64>,
-    migrations: Option<u64>,
-    wakeups: Option<&'a WakeupCounts>,
-    caused: Option<u64>,
-    idle_wakeups: Option<u64>,
-    idle_time: Option<f64>,
-    idle_before: Option<f64>,
-    freq: Option<f64>,
-    energy: Option<f64>,
-}
-
 pub(super) fn opt_i(v: Option<u64>) -> Value {
     v.map(Value::Int).unwrap_or(Value::Missing)
 }
 
-pub(super) fn common(m: Metrics) -> Vec<(&'static str, Value)> {
-    let w = m.wakeups;
+/// The metric columns shared by thread and process rows, in the grid's order.
+pub(super) fn common(
+    cpu_time_s: f64,
+    m: &RowMetrics,
+    energy_j: Option<f64>,
+) -> Vec<(&'static str, Value)> {
+    let w = m.wakeups_received.as_ref();
     let wi = |f: fn(&WakeupCounts) -> u64| opt_i(w.map(f));
     vec![
-        ("cpu_time_s", Value::Float(m.cpu_time_s)),
+        ("cpu_time_s", Value::Float(cpu_time_s)),
         ("on_cpu_s", opt_f(m.on_cpu_s)),
-        ("sync_switches", Value::Int(m.sync)),
-        ("preempt_switches", Value::Int(m.preempt)),
-        ("wait_time_s", opt_f(m.wait)),
-        ("inactive_time_s", opt_f(m.inactive)),
+        ("sync_switches", Value::Int(m.sync_switches)),
+        ("preempt_switches", Value::Int(m.preempt_switches)),
+        ("wait_time_s", opt_f(m.wait_time_s)),
+        ("inactive_time_s", opt_f(m.inactive_time_s)),
         ("migrations", opt_i(m.migrations)),
         ("wakeups_received_total", wi(WakeupCounts::total)),
         ("wakeups_thread", wi(|w| w.thread)),
@@ -101,12 +88,15 @@ pub(super) fn common(m: Metrics) -> Vec<(&'static str, Value)> {
         ("wakeups_irq", wi(|w| w.irq)),
         ("wakeups_softirq", wi(|w| w.softirq)),
         ("wakeups_ipi", wi(|w| w.ipi)),
-        ("wakeups_caused", opt_i(m.caused)),
+        ("wakeups_caused", opt_i(m.wakeups_caused)),
         ("idle_wakeups", opt_i(m.idle_wakeups)),
-        ("idle_time_s", opt_f(m.idle_time)),
-        ("mean_idle_before_wakeup_us", opt_f(m.idle_before)),
-        ("frequency_mhz", opt_f(m.freq)),
-        ("energy_j", opt_f(m.energy)),
+        ("idle_time_s", opt_f(m.idle_time_s)),
+        (
+            "mean_idle_before_wakeup_us",
+            opt_f(m.mean_idle_before_wakeup_us),
+        ),
+        ("frequency_mhz", opt_f(m.frequency_mhz)),
+        ("energy_j", opt_f(energy_j)),
     ]
 }
 
@@ -121,22 +111,7 @@ pub(super) fn thread_row(t: &ThreadRow) -> Row {
         ),
         ("comm", Value::Text(t.comm.clone())),
     ];
-    values.extend(common(Metrics {
-        cpu_time_s: t.cpu_time_s,
-        on_cpu_s: t.on_cpu_s,
-        sync: t.sync_switches,
-        preempt: t.preempt_switches,
-        wait: t.wait_time_s,
-        inactive: t.inactive_time_s,
-        migrations: t.migrations,
-        wakeups: t.wakeups_received.as_ref(),
-        caused: t.wakeups_caused,
-        idle_wakeups: t.idle_wakeups,
-        idle_time: t.idle_time_s,
-        idle_before: t.mean_idle_before_wakeup_us,
-        freq: t.frequency_mhz,
-        energy: t.energy_j,
-    }));
+    values.extend(common(t.cpu_time_s, &t.metrics, t.energy_j));
     Row {
         key: (false, t.tid),
         values,
@@ -155,22 +130,7 @@ pub(super) fn process_row(p: &ProcessRow) -> Row {
         ("threads", Value::Int(p.threads as u64)),
         ("effective_parallelism", opt_f(p.effective_parallelism)),
     ];
-    values.extend(common(Metrics {
-        cpu_time_s: p.cpu_time_s,
-        on_cpu_s: p.on_cpu_s,
-        sync: p.sync_switches,
-        preempt: p.preempt_switches,
-        wait: p.wait_time_s,
-        inactive: p.inactive_time_s,
-        migrations: p.migrations,
-        wakeups: p.wakeups_received.as_ref(),
-        caused: p.wakeups_caused,
-        idle_wakeups: p.idle_wakeups,
-        idle_time: p.idle_time_s,
-        idle_before: p.mean_idle_before_wakeup_us,
-        freq: p.frequency_mhz,
-        energy: p.energy_j,
-    }));
+    values.extend(common(p.cpu_time_s, &p.metrics, p.energy_j));
     Row {
         key: (p.pid.is_none(), p.pid.unwrap_or(0)),
         values,
@@ -325,7 +285,7 @@ pub fn grid_notes(report: &RecordingReport, by: By) -> Vec<String> {
             .threads
             .iter()
             .filter_map(|t| {
-                let n = t.unrecorded_wakeups.filter(|&n| n > 0)?;
+                let n = t.metrics.unrecorded_wakeups.filter(|&n| n > 0)?;
                 Some(format!("tid {} ({}) {n}", t.tid, t.comm))
             })
             .collect(),
@@ -333,7 +293,7 @@ pub fn grid_notes(report: &RecordingReport, by: By) -> Vec<String> {
             .processes
             .iter()
             .filter_map(|p| {
-                let n = p.unrecorded_wakeups.filter(|&n| n > 0)?;
+                let n = p.metrics.unrecorded_wakeups.filter(|&n| n > 0)?;
                 let pid = p.pid.map_or("?".to_string(), |p| p.to_string());
                 Some(format!("pid {pid} ({}) {n}", p.comm))
             })

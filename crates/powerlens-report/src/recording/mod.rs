@@ -10,7 +10,7 @@ use std::cmp::Ordering;
 use std::fmt::{self, Write};
 
 use powerlens_core::sched::report::{
-    CpuReport, ProcessRow, RecordingReport, ThreadRow, WakeupCounts,
+    CpuReport, ProcessRow, RecordingReport, RowMetrics, ThreadRow, WakeupCounts,
 };
 use powerlens_core::stacks::grid::FunctionRow;
 

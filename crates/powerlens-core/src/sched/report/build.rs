@@ -163,23 +163,25 @@ pub fn build(summary: &SchedSummary, ctx: &RecordingContext) -> RecordingReport 
                 comm: comm_of(t),
                 cpu_time_s: secs(t.cpu_time_ns),
                 cpu_time_source: t.cpu_time_source,
-                on_cpu_s: traced.then(|| secs(t.on_cpu_ns)),
-                inferred_switch_ins: traced.then_some(t.inferred_switch_ins),
-                sync_switches: t.sync_switches,
-                preempt_switches: t.preempt_switches,
-                wait_time_s: traced.then(|| secs(t.wait_ns)),
-                inactive_time_s: traced.then(|| secs(t.inactive_ns)),
-                migrations: traced.then_some(t.migrations),
-                wakeups_received: traced.then_some(causes),
-                wakeups_received_total: traced.then_some(causes.total()),
-                unrecorded_wakeups: traced.then_some(t.unrecorded_wakeups),
-                wakeups_caused: traced.then_some(t.wakeups_caused),
-                idle_wakeups: traced.then_some(t.idle_wakeups),
-                idle_time_s: traced.then(|| secs(t.idle_before_wakeups_ns)),
-                mean_idle_before_wakeup_us: (t.idle_wakeups > 0)
-                    .then(|| t.idle_before_wakeups_ns as f64 / t.idle_wakeups as f64 / 1e3),
-                frequency_mhz: (t.freq_known_ns > 0)
-                    .then(|| t.khz_ns / t.freq_known_ns as f64 / 1e3),
+                metrics: RowMetrics {
+                    on_cpu_s: traced.then(|| secs(t.on_cpu_ns)),
+                    inferred_switch_ins: traced.then_some(t.inferred_switch_ins),
+                    sync_switches: t.sync_switches,
+                    preempt_switches: t.preempt_switches,
+                    wait_time_s: traced.then(|| secs(t.wait_ns)),
+                    inactive_time_s: traced.then(|| secs(t.inactive_ns)),
+                    migrations: traced.then_some(t.migrations),
+                    wakeups_received: traced.then_some(causes),
+                    wakeups_received_total: traced.then_some(causes.total()),
+                    unrecorded_wakeups: traced.then_some(t.unrecorded_wakeups),
+                    wakeups_caused: traced.then_some(t.wakeups_caused),
+                    idle_wakeups: traced.then_some(t.idle_wakeups),
+                    idle_time_s: traced.then(|| secs(t.idle_before_wakeups_ns)),
+                    mean_idle_before_wakeup_us: (t.idle_wakeups > 0)
+                        .then(|| t.idle_before_wakeups_ns as f64 / t.idle_wakeups as f64 / 1e3),
+                    frequency_mhz: (t.freq_known_ns > 0)
+                        .then(|| t.khz_ns / t.freq_known_ns as f64 / 1e3),
+                },
                 energy_j: thread_energy.as_ref().map(|m| m[&t.tid]),
                 tracing_cpu_s: tracing_cost.map(|c| t.traced_events.cpu_s(c)),
                 tracing_energy_j: None,
@@ -621,18 +623,18 @@ pub(super) fn process_rows(
                         rows[0].comm.clone()
                     }
                 });
-            let causes = rows.iter().map(|r| r.wakeups_received).try_fold(
+            let causes = rows.iter().map(|r| r.metrics.wakeups_received).try_fold(
                 WakeupCounts::default(),
                 |mut acc, w| {
                     acc.add(&w?);
                     Some(acc)
                 },
             );
-            let idle_wakeups: Option<u64> = rows.iter().map(|r| r.idle_wakeups).sum();
-            let idle_time_s: Option<f64> = rows.iter().map(|r| r.idle_time_s).sum();
+            let idle_wakeups: Option<u64> = rows.iter().map(|r| r.metrics.idle_wakeups).sum();
+            let idle_time_s: Option<f64> = rows.iter().map(|r| r.metrics.idle_time_s).sum();
             let freq_rows: Vec<(f64, f64)> = rows
                 .iter()
-                .filter_map(|r| r.frequency_mhz.map(|f| (f, r.cpu_time_s)))
+                .filter_map(|r| r.metrics.frequency_mhz.map(|f| (f, r.cpu_time_s)))
                 .collect();
             let freq_time: f64 = freq_rows.iter().map(|(_, t)| t).sum();
             ProcessRow {
@@ -640,25 +642,27 @@ pub(super) fn process_rows(
                 comm,
                 threads: rows.len() as u32,
                 cpu_time_s: rows.iter().map(|r| r.cpu_time_s).sum(),
-                on_cpu_s: rows.iter().map(|r| r.on_cpu_s).sum(),
-                inferred_switch_ins: rows.iter().map(|r| r.inferred_switch_ins).sum(),
-                sync_switches: rows.iter().map(|r| r.sync_switches).sum(),
-                preempt_switches: rows.iter().map(|r| r.preempt_switches).sum(),
-                wait_time_s: rows.iter().map(|r| r.wait_time_s).sum(),
-                inactive_time_s: rows.iter().map(|r| r.inactive_time_s).sum(),
-                migrations: rows.iter().map(|r| r.migrations).sum(),
-                wakeups_received: causes,
-                wakeups_received_total: causes.map(|c| c.total()),
-                unrecorded_wakeups: rows.iter().map(|r| r.unrecorded_wakeups).sum(),
-                wakeups_caused: rows.iter().map(|r| r.wakeups_caused).sum(),
-                idle_wakeups,
-                idle_time_s,
-                mean_idle_before_wakeup_us: idle_wakeups
-                    .zip(idle_time_s)
-                    .filter(|(n, _)| *n > 0)
-                    .map(|(n, s)| s * 1e6 / n as f64),
-                frequency_mhz: (freq_time > 0.0)
-                    .then(|| freq_rows.iter().map(|(f, t)| f * t).sum::<f64>() / freq_time),
+                metrics: RowMetrics {
+                    on_cpu_s: rows.iter().map(|r| r.metrics.on_cpu_s).sum(),
+                    inferred_switch_ins: rows.iter().map(|r| r.metrics.inferred_switch_ins).sum(),
+                    sync_switches: rows.iter().map(|r| r.metrics.sync_switches).sum(),
+                    preempt_switches: rows.iter().map(|r| r.metrics.preempt_switches).sum(),
+                    wait_time_s: rows.iter().map(|r| r.metrics.wait_time_s).sum(),
+                    inactive_time_s: rows.iter().map(|r| r.metrics.inactive_time_s).sum(),
+                    migrations: rows.iter().map(|r| r.metrics.migrations).sum(),
+                    wakeups_received: causes,
+                    wakeups_received_total: causes.map(|c| c.total()),
+                    unrecorded_wakeups: rows.iter().map(|r| r.metrics.unrecorded_wakeups).sum(),
+                    wakeups_caused: rows.iter().map(|r| r.metrics.wakeups_caused).sum(),
+                    idle_wakeups,
+                    idle_time_s,
+                    mean_idle_before_wakeup_us: idle_wakeups
+                        .zip(idle_time_s)
+                        .filter(|(n, _)| *n > 0)
+                        .map(|(n, s)| s * 1e6 / n as f64),
+                    frequency_mhz: (freq_time > 0.0)
+                        .then(|| freq_rows.iter().map(|(f, t)| f * t).sum::<f64>() / freq_time),
+                },
                 effective_parallelism: pid.and_then(|p| parallelism.get(&p).copied().flatten()),
                 energy_j: rows.iter().map(|r| r.energy_j).sum::<Option<f64>>(),
                 tracing_cpu_s: rows.iter().map(|r| r.tracing_cpu_s).sum::<Option<f64>>(),

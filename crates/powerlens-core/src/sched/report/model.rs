@@ -172,35 +172,9 @@ pub struct ThreadRow {
     /// Where `cpu_time_s` comes from: `sched_runtime`, `switch_intervals` (the recording
     /// has no `sched_stat_runtime` for the thread) or `procfs` (a reduced recording).
     pub cpu_time_source: CpuTimeSource,
-    /// Time between the thread's recorded switch-in and switch-out events: what the
-    /// timelines and the CPUs' busy time are made of. `None` in a reduced recording.
-    pub on_cpu_s: Option<f64>,
-    /// Switch-ins of the thread the kernel did not record: each run's start was placed
-    /// by inference (the scheduler's account of the run where the recording has it), so
-    /// `on_cpu_s` and the wait and runnable time around those runs rest on it.
-    pub inferred_switch_ins: Option<u64>,
-    pub sync_switches: u64,
-    pub preempt_switches: u64,
-    /// `None` (like every trace-only figure below) in a reduced recording: procfs samples
-    /// give CPU time and switch counts, not states, wake-ups or migrations.
-    pub wait_time_s: Option<f64>,
-    pub inactive_time_s: Option<f64>,
-    pub migrations: Option<u64>,
-    pub wakeups_received: Option<WakeupCounts>,
-    pub wakeups_received_total: Option<u64>,
-    /// Wake-ups the trace did not record (the row ran again after blocking without its
-    /// wake-up recorded, its switch-in recorded or not): `wakeups_received` is short of
-    /// this many.
-    pub unrecorded_wakeups: Option<u64>,
-    pub wakeups_caused: Option<u64>,
-    pub idle_wakeups: Option<u64>,
-    /// Total idle duration of the CPUs before this thread's idle wake-ups (VTune's "Idle
-    /// Time" of the row).
-    pub idle_time_s: Option<f64>,
-    /// Mean idle duration of the CPU before this thread's idle wake-ups.
-    pub mean_idle_before_wakeup_us: Option<f64>,
-    /// Mean CPU frequency while this thread ran (known-frequency time only).
-    pub frequency_mhz: Option<f64>,
+    /// What a thread's and a process's rows share, flattened into the row's JSON.
+    #[serde(flatten)]
+    pub metrics: RowMetrics,
     /// `None` when energy is unavailable.
     pub energy_j: Option<f64>,
     /// CPU time the tracing added to this thread (inside `cpu_time_s`): the events
@@ -214,18 +188,16 @@ pub struct ThreadRow {
     pub tracing_energy_j: Option<f64>,
 }
 
-/// A process: the sums of its target threads' rows.
+/// The figures a thread's row and a process's row share (a process's are the sums of its
+/// threads', or their time-weighted means): in this order in both rows' JSON.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct ProcessRow {
-    /// `None` groups the threads the thread table does not know.
-    pub pid: Option<u32>,
-    pub comm: String,
-    /// Threads seen in the trace.
-    pub threads: u32,
-    pub cpu_time_s: f64,
-    /// Σ of its threads' `on_cpu_s`.
+pub struct RowMetrics {
+    /// Time between the recorded switch-in and switch-out events: what the timelines and
+    /// the CPUs' busy time are made of. `None` in a reduced recording.
     pub on_cpu_s: Option<f64>,
-    /// Σ of its threads' `inferred_switch_ins`.
+    /// Switch-ins the kernel did not record: each run's start was placed by inference
+    /// (the scheduler's account of the run where the recording has it), so `on_cpu_s` and
+    /// the wait and runnable time around those runs rest on it.
     pub inferred_switch_ins: Option<u64>,
     pub sync_switches: u64,
     pub preempt_switches: u64,
@@ -242,9 +214,28 @@ pub struct ProcessRow {
     pub unrecorded_wakeups: Option<u64>,
     pub wakeups_caused: Option<u64>,
     pub idle_wakeups: Option<u64>,
+    /// Total idle duration of the CPUs before the row's idle wake-ups (VTune's "Idle
+    /// Time" of the row).
     pub idle_time_s: Option<f64>,
+    /// Mean idle duration of the CPU before the row's idle wake-ups.
     pub mean_idle_before_wakeup_us: Option<f64>,
+    /// Mean CPU frequency while the row ran (known-frequency time only).
     pub frequency_mhz: Option<f64>,
+}
+
+/// A process: the sums of its target threads' rows.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ProcessRow {
+    /// `None` groups the threads the thread table does not know.
+    pub pid: Option<u32>,
+    pub comm: String,
+    /// Threads seen in the trace.
+    pub threads: u32,
+    pub cpu_time_s: f64,
+    /// Σ of its threads' figures (the idle ones and the frequency over its threads'
+    /// idle wake-ups and running time), flattened into the row's JSON.
+    #[serde(flatten)]
+    pub metrics: RowMetrics,
     /// Mean number of its threads running while at least one runs.
     pub effective_parallelism: Option<f64>,
     pub energy_j: Option<f64>,
