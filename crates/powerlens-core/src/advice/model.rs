@@ -1,4 +1,4 @@
-//! What a piece of advice is, apart from the rules that make it (`advice.rs`): the
+//! What a piece of advice is, apart from the rules that make it (`advice/mod.rs`): the
 //! recording's report holds advice, and the rules read the report.
 
 use serde::{Deserialize, Serialize};
