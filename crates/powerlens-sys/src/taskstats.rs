@@ -444,6 +444,7 @@ mod tests {
     /// CLOCK_PROCESS_CPUTIME_ID bounds from below.
     #[test]
     fn a_real_exit_is_reported() {
+        let _one_at_a_time = crate::trace::collector::tests::one_live_test_at_a_time();
         let cpus = crate::topology::read_online(&crate::Roots::default()).unwrap();
         let mut listener = match ExitListener::open(&cpus) {
             Ok(l) => l,

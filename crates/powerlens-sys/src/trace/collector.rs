@@ -1062,6 +1062,14 @@ pub(crate) mod tests {
 
     const NAMESPACE_CHILD_ENV: &str = "POWERLENS_TEST_TRACEFS_NAMESPACE";
 
+    /// The lock every live test of this crate holds while it runs: they record or load
+    /// the whole machine (a test that spins a shell beside a recording of CPU samples
+    /// made its rings overflow).
+    pub(crate) fn one_live_test_at_a_time() -> std::sync::MutexGuard<'static, ()> {
+        static LIVE: std::sync::Mutex<()> = std::sync::Mutex::new(());
+        LIVE.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
     /// Runs `body` where tracefs is mounted at /sys/kernel/tracing. When the host has not
     /// mounted it, re-runs this one test in a private mount namespace (`unshare -m`) that
     /// mounts it, so the host's mounts stay as they were. Prints why when it skips.
@@ -1069,8 +1077,7 @@ pub(crate) mod tests {
     /// Live tests run one at a time: they record system-wide, and one test's load (a
     /// spinning thread) would change what another one sees (no switch to idle).
     pub(crate) fn with_tracefs(body: impl FnOnce(&Roots)) {
-        static LIVE: std::sync::Mutex<()> = std::sync::Mutex::new(());
-        let _one_at_a_time = LIVE.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        let _one_at_a_time = one_live_test_at_a_time();
         // libtest names each test's thread after the test's full path.
         let test = std::thread::current().name().unwrap().to_string();
         let roots = Roots::default();
