@@ -553,6 +553,7 @@ fn at_80_by_24_top_shows_the_footer_the_quit_key_and_the_column_help() {
         "timer",
         "irq",
         "ipi",
+        "UNREC/s",
         "IDLE WK/s",
         "[idle]",
     ] {
