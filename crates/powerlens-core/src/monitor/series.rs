@@ -587,7 +587,7 @@ mod tests {
             vec![process(1, 10_000_000, None), process(2, 9_000_000, None)],
             Basis::Measured,
         ));
-        let pids: Vec<u32> = m.processes().keys().map(|k| pid_of(k)).collect();
+        let pids: Vec<u32> = m.processes().keys().map(pid_of).collect();
         assert_eq!(pids, [1], "9 ms of 1 s is below the 1% floor, 10 ms is not");
         assert!(m.other()[&Basis::Measured].value.energy_j > 0.0);
     }
@@ -720,7 +720,7 @@ mod tests {
             .keys()
             .all(|k| !(pid_of(k) == 1 && k.basis == Basis::Measured)));
         m.close_interval(input(20, vec![process(3, 1, None)], Basis::Estimated));
-        let pids: Vec<u32> = m.processes().keys().map(|k| pid_of(k)).collect();
+        let pids: Vec<u32> = m.processes().keys().map(pid_of).collect();
         assert_eq!(pids, [3], "the others were not updated for 17 s > 10 s");
         // Pid 3 reused by a new process with the same name: one series, the new one.
         let mut reused = process(3, 1, None);
