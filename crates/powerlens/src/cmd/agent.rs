@@ -102,7 +102,7 @@ pub struct AgentArgs {
     #[arg(long, value_enum, default_value = "comm")]
     pub by: By,
 
-    /// Drop a process series nothing was added to for this long (its process exited or
+    /// Drop a process series nothing was added to for this long (its processes exited or
     /// left the top). Keep it above the scrape interval, or the last increase is lost.
     #[arg(long, value_name = "DURATION", default_value = "5min", value_parser = parse_positive_duration)]
     pub series_ttl: Duration,
