@@ -810,4 +810,37 @@ mod tests {
         assert_eq!(churn(false), 7, "6 (cgroup, comm) pairs and the database");
         assert_eq!(churn(true), 2_000, "capped, every one a pid");
     }
+
+    /// Keyed by name, a new `gzip` pid adds its joules to the `gzip` series a scrape has
+    /// already shown, at once; per pid, the new pid's series waits a scrape and `other`
+    /// carries its 15 J (20 J less 5 J idle, hand-computed).
+    #[test]
+    fn a_new_pid_of_a_name_already_shown_counts_at_once() {
+        let gzip = |pid| {
+            let mut p = process(pid, 500_000_000, Some("/a.service"));
+            p.info.comm = "gzip".into();
+            p
+        };
+        for per_pid in [false, true] {
+            let mut m = Monitor::new(MonitorConfig {
+                per_pid,
+                ..MonitorConfig::default()
+            });
+            m.close_interval(input(1, vec![gzip(1)], Basis::Measured));
+            m.mark_shown();
+            m.close_interval(input(2, vec![gzip(2)], Basis::Measured));
+            m.mark_shown();
+            let series: Vec<f64> = m
+                .processes()
+                .values()
+                .map(|s| s.counters.shown().energy_j)
+                .collect();
+            let other = m.other()[&Basis::Measured].shown().energy_j;
+            if per_pid {
+                assert_eq!((series.len(), other), (2, 15.0), "{series:?}");
+            } else {
+                assert_eq!((series, other), (vec![30.0], 0.0));
+            }
+        }
+    }
 }
