@@ -182,6 +182,8 @@ struct ProcfsSource {
     exits: Option<ExitListener>,
     /// Whether the first sample (the baseline) was taken.
     sampled: bool,
+    /// Exits of processes the last listing still showed: charged at the next sample.
+    carried: HashMap<u32, TaskExit>,
 }
 
 impl ProcfsSource {
@@ -435,18 +437,13 @@ impl LiveSession {
         }
     }
 
-    /// A process's cgroup: read from procfs while it lives, else its parent's (a child
-    /// starts in its parent's cgroup), else unknown.
+    /// A process's cgroup: read from procfs while it lives, else its nearest ancestor's
+    /// (a child starts in its parent's cgroup), else unknown.
     fn cgroup_of(&mut self, pid: u32) -> Option<String> {
-        let mut pid = pid;
-        for _ in 0..2 {
-            if let Ok(Some(cg)) = procfs::process::read_cgroup(&self.roots, pid) {
-                self.directory.set_cgroup(pid, cg.clone());
-                return Some(cg);
-            }
-            pid = self.directory.parent_of(pid)?;
-        }
-        None
+        let roots = &self.roots;
+        self.directory.cgroup_by_ancestry(pid, |p| {
+            procfs::process::read_cgroup(roots, p).ok().flatten()
+        })
     }
 
     /// The interval's energy per domain with each domain's idle power, and where it came
@@ -671,7 +668,8 @@ impl TraceSource {
     /// with them.
     fn deliver_until(&mut self, until: u64, directory: &mut ProcessDirectory) {
         for row in self.threads.drain(..) {
-            directory.thread(row.tid, row.pid, &row.comm, row.parent_tid);
+            // A fork names the forking thread; procfs's scan, the parent process.
+            directory.thread(row.tid, row.pid, &row.comm, row.parent_tid.or(row.ppid));
         }
         let watermark = until;
         let mut ready: Vec<(u32, InContext)> = Vec::new();
@@ -697,14 +695,14 @@ impl ProcfsSource {
     /// its whole life, from the kernel's exit notifications; without them, a process that
     /// ended loses its last partial interval and a short-lived one is not seen.
     fn sample(&mut self, roots: &Roots, directory: &mut ProcessDirectory) -> Vec<ProcessInterval> {
-        let ended = self.ended();
         let mut seen = HashMap::new();
         let mut out = Vec::new();
         for pid in procfs::tasks::process_ids(roots).unwrap_or_default() {
             let Ok(stat) = procfs::process::read_process(roots, pid) else {
                 continue;
             };
-            directory.thread(pid, Some(pid), &stat.comm, None);
+            // The parent too: the ancestry a child that ends unread takes its cgroup from.
+            directory.thread(pid, Some(pid), &stat.comm, stat.ppid);
             let info = directory.process_of(pid).clone();
             let key = (pid, info.key.serial);
             // A process first seen now began since the last sample, and all it ran is in
@@ -722,9 +720,18 @@ impl ProcfsSource {
             }
             seen.insert(key, stat.cpu_time_ns);
         }
+        // The exits are read after the listing: a process not listed has ended before it,
+        // so its exit is among them, with its parent, even when it was not seen alive (a
+        // short-lived `sh` whose `gzip` must inherit its cgroup). One listed that ended
+        // since is charged at the next sample, where it is no longer listed.
+        let mut ended = std::mem::take(&mut self.carried);
+        ended.extend(self.ended());
+        let listed: std::collections::HashSet<u32> = seen.keys().map(|&(pid, _)| pid).collect();
+        let (carry, ended): (HashMap<u32, TaskExit>, HashMap<u32, TaskExit>) =
+            ended.into_iter().partition(|(pid, _)| listed.contains(pid));
+        self.carried = carry;
         // Processes no longer listed ended: charge what they ran since their last sample,
         // then forget them.
-        let listed: std::collections::HashSet<u32> = seen.keys().map(|&(pid, _)| pid).collect();
         for (&(pid, _), &before) in &self.last_cpu_ns {
             if listed.contains(&pid) {
                 continue;
@@ -743,20 +750,24 @@ impl ProcfsSource {
         // Processes that began and ended between two samples: their whole life.
         for (&pid, end) in &ended {
             let known = self.last_cpu_ns.keys().any(|&(p, _)| p == pid);
-            if known || listed.contains(&pid) || end.cpu_ns == 0 {
+            if known {
                 continue;
             }
+            // Known even when it ran nothing: its children's cgroup comes through it.
             directory.thread(
                 pid,
                 Some(pid),
                 &end.comm,
                 (end.ppid > 0).then_some(end.ppid),
             );
+            directory.exited(pid);
+            if end.cpu_ns == 0 {
+                continue;
+            }
             out.push(ProcessInterval::cpu_only(
                 directory.process_of(pid).clone(),
                 end.cpu_ns,
             ));
-            directory.exited(pid);
         }
         self.last_cpu_ns = seen;
         self.sampled = true;

@@ -119,6 +119,17 @@ impl Writer {
     }
 }
 
+/// A cgroup path's labels: `cgroup`, and `unit`, `container_id`, `pod_uid` when the path
+/// names them (derived from the path: they add no series).
+fn cgroup_labels(cgroup: &str) -> Vec<(&'static str, String)> {
+    let id = identify(cgroup);
+    let mut l = vec![("cgroup", cgroup.to_string())];
+    l.extend(id.unit.map(|u| ("unit", u)));
+    l.extend(id.container_id.map(|c| ("container_id", c)));
+    l.extend(id.pod_uid.map(|p| ("pod_uid", p)));
+    l
+}
+
 /// The exposition.
 pub fn render(m: &AgentMetrics<'_>, format: Format) -> String {
     let mut w = Writer {
@@ -173,15 +184,16 @@ pub fn render(m: &AgentMetrics<'_>, format: Format) -> String {
         mon.processes()
             .iter()
             .map(|(k, s)| {
-                (
-                    vec![
-                        ("pid", k.key.pid.to_string()),
-                        ("comm", k.comm.clone()),
-                        ("cgroup", k.cgroup.clone()),
-                        ("provenance", k.basis.label().to_string()),
-                    ],
-                    s.counters.shown(),
-                )
+                // A per-pid series names its process; a (cgroup, comm) series has no pid.
+                let mut l: Vec<(&str, String)> = k
+                    .key
+                    .map(|key| ("pid", key.pid.to_string()))
+                    .into_iter()
+                    .collect();
+                l.push(("comm", k.comm.clone()));
+                l.extend(cgroup_labels(&k.cgroup));
+                l.push(("provenance", k.basis.label().to_string()));
+                (l, s.counters.shown())
             })
             .chain(mon.other().iter().map(|(basis, c)| {
                 (
@@ -212,7 +224,7 @@ pub fn render(m: &AgentMetrics<'_>, format: Format) -> String {
         "powerlens_process_energy_joules_total",
         "counter",
         Some("joules"),
-        "Energy attributed to the process: the node's energy less the idle share, split by the CPU time the scheduler charged each process. The top processes of each interval have series of their own, comm=\"other\" holds the rest, so that processes + idle = node.",
+        "Energy attributed to processes: the node's energy less the idle share, split by the CPU time the scheduler charged each process. A series holds the processes of one name in one cgroup (one process with a pid label under --by pid); the top series of each interval are added to, comm=\"other\" holds the rest, so that processes + idle = node.",
     );
         for (l, c) in &process_rows {
             emit(
@@ -325,17 +337,9 @@ pub fn render(m: &AgentMetrics<'_>, format: Format) -> String {
         "Energy attributed to the processes of each cgroup (v2 path), every process counted whatever its rank; unit, container_id and pod_uid when the path names them.",
     );
     for ((cgroup, basis), j) in mon.cgroups() {
-        let id = identify(cgroup);
-        let mut l: Vec<(&str, &str)> = vec![("cgroup", cgroup), ("provenance", basis.label())];
-        if let Some(u) = &id.unit {
-            l.push(("unit", u));
-        }
-        if let Some(c) = &id.container_id {
-            l.push(("container_id", c));
-        }
-        if let Some(p) = &id.pod_uid {
-            l.push(("pod_uid", p));
-        }
+        let mut l = cgroup_labels(cgroup);
+        l.insert(1, ("provenance", basis.label().to_string()));
+        let l: Vec<(&str, &str)> = l.iter().map(|(k, v)| (*k, v.as_str())).collect();
         w.sample("powerlens_cgroup_energy_joules_total", &l, j.shown());
     }
     w.family(
@@ -437,10 +441,16 @@ mod tests {
     };
     use powerlens_core::sched::analysis::WakeupCauses;
 
+    /// Per pid: the tests that name a process by its pid label.
     fn monitor() -> Monitor {
+        monitor_keyed(true)
+    }
+
+    fn monitor_keyed(per_pid: bool) -> Monitor {
         let mut m = Monitor::new(MonitorConfig {
             top: 1,
             min_cpu: 0.0,
+            per_pid,
             ..MonitorConfig::default()
         });
         let p = |pid: u32, comm: &str, ns: u64| ProcessInterval {
@@ -657,5 +667,23 @@ mod tests {
         );
         assert!(text.contains("mode=\"windows\""), "{text}");
         assert!(text.contains("trace_duty=\"0.05\""), "{text}");
+    }
+
+    /// Issue 29, series a fleet can keep: by default a process series is keyed by its
+    /// cgroup (with the unit the path names) and its name, with no pid label.
+    #[test]
+    fn by_default_process_series_have_no_pid_and_name_their_unit() {
+        let mut m = monitor_keyed(false);
+        let text = render(&metrics(&mut m), Format::Text);
+        assert!(!text.contains("pid=\""), "{text}");
+        assert!(
+            text.contains(
+                "powerlens_process_energy_joules_total{comm=\"spin\\nner\",cgroup=\"/system.slice/a\\\"b.service\",unit=\"a\\\"b.service\",provenance=\"measured\"} "
+            ),
+            "{text}"
+        );
+        assert!(text.contains(
+            "powerlens_process_cpu_seconds_total{comm=\"spin\\nner\",cgroup=\"/system.slice/a\\\"b.service\",unit=\"a\\\"b.service\"} "
+        ));
     }
 }

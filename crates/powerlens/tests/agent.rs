@@ -159,7 +159,8 @@ fn a_real_prometheus_scrapes_the_agent_and_the_figures_close_on_the_meter() {
     let mut agent = agent(
         tree.sys_path("").as_path(),
         port,
-        &["--idle-w", "5", "--top", "500"],
+        // Per pid: the spinner is found by its pid.
+        &["--idle-w", "5", "--top", "500", "--by", "pid"],
     );
     wait_healthy(port, &mut agent);
 
@@ -506,7 +507,7 @@ fn the_agents_figures_are_the_kernels() {
     let mut agent = agent(
         &tree.sys_path(""),
         port,
-        &["--top", "100", "--trace-duty", "100"],
+        &["--top", "100", "--trace-duty", "100", "--by", "pid"],
     );
     wait_healthy(port, &mut agent);
     let load = Command::new(BIN)
@@ -592,7 +593,7 @@ fn by_default_the_agent_reads_cpu_time_from_proc_and_samples_the_wakeups() {
     let _serial = serial();
     let tree = common::fixture_with_live_tracing();
     let port = free_port();
-    let mut agent = agent(&tree.sys_path(""), port, &["--top", "100"]);
+    let mut agent = agent(&tree.sys_path(""), port, &["--top", "100", "--by", "pid"]);
     wait_healthy(port, &mut agent);
     let load = Command::new(BIN)
         .args([

@@ -171,8 +171,8 @@ impl Drop for Workload {
     }
 }
 
-/// A process row of the screen: pid, command, and the eight figures (power, CPU %,
-/// wake-ups/s, thread, timer, irq, ipi, idle wake-ups/s) as text.
+/// A process row of the screen: pid, command, and the nine figures (power, CPU %,
+/// wake-ups/s, thread, timer, irq, ipi, unrecorded wake-ups/s, idle wake-ups/s) as text.
 #[derive(Debug)]
 struct ProcessLine {
     pid: u32,
@@ -191,7 +191,7 @@ impl ProcessLine {
 const POWER: usize = 0;
 const CPU: usize = 1;
 const WAKEUPS: usize = 2;
-const IDLE_WAKEUPS: usize = 7;
+const IDLE_WAKEUPS: usize = 8;
 
 struct Screen(String);
 
@@ -205,7 +205,7 @@ impl Screen {
     }
 
     /// The process rows (not the [idle] row nor a "… more" line), top to bottom. The
-    /// figures are the last eight words (a command may hold spaces).
+    /// figures are the last nine words (a command may hold spaces).
     fn processes(&self) -> Vec<ProcessLine> {
         let lines = self.lines();
         let Some(start) = lines.iter().position(|l| l.contains("COMMAND")) else {
@@ -217,7 +217,7 @@ impl Screen {
             .filter_map(|l| {
                 let words: Vec<&str> = l.split_whitespace().collect();
                 let pid = words.first()?.parse().ok()?;
-                let n = words.len().checked_sub(8).filter(|n| *n >= 2)?;
+                let n = words.len().checked_sub(9).filter(|n| *n >= 2)?;
                 Some(ProcessLine {
                     pid,
                     comm: words[1..n].join(" "),
@@ -553,6 +553,7 @@ fn at_80_by_24_top_shows_the_footer_the_quit_key_and_the_column_help() {
         "timer",
         "irq",
         "ipi",
+        "UNREC/s",
         "IDLE WK/s",
         "[idle]",
     ] {

@@ -96,6 +96,46 @@ impl ProcessDirectory {
         self.processes.get(&pid)?.parent
     }
 
+    /// A process's cgroup: its own, as `read` finds it (procfs, while the process lives),
+    /// else its nearest ancestor's, known or read — a child starts in its parent's cgroup,
+    /// and a short-lived child and its parent (`sh -c 'seq | gzip'`) have often both
+    /// ended by the time anyone reads. Every process walked that had ended takes the
+    /// cgroup found, so that its siblings stop at it. `None` only when no ancestor is
+    /// known or readable.
+    pub fn cgroup_by_ancestry(
+        &mut self,
+        pid: u32,
+        mut read: impl FnMut(u32) -> Option<String>,
+    ) -> Option<String> {
+        // Deep enough for any real ancestry; a bound all the same, as parents form no
+        // cycle only as long as pids are not reused within one walk.
+        const MAX_DEPTH: usize = 64;
+        let mut walked = Vec::new();
+        let mut at = Some(pid);
+        let found = loop {
+            let Some(p) = at.filter(|p| walked.len() < MAX_DEPTH && !walked.contains(p)) else {
+                break None;
+            };
+            if let Some(cg) = self.processes.get(&p).and_then(|i| i.cgroup.clone()) {
+                break Some(cg);
+            }
+            if let Some(cg) = read(p) {
+                self.set_cgroup(p, cg.clone());
+                break Some(cg);
+            }
+            walked.push(p);
+            at = self.parent_of(p);
+        };
+        if let Some(cg) = &found {
+            for p in walked {
+                if let Some(info) = self.processes.get_mut(&p) {
+                    info.cgroup = Some(cg.clone());
+                }
+            }
+        }
+        found
+    }
+
     /// Whether the process's cgroup is still to be read.
     pub fn lacks_cgroup(&self, pid: u32) -> bool {
         self.processes.get(&pid).is_some_and(|p| p.cgroup.is_none())
@@ -187,6 +227,52 @@ mod tests {
             }
         );
         assert!(d.lacks_cgroup(100));
+    }
+
+    /// Issue 29: `sh -c 'seq 300000 | gzip'` run from a shell, read after `sh` and `gzip`
+    /// both ended. The old walk stopped after one parent and left 9 of 10 `gzip`s
+    /// `unknown`; the cgroup comes from the nearest ancestor that can say, and the
+    /// ended parent keeps it for the next child. An orphan whose ancestry is unknown is
+    /// `None`.
+    #[test]
+    fn an_ended_child_of_an_ended_parent_takes_the_nearest_known_cgroup() {
+        let mut d = ProcessDirectory::default();
+        d.thread(10, Some(10), "bash", None);
+        d.thread(20, Some(20), "sh", Some(10));
+        d.thread(21, Some(21), "seq", Some(20));
+        d.thread(22, Some(22), "gzip", Some(20));
+        let mut reads = Vec::new();
+        // Only bash lives: procfs answers for it alone.
+        let mut procfs = |p: u32| {
+            reads.push(p);
+            (p == 10).then(|| "/user.slice/session-1.scope".to_string())
+        };
+        assert_eq!(
+            d.cgroup_by_ancestry(22, &mut procfs).as_deref(),
+            Some("/user.slice/session-1.scope")
+        );
+        assert_eq!(reads, [22, 20, 10], "gzip, then sh, then bash");
+        assert!(!d.lacks_cgroup(20), "the ended sh keeps what it was given");
+        reads.clear();
+        let mut procfs = |p: u32| {
+            reads.push(p);
+            None
+        };
+        assert_eq!(
+            d.cgroup_by_ancestry(21, &mut procfs).as_deref(),
+            Some("/user.slice/session-1.scope"),
+            "seq stops at its parent"
+        );
+        assert_eq!(reads, [21]);
+        d.thread(30, Some(30), "orphan", None);
+        assert_eq!(d.cgroup_by_ancestry(30, |_| None), None);
+        // A live child's own cgroup wins over its parent's (moved by systemd or runc).
+        d.thread(23, Some(23), "unit", Some(20));
+        assert_eq!(
+            d.cgroup_by_ancestry(23, |_| Some("/system.slice/x.service".into()))
+                .as_deref(),
+            Some("/system.slice/x.service")
+        );
     }
 
     #[test]

@@ -4,10 +4,13 @@
 //! the counters only add non-negative amounts, so they never go backwards (a meter's
 //! wrap-around is the meter's business: it hands over interval energies).
 //!
-//! The `top` processes of each interval by energy get series of their own; the rest of the
-//! interval goes to one `other` series, so the processes' series plus idle still add up to
-//! the node. A series no interval has added to for `series_ttl_ns` is dropped (its process
-//! exited, or it left the top): memory follows the live processes, not every one ever.
+//! A process series is keyed by the processes' cgroup and name (`gzip` in one cgroup is one
+//! series however many pids ran it: a fleet keeps series per workload, not per pid), or
+//! by process when [`MonitorConfig::per_pid`] asks. The `top` series of each interval by
+//! energy are added to; the rest of the interval goes to one `other` series, so the
+//! series plus idle still add up to the node. A series no interval has added to for
+//! `series_ttl_ns` is dropped (its processes exited, or it left the top): memory follows
+//! the live processes, not every one ever.
 //!
 //! A series born after the first scrape is born at zero: until a scrape has shown it once
 //! ([`Monitor::mark_shown`]), [`Shown::shown`] is 0, whatever it already counted.
@@ -51,12 +54,14 @@ impl Basis {
 
 #[derive(Debug, Clone)]
 pub struct MonitorConfig {
-    /// Processes with series of their own per interval (the rest is `other`).
+    /// Series added to per interval, by energy (the rest is `other`).
     pub top: usize,
-    /// ...and only those that kept at least this share of one CPU busy over the interval:
-    /// a process that ran for a millisecond (one of hundreds of short-lived ones a second)
-    /// is not worth a series of its own.
+    /// ...and only those whose processes kept at least this share of one CPU busy over
+    /// the interval: one that ran for a millisecond is not worth a series of its own.
     pub min_cpu: f64,
+    /// A series per process (pid label) instead of one per (cgroup, comm): each
+    /// short-lived pid then leaves a series of its own until the TTL drops it.
+    pub per_pid: bool,
     /// A series nothing was added to for this long is dropped.
     pub series_ttl_ns: u64,
     /// At most this many process series; the least recently updated go first.
@@ -68,6 +73,7 @@ impl Default for MonitorConfig {
         MonitorConfig {
             top: 20,
             min_cpu: 0.01,
+            per_pid: false,
             // Prometheus's own staleness horizon: a series that disappears sooner could
             // lose its last increase between two scrapes.
             series_ttl_ns: 300_000_000_000,
@@ -206,7 +212,8 @@ impl Counters {
 /// The labels of a process series.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct ProcessLabels {
-    pub key: ProcessKey,
+    /// The process, for per-pid series; `None` for a (cgroup, comm) series.
+    pub key: Option<ProcessKey>,
     pub comm: String,
     pub cgroup: String,
     pub basis: Basis,
@@ -214,6 +221,21 @@ pub struct ProcessLabels {
 
 /// The cgroup label of a process whose cgroup was not read (it exited first).
 pub const UNKNOWN_CGROUP: &str = "unknown";
+
+fn cgroup_label(p: &ProcessInterval) -> String {
+    p.info
+        .cgroup
+        .clone()
+        .unwrap_or_else(|| UNKNOWN_CGROUP.to_string())
+}
+
+/// The processes of one interval that share a series' labels.
+struct Group<'a> {
+    labels: ProcessLabels,
+    members: Vec<(&'a ProcessInterval, f64)>,
+    energy_j: f64,
+    runtime_ns: u64,
+}
 
 #[derive(Debug, Clone)]
 pub struct ProcessSeries {
@@ -329,41 +351,39 @@ impl Monitor {
             .get(&input.basis)
             .map(|o| o.value)
             .unwrap_or_default();
-        for (i, (p, e)) in ranked.iter().enumerate() {
-            let cgroup = p
-                .info
-                .cgroup
-                .clone()
-                .unwrap_or_else(|| UNKNOWN_CGROUP.to_string());
-            let scraped = self.scraped;
+        let scraped = self.scraped;
+        for (p, e) in &ranked {
             self.cgroups
-                .entry((cgroup.clone(), input.basis))
+                .entry((cgroup_label(p), input.basis))
                 .or_insert_with(|| Shown::new(scraped))
                 .value += e;
-            let cpu = p.runtime_ns as f64 / 1e9 / input.elapsed_s.max(f64::MIN_POSITIVE);
-            if i < self.config.top && cpu >= self.config.min_cpu {
-                let labels = ProcessLabels {
-                    key: p.info.key,
-                    comm: p.info.comm.clone(),
-                    cgroup,
-                    basis: input.basis,
-                };
-                if !self.processes.contains_key(&labels) {
-                    // A pid reused while the old process's series is still kept: the
-                    // exposition cannot show two series with the same labels, and the
-                    // old one will not grow again.
-                    self.processes.retain(|k, _| {
-                        (k.key.pid, &k.comm, &k.cgroup, k.basis)
-                            != (labels.key.pid, &labels.comm, &labels.cgroup, labels.basis)
-                    });
+        }
+        for (i, group) in self.group(&ranked, input.basis).into_iter().enumerate() {
+            let cpu = group.runtime_ns as f64 / 1e9 / input.elapsed_s.max(f64::MIN_POSITIVE);
+            if i >= self.config.top || cpu < self.config.min_cpu {
+                for (p, e) in group.members {
+                    other.add(p, e, scale);
                 }
-                let s = self.processes.entry(labels).or_insert(ProcessSeries {
-                    counters: Shown::new(scraped),
-                    updated_ns: input.end_ns,
+                continue;
+            }
+            let labels = group.labels;
+            if let Some(key) = labels.key.filter(|_| !self.processes.contains_key(&labels)) {
+                // A pid reused while the old process's series is still kept: the
+                // exposition cannot show two series with the same labels, and the old
+                // one will not grow again.
+                self.processes.retain(|k, _| {
+                    (k.key.map(|k| k.pid), &k.comm, &k.cgroup, k.basis)
+                        != (Some(key.pid), &labels.comm, &labels.cgroup, labels.basis)
                 });
-                s.updated_ns = input.end_ns;
+            }
+            let s = self.processes.entry(labels).or_insert(ProcessSeries {
+                counters: Shown::new(scraped),
+                updated_ns: input.end_ns,
+            });
+            s.updated_ns = input.end_ns;
+            for (p, e) in group.members {
                 if s.counters.shown {
-                    s.counters.value.add(p, *e, scale);
+                    s.counters.value.add(p, e, scale);
                 } else {
                     // Not shown yet: `other` carries its joules until a scrape has shown
                     // it at zero, so that every interval's joules are in a series
@@ -372,8 +392,6 @@ impl Monitor {
                     s.counters.value.add_activity(p, scale);
                     other.energy_j += e;
                 }
-            } else {
-                other.add(p, *e, scale);
             }
         }
         let scraped = self.scraped;
@@ -390,6 +408,40 @@ impl Monitor {
             idle_j,
             processes: ranked,
         }
+    }
+
+    /// The interval's processes gathered by series labels, most energy first.
+    fn group<'a>(&self, ranked: &'a [(ProcessInterval, f64)], basis: Basis) -> Vec<Group<'a>> {
+        let mut groups: Vec<Group<'a>> = Vec::new();
+        let mut index: BTreeMap<ProcessLabels, usize> = BTreeMap::new();
+        for (p, e) in ranked {
+            let labels = ProcessLabels {
+                key: self.config.per_pid.then_some(p.info.key),
+                comm: p.info.comm.clone(),
+                cgroup: cgroup_label(p),
+                basis,
+            };
+            let at = *index.entry(labels.clone()).or_insert_with(|| {
+                groups.push(Group {
+                    labels,
+                    members: Vec::new(),
+                    energy_j: 0.0,
+                    runtime_ns: 0,
+                });
+                groups.len() - 1
+            });
+            let g = &mut groups[at];
+            g.members.push((p, *e));
+            g.energy_j += e;
+            g.runtime_ns += p.runtime_ns;
+        }
+        groups.sort_by(|a, b| {
+            b.energy_j
+                .total_cmp(&a.energy_j)
+                .then(b.runtime_ns.cmp(&a.runtime_ns))
+                .then(a.labels.cmp(&b.labels))
+        });
+        groups
     }
 
     fn drop_stale(&mut self, now_ns: u64) {
@@ -495,6 +547,11 @@ mod tests {
         }
     }
 
+    /// The pid a test process's name carries (`p7`).
+    fn pid_of(k: &ProcessLabels) -> u32 {
+        k.comm[1..].parse().unwrap()
+    }
+
     fn input(end_s: u64, processes: Vec<ProcessInterval>, basis: Basis) -> IntervalInput {
         IntervalInput {
             end_ns: end_s * 1_000_000_000,
@@ -530,7 +587,7 @@ mod tests {
             vec![process(1, 10_000_000, None), process(2, 9_000_000, None)],
             Basis::Measured,
         ));
-        let pids: Vec<u32> = m.processes().keys().map(|k| k.key.pid).collect();
+        let pids: Vec<u32> = m.processes().keys().map(pid_of).collect();
         assert_eq!(pids, [1], "9 ms of 1 s is below the 1% floor, 10 ms is not");
         assert!(m.other()[&Basis::Measured].value.energy_j > 0.0);
     }
@@ -556,7 +613,7 @@ mod tests {
         assert!((r.processes[0].1 - 11.25).abs() < 1e-9);
         assert!((r.processes[1].1 - 3.75).abs() < 1e-9);
         let (labels, s) = m.processes().iter().next().unwrap();
-        assert_eq!((labels.key.pid, labels.cgroup.as_str()), (2, "/a"));
+        assert_eq!((pid_of(labels), labels.cgroup.as_str()), (2, "/a"));
         assert!((s.counters.value.energy_j - 11.25).abs() < 1e-9);
         assert_eq!(s.counters.value.cpu_s, 0.75);
         assert_eq!(s.counters.value.wakeups.timer, 2.0);
@@ -605,7 +662,7 @@ mod tests {
         let energy_of = |m: &Monitor, pid: u32| {
             m.processes()
                 .iter()
-                .find(|(k, _)| k.key.pid == pid)
+                .find(|(k, _)| pid_of(k) == pid)
                 .map(|(_, s)| s.counters.shown().energy_j)
         };
         assert_eq!(
@@ -626,7 +683,7 @@ mod tests {
         let cpu_of_2 = m
             .processes()
             .iter()
-            .find(|(k, _)| k.key.pid == 2)
+            .find(|(k, _)| pid_of(k) == 2)
             .unwrap()
             .1;
         assert_eq!(
@@ -651,6 +708,7 @@ mod tests {
             series_ttl_ns: 10_000_000_000,
             max_series: 2,
             min_cpu: 0.0,
+            per_pid: true,
         });
         m.close_interval(input(1, vec![process(1, 1, None)], Basis::Measured));
         m.close_interval(input(2, vec![process(1, 1, None)], Basis::Estimated));
@@ -660,15 +718,19 @@ mod tests {
         assert!(m
             .processes()
             .keys()
-            .all(|k| !(k.key.pid == 1 && k.basis == Basis::Measured)));
+            .all(|k| !(pid_of(k) == 1 && k.basis == Basis::Measured)));
         m.close_interval(input(20, vec![process(3, 1, None)], Basis::Estimated));
-        let pids: Vec<u32> = m.processes().keys().map(|k| k.key.pid).collect();
+        let pids: Vec<u32> = m.processes().keys().map(pid_of).collect();
         assert_eq!(pids, [3], "the others were not updated for 17 s > 10 s");
         // Pid 3 reused by a new process with the same name: one series, the new one.
         let mut reused = process(3, 1, None);
         reused.info.key.serial = 99;
         m.close_interval(input(21, vec![reused], Basis::Estimated));
-        let keys: Vec<u64> = m.processes().keys().map(|k| k.key.serial).collect();
+        let keys: Vec<u64> = m
+            .processes()
+            .keys()
+            .map(|k| k.key.unwrap().serial)
+            .collect();
         assert_eq!(keys, [99]);
     }
 
@@ -695,5 +757,90 @@ mod tests {
         let c2 = m.processes().values().next().unwrap().counters.value;
         assert_eq!(c2.wakeups, c.wakeups);
         assert!((c2.cpu_s - 1.0).abs() < 1e-12);
+    }
+
+    /// Issue 29: 1,000 processes a minute (17 a second, each 20 ms of CPU: above the 1%
+    /// floor), three names in two cgroups, beside one long-lived process, for 6 minutes
+    /// (past the 5 min TTL), scraped every second. Keyed by (cgroup, comm), the churn is
+    /// 6 series and the long-lived process 1, however long it runs; keyed by pid, every
+    /// short-lived process leaves a series until the cap of 2,000. Either way, every
+    /// interval closes exactly as Prometheus sees it: the increase of the node is the
+    /// increases of idle, of the series (a series' first scrape is its start) and of other.
+    #[test]
+    fn churn_makes_a_series_per_cgroup_and_name_not_per_pid() {
+        let churn = |per_pid: bool| {
+            let mut m = Monitor::new(MonitorConfig {
+                per_pid,
+                ..MonitorConfig::default()
+            });
+            let mut pid = 1000;
+            let mut before: (BTreeMap<ProcessLabels, f64>, f64, f64) = Default::default();
+            for second in 1..=360 {
+                let mut processes = vec![process(1, 100_000_000, Some("/db.service"))];
+                for i in 0..17 {
+                    pid += 1;
+                    let mut p = process(pid, 20_000_000, Some(["/a.service", "/b.service"][i % 2]));
+                    p.info.comm = ["gzip", "sh", "seq"][i % 3].to_string();
+                    processes.push(p);
+                }
+                m.close_interval(input(second, processes, Basis::Measured));
+                m.mark_shown();
+                let now: BTreeMap<ProcessLabels, f64> = m
+                    .processes()
+                    .iter()
+                    .map(|(k, s)| (k.clone(), s.counters.shown().energy_j))
+                    .collect();
+                let series: f64 = now
+                    .iter()
+                    .map(|(k, j)| before.0.get(k).map_or(0.0, |b| j - b))
+                    .sum();
+                let other = m.other()[&Basis::Measured].shown().energy_j;
+                let idle = m.idle()["package-0"].shown();
+                if second > 1 {
+                    let (d_other, d_idle) = (other - before.1, idle - before.2);
+                    assert!(
+                        (d_idle + series + d_other - 20.0).abs() < 1e-6,
+                        "second {second}: {d_idle} + {series} + {d_other}"
+                    );
+                }
+                before = (now, other, idle);
+            }
+            m.processes().len()
+        };
+        assert_eq!(churn(false), 7, "6 (cgroup, comm) pairs and the database");
+        assert_eq!(churn(true), 2_000, "capped, every one a pid");
+    }
+
+    /// Keyed by name, a new `gzip` pid adds its joules to the `gzip` series a scrape has
+    /// already shown, at once; per pid, the new pid's series waits a scrape and `other`
+    /// carries its 15 J (20 J less 5 J idle, hand-computed).
+    #[test]
+    fn a_new_pid_of_a_name_already_shown_counts_at_once() {
+        let gzip = |pid| {
+            let mut p = process(pid, 500_000_000, Some("/a.service"));
+            p.info.comm = "gzip".into();
+            p
+        };
+        for per_pid in [false, true] {
+            let mut m = Monitor::new(MonitorConfig {
+                per_pid,
+                ..MonitorConfig::default()
+            });
+            m.close_interval(input(1, vec![gzip(1)], Basis::Measured));
+            m.mark_shown();
+            m.close_interval(input(2, vec![gzip(2)], Basis::Measured));
+            m.mark_shown();
+            let series: Vec<f64> = m
+                .processes()
+                .values()
+                .map(|s| s.counters.shown().energy_j)
+                .collect();
+            let other = m.other()[&Basis::Measured].shown().energy_j;
+            if per_pid {
+                assert_eq!((series.len(), other), (2, 15.0), "{series:?}");
+            } else {
+                assert_eq!((series, other), (vec![30.0], 0.0));
+            }
+        }
     }
 }

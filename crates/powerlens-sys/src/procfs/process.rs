@@ -8,6 +8,8 @@ use crate::{sysfs, Roots, SysError};
 pub struct ProcessStat {
     pub pid: u32,
     pub comm: String,
+    /// The parent process (field 4), `None` for the kernel's roots (0).
+    pub ppid: Option<u32>,
     /// utime + stime of every thread, live and reaped (clock ticks turned to ns: 10 ms
     /// resolution at USER_HZ 100).
     pub cpu_time_ns: u64,
@@ -31,9 +33,17 @@ pub fn parse_process_stat(pid: u32, text: &str) -> Option<ProcessStat> {
     let close = text.rfind(')')?;
     let comm = text.get(open + 1..close)?.to_string();
     let ticks = super::tasks::parse_stat_cpu_ticks(text)?;
+    // After the name: state, then the parent's pid.
+    let ppid: u32 = text
+        .get(close + 1..)?
+        .split_whitespace()
+        .nth(1)?
+        .parse()
+        .ok()?;
     Some(ProcessStat {
         pid,
         comm,
+        ppid: (ppid > 0).then_some(ppid),
         cpu_time_ns: ticks.saturating_mul(1_000_000_000) / super::user_hz() as u64,
     })
 }
@@ -62,6 +72,7 @@ mod tests {
         let line = "4242 (my (odd) prog) S 1 4242 4242 0 -1 4194560 100 0 0 0 250 50 0 0 20 0 3 0 12345 0 0";
         let p = parse_process_stat(4242, line).unwrap();
         assert_eq!(p.comm, "my (odd) prog");
+        assert_eq!(p.ppid, Some(1));
         assert_eq!(p.cpu_time_ns, 300 * 1_000_000_000 / hz);
         assert!(parse_process_stat(1, "1 (init").is_none());
     }

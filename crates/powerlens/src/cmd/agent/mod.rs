@@ -63,8 +63,9 @@ Examples:
 Every interval the agent reads the energy meter (RAPL, perf power PMU, battery, hwmon; the
 power model, labelled estimated, when there is none) and attributes the interval's energy:
 an idle (baseline) share, and the rest split over processes by the CPU time the scheduler
-charged them (/proc/PID/stat). The top N processes of each interval have series of their
-own and comm=\"other\" holds the rest, so that the processes and the idle share add up to
+charged them (/proc/PID/stat). A process series holds the processes of one name in one
+cgroup (--by pid for one per process); the top N of each interval are added to and
+comm=\"other\" holds the rest, so that the processes and the idle share add up to
 the node exactly. Wake-ups by cause and idle wake-ups come from the scheduler tracepoints
 (root or CAP_PERFMON), on for --trace-duty of each interval (5%) and scaled to it: the
 tracepoint handlers run in the watched processes' own time, so tracing all the time would
@@ -85,22 +86,24 @@ pub struct AgentArgs {
     #[arg(long, value_name = "FILE", long_help = WEB_CONFIG_HELP)]
     pub web_config: Option<PathBuf>,
 
-    /// Processes with series of their own per interval (by energy); the rest is comm="other".
+    /// Process series added to per interval (by energy); the rest is comm="other".
     #[arg(long, value_name = "N", default_value_t = 20)]
     pub top: usize,
 
-    /// A process must keep at least this share of one CPU busy over an interval, in
-    /// percent, to get a series of its own (hundreds of short-lived processes a second
-    /// would otherwise each get one); below it, it is in comm="other".
+    /// A series' processes must keep at least this share of one CPU busy over an
+    /// interval, in percent, for it to be added to; below it, they are in comm="other".
     #[arg(long, value_name = "PERCENT", default_value_t = 1.0)]
     pub min_cpu: f64,
 
-    /// Per-process series and per-cgroup series (process), or per-cgroup series only
-    /// (cgroup: fewer series on busy hosts).
-    #[arg(long, value_enum, default_value = "process")]
+    /// What a process series is: the processes of one name in one cgroup (comm: 140
+    /// short-lived gzip pids are one series), one process with a pid label (pid: every
+    /// short-lived process leaves a series until --series-ttl), or none, per-cgroup series
+    /// only (cgroup). Per-cgroup series come with each (docs/AGENT.md, "Series and
+    /// cardinality").
+    #[arg(long, value_enum, default_value = "comm")]
     pub by: By,
 
-    /// Drop a process series nothing was added to for this long (its process exited or
+    /// Drop a process series nothing was added to for this long (its processes exited or
     /// left the top). Keep it above the scrape interval, or the last increase is lost.
     #[arg(long, value_name = "DURATION", default_value = "5min", value_parser = parse_positive_duration)]
     pub series_ttl: Duration,
@@ -124,7 +127,10 @@ pub struct AgentArgs {
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum By {
-    Process,
+    Comm,
+    /// `process` was this value's name before series were keyed by name by default.
+    #[value(alias = "process")]
+    Pid,
     Cgroup,
 }
 
@@ -214,13 +220,14 @@ pub fn execute(global: &GlobalArgs, args: AgentArgs) -> anyhow::Result<ExitCode>
         monitor: Monitor::new(MonitorConfig {
             top: args.top,
             min_cpu: args.min_cpu / 100.0,
+            per_pid: args.by == By::Pid,
             series_ttl_ns: args.series_ttl.as_nanos().min(u64::MAX as u128) as u64,
             ..MonitorConfig::default()
         }),
         traced,
         mode,
         trace_duty,
-        per_process: args.by == By::Process,
+        per_process: args.by != By::Cgroup,
         mode_reason,
         idle_states: Vec::new(),
         lost_records: traced.then_some(0),

@@ -16,6 +16,7 @@ pub enum Col {
     Timer,
     Irq,
     Ipi,
+    Unrecorded,
     IdleWakeups,
 }
 
@@ -25,7 +26,7 @@ pub const COMMAND_MIN: u16 = 16;
 
 impl Col {
     /// Every column in display order.
-    pub const ALL: [Col; 10] = [
+    pub const ALL: [Col; 11] = [
         Col::Pid,
         Col::Command,
         Col::Power,
@@ -35,6 +36,7 @@ impl Col {
         Col::Timer,
         Col::Irq,
         Col::Ipi,
+        Col::Unrecorded,
         Col::IdleWakeups,
     ];
 
@@ -49,6 +51,7 @@ impl Col {
             Col::Timer => "timer",
             Col::Irq => "irq",
             Col::Ipi => "ipi",
+            Col::Unrecorded => "UNREC/s",
             Col::IdleWakeups => "IDLE WK/s",
         }
     }
@@ -65,6 +68,9 @@ impl Col {
             Col::Timer => "… from a timer callback",
             Col::Irq => "… from a hardware interrupt or a softirq",
             Col::Ipi => "… from an IPI or an idle CPU (a remote wake-up, no thread behind it)",
+            Col::Unrecorded => {
+                "runs after blocking with no wake-up recorded, per second: WAKE/s is short of these"
+            }
             Col::IdleWakeups => "wake-ups per second that ended a CPU's idle (an idle exit each)",
         }
     }
@@ -78,6 +84,7 @@ impl Col {
             Col::Cpu => 6,
             Col::Wakeups => 7,
             Col::Thread | Col::Timer | Col::Irq | Col::Ipi => 6,
+            Col::Unrecorded => 8,
             Col::IdleWakeups => 9,
         }
     }
@@ -107,20 +114,22 @@ impl Col {
             Col::Timer => cause(|w| w.timer),
             Col::Irq => cause(|w| w.irq),
             Col::Ipi => cause(|w| w.ipi_or_idle),
+            Col::Unrecorded => p.unrecorded_wakeups_per_s.map_or_else(na, rate),
             Col::IdleWakeups => p.idle_wakeups_per_s.map_or_else(na, rate),
         }
     }
 }
 
 /// The columns that fit `width` with a whole command name: PID, command and power
-/// always, then CPU, wake-ups, idle wake-ups and last the wake-ups' causes, in display
-/// order. The command column takes the width the chosen columns leave.
+/// always, then CPU, wake-ups, idle and unrecorded wake-ups together (an idle count above
+/// the wake-ups is explained by the unrecorded ones beside it) and last the wake-ups'
+/// causes, in display order. The command column takes the width the chosen columns leave.
 pub fn columns_for(width: u16) -> Vec<Col> {
     let groups: [&[Col]; 5] = [
         &[Col::Pid, Col::Command, Col::Power],
         &[Col::Cpu],
         &[Col::Wakeups],
-        &[Col::IdleWakeups],
+        &[Col::Unrecorded, Col::IdleWakeups],
         &[Col::Thread, Col::Timer, Col::Irq, Col::Ipi],
     ];
     let used = |cols: &[Col]| -> u16 { cols.iter().map(|c| c.width() + 1).sum::<u16>() - 1 };

@@ -62,7 +62,7 @@ pub fn lines(view: &View, width: u16) -> Vec<Line<'static>> {
         out.extend(entry(c.title(), c.meaning()));
     }
     out.push(Line::raw(
-        "Narrow terminals leave out the causes, then IDLE WK/s, WAKE/s, CPU %.",
+        "Narrow terminals leave out the causes, then UNREC/s and IDLE WK/s, WAKE/s, CPU %.",
     ));
     out.push(Line::raw(""));
     out.push(Line::styled("Keys", bold));

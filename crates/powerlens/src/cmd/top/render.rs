@@ -397,7 +397,13 @@ pub(crate) mod tests {
             idle_j: 27.3,
             processes: vec![
                 (process(10, "spin", 1_000_000_000, w(0, 1, 0), 0), 3.0),
-                (process(20, "sleepy", 50_000_000, w(0, 1000, 0), 400), 0.5),
+                (
+                    powerlens_core::monitor::ProcessInterval {
+                        unrecorded_wakeups: 200,
+                        ..process(20, "sleepy", 50_000_000, w(0, 1000, 0), 400)
+                    },
+                    0.5,
+                ),
                 (
                     process(30, "irqbalance", 10_000_000, w(50, 0, 100), 600),
                     0.2,
@@ -488,7 +494,7 @@ pub(crate) mod tests {
             header,
             [
                 "PID", "COMMAND", "POWER", "W", "CPU", "%", "WAKE/s", "thread", "timer", "irq",
-                "ipi", "IDLE", "WK/s"
+                "ipi", "UNREC/s", "IDLE", "WK/s"
             ]
         );
         let rows = table(&lines);
@@ -499,11 +505,15 @@ pub(crate) mod tests {
         );
         assert_eq!(
             rows[1],
-            ["10", "spin", "3.000", "100.0", "1.0", "0.0", "1.0", "0.0", "0.0", "0.0"]
+            ["10", "spin", "3.000", "100.0", "1.0", "0.0", "1.0", "0.0", "0.0", "0.0", "0.0"]
         );
         assert_eq!(
             rows[2],
-            ["20", "sleepy", "0.500", "5.0", "1000", "0.0", "1000", "0.0", "0.0", "400.0"]
+            [
+                "20", "sleepy", "0.500", "5.0", "1000", "0.0", "1000", "0.0", "0.0", "200.0",
+                "400.0"
+            ],
+            "the runs with no wake-up recorded are beside the idle wake-ups they explain"
         );
         assert_eq!(
             rows[3],
@@ -516,6 +526,7 @@ pub(crate) mod tests {
                 "50.0",
                 "0.0",
                 "100.0",
+                "0.0",
                 "0.0",
                 "600.0"
             ]
@@ -628,7 +639,7 @@ pub(crate) mod tests {
         );
         let rows = table(&lines);
         for r in &rows[1..] {
-            assert_eq!(&r[4..], ["n/a"; 6], "{r:?}");
+            assert_eq!(&r[4..], ["n/a"; 7], "{r:?}");
         }
         assert_eq!(rows[1][..4], ["10", "spin", "3.000", "100.0"]);
     }
@@ -671,15 +682,15 @@ pub(crate) mod tests {
         let header: Vec<&str> = lines[4].split_whitespace().collect();
         assert_eq!(
             header,
-            ["PID", "COMMAND", "POWER", "W", "CPU", "%", "WAKE/s", "IDLE", "WK/s"]
+            ["PID", "COMMAND", "POWER", "W", "CPU", "%", "WAKE/s", "UNREC/s", "IDLE", "WK/s"]
         );
-        // The command column is 80 less the five other columns and the gaps around them
-        // (7 + 8 + 6 + 7 + 9 and 5: 42): 38. From its start to the power column's end
-        // (right-aligned): 38, a gap, 8.
+        // The command column is 80 less the six other columns and the gaps around them
+        // (7 + 8 + 6 + 7 + 8 + 9 and 6: 51): 29. From its start to the power column's end
+        // (right-aligned): 29, a gap, 8.
         let power_end = lines[4].find("POWER W").unwrap() + "POWER W".len();
         assert_eq!(
             power_end - lines[4].find("COMMAND").unwrap(),
-            38 + 1 + 8,
+            29 + 1 + 8,
             "{}",
             lines[4]
         );
@@ -757,7 +768,13 @@ pub(crate) mod tests {
         let header: Vec<&str> = lines[4].split_whitespace().collect();
         assert_eq!(
             header,
-            ["PID", "COMMAND", "POWER", "W", "CPU", "%", "WAKE/s", "IDLE", "WK/s"]
+            ["PID", "COMMAND", "POWER", "W", "CPU", "%", "WAKE/s"]
+        );
+        let (lines, _) = draw(&v, 67, 20);
+        assert_eq!(
+            lines[4].split_whitespace().collect::<Vec<_>>(),
+            ["PID", "COMMAND", "POWER", "W", "CPU", "%", "WAKE/s", "UNREC/s", "IDLE", "WK/s"],
+            "the unrecorded wake-ups come with the idle ones"
         );
         let (lines, _) = draw(&v, 30, 20);
         assert_eq!(

@@ -45,6 +45,9 @@ pub struct ProcessRow {
     pub wakeups_per_s: Option<WakeupRates>,
     /// Wake-ups of its threads that ended a CPU's idle, per second; `None` without tracing.
     pub idle_wakeups_per_s: Option<f64>,
+    /// Runs of its threads after blocking with no wake-up recorded, per second:
+    /// `wakeups_per_s` is short of these; `None` without tracing.
+    pub unrecorded_wakeups_per_s: Option<f64>,
 }
 
 /// Wake-ups per second by what woke the thread.
@@ -85,6 +88,7 @@ pub fn process_rows(report: &IntervalReport, traced: bool) -> Vec<ProcessRow> {
                     ipi_or_idle: per_traced_s(w.ipi_or_idle as f64),
                 }),
                 idle_wakeups_per_s: traced.then(|| per_traced_s(p.idle_wakeups as f64)),
+                unrecorded_wakeups_per_s: traced.then(|| per_traced_s(p.unrecorded_wakeups as f64)),
             }
         })
         .collect()
@@ -132,8 +136,8 @@ pub(crate) mod tests {
     }
 
     /// Over 0.5 s, 3 J for a process that ran 0.25 s with 10 thread, 20 timer, 3 irq,
-    /// 2 softirq and 5 IPI wake-ups (10 idle): 6 W, 50% CPU, 20/40/10/10 per s, 80 in all,
-    /// 20 idle wake-ups per s (hand-computed).
+    /// 2 softirq and 5 IPI wake-ups (10 idle, 4 unrecorded): 6 W, 50% CPU, 20/40/10/10 per
+    /// s, 80 in all, 20 idle wake-ups and 8 unrecorded ones per s (hand-computed).
     #[test]
     fn rows_are_rates_over_the_interval() {
         let wakeups = WakeupCauses {
@@ -148,7 +152,13 @@ pub(crate) mod tests {
             traced_s: 0.5,
             node_j: 5.0,
             idle_j: 2.0,
-            processes: vec![(process(7, "worker", 250_000_000, wakeups, 10), 3.0)],
+            processes: vec![(
+                ProcessInterval {
+                    unrecorded_wakeups: 4,
+                    ..process(7, "worker", 250_000_000, wakeups, 10)
+                },
+                3.0,
+            )],
         };
         let rows = process_rows(&report, true);
         let r = &rows[0];
@@ -165,10 +175,15 @@ pub(crate) mod tests {
             })
         );
         assert_eq!(r.idle_wakeups_per_s, Some(20.0));
+        assert_eq!(r.unrecorded_wakeups_per_s, Some(8.0));
         let reduced = process_rows(&report, false);
         assert_eq!(
-            (reduced[0].wakeups_per_s, reduced[0].idle_wakeups_per_s),
-            (None, None)
+            (
+                reduced[0].wakeups_per_s,
+                reduced[0].idle_wakeups_per_s,
+                reduced[0].unrecorded_wakeups_per_s
+            ),
+            (None, None, None)
         );
         assert_eq!(reduced[0].power_w, 6.0);
     }
