@@ -1,4 +1,3 @@
-
 use super::*;
 use crate::sched::event::IDLE_TID;
 
