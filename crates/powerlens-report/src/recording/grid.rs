@@ -254,16 +254,83 @@ pub(super) fn total(col: &Column, rows: &[Row]) -> Value {
     }
 }
 
+/// The function view's default columns a terminal too narrow for them leaves out, least
+/// telling first: with a name column of at least 40 characters, the default function grid
+/// took about 170 columns, and every row of it wrapped on a 120-column terminal.
+const FIT_LEAVE_OUT: &[&str] = &[
+    "idle_after_s",
+    "mean_idle_before_wakeup_us",
+    "wakeups_caused",
+    "inactive_time_s",
+    "preempt_switches",
+    "idle_wakeups",
+    "wait_time_s",
+    "sync_switches",
+];
+
 /// The grid alone: header, rows (sorted, cut to `top`) and a totals row over every row.
+/// On a terminal, the function and stack views with their default columns leave out the
+/// least telling ones until a line fits, and say which under the grid.
 pub fn grid(report: &RecordingReport, opts: &GridOptions) -> Result<String, UnknownColumn> {
-    let cols = selected(opts, false)?;
+    let mut cols = selected(opts, false)?;
     let all = rows(report, opts)?;
     let shown = opts.top.unwrap_or(all.len()).min(all.len());
+    let may_leave_out = matches!(opts.by, By::Function | By::Stack) && opts.show.is_empty();
+    let mut left_out: Vec<&str> = Vec::new();
+    loop {
+        let text = render_grid(report, &cols, &all, shown, opts.names);
+        let width = match opts.names {
+            NameFit::Terminal(width) if may_leave_out => width,
+            _ => return Ok(text),
+        };
+        let fits = text.lines().all(|l| l.chars().count() <= width);
+        let next = FIT_LEAVE_OUT
+            .iter()
+            .find_map(|key| cols.iter().position(|c| c.key == *key));
+        match next {
+            Some(i) if !fits => left_out.push(cols.remove(i).key),
+            _ if left_out.is_empty() => return Ok(text),
+            _ => return Ok(text + &left_out_note(&left_out, width)),
+        }
+    }
+}
+
+/// Which columns the grid left out, wrapped to `width`.
+fn left_out_note(keys: &[&str], width: usize) -> String {
+    let mut lines = vec![format!(
+        "left out to fit {width} columns (--show them, or widen the terminal):"
+    )];
+    for key in keys {
+        let last = lines.last_mut().expect("one line at least");
+        if last.chars().count() + 1 + key.len() + 1 > width {
+            lines.push(String::new());
+        }
+        let last = lines.last_mut().expect("one line at least");
+        if !last.is_empty() {
+            last.push(' ');
+        }
+        last.push_str(key);
+        last.push(',');
+    }
+    if let Some(last) = lines.last_mut() {
+        last.pop();
+    }
+    lines.join("\n") + "\n"
+}
+
+/// The grid of `cols`, names fitted as `fit` says.
+fn render_grid(
+    report: &RecordingReport,
+    cols: &[&'static Column],
+    all: &[Row],
+    shown: usize,
+    fit: NameFit,
+) -> String {
     let mut t = Table::new(cols.iter().map(|c| c.header));
     for r in &all[..shown] {
         t.row(cols.iter().map(|c| r.get(c.key).text()));
     }
-    if let Some(totals) = totals_row(report, &cols, &all, shown) {
+    if let Some(totals) = totals_row(report, cols, all, shown) {
         t.row(totals);
     }
     let names: Vec<usize> = cols
@@ -272,7 +339,7 @@ pub fn grid(report: &RecordingReport, opts: &GridOptions) -> Result<String, Unkn
         .filter(|(_, c)| c.key == "function" || c.key == "stack")
         .map(|(i, _)| i)
         .collect();
-    Ok(t.render_fitting(&names, opts.names))
+    t.render_fitting(&names, fit)
 }
 
 /// Notes under the grid: the rows whose wake-ups the trace did not all record, so that a

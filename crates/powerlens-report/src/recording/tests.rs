@@ -635,6 +635,84 @@ fn long_names_are_cut_in_text_only() {
     assert!(whole.contains(LONG));
 }
 
+/// Issue 30: the function grid of a `node` recording's longest C++ name fits a
+/// 120-column terminal: the least telling default columns leave, the grid says which, and
+/// the name and its figures stay. Asked for with --show, or not on a terminal, every
+/// column stays.
+#[test]
+fn the_function_grid_fits_a_120_column_terminal() {
+    const LONG: &str = "v8::internal::compiler::turboshaft::Assembler<v8::internal::compiler::turboshaft::reducer_list<v8::internal::compiler::turboshaft::MachineLoweringReducer>>::ReduceCall(v8::internal::compiler::turboshaft::OpIndex, v8::internal::compiler::turboshaft::OptionalOpIndex)";
+    let mut r = report(true);
+    r.functions = vec![powerlens_core::stacks::grid::FunctionRow {
+        function: LONG.into(),
+        module: "/usr/bin/node".into(),
+        stack: None,
+        cpu_time_s: 1.25,
+        samples: 1250,
+        sync_switches: 3,
+        preempt_switches: 7,
+        wait_time_s: 0.5,
+        inactive_time_s: 0.25,
+        idle_wakeups: 2,
+        mean_idle_before_wakeup_us: Some(125.0),
+        idle_after_s: 0.125,
+        idle_states_after: Vec::new(),
+        wakeups_caused: 4,
+        energy_j: Some(2.0),
+    }];
+    let opts = GridOptions {
+        by: By::Function,
+        names: NameFit::Terminal(120),
+        ..GridOptions::default()
+    };
+    let text = grid(&r, &opts).unwrap();
+    for line in text.lines() {
+        assert!(
+            line.chars().count() <= 120,
+            "{} > 120: {line}\n{text}",
+            line.chars().count()
+        );
+    }
+    assert!(
+        text.contains(
+            "left out to fit 120 columns (--show them, or widen the terminal): idle_after_s,"
+        ),
+        "{text}"
+    );
+    assert!(
+        text.contains("v8::internal::") && text.contains("1.250") && text.contains("node"),
+        "{text}"
+    );
+    // The whole grid was wider: the test would not show anything otherwise.
+    let full = grid(
+        &r,
+        &GridOptions {
+            names: NameFit::Cap(40),
+            ..opts.clone()
+        },
+    )
+    .unwrap();
+    assert!(full.lines().any(|l| l.chars().count() > 120), "{full}");
+    assert!(!full.contains("left out"));
+    // Columns asked for stay, however wide.
+    let asked = grid(
+        &r,
+        &GridOptions {
+            show: vec![
+                "function".into(),
+                "idle_after_s".into(),
+                "wakeups_caused".into(),
+            ],
+            ..opts.clone()
+        },
+    )
+    .unwrap();
+    assert!(
+        asked.contains("idle after s") && !asked.contains("left out"),
+        "{asked}"
+    );
+}
+
 #[test]
 fn text_view_sections() {
     let t = text(&report(true), &GridOptions::default()).unwrap();
