@@ -360,20 +360,8 @@ impl LiveSession {
             traced_s = w.close_window(end_ns, self.interval, &mut notes, &mut self.directory)?;
         }
         if let Source::Trace(t) = &mut self.source {
-            // The interval's events are those up to its end: wait (a little) for the drain
-            // to pass it, so that a drain thread the machine's load delayed does not leave
-            // an interval with its energy but without the work that used it.
-            let deadline = Instant::now() + self.interval / 2;
-            while t.watermark < end_ns && Instant::now() < deadline {
-                t.take(Duration::from_millis(10))?;
-            }
-            if t.watermark < end_ns {
-                notes.push(format!(
-                    "the trace's drain is {:.0} ms behind (a busy machine): this interval's last events count in the next one",
-                    (end_ns - t.watermark) as f64 / 1e6
-                ));
-            }
-            t.deliver_until(t.watermark.min(end_ns), &mut self.directory);
+            let late = "this interval's last events count in the next one";
+            t.catch_up(end_ns, self.interval, late, &mut notes, &mut self.directory)?;
         }
         let (processes, lost_records) = match &mut self.source {
             Source::Trace(t) => (t.close_interval(&mut self.directory), t.lost),
@@ -603,6 +591,32 @@ fn open_trace(
 }
 
 impl TraceSource {
+    /// Delivers the events up to `until_ns`, waiting up to half an `interval` for the
+    /// drain to pass it, so that a drain thread the machine's load delayed does not leave
+    /// an interval with its energy but without the work that used it; past that, says
+    /// how far behind the drain is and what that costs (`late`).
+    fn catch_up(
+        &mut self,
+        until_ns: u64,
+        interval: Duration,
+        late: &str,
+        notes: &mut Vec<String>,
+        directory: &mut ProcessDirectory,
+    ) -> anyhow::Result<()> {
+        let deadline = Instant::now() + interval / 2;
+        while self.watermark < until_ns && Instant::now() < deadline {
+            self.take(Duration::from_millis(10))?;
+        }
+        if self.watermark < until_ns {
+            notes.push(format!(
+                "the trace's drain is {:.0} ms behind (a busy machine): {late}",
+                (until_ns - self.watermark) as f64 / 1e6
+            ));
+        }
+        self.deliver_until(self.watermark.min(until_ns), directory);
+        Ok(())
+    }
+
     /// The interval's counters per process, and the threads that exited forgotten.
     fn close_interval(&mut self, directory: &mut ProcessDirectory) -> Vec<ProcessInterval> {
         let mut by_process: HashMap<u64, ProcessInterval> = HashMap::new();
@@ -879,17 +893,8 @@ impl Windowed {
         }
         let off_ns = w.off_ns.unwrap_or(end_ns);
         let t = &mut self.trace;
-        let deadline = Instant::now() + interval / 2;
-        while t.watermark < off_ns && Instant::now() < deadline {
-            t.take(Duration::from_millis(10))?;
-        }
-        if t.watermark < off_ns {
-            notes.push(format!(
-                "the trace's drain is {:.0} ms behind (a busy machine): this interval's wake-ups are short of the window's last events",
-                (off_ns - t.watermark) as f64 / 1e6
-            ));
-        }
-        t.deliver_until(t.watermark.min(off_ns), directory);
+        let late = "this interval's wake-ups are short of the window's last events";
+        t.catch_up(off_ns, interval, late, notes, directory)?;
         // Events past the window (none should be) belong to no window.
         t.pending.clear();
         Ok(off_ns.saturating_sub(on_ns) as f64 / 1e9)

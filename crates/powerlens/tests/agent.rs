@@ -37,6 +37,27 @@ fn wait_healthy(port: u16, agent: &mut Reaped) {
     }
 }
 
+/// Runs `powerlens workload ARGS --json` to its end beside a healthy agent, then stops the
+/// agent: the workload's pid, its JSON report, and the exposition once the workload's last
+/// events are in a closed interval a scrape has shown (two intervals later).
+fn workload_beside(port: u16, agent: Reaped, args: &[&str]) -> (u32, serde_json::Value, String) {
+    let load = Command::new(BIN)
+        .arg("workload")
+        .args(args)
+        .arg("--json")
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = load.id();
+    let out = load.wait_with_output().unwrap();
+    let report = serde_json::from_slice(&out.stdout).unwrap();
+    std::thread::sleep(Duration::from_millis(2500));
+    let _ = get(port, "/metrics", None).unwrap();
+    let (_, body) = get(port, "/metrics", None).unwrap();
+    let _ = finish(agent);
+    (pid, report, body)
+}
+
 /// The value of the first sample of `name{…}` whose labels contain each of `with`.
 fn sample(body: &str, name: &str, with: &[&str]) -> Option<f64> {
     body.lines()
@@ -510,9 +531,10 @@ fn the_agents_figures_are_the_kernels() {
         &["--top", "100", "--trace-duty", "100", "--by", "pid"],
     );
     wait_healthy(port, &mut agent);
-    let load = Command::new(BIN)
-        .args([
-            "workload",
+    let (pid, report, body) = workload_beside(
+        port,
+        agent,
+        &[
             "pingpong",
             "--iterations",
             "20000",
@@ -520,19 +542,8 @@ fn the_agents_figures_are_the_kernels() {
             "0,1",
             "--spinner",
             "1",
-            "--json",
-        ])
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let pid = load.id();
-    let out = load.wait_with_output().unwrap();
-    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    // Two intervals: the last events are in a closed interval and a scrape has shown it.
-    std::thread::sleep(Duration::from_millis(2500));
-    let _ = get(port, "/metrics", None).unwrap();
-    let (_, body) = get(port, "/metrics", None).unwrap();
-    let _ = finish(agent);
+        ],
+    );
     let threads = report["threads"].as_array().unwrap();
     let cpu_s: f64 = threads
         .iter()
@@ -595,26 +606,11 @@ fn by_default_the_agent_reads_cpu_time_from_proc_and_samples_the_wakeups() {
     let port = free_port();
     let mut agent = agent(&tree.sys_path(""), port, &["--top", "100", "--by", "pid"]);
     wait_healthy(port, &mut agent);
-    let load = Command::new(BIN)
-        .args([
-            "workload",
-            "sleepy",
-            "--period",
-            "1ms",
-            "--duration",
-            "8s",
-            "--json",
-        ])
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let pid = load.id();
-    let out = load.wait_with_output().unwrap();
-    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    std::thread::sleep(Duration::from_millis(2500));
-    let _ = get(port, "/metrics", None).unwrap();
-    let (_, body) = get(port, "/metrics", None).unwrap();
-    let _ = finish(agent);
+    let (pid, report, body) = workload_beside(
+        port,
+        agent,
+        &["sleepy", "--period", "1ms", "--duration", "8s"],
+    );
     assert!(body.contains("mode=\"windows\""), "{body}");
     assert!(body.contains("trace_duty=\"0.05\""), "{body}");
     let threads = report["threads"].as_array().unwrap();
