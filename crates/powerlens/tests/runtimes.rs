@@ -337,7 +337,7 @@ fn java_names_the_hot_method_from_an_unmodified_command() {
 }
 
 /// `diff --by function` of two node runs matches the JavaScript function with itself (its
-/// row's module is the same `[jit]` in both, not each run's perf map), and twice the work
+/// row's module is the same `[jit]` in both, not each run's perf map), and three times the work
 /// shows as more of its samples and energy.
 #[test]
 fn diff_matches_a_javascript_function_across_runs() {
@@ -351,7 +351,7 @@ fn diff_matches_a_javascript_function_across_runs() {
     let mut recs = Vec::new();
     // One script, as a user edits it between runs: the function keeps its name.
     let script = dir.path().join("hot.js");
-    for (name, runs) in [("a", 10), ("b", 20)] {
+    for (name, runs) in [("a", 15), ("b", 45)] {
         std::fs::write(&script, HOT_JS.replace("i < 50", &format!("i < {runs}"))).unwrap();
         let rec = dir.path().join(format!("{name}.rec"));
         let out = with_tracefs(
@@ -387,11 +387,13 @@ fn diff_matches_a_javascript_function_across_runs() {
     assert_eq!(hot.len(), 1, "one row, matched: {:#}", diff["rows"]);
     let (a, b) = (&hot[0]["a"], &hot[0]["b"]);
     let samples = |side: &Value| side["samples"].as_f64().expect("matched on both sides");
-    // Twice the calls, but not twice the samples: the first calls run in V8's slower
-    // tiers in both runs (the same row), and a loaded machine adds noise; 1.45 seen.
+    // Three times the calls, but not three times the samples: the first calls run in V8's
+    // slower tiers in both runs (the same row), and one run in a few takes 1.5× longer for
+    // the same calls (502 samples instead of 321 seen, here and in CI). With twice the
+    // calls such a run closed the gap to 1.13×; with three times, 1.74× is the least seen.
     let ratio = samples(b) / samples(a);
     assert!(
-        (1.2..=2.5).contains(&ratio),
+        (1.4..=4.0).contains(&ratio),
         "B/A samples {ratio}: {:#}",
         hot[0]
     );
