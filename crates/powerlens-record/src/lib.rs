@@ -35,7 +35,7 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Context};
 use serde_json::{json, Value};
 
-use powerlens_core::battery::Charged;
+use powerlens_core::battery_life::Charged;
 use powerlens_core::codec::ChunkEncoder;
 use powerlens_core::run::ExitStatus;
 use powerlens_core::sched::event::EventKind;
@@ -71,7 +71,7 @@ pub mod meta {
     pub const STACKS: &str = "stacks";
     /// How user stacks were unwound (counts), written at the end.
     pub const UNWIND: &str = "unwind";
-    /// The battery behind battery-life figures (`powerlens_core::battery::BatterySetup`):
+    /// The battery behind battery-life figures (`powerlens_core::battery_life::BatterySetup`):
     /// its full charge and how its gauge is read; absent without a battery or
     /// `--battery-wh`.
     pub const BATTERY: &str = "battery";

@@ -301,7 +301,7 @@ impl LiveSession {
     /// One line for the user: what measures energy, and why not something better. There
     /// is no command here: the model charges the machine's busy CPUs.
     pub fn describe_energy(&self) -> String {
-        let machine = powerlens_core::battery::Charged::Machine;
+        let machine = powerlens_core::battery_life::Charged::Machine;
         match &self.meter {
             Some(m) => m.describe_charging(machine),
             None => self.model.describe_charging(machine),

@@ -2,7 +2,7 @@
 //! (`page`, `html`) and trace exports (Perfetto, Firefox Profiler). Takes analysed values in,
 //! returns strings; never measures anything.
 
-pub mod battery;
+pub mod battery_view;
 pub mod compare;
 pub mod diff;
 pub mod dvfs;

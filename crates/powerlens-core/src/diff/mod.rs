@@ -11,7 +11,7 @@ use serde::Serialize;
 use serde_json::{Map, Value};
 
 use crate::advice::JudgedStates;
-use crate::battery::{duration_text, wh_text};
+use crate::battery_life::{duration_text, wh_text};
 use crate::provenance::Provenance;
 use crate::sched::report::RecordingSpan;
 use crate::verdict::estimated_qualifier;

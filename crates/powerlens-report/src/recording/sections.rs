@@ -556,9 +556,9 @@ pub fn text(report: &RecordingReport, opts: &GridOptions) -> Result<String, Unkn
     out.push('\n');
     out.push_str(&energy(report));
     if let Some(battery) = &report.battery {
-        out.push_str(&crate::battery::text(
+        out.push_str(&crate::battery_view::text(
             battery,
-            crate::battery::Unit::Recording,
+            crate::battery_view::Unit::Recording,
         ));
     }
     if !report.cpus.is_empty() {

@@ -6,7 +6,7 @@ use std::process::ExitCode;
 
 use anyhow::{bail, Context};
 use clap::Args;
-use powerlens_core::battery::{self, BatteryReport, LabelBattery, Workload};
+use powerlens_core::battery_life::{self, BatteryReport, LabelBattery, Workload};
 use powerlens_core::compare::{self, Comparison, Group};
 use powerlens_core::provenance::Provenance;
 use powerlens_core::run::RunResult;
@@ -199,7 +199,7 @@ fn from_csv(path: &Path, battery_wh: Option<f64>) -> anyhow::Result<Inputs> {
         .iter()
         .map(|g| {
             let (wh, workload) = battery_wh.zip(Workload::of_samples(&g.samples))?;
-            Some(battery::with_given_capacity(None, wh, &workload, &energy))
+            Some(battery_life::with_given_capacity(None, wh, &workload, &energy))
         })
         .collect();
     Ok(Inputs {
@@ -269,13 +269,13 @@ fn from_results(
         }
         battery.push(match (battery_wh, &result.summary) {
             (Some(wh), Some(summary)) => Some(
-                battery::with_given_capacity(
+                battery_life::with_given_capacity(
                     result.battery.as_ref(),
                     wh,
                     &Workload::of_runs(summary),
                     &result.provenance,
                 )
-                .charging(battery::Charged::of_runs(&result.provenance)),
+                .charging(battery_life::Charged::of_runs(&result.provenance)),
             ),
             _ => result.battery.clone(),
         });

@@ -477,5 +477,5 @@ pub struct RecordingReport {
     /// `--battery-wh`); `None` otherwise. Filled in by the caller, which reads the
     /// recording's battery metadata and charge samples.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub battery: Option<crate::battery::BatteryReport>,
+    pub battery: Option<crate::battery_life::BatteryReport>,
 }
