@@ -2,7 +2,14 @@
 //! energy split, the wake-up causes, the advice and what is unavailable; and the whole
 //! text report and its JSON.
 
-use super::*;
+use std::fmt::Write;
+
+use powerlens_core::sched::report::{CpuReport, RecordingReport};
+
+use super::columns::{GridOptions, UnknownColumn};
+use super::grid::{grid, grid_notes};
+use crate::names::NameFit;
+use crate::table::{sig, Table, NOT_AVAILABLE};
 
 /// JSON: the whole report model, pretty-printed (docs/REPORT.md lists the fields).
 pub fn json(report: &RecordingReport) -> String {

@@ -199,7 +199,9 @@ fn from_csv(path: &Path, battery_wh: Option<f64>) -> anyhow::Result<Inputs> {
         .iter()
         .map(|g| {
             let (wh, workload) = battery_wh.zip(Workload::of_samples(&g.samples))?;
-            Some(battery_life::with_given_capacity(None, wh, &workload, &energy))
+            Some(battery_life::with_given_capacity(
+                None, wh, &workload, &energy,
+            ))
         })
         .collect();
     Ok(Inputs {
