@@ -751,7 +751,7 @@ impl ProcfsSource {
                 continue;
             }
             if let Some(end) = ended.get(&pid) {
-                let runtime_ns = end.cpu_ns.saturating_sub(before);
+                let runtime_ns = end.cpu_until_end_ns().saturating_sub(before);
                 if runtime_ns > 0 {
                     out.push(ProcessInterval::cpu_only(
                         directory.process_of(pid).clone(),
@@ -775,12 +775,13 @@ impl ProcfsSource {
                 (end.ppid > 0).then_some(end.ppid),
             );
             directory.exited(pid);
-            if end.cpu_ns == 0 {
+            let runtime_ns = end.cpu_until_end_ns();
+            if runtime_ns == 0 {
                 continue;
             }
             out.push(ProcessInterval::cpu_only(
                 directory.process_of(pid).clone(),
-                end.cpu_ns,
+                runtime_ns,
             ));
         }
         self.last_cpu_ns = seen;
@@ -817,6 +818,7 @@ impl ProcfsSource {
                         ended.entry(tgid).or_insert(TaskExit {
                             id: tgid,
                             cpu_ns: 0,
+                            elapsed_ns: 0,
                             ..exit
                         });
                     }
