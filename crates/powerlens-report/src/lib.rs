@@ -15,6 +15,7 @@ pub mod page;
 pub mod prometheus;
 pub mod recording;
 pub mod run;
+pub mod stack_tree;
 pub mod svg;
 pub mod sweep;
 pub mod table;
