@@ -1,4 +1,4 @@
-//! What `--web-config FILE` asks of the agent's server: TLS, basic auth, and the paths left
+//! What the agent's web config asks of its server: TLS, basic auth, and the paths left
 //! open. Read and checked at start (certificates, keys, hashes), so that a mistake stops
 //! the agent with one line naming the key and the fix rather than failing scrapes; read
 //! again when one of its files changes (`reload.rs`).
@@ -7,11 +7,11 @@ use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use powerlens_report::web_config::{parse_web_config, ClientAuth, Pem, WebConfig, MAX_WEB_CONFIG};
-
-use super::basic_auth::BasicAuth;
-use super::paths::PATHS;
-use super::tls;
+use crate::basic_auth::BasicAuth;
+use crate::error::{Error, WebConfigProblem};
+use crate::paths::PATHS;
+use crate::tls;
+use crate::web_config::{parse_web_config, ClientAuth, Pem, WebConfig, MAX_WEB_CONFIG};
 
 #[derive(Default)]
 pub struct Security {
@@ -28,17 +28,19 @@ pub struct Security {
 
 impl Security {
     /// Reads and checks a web config file.
-    pub fn load(path: &Path) -> anyhow::Result<Security> {
-        let fail =
-            |e: &dyn std::fmt::Display| anyhow::anyhow!("--web-config {}: {e}", path.display());
-        let size = std::fs::metadata(path).map_err(|e| fail(&e))?.len();
+    pub fn load(path: &Path) -> Result<Security, Error> {
+        let fail = |problem: WebConfigProblem| Error::WebConfig {
+            path: path.to_path_buf(),
+            problem,
+        };
+        let size = std::fs::metadata(path)
+            .map_err(|e| fail(WebConfigProblem::Read(e)))?
+            .len();
         if size > MAX_WEB_CONFIG as u64 {
-            return Err(fail(&format!(
-                "{size} bytes: a web config is a few keys (see docs/AGENT.md#security)"
-            )));
+            return Err(fail(WebConfigProblem::TooLarge(size)));
         }
-        let text = std::fs::read_to_string(path).map_err(|e| fail(&e))?;
-        let config = parse_web_config(&text).map_err(|e| fail(&e))?;
+        let text = std::fs::read_to_string(path).map_err(|e| fail(WebConfigProblem::Read(e)))?;
+        let config = parse_web_config(&text).map_err(|e| fail(WebConfigProblem::Parse(e)))?;
         let dir = path.parent().unwrap_or(Path::new("."));
         let mut files = vec![path.to_path_buf()];
         if let Some(t) = &config.tls {
@@ -51,19 +53,15 @@ impl Security {
                 }
             }
         }
-        let mut security =
-            Security::from_config(config, dir).map_err(|e| fail(&format!("{e:#}")))?;
+        let mut security = Security::from_config(config, dir).map_err(fail)?;
         security.files = files;
         Ok(security)
     }
 
-    fn from_config(config: WebConfig, dir: &Path) -> anyhow::Result<Security> {
+    fn from_config(config: WebConfig, dir: &Path) -> Result<Security, WebConfigProblem> {
         for p in &config.auth_excluded_paths {
             if !PATHS.contains(&p.as_str()) {
-                anyhow::bail!(
-                    "auth_excluded_paths: the agent serves no {p} (it serves {}): remove it",
-                    PATHS.join(", ")
-                );
+                return Err(WebConfigProblem::NotServed { path: p.clone() });
             }
         }
         let tls = config
@@ -127,33 +125,50 @@ impl Security {
         }
     }
 
-    /// The line printed at start for an address other hosts reach: a warning naming what
-    /// is missing, or a note saying what protects it. `None` on loopback.
-    pub fn exposure(&self, addr: SocketAddr) -> Option<String> {
+    /// How exposed an agent on `addr` is, for the line printed at start and after a
+    /// reload. `None` on loopback.
+    pub fn exposure(&self, addr: SocketAddr) -> Option<Exposure> {
         if addr.ip().is_loopback() {
             return None;
         }
         let authenticated = self.basic_auth.is_some() || self.client_certificates;
-        let open = if self.basic_auth.is_some() && !self.open_paths.is_empty() {
-            format!(" ({} open)", self.open_paths.join(", "))
-        } else {
-            String::new()
-        };
         Some(match (self.tls.is_some(), authenticated) {
-            (true, true) => format!(
-                "serving on {addr}, reachable from other hosts: {}{open}",
-                self.describe()
-            ),
-            (false, false) => format!(
-                "warning: serving on {addr}, reachable from other hosts, without TLS or authentication: anyone who reaches it reads the metrics; give --web-config FILE with tls_server_config and basic_auth_users (docs/AGENT.md#security)"
-            ),
-            (true, false) => format!(
-                "warning: serving on {addr}, reachable from other hosts, over TLS but without authentication: anyone who reaches it reads the metrics; add basic_auth_users or client certificates to the web config (docs/AGENT.md#security)"
-            ),
-            (false, true) => format!(
-                "warning: serving on {addr}, reachable from other hosts, with {}: passwords cross the network readable by anyone on the path; add tls_server_config to the web config (docs/AGENT.md#security)",
-                self.describe()
-            ),
+            (true, true) => Exposure::Protected {
+                addr,
+                protection: self.describe(),
+                open_paths: if self.basic_auth.is_some() {
+                    self.open_paths.clone()
+                } else {
+                    Vec::new()
+                },
+            },
+            (false, false) => Exposure::Unprotected { addr },
+            (true, false) => Exposure::Unauthenticated { addr },
+            (false, true) => Exposure::Unencrypted {
+                addr,
+                protection: self.describe(),
+            },
         })
     }
+}
+
+/// An address other hosts reach, and what protects it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Exposure {
+    /// TLS and authentication: `protection` as a phrase ("TLS and basic auth (2 users)"),
+    /// and the paths basic auth leaves open.
+    Protected {
+        addr: SocketAddr,
+        protection: String,
+        open_paths: Vec<String>,
+    },
+    /// Neither TLS nor authentication: anyone who reaches it reads the metrics.
+    Unprotected { addr: SocketAddr },
+    /// TLS without authentication.
+    Unauthenticated { addr: SocketAddr },
+    /// Authentication over plain HTTP: passwords cross the network readable.
+    Unencrypted {
+        addr: SocketAddr,
+        protection: String,
+    },
 }
