@@ -172,3 +172,72 @@ pub enum Exposure {
         protection: String,
     },
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::error::TlsError;
+
+    /// Issue 31: a web config the agent cannot use is a typed error whose message names the
+    /// file, the key and the fix, and no flag of the command line (the command adds it).
+    #[test]
+    fn load_errors_are_typed_and_name_no_flag() {
+        let dir = tempfile::tempdir().unwrap();
+        let write = |name: &str, text: &str| {
+            let path = dir.path().join(name);
+            std::fs::write(&path, text).unwrap();
+            path
+        };
+        let paths = write("paths.yml", "auth_excluded_paths: [/debug]\n");
+        let cert = write(
+            "cert.yml",
+            "tls_server_config:\n  cert_file: missing.crt\n  key_file: agent.key\n",
+        );
+        let large = write("large.yml", &"#".repeat(MAX_WEB_CONFIG + 1));
+        let cases = [
+            (
+                &paths,
+                format!(
+                    "{}: auth_excluded_paths: the agent serves no /debug (it serves /, /metrics, /healthz): remove it",
+                    paths.display()
+                ),
+            ),
+            (
+                &cert,
+                format!(
+                    "{}: tls_server_config: cert_file {}: No such file or directory (os error 2): check the path (a relative path is relative to the web config's directory)",
+                    cert.display(),
+                    dir.path().join("missing.crt").display()
+                ),
+            ),
+            (
+                &large,
+                format!(
+                    "{}: {} bytes: a web config is a few keys (see docs/AGENT.md#security)",
+                    large.display(),
+                    MAX_WEB_CONFIG + 1
+                ),
+            ),
+        ];
+        for (path, expected) in &cases {
+            let e = Security::load(path).err().expect("refused");
+            let message = e.to_string();
+            assert_eq!(&message, expected);
+            assert!(!message.contains("--"), "a flag named: {message}");
+        }
+        assert!(matches!(
+            Security::load(&paths),
+            Err(Error::WebConfig {
+                problem: WebConfigProblem::NotServed { .. },
+                ..
+            })
+        ));
+        assert!(matches!(
+            Security::load(&cert),
+            Err(Error::WebConfig {
+                problem: WebConfigProblem::Tls(TlsError::ReadPem { .. }),
+                ..
+            })
+        ));
+    }
+}
