@@ -24,6 +24,8 @@ pub struct Options {
     pub per_process: bool,
     /// The live session's interval (for /healthz: a session three intervals late is stuck).
     pub interval: Duration,
+    /// The version powerlens_build_info shows: the program's, not this library's.
+    pub version: &'static str,
 }
 
 /// The web config read and checked, the address bound; nothing served yet.
@@ -88,6 +90,7 @@ impl Listening {
             idle_states: Vec::new(),
             lost_records: traced.then_some(0),
             interval: options.interval,
+            version: options.version,
             last_close: Instant::now(),
         }));
         // A server outlives its clients: a write to one that has gone is an error for that

@@ -244,8 +244,7 @@ fn metrics(state: &Mutex<State>, format: Format) -> String {
             mode: s.mode,
             trace_duty: s.trace_duty,
             mode_reason: &s.mode_reason,
-            // The workspace's one version: powerlens's.
-            version: env!("CARGO_PKG_VERSION"),
+            version: s.version,
             idle_states: &s.idle_states,
             lost_records: s.lost_records,
             self_cpu_s,

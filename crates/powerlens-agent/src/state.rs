@@ -19,6 +19,8 @@ pub struct State {
     pub idle_states: Vec<(u32, String, f64)>,
     pub lost_records: Option<u64>,
     pub interval: Duration,
+    /// powerlens_build_info's `version`.
+    pub version: &'static str,
     /// When the last interval closed (or the agent started).
     pub last_close: Instant,
 }

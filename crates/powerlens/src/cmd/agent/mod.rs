@@ -175,6 +175,7 @@ pub fn execute(global: &GlobalArgs, args: AgentArgs) -> anyhow::Result<ExitCode>
         },
         per_process: args.by != By::Cgroup,
         interval: args.live.interval,
+        version: env!("CARGO_PKG_VERSION"),
     };
     let scheme = listening.scheme();
     let protection = listening
