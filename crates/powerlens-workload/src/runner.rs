@@ -1,16 +1,28 @@
 //! Measuring a command repeatedly: warm-up, prepare, fixed windows, failures and Ctrl-C.
 //! Shared by `run`, `demo` and `calibrate` (and the comparisons that build on them).
+//!
+//! A run that fails or is interrupted ends its series with a typed [`Stop`], not an error:
+//! the runs before it are kept. The words for a stop, and the flags that fix it, are the
+//! caller's.
 
 use std::time::{Duration, Instant};
 
-use anyhow::Context;
-use indicatif::ProgressBar;
-use powerlens_core::run::{Baseline, Measurement, RunResult};
+use powerlens_core::run::{Baseline, ExitStatus, Measurement, RunResult};
 use powerlens_sys::settings::{self, Setting};
 use powerlens_sys::Roots;
 
 use powerlens_record::meter::Meter;
 use powerlens_record::{exec, interrupt};
+
+use crate::error::RunnerError;
+
+/// Whoever shows a series' progress.
+pub trait Progress {
+    /// What the series is doing now: `warm-up 1/3`, or the last run's wall time.
+    fn status(&self, text: String);
+    /// One more measured run is done.
+    fn run_done(&self);
+}
 
 /// How to measure a series of runs.
 #[derive(Debug, Clone)]
@@ -25,35 +37,12 @@ pub struct SeriesOptions {
     pub show_output: bool,
 }
 
-/// A named system configuration (`--config NAME=SETTINGS`), applied around each of its runs.
+/// A named system configuration (`NAME=SETTINGS`), applied around each of its runs.
 #[derive(Debug, Clone)]
 pub struct Config {
     pub name: String,
     pub settings: Vec<Setting>,
     pub roots: Roots,
-}
-
-impl Config {
-    /// Parses `NAME=SETTING[,SETTING…]`.
-    pub fn parse(text: &str, roots: &Roots) -> anyhow::Result<Config> {
-        let (name, rest) = text
-            .split_once('=')
-            .filter(|(n, r)| !n.trim().is_empty() && !r.trim().is_empty())
-            .with_context(|| format!("--config {text:?}: expected NAME=SETTING[,SETTING…], e.g. save=governor=powersave,turbo=off"))?;
-        let settings =
-            settings::parse_settings(rest).with_context(|| format!("--config {name}"))?;
-        Ok(Config {
-            name: name.trim().to_string(),
-            settings,
-            roots: roots.clone(),
-        })
-    }
-
-    /// Checks that this machine can apply every setting, before anything runs.
-    pub fn check(&self) -> anyhow::Result<()> {
-        settings::check(&self.roots, &self.settings)
-            .with_context(|| format!("--config {}", self.name))
-    }
 }
 
 /// One command to measure, under a configuration or as the machine is.
@@ -74,13 +63,57 @@ impl Job<'_> {
 #[derive(Debug)]
 pub struct Series {
     pub measurements: Vec<Measurement>,
-    pub stopped_early: Option<String>,
+    pub stopped_early: Option<Stop>,
+}
+
+/// Where and why a series stopped before its last run.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Stop {
+    pub during: During,
+    /// Which of several interleaved commands (counted from 1); `None` with one command.
+    pub command: Option<usize>,
+    pub reason: StopReason,
+}
+
+/// The attempt a series stopped in.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum During {
+    WarmUp,
+    /// A measured run, counted from 1.
+    Run(usize),
+}
+
+/// Why a series stopped.
+#[derive(Debug, Clone, PartialEq)]
+pub enum StopReason {
+    /// Ctrl-C, SIGTERM or SIGHUP: the user asked to stop.
+    Interrupted,
+    /// The command run before each run failed.
+    PrepareFailed(ExitStatus),
+    /// The command ran longer than the fixed energy window.
+    Overran { ran: Duration, window: Duration },
+    /// The command failed, and failed runs are not measured.
+    CommandFailed(ExitStatus),
+}
+
+impl Stop {
+    /// Where the series stopped, e.g. `warm-up`, `run 3`, `run 2 of command 1`.
+    pub fn place(&self) -> String {
+        let of_command = self
+            .command
+            .map(|n| format!(" of command {n}"))
+            .unwrap_or_default();
+        match self.during {
+            During::WarmUp => format!("warm-up{of_command}"),
+            During::Run(n) => format!("run {n}{of_command}"),
+        }
+    }
 }
 
 /// How one attempt ended.
 enum Attempt {
     Done(Measurement),
-    Stop(String),
+    Stop(StopReason),
 }
 
 /// Runs the warm-ups and then the measured runs, advancing `progress` once per run.
@@ -88,8 +121,8 @@ pub fn run_series(
     meter: &Meter,
     argv: &[String],
     opts: &SeriesOptions,
-    progress: &ProgressBar,
-) -> anyhow::Result<Series> {
+    progress: &dyn Progress,
+) -> Result<Series, RunnerError> {
     let mut all = run_interleaved(meter, &[Job::plain(argv.to_vec())], opts, progress)?;
     Ok(all.remove(0))
 }
@@ -101,8 +134,8 @@ pub fn run_interleaved(
     meter: &Meter,
     commands: &[Job<'_>],
     opts: &SeriesOptions,
-    progress: &ProgressBar,
-) -> anyhow::Result<Vec<Series>> {
+    progress: &dyn Progress,
+) -> Result<Vec<Series>, RunnerError> {
     let mut series: Vec<Series> = commands
         .iter()
         .map(|_| Series {
@@ -110,23 +143,21 @@ pub fn run_interleaved(
             stopped_early: None,
         })
         .collect();
-    let label = |i: usize| {
-        if commands.len() > 1 {
-            format!(" of command {}", i + 1)
-        } else {
-            String::new()
-        }
-    };
-    let stop_all = |series: &mut Vec<Series>, why: String| {
+    let stop_all = |series: &mut Vec<Series>, during: During, i: usize, reason: StopReason| {
+        let stop = Stop {
+            during,
+            command: (commands.len() > 1).then_some(i + 1),
+            reason,
+        };
         for s in series.iter_mut() {
-            s.stopped_early = Some(why.clone());
+            s.stopped_early = Some(stop.clone());
         }
     };
     for round in 0..opts.warmup {
         for (i, job) in commands.iter().enumerate() {
-            progress.set_message(format!("warm-up {}/{}", round + 1, opts.warmup));
+            progress.status(format!("warm-up {}/{}", round + 1, opts.warmup));
             if let Attempt::Stop(why) = attempt(meter, job, opts)? {
-                stop_all(&mut series, format!("warm-up{}: {why}", label(i)));
+                stop_all(&mut series, During::WarmUp, i, why);
                 return Ok(series);
             }
         }
@@ -135,15 +166,15 @@ pub fn run_interleaved(
         for (i, job) in commands.iter().enumerate() {
             match attempt(meter, job, opts)? {
                 Attempt::Done(m) => {
-                    progress.set_message(format!("last {:.3} s", m.wall_s));
+                    progress.status(format!("last {:.3} s", m.wall_s));
                     series[i].measurements.push(m);
                 }
                 Attempt::Stop(why) => {
-                    stop_all(&mut series, format!("run {}{}: {why}", round + 1, label(i)));
+                    stop_all(&mut series, During::Run(round + 1), i, why);
                     return Ok(series);
                 }
             }
-            progress.inc(1);
+            progress.run_done();
         }
     }
     Ok(series)
@@ -151,20 +182,21 @@ pub fn run_interleaved(
 
 /// One run of a job: its configuration applied just around it and restored right after,
 /// also when the run fails or is interrupted.
-fn attempt(meter: &Meter, job: &Job<'_>, opts: &SeriesOptions) -> anyhow::Result<Attempt> {
+fn attempt(meter: &Meter, job: &Job<'_>, opts: &SeriesOptions) -> Result<Attempt, RunnerError> {
     let Some(config) = job.config else {
         return attempt_as_is(meter, &job.argv, opts, None);
     };
-    let applied = settings::apply(&config.roots, &config.settings)
-        .with_context(|| format!("applying --config {}", config.name))?;
+    let applied =
+        settings::apply(&config.roots, &config.settings).map_err(|source| RunnerError::Apply {
+            config: config.name.clone(),
+            source,
+        })?;
     let result = attempt_as_is(meter, &job.argv, opts, applied.affinity().as_deref());
     if let Err(errors) = applied.restore() {
-        let list: Vec<String> = errors.iter().map(|e| e.to_string()).collect();
-        anyhow::bail!(
-            "restoring the settings of --config {} failed: {}; run `powerlens restore`",
-            config.name,
-            list.join("; ")
-        );
+        return Err(RunnerError::Restore {
+            config: config.name.clone(),
+            errors: errors.iter().map(|e| e.to_string()).collect(),
+        });
     }
     result
 }
@@ -174,44 +206,37 @@ fn attempt_as_is(
     argv: &[String],
     opts: &SeriesOptions,
     cpus: Option<&[u32]>,
-) -> anyhow::Result<Attempt> {
+) -> Result<Attempt, RunnerError> {
     if let Some(prepare) = &opts.prepare {
-        let status = exec::run_shell(prepare, opts.show_output)?;
+        let status = exec::run_shell(prepare, opts.show_output).map_err(RunnerError::exec)?;
         if !status.success() {
-            return Ok(Attempt::Stop(format!(
-                "the --prepare command failed ({}); rerun with --show-output to see why",
-                status.describe()
-            )));
+            return Ok(Attempt::Stop(StopReason::PrepareFailed(status)));
         }
     }
     if interrupt::interrupted() {
-        return Ok(Attempt::Stop("interrupted".into()));
+        return Ok(Attempt::Stop(StopReason::Interrupted));
     }
-    let before = meter.read()?;
-    let outcome = exec::run(argv, opts.show_output, cpus)?;
+    let before = meter.read().map_err(RunnerError::meter)?;
+    let outcome = exec::run(argv, opts.show_output, cpus).map_err(RunnerError::exec)?;
     if interrupt::interrupted() {
         // The command got the Ctrl-C too: this run is not a measurement of the workload.
-        return Ok(Attempt::Stop("interrupted".into()));
+        return Ok(Attempt::Stop(StopReason::Interrupted));
     }
     if let Some(window) = opts.window {
         if outcome.wall > window {
-            return Ok(Attempt::Stop(format!(
-                "the command ran {:.3} s, longer than the --window of {:.3} s; raise --window so that every run ends inside it",
-                outcome.wall.as_secs_f64(),
-                window.as_secs_f64()
-            )));
+            return Ok(Attempt::Stop(StopReason::Overran {
+                ran: outcome.wall,
+                window,
+            }));
         }
         let end = before.at + window;
         if !interrupt::sleep(end.saturating_duration_since(Instant::now())) {
-            return Ok(Attempt::Stop("interrupted".into()));
+            return Ok(Attempt::Stop(StopReason::Interrupted));
         }
     }
-    let after = meter.read()?;
+    let after = meter.read().map_err(RunnerError::meter)?;
     if !outcome.exit.success() && !opts.ignore_failure {
-        return Ok(Attempt::Stop(format!(
-            "the command failed ({}); use --ignore-failure to measure it anyway, --show-output to see its output",
-            outcome.exit.describe()
-        )));
+        return Ok(Attempt::Stop(StopReason::CommandFailed(outcome.exit)));
     }
     Ok(Attempt::Done(Measurement {
         wall_s: outcome.wall.as_secs_f64(),
@@ -229,44 +254,41 @@ fn attempt_as_is(
 
 /// The result of one command's series, as `run` reports and saves it: with the idle
 /// baseline when one was measured, and the battery-life figures when there is a battery.
+/// `stopped_early` is the series' [`Stop`] in the caller's words.
 pub fn result_of(
     meter: &Meter,
     argv: Vec<String>,
     window: Option<Duration>,
     baseline: Option<Baseline>,
-    series: Series,
+    measurements: Vec<Measurement>,
+    stopped_early: Option<String>,
 ) -> RunResult {
     let mut result = RunResult::new(
         argv,
         meter.provenance(),
         window.map(|w| w.as_secs_f64()),
         baseline,
-        series.measurements,
+        measurements,
         meter.warnings.clone(),
-        series.stopped_early,
+        stopped_early,
     );
     result.battery = meter.battery_report(&result);
     result
 }
 
 /// Average power of the machine left idle for `duration`; `None` when interrupted.
-pub fn idle_power(meter: &Meter, duration: Duration) -> anyhow::Result<Option<f64>> {
-    let before = meter.read()?;
+pub fn idle_power(meter: &Meter, duration: Duration) -> Result<Option<f64>, RunnerError> {
+    let before = meter.read().map_err(RunnerError::meter)?;
     if !interrupt::sleep(duration) {
         return Ok(None);
     }
-    let after = meter.read()?;
+    let after = meter.read().map_err(RunnerError::meter)?;
     Ok(Some(meter.average_power_w(&before, &after)))
 }
 
 /// Measures the idle baseline before the runs; `after_w` is filled in by [`finish_baseline`].
-pub fn start_baseline(meter: &Meter, duration: Duration) -> anyhow::Result<Option<Baseline>> {
-    let spinner = crate::progress::spinner(&format!(
-        "measuring idle baseline for {:.1} s",
-        duration.as_secs_f64()
-    ));
+pub fn start_baseline(meter: &Meter, duration: Duration) -> Result<Option<Baseline>, RunnerError> {
     let before = idle_power(meter, duration)?;
-    spinner.finish_and_clear();
     Ok(before.map(|w| Baseline {
         seconds: duration.as_secs_f64(),
         before_w: w,
@@ -276,9 +298,8 @@ pub fn start_baseline(meter: &Meter, duration: Duration) -> anyhow::Result<Optio
 }
 
 /// Measures the idle baseline again after the runs, to detect drift.
-pub fn finish_baseline(meter: &Meter, baseline: &mut Baseline) -> anyhow::Result<()> {
-    let spinner = crate::progress::spinner("measuring idle baseline again");
+pub fn finish_baseline(meter: &Meter, baseline: &mut Baseline) -> Result<(), RunnerError> {
     baseline.after_w = idle_power(meter, Duration::from_secs_f64(baseline.seconds))?;
-    spinner.finish_and_clear();
     Ok(())
 }
+

@@ -18,6 +18,7 @@ use serde::Serialize;
 use super::compute::repeat_until;
 use super::threads::{numbered_names, run_threads, WorkCounts};
 use super::{as_seconds, Report};
+use crate::error::{invalid_unless, WorkloadError};
 
 /// An instruction set for the multiply-add kernel.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
@@ -314,14 +315,17 @@ impl WorkCounts for AvxThread {
 
 pub type AvxReport = Report<AvxOptions, AvxThread>;
 
-pub fn run(options: AvxOptions) -> anyhow::Result<AvxReport> {
-    options.isa.check_supported().map_err(anyhow::Error::msg)?;
-    anyhow::ensure!(options.threads >= 1, "avx needs at least one thread");
-    anyhow::ensure!(
+pub fn run(options: AvxOptions) -> Result<AvxReport, WorkloadError> {
+    options
+        .isa
+        .check_supported()
+        .map_err(WorkloadError::Unsupported)?;
+    invalid_unless!(options.threads >= 1, "avx needs at least one thread");
+    invalid_unless!(
         !options.phase.is_zero(),
         "avx needs a phase longer than zero"
     );
-    anyhow::ensure!(
+    invalid_unless!(
         !options.duration.is_zero(),
         "avx needs a duration greater than zero"
     );
@@ -422,7 +426,7 @@ mod tests {
 
     #[test]
     fn every_supported_isa_runs_and_an_unsupported_one_is_refused() {
-        let _serial = crate::workload::measured_test_lock();
+        let _serial = crate::measured_test_lock();
         for isa in Isa::ALL {
             let options = AvxOptions {
                 isa,
