@@ -303,3 +303,110 @@ pub fn finish_baseline(meter: &Meter, baseline: &mut Baseline) -> Result<(), Run
     Ok(())
 }
 
+#[cfg(test)]
+mod tests {
+    use std::cell::RefCell;
+
+    use powerlens_record::meter::MeterOptions;
+
+    use super::*;
+
+    /// Remembers what the runner reported, in order.
+    #[derive(Default)]
+    struct Log(RefCell<Vec<String>>);
+
+    impl Progress for Log {
+        fn status(&self, text: String) {
+            self.0.borrow_mut().push(text);
+        }
+
+        fn run_done(&self) {
+            self.0.borrow_mut().push("done".into());
+        }
+    }
+
+    fn argv(s: &[&str]) -> Vec<String> {
+        s.iter().map(|a| a.to_string()).collect()
+    }
+
+    fn options(runs: usize, warmup: usize, prepare: Option<&str>) -> SeriesOptions {
+        SeriesOptions {
+            runs,
+            warmup,
+            prepare: prepare.map(str::to_string),
+            window: None,
+            ignore_failure: false,
+            show_output: false,
+        }
+    }
+
+    /// The power model over the machine's own /proc/stat: every machine can read it.
+    fn meter() -> Meter {
+        Meter::estimated(&Roots::default(), &MeterOptions::default()).unwrap()
+    }
+
+    #[test]
+    fn a_failed_run_stops_every_series_and_says_where() {
+        let jobs = [
+            Job::plain(argv(&["true"])),
+            Job::plain(argv(&["sh", "-c", "exit 3"])),
+        ];
+        let log = Log::default();
+        let series = run_interleaved(&meter(), &jobs, &options(3, 0, None), &log).unwrap();
+        // Round 1: the first command is measured, the second fails and ends both series.
+        assert_eq!(series[0].measurements.len(), 1);
+        assert!(series[1].measurements.is_empty());
+        let expected = Stop {
+            during: During::Run(1),
+            command: Some(2),
+            reason: StopReason::CommandFailed(ExitStatus {
+                code: Some(3),
+                signal: None,
+            }),
+        };
+        for s in &series {
+            assert_eq!(s.stopped_early.as_ref(), Some(&expected));
+        }
+        assert_eq!(expected.place(), "run 1 of command 2");
+        let log = log.0.into_inner();
+        assert_eq!(log.len(), 2, "one status and one step for the run: {log:?}");
+        assert!(log[0].starts_with("last ") && log[1] == "done", "{log:?}");
+    }
+
+    #[test]
+    fn a_failed_prepare_stops_in_the_warm_up() {
+        let log = Log::default();
+        let series = run_series(
+            &meter(),
+            &argv(&["true"]),
+            &options(2, 1, Some("exit 1")),
+            &log,
+        )
+        .unwrap();
+        assert!(series.measurements.is_empty());
+        let stop = series.stopped_early.unwrap();
+        assert_eq!(stop.place(), "warm-up");
+        assert_eq!(
+            stop.reason,
+            StopReason::PrepareFailed(ExitStatus {
+                code: Some(1),
+                signal: None,
+            })
+        );
+        assert_eq!(log.0.into_inner(), ["warm-up 1/1"]);
+    }
+
+    #[test]
+    fn a_finished_series_has_every_run_and_no_stop() {
+        let series = run_series(
+            &meter(),
+            &argv(&["true"]),
+            &options(2, 1, None),
+            &Log::default(),
+        )
+        .unwrap();
+        assert_eq!(series.measurements.len(), 2);
+        assert!(series.stopped_early.is_none());
+        assert!(series.measurements.iter().all(|m| m.exit.success()));
+    }
+}
