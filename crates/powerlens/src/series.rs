@@ -139,7 +139,33 @@ fn with_flags(error: RunnerError) -> anyhow::Error {
 mod tests {
     use super::*;
     use powerlens_core::run::ExitStatus;
+    use powerlens_sys::settings::SettingsError;
     use powerlens_workload::runner::During;
+
+    /// The runner's errors name no flag; the CLI gives them the `--config` of before.
+    #[test]
+    fn configuration_errors_name_the_flag() {
+        let apply = with_flags(RunnerError::Apply {
+            config: "save".into(),
+            source: SettingsError::Conflict {
+                first: "turbo=off".into(),
+                second: "turbo=on".into(),
+                path: "/sys/devices/system/cpu/intel_pstate/no_turbo".into(),
+            },
+        });
+        assert_eq!(
+            format!("{apply:#}"),
+            "applying --config save: turbo=off and turbo=on both set /sys/devices/system/cpu/intel_pstate/no_turbo: keep one of them"
+        );
+        let restore = with_flags(RunnerError::Restore {
+            config: "save".into(),
+            errors: vec!["turbo: gone".into(), "governor: gone".into()],
+        });
+        assert_eq!(
+            format!("{restore:#}"),
+            "restoring the settings of --config save failed: turbo: gone; governor: gone; run `powerlens restore`"
+        );
+    }
 
     #[test]
     fn stops_name_the_place_and_the_flag_that_fixes_them() {
