@@ -35,8 +35,9 @@ pub enum Isa {
 /// The CPU features the kernels may need, in the order they are reported.
 const KNOWN_FEATURES: [&str; 4] = ["avx", "avx2", "fma", "avx512f"];
 
-/// Which of [`KNOWN_FEATURES`] a CPU has. `detect` asks this CPU; `from_names` makes up
-/// one, so that the error path can be tested on a CPU that has everything.
+/// Which of the features the kernels may need (avx, avx2, fma, avx512f) a CPU has.
+/// `detect` asks this CPU; `from_names` makes up one, so that the error path can be
+/// tested on a CPU that has everything.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CpuFeatures {
     present: Vec<&'static str>,
@@ -54,7 +55,6 @@ impl CpuFeatures {
     }
 
     /// A CPU with exactly these features.
-    #[allow(dead_code, reason = "for tests here and in `dvfs measure`")]
     pub fn from_names(names: &[&'static str]) -> CpuFeatures {
         CpuFeatures {
             present: KNOWN_FEATURES
@@ -180,7 +180,6 @@ pub const KERNEL_ITERATION: &str = "kernel iteration";
 /// multiply-adds.
 ///
 /// Panics if this CPU cannot run `isa` (check with [`Isa::check_supported`] first).
-#[allow(dead_code, reason = "public API for `dvfs measure`")]
 pub fn run_kernel_iterations(isa: Isa, n: u64) {
     isa.assert_supported();
     black_box(kernel(isa, n));
@@ -188,7 +187,6 @@ pub fn run_kernel_iterations(isa: Isa, n: u64) {
 
 /// Runs the kernel in batches until `duration` has passed; returns the iterations done
 /// (a multiple of 64, at least 64). Panics like [`run_kernel_iterations`].
-#[allow(dead_code, reason = "public API for `dvfs measure`")]
 pub fn run_kernel_for(isa: Isa, duration: Duration) -> u64 {
     run_kernel_until(isa, Instant::now() + duration)
 }

@@ -1,5 +1,5 @@
 //! Measuring a command repeatedly: warm-up, prepare, fixed windows, failures and Ctrl-C.
-//! Shared by `run`, `demo` and `calibrate` (and the comparisons that build on them).
+//! Shared by `run`, `demo`, `compare` and `sweep`.
 //!
 //! A run that fails or is interrupted ends its series with a typed [`Stop`], not an error:
 //! the runs before it are kept. The words for a stop, and the flags that fix it, are the
