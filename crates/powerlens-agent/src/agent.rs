@@ -71,7 +71,8 @@ impl Listening {
 
     /// Starts serving the series of a live session in `mode`, empty until the first
     /// [`Agent::close_interval`]. `on_reload` is told what each change of the web config
-    /// came to.
+    /// came to. The program should ignore SIGPIPE (a library does not set a process-wide
+    /// disposition): otherwise a write to a client that has gone ends it.
     pub fn serve(
         self,
         mode: &Mode,
@@ -93,11 +94,6 @@ impl Listening {
             version: options.version,
             last_close: Instant::now(),
         }));
-        // A server outlives its clients: a write to one that has gone is an error for that
-        // connection, never a signal that ends the agent (the powerlens command restores
-        // SIGPIPE's default for the commands whose output is piped to `head`).
-        // SAFETY: a signal disposition, set before the server's threads start.
-        unsafe { libc::signal(libc::SIGPIPE, libc::SIG_IGN) };
         let watch = WebConfigWatch::new(
             self.web_config,
             self.addr,

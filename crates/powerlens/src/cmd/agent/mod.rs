@@ -127,6 +127,11 @@ pub enum By {
 }
 
 pub fn execute(global: &GlobalArgs, args: AgentArgs) -> anyhow::Result<ExitCode> {
+    // A server outlives its clients: a write to one that has gone is an error for that
+    // connection, never a signal that ends the agent (main restores SIGPIPE's default for
+    // the commands whose output is piped to `head`).
+    // SAFETY: a signal disposition, set before any of the agent's threads start.
+    unsafe { libc::signal(libc::SIGPIPE, libc::SIG_IGN) };
     let roots = global.roots()?;
     let addr = resolve(&args.listen)?;
     // Bound first: a bad web config or a port in use is told before the tracepoints are
