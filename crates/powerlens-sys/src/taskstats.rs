@@ -483,19 +483,37 @@ mod tests {
         }
     }
 
+    /// A listener on every online CPU, or `None` (said) where the kernel or the user's
+    /// rights do not allow one.
+    fn live_listener() -> Option<ExitListener> {
+        let cpus = crate::topology::read_online(&crate::Roots::default()).unwrap();
+        ExitListener::open(&cpus)
+            .map_err(|e| eprintln!("skipped: {e}"))
+            .ok()
+    }
+
+    /// The exits the listener reports until every one of `pids` is among them (or a
+    /// second has passed: the caller's lookups then say which is missing).
+    fn exits_of(listener: &mut ExitListener, pids: &[u32]) -> Vec<TaskExit> {
+        let mut exits = Vec::new();
+        for _ in 0..50 {
+            exits.extend(listener.drain());
+            if pids.iter().all(|pid| exits.iter().any(|e| e.id == *pid)) {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        exits
+    }
+
     /// The live kernel (root only): a child that runs ~50 ms of CPU and exits is reported
     /// with its name, its parent (us) and its scheduler CPU time, which the child's own
     /// CLOCK_PROCESS_CPUTIME_ID bounds from below.
     #[test]
     fn a_real_exit_is_reported() {
         let _one_at_a_time = crate::trace::collector::tests::one_live_test_at_a_time();
-        let cpus = crate::topology::read_online(&crate::Roots::default()).unwrap();
-        let mut listener = match ExitListener::open(&cpus) {
-            Ok(l) => l,
-            Err(e) => {
-                eprintln!("skipped: {e}");
-                return;
-            }
+        let Some(mut listener) = live_listener() else {
+            return;
         };
         let child = std::process::Command::new("sh")
             .args(["-c", "i=0; while [ $i -lt 20000 ]; do i=$((i+1)); done"])
@@ -504,14 +522,7 @@ mod tests {
         let pid = child.id();
         let out = child.wait_with_output().unwrap();
         assert!(out.status.success());
-        let mut exits = Vec::new();
-        for _ in 0..50 {
-            exits.extend(listener.drain());
-            if exits.iter().any(|e| e.id == pid) {
-                break;
-            }
-            std::thread::sleep(std::time::Duration::from_millis(20));
-        }
+        let exits = exits_of(&mut listener, &[pid]);
         let e = exits
             .iter()
             .find(|e| e.id == pid)
@@ -545,13 +556,8 @@ mod tests {
     #[test]
     fn short_children_are_charged_their_whole_life() {
         let _one_at_a_time = crate::trace::collector::tests::one_live_test_at_a_time();
-        let cpus = crate::topology::read_online(&crate::Roots::default()).unwrap();
-        let mut listener = match ExitListener::open(&cpus) {
-            Ok(l) => l,
-            Err(e) => {
-                eprintln!("skipped: {e}");
-                return;
-            }
+        let Some(mut listener) = live_listener() else {
+            return;
         };
         let mut reaped = Vec::new();
         for _ in 0..50 {
@@ -571,17 +577,8 @@ mod tests {
                 + (usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) as u64 * 1_000;
             reaped.push((pid as u32, ns));
         }
-        let mut exits = Vec::new();
-        for _ in 0..50 {
-            exits.extend(listener.drain());
-            if reaped
-                .iter()
-                .all(|(pid, _)| exits.iter().any(|e| e.id == *pid))
-            {
-                break;
-            }
-            std::thread::sleep(std::time::Duration::from_millis(20));
-        }
+        let pids: Vec<u32> = reaped.iter().map(|&(pid, _)| pid).collect();
+        let exits = exits_of(&mut listener, &pids);
         let (mut kernel, mut notified, mut until_end) = (0u64, 0u64, 0u64);
         for (pid, ns) in &reaped {
             let e = exits
