@@ -400,3 +400,34 @@ fn bad_csv_is_reported_by_line_and_nothing_is_written() {
         stderr(&both)
     );
 }
+
+/// A command that fails on its first run stops the series before it has a row: the error
+/// says which command, why it stopped and what to do, not only that its label has no rows.
+#[test]
+fn a_command_that_fails_at_once_is_named_with_its_exit_code() {
+    let dir = tempfile::tempdir().unwrap();
+    let sys = dir.path().join("sys");
+    std::fs::create_dir(&sys).unwrap();
+    let out = powerlens(
+        &sys,
+        &dir.path().join("r.db"),
+        &[
+            "compare",
+            "--runs",
+            "2",
+            "--warmup",
+            "0",
+            "--",
+            "true",
+            "sh -c 'exit 3'",
+        ],
+    );
+    assert!(!out.status.success());
+    let err = stderr(&out);
+    assert!(
+        err.contains("\"sh -c 'exit 3'\" finished no run to compare")
+            && err.contains("exit code 3")
+            && err.contains("--ignore-failure"),
+        "{err}"
+    );
+}

@@ -136,6 +136,17 @@ pub fn execute(global: &GlobalArgs, args: CompareArgs) -> anyhow::Result<ExitCod
         ),
         _ => bail!("give one kind of input: commands after `--`, saved results, or --from-csv FILE — not several"),
     };
+    // A series that stopped before a command finished one run leaves that command no
+    // rows: say why it stopped, not only that the rows are missing.
+    if let (Some(why), Some(empty)) = (
+        &inputs.stopped_early,
+        inputs.groups.iter().find(|g| g.samples.is_empty()),
+    ) {
+        bail!(
+            "{:?} finished no run to compare: stopped early: {why}",
+            empty.label
+        );
+    }
     let mut comparison = compare::compare(&inputs.groups, args.work)?;
     let job_runs = args.job.map(|units| units / args.work);
     if args.job.is_some() && inputs.battery.iter().all(Option::is_none) {
