@@ -14,7 +14,7 @@ pub mod recording;
 mod results;
 
 pub use recording::{
-    Chunk, ChunkCursor, ContentCheck, RecordingReader, RecordingWriter, ThreadRow,
+    Chunk, ChunkCursor, ContentCheck, RecordingHeader, RecordingReader, RecordingWriter, ThreadRow,
     RECORDING_APPLICATION_ID, RECORDING_SCHEMA_VERSION,
 };
 pub use results::{NewResult, ResultRow, ResultsDb, RunRow};

@@ -360,6 +360,67 @@ impl RecordingReader {
         Ok(out)
     }
 
+    /// What a reader needs of the recording besides its events, in one read transaction
+    /// (one snapshot, even of a file a recorder is still writing): the metadata of
+    /// `meta_keys`, the thread table, and the samples of `sample_kinds` from one scan of
+    /// the sample table. Keys and kinds not asked for are not parsed, so damage there
+    /// fails only the readers that ask for them.
+    pub fn header(
+        &self,
+        meta_keys: &[&str],
+        sample_kinds: &[&str],
+    ) -> Result<RecordingHeader, StoreError> {
+        let _snapshot = self.conn.unchecked_transaction().map_err(self.sql())?;
+        let mut meta = BTreeMap::new();
+        {
+            let mut stmt = self
+                .conn
+                .prepare("SELECT key, value FROM meta")
+                .map_err(self.sql())?;
+            let mut rows = stmt.query([]).map_err(self.sql())?;
+            while let Some(row) = rows.next().map_err(self.sql())? {
+                let key: String = row.get(0).map_err(self.sql())?;
+                if meta_keys.contains(&key.as_str()) {
+                    let text: String = row.get(1).map_err(self.sql())?;
+                    let value = self.parse_json(&format!("metadata {key:?}"), &text)?;
+                    meta.insert(key, value);
+                }
+            }
+        }
+        let threads = self.threads()?;
+        let mut samples: BTreeMap<String, Vec<(u64, serde_json::Value)>> = sample_kinds
+            .iter()
+            .map(|k| (k.to_string(), Vec::new()))
+            .collect();
+        if !sample_kinds.is_empty() {
+            let wanted = vec!["?"; sample_kinds.len()].join(", ");
+            // NOT INDEXED, as in `samples`: the table itself, which the checksum covers.
+            let mut stmt = self
+                .conn
+                .prepare(&format!(
+                    "SELECT time_ns, kind, data FROM samples NOT INDEXED WHERE kind IN ({wanted}) ORDER BY time_ns, seq"
+                ))
+                .map_err(self.sql())?;
+            let mut rows = stmt
+                .query(rusqlite::params_from_iter(sample_kinds))
+                .map_err(self.sql())?;
+            while let Some(row) = rows.next().map_err(self.sql())? {
+                let t: i64 = row.get(0).map_err(self.sql())?;
+                let kind: String = row.get(1).map_err(self.sql())?;
+                let text: String = row.get(2).map_err(self.sql())?;
+                let value = self.parse_json(&format!("a {kind:?} sample"), &text)?;
+                if let Some(of_kind) = samples.get_mut(&kind) {
+                    of_kind.push((from_sql(t), value));
+                }
+            }
+        }
+        Ok(RecordingHeader {
+            meta,
+            threads,
+            samples,
+        })
+    }
+
     /// The thread table, by tid.
     pub fn threads(&self) -> Result<Vec<ThreadRow>, StoreError> {
         let mut stmt = self
