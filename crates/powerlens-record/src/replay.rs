@@ -8,11 +8,11 @@
 
 use std::sync::mpsc::{self, Receiver, Sender, SyncSender};
 
-use anyhow::{anyhow, Context};
 use powerlens_core::codec::{ChunkDecoder, CodecError, EventContext};
 use powerlens_core::sched::event::{Event, EventKind, Tid};
 use powerlens_store::recording::{ChunkCursor, ChunkIndexRow, RecordingReader};
 
+use crate::error::{Doing, RecordError};
 use crate::tournament::TournamentTree;
 
 /// What the replay saw besides the events.
@@ -73,7 +73,7 @@ const BATCHES_AHEAD: usize = 2;
 enum Message {
     Batch(Batch),
     End { chunks: Vec<ChunkIndexRow> },
-    Failed(anyhow::Error),
+    Failed(RecordError),
 }
 
 /// Calls `f` with every event of the recording in time order, with its context (the thread
@@ -84,7 +84,7 @@ pub fn replay(
     reader: &RecordingReader,
     f: impl FnMut(&Event, EventContext),
     progress: impl FnMut(u64),
-) -> anyhow::Result<ReplayStats> {
+) -> Result<ReplayStats, RecordError> {
     let (stats, ()) =
         start(reader.path(), |_| Ok(()), |_, _, _| {})?.deliver(reader, f, progress)?;
     Ok(stats)
@@ -107,10 +107,14 @@ pub struct Replay<S> {
 /// thread starts at once, while the caller opens and checks the recording. The caller can
 /// do other work before [`Replay::deliver`] (the decode thread runs ahead meanwhile), and
 /// gets the side analysis back at the end.
-pub fn start<S, M, F>(path: &std::path::Path, side: M, mut feed: F) -> anyhow::Result<Replay<S>>
+pub fn start<S, M, F>(
+    path: &std::path::Path,
+    side: M,
+    mut feed: F,
+) -> Result<Replay<S>, RecordError>
 where
     S: Send + 'static,
-    M: FnOnce(&RecordingReader) -> anyhow::Result<S> + Send + 'static,
+    M: FnOnce(&RecordingReader) -> Result<S, RecordError> + Send + 'static,
     F: FnMut(&mut S, &Event, EventContext) + Send + 'static,
 {
     let path = path.to_path_buf();
@@ -120,7 +124,7 @@ where
         .name("powerlens-decode".into())
         .spawn(move || {
             let opened = RecordingReader::open(&path)
-                .map_err(|e| anyhow!("reopening the recording: {e}"))
+                .map_err(|cause| RecordError::Reopen { cause })
                 .and_then(|reader| {
                     let side = side(&reader)?;
                     let cpus = reader.cpus()?;
@@ -138,7 +142,7 @@ where
             });
             Some(side)
         })
-        .context("starting the decode thread")?;
+        .doing(|| "starting the decode thread".into())?;
     Ok(Replay {
         batches,
         empties,
@@ -155,7 +159,7 @@ impl<S> Replay<S> {
         reader: &RecordingReader,
         mut f: impl FnMut(&Event, EventContext),
         mut progress: impl FnMut(u64),
-    ) -> anyhow::Result<(ReplayStats, S)> {
+    ) -> Result<(ReplayStats, S), RecordError> {
         let mut stats = ReplayStats::default();
         // The latest time delivered.
         let mut latest = 0;
@@ -194,8 +198,10 @@ impl<S> Replay<S> {
                     let side = self
                         .decode
                         .join()
-                        .map_err(|_| anyhow!("the decode thread panicked"))?
-                        .ok_or_else(|| anyhow!("the decode thread stopped"))?;
+                        .map_err(|_| RecordError::Panicked {
+                            thread: "decode thread",
+                        })?
+                        .ok_or(RecordError::DecodeStopped)?;
                     return Ok((stats, side));
                 }
                 Message::Failed(e) => return Err(e),
@@ -208,7 +214,7 @@ impl<S> Replay<S> {
 /// batch is usually microseconds away, and waking a sleeping thread costs the sender a
 /// system call and this one a reschedule (on a virtual machine, an interrupt between
 /// virtual CPUs), once per batch: a tenth of the decode thread's time went to it.
-fn next_message(batches: &Receiver<Message>) -> anyhow::Result<Message> {
+fn next_message(batches: &Receiver<Message>) -> Result<Message, RecordError> {
     let spin = Spin::new();
     loop {
         match batches.try_recv() {
@@ -217,9 +223,7 @@ fn next_message(batches: &Receiver<Message>) -> anyhow::Result<Message> {
             _ => break,
         }
     }
-    batches
-        .recv()
-        .map_err(|_| anyhow!("the decode thread stopped"))
+    batches.recv().map_err(|_| RecordError::DecodeStopped)
 }
 
 /// A wait that spins for [`Spin::FOR`] before the waiter goes to sleep.
@@ -317,7 +321,7 @@ struct Stream<'a> {
     /// once the stream ended or failed.
     chunk: Option<(ChunkDecoder<Vec<u8>>, u64)>,
     /// Decoding failed after the events delivered: the error, delivered once they are.
-    failed: Option<anyhow::Error>,
+    failed: Option<RecordError>,
     /// The index rows of the chunks read so far.
     read: Vec<ChunkIndexRow>,
 }
@@ -325,7 +329,7 @@ struct Stream<'a> {
 impl Stream<'_> {
     /// The time of the next event, [`TournamentTree::DONE`] after the last one; the error
     /// once the events before it are delivered.
-    fn head_time(&mut self) -> anyhow::Result<u64> {
+    fn head_time(&mut self) -> Result<u64, RecordError> {
         match (&self.chunk, self.failed.take()) {
             (Some((decoder, _)), _) => Ok(decoder.next_time().unwrap_or(TournamentTree::DONE)),
             (None, Some(e)) => Err(e),
@@ -363,8 +367,10 @@ impl Stream<'_> {
                 Ok(Some(chunk)) => chunk,
                 Ok(None) => return,
                 Err(e) => {
-                    return self
-                        .fail(anyhow::Error::new(e).context(format!("reading cpu{cpu}'s events")))
+                    return self.fail(RecordError::While {
+                        doing: format!("reading cpu{cpu}'s events"),
+                        source: Box::new(e.into()),
+                    })
                 }
             };
             self.read.push(chunk.index_row());
@@ -383,16 +389,19 @@ impl Stream<'_> {
     }
 
     /// The stream ends with `e`, after the events already decoded.
-    fn fail(&mut self, e: anyhow::Error) {
+    fn fail(&mut self, e: RecordError) {
         self.chunk = None;
         self.failed = Some(e);
     }
 }
 
-fn corrupt(cpu: u32, first_ns: u64, e: CodecError) -> anyhow::Error {
-    anyhow::Error::new(e).context(format!(
-        "cpu{cpu}'s chunk at {first_ns} ns is corrupt (the recording is damaged; events before it were read)"
-    ))
+fn corrupt(cpu: u32, first_ns: u64, e: CodecError) -> RecordError {
+    RecordError::While {
+        doing: format!(
+            "cpu{cpu}'s chunk at {first_ns} ns is corrupt (the recording is damaged; events before it were read)"
+        ),
+        source: Box::new(e.into()),
+    }
 }
 
 /// The k-way merge of the CPUs' streams by time.
@@ -423,7 +432,7 @@ impl<'a> Merge<'a> {
     /// is used up. The leading stream's events are decoded into the batch a run at a
     /// time: as long as its next event still comes before every other stream's head (a
     /// CPU's burst of events between two of another's).
-    fn fill(&mut self, batch: &mut Batch) -> anyhow::Result<()> {
+    fn fill(&mut self, batch: &mut Batch) -> Result<(), RecordError> {
         if self.streams.is_empty() {
             return Ok(());
         }
@@ -437,7 +446,7 @@ impl<'a> Merge<'a> {
                         s.next_chunk();
                         s.head_time()
                     })
-                    .collect::<anyhow::Result<Vec<u64>>>()?;
+                    .collect::<Result<Vec<u64>, RecordError>>()?;
                 self.order.insert(TournamentTree::new(heads))
             }
         };
@@ -477,7 +486,7 @@ fn check_cpus(
     events: &mut Vec<Event>,
     contexts: &mut Vec<EventContext>,
     first: usize,
-) -> anyhow::Result<()> {
+) -> Result<(), RecordError> {
     let max = powerlens_sys::sysfs::MAX_CPU;
     let Some((at, named)) = events[first..].iter().enumerate().find_map(|(i, e)| {
         let named = match e.kind {
@@ -489,12 +498,14 @@ fn check_cpus(
     }) else {
         return Ok(());
     };
-    let (cpu, time) = (events[at].cpu, events[at].time_ns);
+    let (cpu, time_ns) = (events[at].cpu, events[at].time_ns);
     events.truncate(at);
     contexts.truncate(at);
-    Err(anyhow!(
-        "the recording is damaged: an event of cpu{cpu} at {time} ns names CPU {named}, more than any machine has (the events before it were read)"
-    ))
+    Err(RecordError::CpuOutOfRange {
+        cpu,
+        time_ns,
+        named,
+    })
 }
 
 #[cfg(test)]
