@@ -72,8 +72,12 @@ const BATCHES_AHEAD: usize = 2;
 /// that came before it).
 enum Message {
     Batch(Batch),
-    End { chunks: Vec<ChunkIndexRow> },
-    Failed(RecordError),
+    End {
+        chunks: Vec<ChunkIndexRow>,
+    },
+    /// Boxed, so that the batches, which the channel moves (and a spinning send moves
+    /// again), stay as small as they were.
+    Failed(Box<RecordError>),
 }
 
 /// Calls `f` with every event of the recording in time order, with its context (the thread
@@ -133,7 +137,7 @@ where
             let (reader, mut side, cpus) = match opened {
                 Ok(opened) => opened,
                 Err(e) => {
-                    let _ = send.send(Message::Failed(e));
+                    let _ = send.send(Message::Failed(Box::new(e)));
                     return None;
                 }
             };
@@ -204,7 +208,7 @@ impl<S> Replay<S> {
                         .ok_or(RecordError::DecodeStopped)?;
                     return Ok((stats, side));
                 }
-                Message::Failed(e) => return Err(e),
+                Message::Failed(e) => return Err(*e),
             }
         }
     }
@@ -287,7 +291,7 @@ fn decode_and_merge(
                 if !batch.events.is_empty() && !send_message(send, Message::Batch(batch)) {
                     return;
                 }
-                Message::Failed(e)
+                Message::Failed(Box::new(e))
             }
         };
         let last = !matches!(message, Message::Batch(_));
