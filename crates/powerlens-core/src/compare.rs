@@ -11,7 +11,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde::{Deserialize, Serialize};
 
-use crate::battery::{self, LabelBattery};
+use crate::battery_life::{self, LabelBattery};
 use crate::stats::{t_quantile, Summary};
 use crate::verdict::{self, Ratios, VerdictClass};
 
@@ -138,7 +138,7 @@ impl Comparison {
         for c in &mut self.candidates {
             if let Some(s) = find(&c.baseline)
                 .zip(find(&c.label))
-                .and_then(|(b, l)| battery::per_charge_sentence(b, l, work))
+                .and_then(|(b, l)| battery_life::per_charge_sentence(b, l, work))
             {
                 c.verdict.push(' ');
                 c.verdict.push_str(&s);
@@ -736,7 +736,7 @@ mod tests {
 
     #[test]
     fn the_battery_sentence_comes_before_an_estimates_qualifier() {
-        use crate::battery::{figures, Capacity, Workload};
+        use crate::battery_life::{figures, Capacity, Workload};
         let groups = [
             group("A", &[(1.0, 10.0), (1.0, 10.2)]),
             group("B", &[(2.0, 20.0), (2.0, 20.4)]),

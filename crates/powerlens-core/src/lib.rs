@@ -3,7 +3,7 @@
 //! Deterministic and free of I/O: callers feed measured values in, typed results come out.
 
 pub mod advice;
-pub mod battery;
+pub mod battery_life;
 pub mod codec;
 pub mod compare;
 pub mod diff;

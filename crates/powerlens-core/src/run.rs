@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use crate::battery::{BatteryReport, ChargeSpan};
+use crate::battery_life::{BatteryReport, ChargeSpan};
 use crate::provenance::Provenance;
 use crate::stats::{outliers, Summary};
 

@@ -4,8 +4,10 @@
 
 use std::path::PathBuf;
 
-use powerlens_core::battery::{full_charge_text, given_capacity, BatterySetup, Capacity, Missing};
-use powerlens_sys::energy::battery::UNPLUG;
+use powerlens_core::battery_life::{
+    full_charge_text, given_capacity, BatterySetup, Capacity, Missing,
+};
+use powerlens_sys::energy::battery_meter::UNPLUG;
 use powerlens_sys::{power_supply, Roots, SysError};
 
 /// The fix for battery figures on a machine whose battery cannot be used.

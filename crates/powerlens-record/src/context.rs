@@ -8,7 +8,7 @@ use std::collections::{BTreeSet, HashMap};
 
 use serde_json::Value;
 
-use powerlens_core::battery::{
+use powerlens_core::battery_life::{
     given_capacity, BatteryReport, BatterySetup, ChargeSpan, Charged, Workload,
 };
 use powerlens_core::model::{ModelError, PowerModel};

@@ -301,7 +301,7 @@ impl LiveSession {
     /// One line for the user: what measures energy, and why not something better. There
     /// is no command here: the model charges the machine's busy CPUs.
     pub fn describe_energy(&self) -> String {
-        let machine = powerlens_core::battery::Charged::Machine;
+        let machine = powerlens_core::battery_life::Charged::Machine;
         match &self.meter {
             Some(m) => m.describe_charging(machine),
             None => self.model.describe_charging(machine),
@@ -750,7 +750,7 @@ impl ProcfsSource {
                 continue;
             }
             if let Some(end) = ended.get(&pid) {
-                let runtime_ns = end.cpu_ns.saturating_sub(before);
+                let runtime_ns = end.cpu_until_end_ns().saturating_sub(before);
                 if runtime_ns > 0 {
                     out.push(ProcessInterval::cpu_only(
                         directory.process_of(pid).clone(),
@@ -774,12 +774,13 @@ impl ProcfsSource {
                 (end.ppid > 0).then_some(end.ppid),
             );
             directory.exited(pid);
-            if end.cpu_ns == 0 {
+            let runtime_ns = end.cpu_until_end_ns();
+            if runtime_ns == 0 {
                 continue;
             }
             out.push(ProcessInterval::cpu_only(
                 directory.process_of(pid).clone(),
-                end.cpu_ns,
+                runtime_ns,
             ));
         }
         self.last_cpu_ns = seen;
@@ -816,6 +817,7 @@ impl ProcfsSource {
                         ended.entry(tgid).or_insert(TaskExit {
                             id: tgid,
                             cpu_ns: 0,
+                            elapsed_ns: 0,
                             ..exit
                         });
                     }

@@ -3,7 +3,7 @@
 
 use serde_json::{json, Value};
 
-use powerlens_core::battery::Charged;
+use powerlens_core::battery_life::Charged;
 use powerlens_store::recording::RecordingWriter;
 use powerlens_sys::machine::MachineInfo;
 use powerlens_sys::trace::{monotonic_now_ns, Collector};
@@ -31,7 +31,7 @@ pub const SAMPLE_INTERVAL: &str = "sample_interval_s";
 pub const STACKS: &str = "stacks";
 /// How user stacks were unwound (counts), written at the end.
 pub const UNWIND: &str = "unwind";
-/// The battery behind battery-life figures (`powerlens_core::battery::BatterySetup`):
+/// The battery behind battery-life figures (`powerlens_core::battery_life::BatterySetup`):
 /// its full charge and how its gauge is read; absent without a battery or
 /// `--battery-wh`.
 pub const BATTERY: &str = "battery";

@@ -4,13 +4,13 @@
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use powerlens_core::battery::{BatteryReport, ChargeSpan, Charged, Workload};
+use powerlens_core::battery_life::{BatteryReport, ChargeSpan, Charged, Workload};
 use powerlens_core::model::class::MachineFacts;
 use powerlens_core::model::PowerModel;
 use powerlens_core::provenance::Provenance;
 use powerlens_core::run::{DomainEnergy, RunResult};
 use powerlens_sys::energy::sampler::{choose_read_interval, SampledSource};
-use powerlens_sys::energy::{battery, discover, SourceStatus};
+use powerlens_sys::energy::{battery_meter, discover, SourceStatus};
 
 use crate::battery::MeterBattery;
 use crate::error::{Doing, RecordError};
@@ -73,7 +73,7 @@ impl Meter {
             },
         };
         // The battery is the whole machine; any other meter (or the model) covers part of it.
-        let whole_system = matches!(&kind, Kind::Source(s) if s.name() == battery::NAME);
+        let whole_system = matches!(&kind, Kind::Source(s) if s.name() == battery_meter::NAME);
         // A battery that cannot be read costs its figures, not the measurement.
         let battery = MeterBattery::open(roots, options.battery_wh, whole_system)
             .unwrap_or_else(|e| Some(MeterBattery::unreadable(&e, options.battery_wh)));

@@ -122,7 +122,7 @@ pub fn text(c: &Comparison, provenance: &str) -> String {
     out.push_str(&labels_table(c).render());
     if !c.battery.is_empty() {
         out.push_str("\non battery (one charge):\n");
-        out.push_str(&crate::battery::table(&c.battery).render());
+        out.push_str(&crate::battery_view::table(&c.battery).render());
         for n in battery_notes(c) {
             out.push_str(&format!("battery note: {n}\n"));
         }
@@ -156,7 +156,7 @@ pub fn html(c: &Comparison, provenance: &str, notes: &[String]) -> String {
     page.table(&labels_table(c));
     if !c.battery.is_empty() {
         page.h2("On battery (one charge)");
-        page.table(&crate::battery::table(&c.battery));
+        page.table(&crate::battery_view::table(&c.battery));
         for n in battery_notes(c) {
             page.note(n);
         }

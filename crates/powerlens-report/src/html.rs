@@ -765,7 +765,7 @@ pub fn page(input: &HtmlInput<'_>) -> Result<String, UnknownColumn> {
     page.section_lines("Thread balance", &recording::balance(r));
     page.section_lines("Energy", &recording::energy(r));
     if let Some(battery) = &r.battery {
-        crate::battery::html(&mut page, battery, crate::battery::Unit::Recording);
+        crate::battery_view::html(&mut page, battery, crate::battery_view::Unit::Recording);
     }
     if !r.cpus.is_empty() {
         page.h2("Advice");

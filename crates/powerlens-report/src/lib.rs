@@ -2,21 +2,19 @@
 //! (`page`, `html`) and trace exports (Perfetto, Firefox Profiler). Takes analysed values in,
 //! returns strings; never measures anything.
 
-pub mod battery;
+pub mod battery_view;
 pub mod compare;
 pub mod diff;
 pub mod dvfs;
 pub mod export;
 pub mod html;
-pub mod http;
 pub mod info;
 pub mod names;
 pub mod page;
-pub mod prometheus;
 pub mod recording;
 pub mod run;
+pub mod stack_tree;
 pub mod svg;
 pub mod sweep;
 pub mod table;
 pub mod wake;
-pub mod web_config;

@@ -157,7 +157,7 @@ pub fn html(result: &RunResult) -> String {
         ));
     }
     if let Some(battery) = &result.battery {
-        crate::battery::html(&mut page, battery, crate::battery::Unit::Run);
+        crate::battery_view::html(&mut page, battery, crate::battery_view::Unit::Run);
     }
     page.h2("Runs (click a column to sort)");
     page.table(&runs_table(result));
@@ -199,7 +199,10 @@ pub fn text(result: &RunResult) -> String {
     }
     if let Some(battery) = &result.battery {
         out.push('\n');
-        out.push_str(&crate::battery::text(battery, crate::battery::Unit::Run));
+        out.push_str(&crate::battery_view::text(
+            battery,
+            crate::battery_view::Unit::Run,
+        ));
     }
     if let Some(why) = &result.stopped_early {
         out.push_str(&format!("\nstopped early: {why}\n"));
@@ -272,7 +275,7 @@ pub fn markdown(result: &RunResult) -> String {
     }
     if let Some(battery) = &result.battery {
         out.push('\n');
-        for line in crate::battery::lines(battery, crate::battery::Unit::Run) {
+        for line in crate::battery_view::lines(battery, crate::battery_view::Unit::Run) {
             out.push_str(&format!("- battery: {line}\n"));
         }
     }

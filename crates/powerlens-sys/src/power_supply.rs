@@ -1,5 +1,5 @@
 //! Batteries as `class/power_supply` shows them: whether each is discharging, its full
-//! capacity and the charge left. The battery *energy source* (`energy::battery`) meters a
+//! capacity and the charge left. The battery *energy source* (`energy::battery_meter`) meters a
 //! discharging battery; these readings are what battery-life figures need besides energy.
 //!
 //! Units as sysfs has them: energy in µWh, charge in µAh, voltage in µV, `capacity` in

@@ -6,9 +6,8 @@ mod cli;
 mod cmd;
 mod progress;
 mod results;
-mod runner;
+mod series;
 mod units;
-mod workload;
 
 use std::process::ExitCode;
 

@@ -4,12 +4,13 @@
 //! series per (cgroup, name), not one per pid; and no child of the churn, whose ancestry
 //! the agent knows, is `cgroup="unknown"`. Once in the default mode (CPU time from /proc
 //! and the kernel's exit notifications) and once traced throughout (`--trace-duty 100`,
-//! the parents from fork events), where the churn's CPU time is also all there, against
+//! the parents from fork events). The churn's CPU time in its series is checked against
 //! the kernel's own account of the processes the test waited for (getrusage of its
-//! children). In the default mode it is not: the exit notification's scheduler time
-//! (taskstats' cpu_run_virtual_total) lacks the exiting task's last slice, so a process
-//! that ran in one slice ends with 0 (about half the `seq`s here); the test prints the
-//! figure, and the gap is in docs/AGENT.md.
+//! children). In the default mode a process that ends between two samples is charged
+//! what its exit notification says, which misses its last stretch on the CPU when it
+//! blocked at some point (a `gzip` reading its pipe); one that never blocked is charged
+//! its whole life (`TaskExit::cpu_until_end_ns`). So the default mode must hold 75% of the
+//! tree's time (86% seen, 57% before that fix) and the traced one 85% (94% seen).
 //!
 //! The issue asks for 2 minutes of churn; each mode runs 30 s here (set
 //! POWERLENS_CHURN_SECONDS for more). Keyed by name, the series cannot grow with time:
@@ -102,8 +103,8 @@ fn value(line: &str) -> f64 {
     line.rsplit(' ').next().unwrap().parse().unwrap()
 }
 
-/// `exact_cpu`: the churn's series must hold the tree's CPU time.
-fn churn_under_the_agent(extra: &[&str], exact_cpu: bool) {
+/// `least_share`: the share of the tree's CPU time the churn's series must hold at least.
+fn churn_under_the_agent(extra: &[&str], least_share: f64) {
     let _serial = serial();
     let dir = tempfile::tempdir().unwrap();
     programs(dir.path());
@@ -173,12 +174,13 @@ fn churn_under_the_agent(extra: &[&str], exact_cpu: bool) {
         "one series per name, in the test's cgroup:\n{}",
         ours.join("\n")
     );
-    // The churn's CPU time is all in its series: the kernel's account of the tree, less
-    // the driver's `date` and `sleep` (a few ms a loop), within 15%.
+    // The churn's CPU time is in its series: the kernel's account of the tree, less the
+    // driver's `date` and `sleep` (a few ms a loop), never more, and at least
+    // `least_share` of it.
     let seen: f64 = ours.iter().map(|l| value(l)).sum();
     eprintln!("the churn's series hold {seen:.3} CPU s of the tree's {cpu_s:.3} s");
     assert!(
-        !exact_cpu || seen <= cpu_s * 1.02 && seen >= cpu_s * 0.85,
+        seen <= cpu_s * 1.02 && seen >= cpu_s * least_share,
         "the churn's series hold {seen:.3} CPU s, the kernel accounted {cpu_s:.3} s:\n{}",
         ours.join("\n")
     );
@@ -190,7 +192,7 @@ fn a_churn_keeps_the_series_bounded_and_every_child_in_a_cgroup_by_default() {
         eprintln!("skipped: the agent's exit notifications and tracepoints need root");
         return;
     }
-    churn_under_the_agent(&[], false);
+    churn_under_the_agent(&[], 0.75);
 }
 
 #[test]
@@ -199,5 +201,5 @@ fn a_churn_keeps_the_series_bounded_and_every_child_in_a_cgroup_traced_throughou
         eprintln!("skipped: the agent's tracepoints need root");
         return;
     }
-    churn_under_the_agent(&["--trace-duty", "100"], true);
+    churn_under_the_agent(&["--trace-duty", "100"], 0.85);
 }

@@ -495,7 +495,14 @@ fn client_certificates_are_required_when_configured() {
         ],
     );
     assert_eq!(status, 200, "{head}");
-    assert!(body.contains("powerlens_build_info"));
+    // The program's version, which the command hands the agent library.
+    assert!(
+        body.contains(&format!(
+            "powerlens_build_info{{version=\"{}\",",
+            env!("CARGO_PKG_VERSION")
+        )),
+        "{body}"
+    );
     // min_version TLS13: a TLS 1.2 client is refused.
     let (status, why, _) = curl(
         &url,

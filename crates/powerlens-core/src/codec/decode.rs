@@ -1,7 +1,15 @@
 //! Decoding a chunk back into events, checked (length and CRC) or streamed event by
 //! event with each event's context, and the byte reader both use.
 
-use super::*;
+use super::window::{EventBytes, Fallback, Window};
+use super::{
+    crc32, CodecError, CODEC_VERSION, CODE_MASK, CPU_SAMPLE, EXEC, EXIT, FLAG_CONTEXT, FLAG_CPU,
+    FLAG_SAME_TARGET, FORK, FREQUENCY, IDLE_ENTER, IDLE_EXIT, IRQ_ENTER_IPI, IRQ_ENTER_IRQ,
+    IRQ_ENTER_SOFTIRQ, IRQ_ENTER_TIMER, IRQ_ENTER_TIMER_ID, IRQ_EXIT, LAST_CODE, MIGRATE,
+    OLDEST_VERSION, STACK, SWITCH_BLOCKED, SWITCH_EXITED, SWITCH_PREEMPTED, TIMER_ARM, VALID_TAGS,
+    VALID_TAGS_V1, WAKEUP, WAKEUP_NEW,
+};
+use crate::sched::event::{Event, EventKind, InterruptKind, Name, StackId, SwitchedOut, Tid};
 
 /// Decodes one chunk, appending its events to `out`. A damaged, truncated or foreign
 /// chunk is an error (and `out` is left as it was); never a panic.

@@ -1,7 +1,15 @@
 //! Encoding events into a chunk: the header with the chunk's tables, then each event as
 //! a tag, a varint time delta and its fields, against a window of recent events.
 
-use super::*;
+use std::collections::HashMap;
+
+use super::{
+    crc32, put_varint, varint_len, CODEC_VERSION, CPU_SAMPLE, EXEC, EXIT, FLAG_CONTEXT, FLAG_CPU,
+    FLAG_SAME_TARGET, FORK, FREQUENCY, IDLE_ENTER, IDLE_EXIT, IRQ_ENTER_IPI, IRQ_ENTER_IRQ,
+    IRQ_ENTER_SOFTIRQ, IRQ_ENTER_TIMER, IRQ_ENTER_TIMER_ID, IRQ_EXIT, MIGRATE, RUNTIME, STACK,
+    SWITCH_BLOCKED, SWITCH_EXITED, SWITCH_PREEMPTED, TIMER_ARM, WAKEUP, WAKEUP_NEW,
+};
+use crate::sched::event::{Event, EventKind, InterruptKind, SwitchedOut, Tid, TidMap};
 
 /// Builds one chunk from events pushed in time order.
 #[derive(Debug, Default)]

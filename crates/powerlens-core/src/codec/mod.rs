@@ -10,14 +10,7 @@
 //! Pure: no I/O. Decoding never panics and never allocates more than the input can
 //! justify, whatever the bytes.
 
-use std::collections::HashMap;
-
-use crate::sched::event::{
-    Event, EventKind, InterruptKind, Name, StackId, SwitchedOut, Tid, TidMap,
-};
-
 mod window;
-use window::{EventBytes, Fallback, Window};
 
 /// Version of the chunk encoding, the first varint of every chunk. Version 2 added the
 /// codes from [`IRQ_ENTER_TIMER_ID`] on; version-1 chunks (a subset) still decode.

@@ -1,5 +1,7 @@
 use super::*;
-use crate::sched::event::IDLE_TID;
+use crate::sched::event::{
+    Event, EventKind, InterruptKind, Name, StackId, SwitchedOut, Tid, IDLE_TID,
+};
 
 fn ev(time_ns: u64, cpu: u32, kind: EventKind) -> Event {
     Event { time_ns, cpu, kind }

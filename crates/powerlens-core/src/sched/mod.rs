@@ -8,6 +8,7 @@ pub mod event;
 pub mod name;
 pub mod reduced;
 pub mod report;
+pub mod summary;
 pub(crate) mod tid_table;
 pub mod tracing_cost;
 pub mod wakeups;

@@ -338,6 +338,28 @@ pub fn folded(
     out
 }
 
+/// A caller/callee tree ([`tree`]), flattened in print order: each node under its parent,
+/// heavier siblings first. The text view (`powerlens_report::stack_tree`) draws it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StackTree {
+    /// What the weights are, with their unit (`cpu_time_s [µs]`).
+    pub metric_label: String,
+    pub lines: Vec<TreeLine>,
+}
+
+/// One node of a [`StackTree`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct TreeLine {
+    /// 0 for a thread (`comm (tid)`), 1 for its outermost frame, and so on.
+    pub depth: usize,
+    /// Inclusive weight as a share of the whole tree's.
+    pub share_pct: f64,
+    /// Inclusive weight, in the metric's unit.
+    pub weight: u64,
+    /// `comm (tid)`, `function (module)` or `[no stack]`.
+    pub name: String,
+}
+
 /// A caller/callee tree: from the outermost frames down, each node with its inclusive
 /// weight and share of the total; branches under `min_pct` of the total are cut.
 pub fn tree(
@@ -346,7 +368,7 @@ pub fn tree(
     stacks: &ResolvedStacks,
     metric: &str,
     min_pct: f64,
-) -> String {
+) -> StackTree {
     #[derive(Default)]
     struct Node {
         weight: u64,
@@ -378,50 +400,29 @@ pub fn tree(
             node.weight += v;
         }
     }
-    /// Where to print, and what to leave out.
-    struct Layout {
-        total: u64,
-        min_pct: f64,
-        /// Width of the weight column (its header may be the widest cell).
-        width: usize,
-    }
-    fn print(node: &Node, layout: &Layout, depth: usize, out: &mut String) {
-        let Layout {
-            total,
-            min_pct,
-            width,
-        } = *layout;
+    fn flatten(node: &Node, total: u64, min_pct: f64, depth: usize, out: &mut Vec<TreeLine>) {
         let mut children: Vec<(&String, &Node)> = node.children.iter().collect();
         children.sort_by(|a, b| b.1.weight.cmp(&a.1.weight).then(a.0.cmp(b.0)));
         for (name, child) in children {
-            let pct = child.weight as f64 / total.max(1) as f64 * 100.0;
-            if pct < min_pct {
+            let share_pct = child.weight as f64 / total.max(1) as f64 * 100.0;
+            if share_pct < min_pct {
                 continue;
             }
-            out.push_str(&format!(
-                "{:>6.1}% {:>width$}  {}{}\n",
-                pct,
-                child.weight,
-                "  ".repeat(depth),
-                name
-            ));
-            print(child, layout, depth + 1, out);
+            out.push(TreeLine {
+                depth,
+                share_pct,
+                weight: child.weight,
+                name: name.clone(),
+            });
+            flatten(child, total, min_pct, depth + 1, out);
         }
     }
-    // The header says what the numbers are: "1667667" alone read as anything.
-    let label = format!("{metric} [{}]", metric_unit(metric));
-    let width = label.chars().count().max(12);
-    let mut out = format!(
-        "{:>7} {label:>width$}  thread, then its callers down to the callees (module)\n",
-        "share",
-    );
-    let layout = Layout {
-        total: root.weight,
-        min_pct,
-        width,
-    };
-    print(&root, &layout, 0, &mut out);
-    out
+    let mut lines = Vec::new();
+    flatten(&root, root.weight, min_pct, 0, &mut lines);
+    StackTree {
+        metric_label: format!("{metric} [{}]", metric_unit(metric)),
+        lines,
+    }
 }
 
 #[cfg(test)]
@@ -611,33 +612,21 @@ mod tests {
             "t1;main;sleeper;nanosleep 1000\nt1;main;spin 3000\n"
         );
         let t = tree(&charges(), &threads, &resolved(), "cpu_time_s", 0.0);
-        // Issue 17 point 2: a header names the metric and its unit, aligned on the columns.
-        let header = t.lines().next().unwrap();
-        assert!(
-            header.starts_with("  share cpu_time_s [µs]  thread,"),
-            "{t}"
-        );
-        let lines: Vec<&str> = t.lines().skip(1).collect();
-        assert_eq!(lines.len(), 5, "{t}");
-        let column = |line: &str, text: &str| line[..line.find(text).unwrap()].chars().count();
-        assert_eq!(
-            column(header, "  thread"),
-            column(lines[0], "  t1 (1)"),
-            "{t}"
-        );
-        assert!(
-            lines[0].contains("100.0%") && lines[0].ends_with("t1 (1)"),
-            "{t}"
-        );
-        assert!(lines[1].ends_with("  main (t)"), "{t}");
-        assert!(
-            lines[2].contains("75.0%") && lines[2].ends_with("    spin (t)"),
-            "{t}"
-        );
+        // Issue 17 point 2: the weights say what they are (the text view's header).
+        assert_eq!(t.metric_label, "cpu_time_s [µs]");
+        let node = |i: usize| {
+            let l: &TreeLine = &t.lines[i];
+            (l.depth, l.name.as_str(), l.share_pct, l.weight)
+        };
+        assert_eq!(t.lines.len(), 5, "{t:#?}");
+        assert_eq!(node(0), (0, "t1 (1)", 100.0, 4000));
+        assert_eq!(node(1), (1, "main (t)", 100.0, 4000));
+        assert_eq!(node(2), (2, "spin (t)", 75.0, 3000));
+        assert_eq!(node(3), (2, "sleeper (t)", 25.0, 1000));
         // Cut below 30%: sleeper (25%) and below go.
         let cut = tree(&charges(), &threads, &resolved(), "cpu_time_s", 30.0);
-        assert_eq!(cut.lines().count(), 1 + 3, "{cut}");
+        assert_eq!(cut.lines.len(), 3, "{cut:#?}");
         let energy = tree(&charges(), &threads, &resolved(), "energy_j", 0.0);
-        assert!(energy.starts_with("  share energy_j [µJ]"), "{energy}");
+        assert_eq!(energy.metric_label, "energy_j [µJ]");
     }
 }

@@ -5,8 +5,8 @@
 //! than base64 can carry; a web config that parses holds only well-formed bcrypt hashes
 //! and user names without `:` (what `htpasswd` and RFC 7617 allow).
 
-use powerlens_report::http::{decode_base64, parse_basic_authorization, parse_request};
-use powerlens_report::web_config::{is_bcrypt_hash, parse_web_config};
+use powerlens_agent::http::{decode_base64, parse_basic_authorization, parse_request};
+use powerlens_agent::web_config::{is_bcrypt_hash, parse_web_config};
 
 pub const HTTP_DICT: &[&str] = &[
     "GET ",

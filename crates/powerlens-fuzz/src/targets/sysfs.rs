@@ -4,7 +4,7 @@
 //! `power` PMU's sysfs description, not its counters), the tracefs event ids, and
 //! `perf_event_paranoid`. Checks: energy read twice is finite and never negative.
 
-use powerlens_sys::energy::battery::BatterySource;
+use powerlens_sys::energy::battery_meter::BatterySource;
 use powerlens_sys::energy::hwmon::HwmonSource;
 use powerlens_sys::energy::perf_power;
 use powerlens_sys::energy::powercap::PowercapSource;

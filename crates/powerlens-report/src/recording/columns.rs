@@ -1,7 +1,10 @@
 //! The grid's column registry: every column a view by thread, process or function can
 //! show, named by its JSON key, and the lookups `--sort`, `--show` and `--hide` use.
 
-use super::*;
+use std::fmt;
+
+use crate::names::NameFit;
+use crate::table::Table;
 
 /// Grid rows: one per thread, process, function or call stack.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]

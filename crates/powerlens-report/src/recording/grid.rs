@@ -1,7 +1,16 @@
 //! The grid itself: one row per thread, process or function with the columns chosen,
 //! its totals, and the same rows as CSV.
 
-use super::*;
+use std::cmp::Ordering;
+
+use powerlens_core::sched::report::{
+    ProcessRow, RecordingReport, RowMetrics, ThreadRow, WakeupCounts,
+};
+use powerlens_core::stacks::grid::FunctionRow;
+
+use super::columns::{find, selected, By, Column, GridOptions, Total, UnknownColumn};
+use crate::names::NameFit;
+use crate::table::{csv_field, sig, Table};
 
 /// A cell.
 #[derive(Debug, Clone, PartialEq)]

@@ -6,17 +6,6 @@
 //! Grid columns are named by the same keys as the JSON fields; `--sort`, `--show`,
 //! `--hide` take those keys and [`list_columns`] describes them.
 
-use std::cmp::Ordering;
-use std::fmt::{self, Write};
-
-use powerlens_core::sched::report::{
-    CpuReport, ProcessRow, RecordingReport, RowMetrics, ThreadRow, WakeupCounts,
-};
-use powerlens_core::stacks::grid::FunctionRow;
-
-use crate::names::NameFit;
-use crate::table::{csv_field, sig, Table, NOT_AVAILABLE};
-
 mod columns;
 mod grid;
 mod sections;

@@ -2,7 +2,14 @@
 //! energy split, the wake-up causes, the advice and what is unavailable; and the whole
 //! text report and its JSON.
 
-use super::*;
+use std::fmt::Write;
+
+use powerlens_core::sched::report::{CpuReport, RecordingReport};
+
+use super::columns::{GridOptions, UnknownColumn};
+use super::grid::{grid, grid_notes};
+use crate::names::NameFit;
+use crate::table::{sig, Table, NOT_AVAILABLE};
 
 /// JSON: the whole report model, pretty-printed (docs/REPORT.md lists the fields).
 pub fn json(report: &RecordingReport) -> String {
@@ -556,9 +563,9 @@ pub fn text(report: &RecordingReport, opts: &GridOptions) -> Result<String, Unkn
     out.push('\n');
     out.push_str(&energy(report));
     if let Some(battery) = &report.battery {
-        out.push_str(&crate::battery::text(
+        out.push_str(&crate::battery_view::text(
             battery,
-            crate::battery::Unit::Recording,
+            crate::battery_view::Unit::Recording,
         ));
     }
     if !report.cpus.is_empty() {

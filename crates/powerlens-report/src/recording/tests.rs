@@ -1,6 +1,8 @@
 use super::*;
+use crate::names::NameFit;
 use powerlens_core::provenance::Provenance;
 use powerlens_core::sched::event::{Event, EventKind, InterruptKind, SwitchedOut, IDLE_TID};
+use powerlens_core::sched::report::RecordingReport;
 use powerlens_core::sched::report::{
     build, EnergyInput, IdleStateInfo, RecordingContext, SysfsIdle, ThreadInfo,
 };

@@ -1,7 +1,7 @@
 //! Which energy source to use: every source is tried in order of preference and reported
 //! available or not, with the reason and the fix.
 
-use crate::energy::battery::{self, BatterySource};
+use crate::energy::battery_meter::{self, BatterySource};
 use crate::energy::hwmon::{self, HwmonSource};
 use crate::energy::perf_power::{self, PerfPowerSource};
 use crate::energy::powercap::{self, PowercapSource};
@@ -40,7 +40,7 @@ fn try_all(roots: &Roots) -> Vec<Tried> {
             PerfPowerSource::summary,
         ),
         tried(
-            battery::NAME,
+            battery_meter::NAME,
             BatterySource::open(roots),
             BatterySource::summary,
         ),

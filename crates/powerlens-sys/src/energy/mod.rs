@@ -4,7 +4,7 @@
 //! counter wrap-around, and says how often it must be read for that correction to hold.
 //! Which source to use, and why the others are unavailable, is decided by [`discover`].
 
-pub mod battery;
+pub mod battery_meter;
 pub mod discover;
 pub mod hwmon;
 mod integrate;

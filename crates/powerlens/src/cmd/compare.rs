@@ -6,7 +6,7 @@ use std::process::ExitCode;
 
 use anyhow::{bail, Context};
 use clap::Args;
-use powerlens_core::battery::{self, BatteryReport, LabelBattery, Workload};
+use powerlens_core::battery_life::{self, BatteryReport, LabelBattery, Workload};
 use powerlens_core::compare::{self, Comparison, Group};
 use powerlens_core::provenance::Provenance;
 use powerlens_core::run::RunResult;
@@ -17,9 +17,9 @@ use crate::args::GlobalArgs;
 use crate::cmd::run::{
     BatteryArgs, ConfigArgs, MeterArgs, OutputArgs, Rendered, SaveArgs, SeriesArgs,
 };
-use crate::runner::Job;
+use crate::series::{self, Job};
 use crate::units::parse_positive_number;
-use crate::{progress, results, runner};
+use crate::{progress, results};
 use powerlens_record::interrupt;
 use powerlens_record::meter::Meter;
 
@@ -199,7 +199,9 @@ fn from_csv(path: &Path, battery_wh: Option<f64>) -> anyhow::Result<Inputs> {
         .iter()
         .map(|g| {
             let (wh, workload) = battery_wh.zip(Workload::of_samples(&g.samples))?;
-            Some(battery::with_given_capacity(None, wh, &workload, &energy))
+            Some(battery_life::with_given_capacity(
+                None, wh, &workload, &energy,
+            ))
         })
         .collect();
     Ok(Inputs {
@@ -269,13 +271,13 @@ fn from_results(
         }
         battery.push(match (battery_wh, &result.summary) {
             (Some(wh), Some(summary)) => Some(
-                battery::with_given_capacity(
+                battery_life::with_given_capacity(
                     result.battery.as_ref(),
                     wh,
                     &Workload::of_runs(summary),
                     &result.provenance,
                 )
-                .charging(battery::Charged::of_runs(&result.provenance)),
+                .charging(battery_life::Charged::of_runs(&result.provenance)),
             ),
             _ => result.battery.clone(),
         });
@@ -351,13 +353,13 @@ fn live(global: &GlobalArgs, args: &CompareArgs) -> anyhow::Result<Inputs> {
     interrupt::install();
     let options = args.series.options();
     let bar = progress::bar((options.runs * jobs.len()) as u64, "compare");
-    let series = runner::run_interleaved(&meter, &jobs, &options, &bar)?;
+    let series = series::run_interleaved(&meter, &jobs, &options, &bar)?;
     bar.finish_and_clear();
     let stopped_early = series.first().and_then(|s| s.stopped_early.clone());
     let mut groups = Vec::new();
     let mut battery = Vec::new();
     for ((label, job), s) in labels.iter().zip(jobs).zip(series) {
-        let result = runner::result_of(&meter, job.argv, options.window, None, s);
+        let result = series::result_of(&meter, job.argv, options.window, None, s);
         if let Some(db) = db.as_mut().filter(|_| !result.runs.is_empty()) {
             let id = results::save_run(db, &result, Some(label.clone()))?;
             eprintln!("saved {label:?} as result {id}");

@@ -18,7 +18,7 @@ use crate::args::GlobalArgs;
 use crate::cmd::run::MeterArgs;
 use crate::progress;
 use crate::progress::AnalysisOnStderr;
-use crate::runner::{self, SeriesOptions};
+use crate::series::{self, SeriesOptions};
 use crate::units::parse_positive_duration;
 use powerlens_record::analyse::{analyse, AnalyseOptions};
 use powerlens_record::interrupt;
@@ -195,9 +195,9 @@ pub fn execute(global: &GlobalArgs, args: DemoArgs) -> anyhow::Result<ExitCode> 
     let mut scenarios = Vec::new();
     for (name, argv) in plan {
         bar.set_prefix(name.clone());
-        let series = runner::run_series(&meter, &argv, &options, &bar)?;
+        let series = series::run_series(&meter, &argv, &options, &bar)?;
         let stopped_early = series.stopped_early.clone();
-        let result = runner::result_of(&meter, argv, None, None, series);
+        let result = series::result_of(&meter, argv, None, None, series);
         scenarios.push(Scenario { name, result });
         if let Some(why) = stopped_early {
             bar.finish_and_clear();

@@ -217,9 +217,10 @@ pub fn execute(global: &GlobalArgs, args: ReportArgs) -> anyhow::Result<ExitCode
     }
     if let Some((charges, resolved)) = &analysed.stacks {
         if args.tree {
+            let tree = grid::tree(charges, &report.threads, resolved, &metric, TREE_MIN_PCT);
             print!(
                 "{}",
-                grid::tree(charges, &report.threads, resolved, &metric, TREE_MIN_PCT)
+                powerlens_report::stack_tree::text(&tree, text_name_fit())
             );
             return Ok(ExitCode::SUCCESS);
         }

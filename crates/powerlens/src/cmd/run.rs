@@ -9,12 +9,14 @@ use clap::Args;
 use powerlens_store::ResultsDb;
 
 use crate::args::GlobalArgs;
-use crate::runner::{self, Config, SeriesOptions};
+use crate::series::{self, SeriesOptions};
 use crate::units::{parse_positive_duration, parse_positive_number, parse_seconds};
 use crate::{progress, results};
 use powerlens_record::interrupt;
 use powerlens_record::meter::{Meter, MeterOptions};
+use powerlens_sys::settings;
 use powerlens_sys::Roots;
+use powerlens_workload::runner::Config;
 
 #[derive(Debug, Args)]
 #[command(after_long_help = "\
@@ -213,7 +215,7 @@ impl ConfigArgs {
         let configs = self
             .configs
             .iter()
-            .map(|c| Config::parse(c, roots))
+            .map(|c| parse_config(c, roots))
             .collect::<anyhow::Result<Vec<_>>>()?;
         for (i, c) in configs.iter().enumerate() {
             if configs[..i].iter().any(|d| d.name == c.name) {
@@ -222,10 +224,26 @@ impl ConfigArgs {
                     c.name
                 );
             }
-            c.check()?;
+            // Checks that this machine can apply every setting, before anything runs.
+            settings::check(&c.roots, &c.settings)
+                .with_context(|| format!("--config {}", c.name))?;
         }
         Ok(configs)
     }
+}
+
+/// Parses one `--config NAME=SETTING[,SETTING…]`.
+fn parse_config(text: &str, roots: &Roots) -> anyhow::Result<Config> {
+    let (name, rest) = text
+        .split_once('=')
+        .filter(|(n, r)| !n.trim().is_empty() && !r.trim().is_empty())
+        .with_context(|| format!("--config {text:?}: expected NAME=SETTING[,SETTING…], e.g. save=governor=powersave,turbo=off"))?;
+    let settings = settings::parse_settings(rest).with_context(|| format!("--config {name}"))?;
+    Ok(Config {
+        name: name.trim().to_string(),
+        settings,
+        roots: roots.clone(),
+    })
 }
 
 /// Options of the energy meter, shared by every command that measures.
@@ -296,17 +314,17 @@ pub fn execute(global: &GlobalArgs, args: RunArgs) -> anyhow::Result<ExitCode> {
 
     let series_options = args.series.options();
     let mut baseline = match args.baseline {
-        Some(d) => runner::start_baseline(&meter, d)?,
+        Some(d) => series::start_baseline(&meter, d)?,
         None => None,
     };
     let bar = progress::bar(args.series.runs as u64, "run");
-    let series = runner::run_series(&meter, &args.command, &series_options, &bar)?;
+    let series = series::run_series(&meter, &args.command, &series_options, &bar)?;
     bar.finish_and_clear();
     if let Some(b) = baseline.as_mut().filter(|_| !interrupt::interrupted()) {
-        runner::finish_baseline(&meter, b)?;
+        series::finish_baseline(&meter, b)?;
     }
 
-    let result = runner::result_of(
+    let result = series::result_of(
         &meter,
         args.command.clone(),
         args.series.window,

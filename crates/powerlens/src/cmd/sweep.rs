@@ -12,9 +12,9 @@ use serde::Serialize;
 
 use crate::args::GlobalArgs;
 use crate::cmd::run::{ConfigArgs, MeterArgs, OutputArgs, Rendered, SaveArgs, SeriesArgs};
-use crate::runner::Job;
+use crate::series::{self, Job};
 use crate::units::parse_positive_number;
-use crate::{progress, results, runner};
+use crate::{progress, results};
 use powerlens_record::interrupt;
 use powerlens_record::meter::Meter;
 
@@ -122,13 +122,13 @@ pub fn execute(global: &GlobalArgs, args: SweepArgs) -> anyhow::Result<ExitCode>
     let argvs: Vec<Vec<String>> = jobs.iter().map(|j| j.argv.clone()).collect();
     let options = args.series.options();
     let bar = progress::bar((options.runs * jobs.len()) as u64, "sweep");
-    let series = runner::run_interleaved(&meter, &jobs, &options, &bar)?;
+    let series = series::run_interleaved(&meter, &jobs, &options, &bar)?;
     bar.finish_and_clear();
     let stopped_early = series.first().and_then(|s| s.stopped_early.clone());
 
     let mut samples = Vec::with_capacity(series.len());
     for ((combo, argv), s) in combos.iter().zip(&argvs).zip(series) {
-        let result = runner::result_of(&meter, argv.clone(), options.window, None, s);
+        let result = series::result_of(&meter, argv.clone(), options.window, None, s);
         if let Some(db) = db.as_mut().filter(|_| !result.runs.is_empty()) {
             results::save_run(db, &result, Some(sweep::combo_label(combo)))?;
         }

@@ -1,5 +1,5 @@
 //! `powerlens workload NAME`: command-line flags → the option structs of
-//! [`crate::workload`] → run → one summary line on stderr, or JSON on stdout.
+//! [`powerlens_workload`] → run → one summary line on stderr, or JSON on stdout.
 
 use std::process::ExitCode;
 use std::time::Duration;
@@ -8,7 +8,9 @@ use clap::{Args, Subcommand, ValueEnum};
 use serde::Serialize;
 
 use crate::units::parse_positive_duration;
-use crate::workload::{self, avx, barrier, imbalanced, pingpong, sleepy, spin, Report, WorkCounts};
+use powerlens_workload::{
+    self as workload, avx, barrier, imbalanced, pingpong, sleepy, spin, Report, WorkCounts,
+};
 
 #[derive(Debug, Args)]
 pub struct WorkloadArgs {

@@ -1,7 +1,21 @@
 //! Building the report model from a scheduler summary and the recording's context: each
 //! figure computed, or unavailable with its reason.
 
-use super::*;
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+
+use super::model::{
+    BalanceThread, CpuReport, DomainEnergy, EnergyReport, IdleStateInfo, IdleStateRow,
+    IdleStateTarget, ParallelismBin, ProcessRow, RecordingContext, RecordingReport, RowMetrics,
+    SysfsIdle, SystemReport, ThreadBalance, ThreadInfo, ThreadRow, UnavailableEvent,
+    UnavailableFigure, WakeupCounts,
+};
+use crate::provenance::Provenance;
+use crate::sched::analysis::{SchedSummary, ThreadStats};
+use crate::sched::attribution::{attribute_weighted, frequency_weights};
+use crate::sched::cpu_accounts::cpu_time_accounts;
+use crate::sched::event::Tid;
+use crate::sched::tracing_cost::{EventCosts, Perturbation};
+use crate::sched::wakeups::WakeupCause;
 
 pub(super) fn secs(ns: u64) -> f64 {
     ns as f64 / 1e9

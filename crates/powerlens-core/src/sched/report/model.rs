@@ -1,7 +1,17 @@
 //! The report model: every figure of `powerlens report`, as the JSON contract names it
 //! (docs/REPORT.md), and what the recording knows besides the trace that goes into it.
 
-use super::*;
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+
+use serde::{Deserialize, Serialize};
+
+use crate::advice::model::Advice;
+use crate::provenance::Provenance;
+use crate::sched::analysis::{CpuTimeSource, SchedAnalysis, WakeupCauses};
+use crate::sched::cpu_accounts::CpuTimeAccounts;
+use crate::sched::event::Tid;
+use crate::sched::tracing_cost::{EventCosts, Perturbation};
+use crate::sched::wakeups::WakeupCause;
 
 /// One thread of the recording's thread table.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -477,5 +487,5 @@ pub struct RecordingReport {
     /// `--battery-wh`); `None` otherwise. Filled in by the caller, which reads the
     /// recording's battery metadata and charge samples.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub battery: Option<crate::battery::BatteryReport>,
+    pub battery: Option<crate::battery_life::BatteryReport>,
 }

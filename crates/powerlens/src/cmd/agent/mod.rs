@@ -1,33 +1,25 @@
 //! `powerlens agent`: the live session, closed interval by interval into the monitor's
-//! series, served to Prometheus over HTTP. The interval loop runs here; the server answers
-//! scrapes from the state the last interval left (`agent/server.rs`).
+//! series, served to Prometheus over HTTP. The interval loop runs here; the agent library
+//! (`powerlens_agent`) serves scrapes from the state the last interval left.
 
-mod basic_auth;
-mod paths;
-mod reload;
-mod security;
-mod server;
-mod tls;
+mod messages;
 
-use std::net::{SocketAddr, TcpListener, ToSocketAddrs};
+use std::net::{SocketAddr, ToSocketAddrs};
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use clap::{Args, ValueEnum};
 
-use powerlens_core::monitor::{Monitor, MonitorConfig};
+use powerlens_agent::{Listening, Options};
+use powerlens_core::monitor::MonitorConfig;
 use powerlens_record::interrupt;
 use powerlens_record::live::{LiveSession, Mode, Tracing};
 
 use crate::args::GlobalArgs;
 use crate::cmd::live::LiveArgs;
 use crate::units::parse_positive_duration;
-
-use reload::WebConfigWatch;
-use security::Security;
 
 /// The default address: loopback only. Serving elsewhere takes an explicit `--listen`.
 pub const DEFAULT_LISTEN: &str = "127.0.0.1:9877";
@@ -134,53 +126,20 @@ pub enum By {
     Cgroup,
 }
 
-/// What the server shows: the state the last interval left.
-pub struct State {
-    pub monitor: Monitor,
-    /// Whether wake-ups are measured (traced throughout or in windows).
-    pub traced: bool,
-    /// `trace`, `windows` or `reduced` (powerlens_build_info's `mode`).
-    pub mode: &'static str,
-    /// The share of each interval traced: 1 throughout, 0 reduced.
-    pub trace_duty: f64,
-    pub per_process: bool,
-    pub mode_reason: String,
-    pub idle_states: Vec<(u32, String, f64)>,
-    pub lost_records: Option<u64>,
-    pub interval: Duration,
-    /// When the last interval closed (or the agent started).
-    pub last_close: Instant,
-}
-
 pub fn execute(global: &GlobalArgs, args: AgentArgs) -> anyhow::Result<ExitCode> {
+    // A server outlives its clients: a write to one that has gone is an error for that
+    // connection, never a signal that ends the agent (main restores SIGPIPE's default for
+    // the commands whose output is piped to `head`).
+    // SAFETY: a signal disposition, set before any of the agent's threads start.
+    unsafe { libc::signal(libc::SIGPIPE, libc::SIG_IGN) };
     let roots = global.roots()?;
     let addr = resolve(&args.listen)?;
-    // Read and checked before anything else: a bad file stops the agent with its reason.
-    let security = match &args.web_config {
-        Some(path) => Security::load(path)?,
-        None => Security::default(),
-    };
-    // Bound first: a port in use is told before the tracepoints are opened.
-    let listener = TcpListener::bind(addr).map_err(|e| {
-        let hint = match e.kind() {
-            std::io::ErrorKind::AddrInUse => {
-                "the port is in use (another agent?): stop it, or pick another with --listen ADDR:PORT"
-            }
-            std::io::ErrorKind::PermissionDenied => {
-                "ports below 1024 need root or CAP_NET_BIND_SERVICE: pick a higher port"
-            }
-            _ => "check the address with `ip addr`",
-        };
-        anyhow::anyhow!("cannot listen on {addr}: {e}: {hint}")
-    })?;
-    if let Some(line) = security.exposure(addr) {
-        eprintln!("powerlens: {line}");
+    // Bound first: a bad web config or a port in use is told before the tracepoints are
+    // opened.
+    let listening = Listening::bind(addr, args.web_config.as_deref()).map_err(messages::error)?;
+    if let Some(exposure) = listening.exposure() {
+        eprintln!("powerlens: {}", messages::exposure(&exposure));
     }
-    // A server outlives its clients: a write to one that has gone is an error for that
-    // connection, never a signal that ends the agent (main() restores SIGPIPE's default
-    // for the commands whose output is piped to `head`).
-    // SAFETY: a signal disposition, set before the server's threads start.
-    unsafe { libc::signal(libc::SIGPIPE, libc::SIG_IGN) };
     interrupt::install();
     let tracing = if args.trace_duty >= 100.0 {
         Tracing::Continuous
@@ -190,15 +149,12 @@ pub fn execute(global: &GlobalArgs, args: AgentArgs) -> anyhow::Result<ExitCode>
         }
     };
     let mut session = LiveSession::start(&roots, &args.live.options(tracing))?;
-    let (mode, trace_duty, mode_reason) = match session.mode() {
-        Mode::Trace => ("trace", 1.0, String::new()),
-        Mode::Windows { duty } => {
-            eprintln!(
-                "powerlens: CPU time from /proc; wake-ups traced {}% of each interval and scaled to it (estimates; --trace-duty 100 for exact ones, at a cost to the watched processes)",
-                duty * 100.0
-            );
-            ("windows", *duty, String::new())
-        }
+    match session.mode() {
+        Mode::Trace => {}
+        Mode::Windows { duty } => eprintln!(
+            "powerlens: CPU time from /proc; wake-ups traced {}% of each interval and scaled to it (estimates; --trace-duty 100 for exact ones, at a cost to the watched processes)",
+            duty * 100.0
+        ),
         Mode::Reduced { reason } => {
             let fix = if args.live.reduced {
                 "drop --reduced for them"
@@ -208,39 +164,31 @@ pub fn execute(global: &GlobalArgs, args: AgentArgs) -> anyhow::Result<ExitCode>
             eprintln!(
                 "powerlens: warning: {reason}; the agent samples /proc only (REDUCED: per-process CPU time and energy, no wake-ups): {fix}"
             );
-            ("reduced", 0.0, reason.clone())
         }
-    };
-    let traced = mode != "reduced";
+    }
     if let Some(line) = session.describe_cpu_time() {
         eprintln!("powerlens: {line}");
     }
     eprintln!("powerlens: {}", session.describe_energy());
-    let state = Arc::new(Mutex::new(State {
-        monitor: Monitor::new(MonitorConfig {
+    let options = Options {
+        monitor: MonitorConfig {
             top: args.top,
             min_cpu: args.min_cpu / 100.0,
             per_pid: args.by == By::Pid,
             series_ttl_ns: args.series_ttl.as_nanos().min(u64::MAX as u128) as u64,
             ..MonitorConfig::default()
-        }),
-        traced,
-        mode,
-        trace_duty,
+        },
         per_process: args.by != By::Cgroup,
-        mode_reason,
-        idle_states: Vec::new(),
-        lost_records: traced.then_some(0),
         interval: args.live.interval,
-        last_close: Instant::now(),
-    }));
-    let scheme = security.scheme();
-    let protection = match args.web_config {
-        Some(_) => format!(" with {}", security.describe()),
-        None => String::new(),
+        version: env!("CARGO_PKG_VERSION"),
     };
-    let watch = WebConfigWatch::new(args.web_config.clone(), addr, security);
-    server::start(listener, state.clone(), Arc::new(watch)).context("starting the HTTP server")?;
+    let scheme = listening.scheme();
+    let protection = listening
+        .protection()
+        .map_or(String::new(), |p| format!(" with {p}"));
+    let agent = listening
+        .serve(session.mode(), options, messages::reload)
+        .map_err(messages::error)?;
     eprintln!(
         "powerlens: serving {scheme}://{addr}/metrics{protection}, one interval every {:?} (Ctrl-C or SIGTERM to stop)",
         args.live.interval
@@ -251,17 +199,7 @@ pub fn execute(global: &GlobalArgs, args: AgentArgs) -> anyhow::Result<ExitCode>
         for note in &interval.notes {
             eprintln!("powerlens: warning: {note}");
         }
-        let mut s = state.lock().unwrap_or_else(|p| p.into_inner());
-        s.monitor.close_interval(interval.input);
-        s.idle_states = interval
-            .idle_states
-            .into_iter()
-            .map(|i| (i.cpu, i.state, i.seconds))
-            .collect();
-        if s.traced {
-            s.lost_records = Some(interval.lost_records);
-        }
-        s.last_close = Instant::now();
+        agent.close_interval(interval);
     }
     eprintln!("powerlens: agent stopped");
     Ok(ExitCode::SUCCESS)

@@ -12,7 +12,7 @@ use powerlens_core::dvfs::Level;
 use powerlens_core::provenance::Provenance;
 
 use crate::progress;
-use crate::workload::avx::{run_kernel_for, run_kernel_iterations, Isa};
+use powerlens_workload::avx::{run_kernel_for, run_kernel_iterations, Isa};
 
 #[derive(Debug, Args)]
 pub struct MeasureArgs {
@@ -74,7 +74,7 @@ fn time(run: impl FnOnce()) -> f64 {
 fn pin_to_current_cpu() -> Result<usize, String> {
     let cpu = powerlens_sys::thread::current_cpu()
         .map_err(|e| format!("sched_getcpu failed: {e}"))? as usize;
-    crate::workload::pin_to_cpu(cpu).map_err(|e| format!("sched_setaffinity failed: {e}"))?;
+    powerlens_workload::pin_to_cpu(cpu).map_err(|e| format!("sched_setaffinity failed: {e}"))?;
     Ok(cpu)
 }
 

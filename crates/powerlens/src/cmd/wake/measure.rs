@@ -54,7 +54,7 @@ fn last_os_error(what: &str) -> String {
 
 /// Pins the calling thread to `cpu`.
 pub fn pin_to(cpu: u32) -> Result<(), String> {
-    crate::workload::pin_to_cpu(cpu as usize)
+    powerlens_workload::pin_to_cpu(cpu as usize)
         .map_err(|e| format!("sched_setaffinity(cpu{cpu}) failed: {e}"))
 }
 

@@ -7,8 +7,9 @@
 use std::io;
 use std::time::{Duration, Instant};
 
-use anyhow::{anyhow, Context};
 use serde::Serialize;
+
+use crate::error::WorkloadError;
 
 /// What the kernel accounted to the calling thread so far.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
@@ -87,16 +88,17 @@ pub const MAX_THREADS: usize = 4096;
 pub fn run_threads<T, F>(
     names: &[String],
     body: F,
-) -> anyhow::Result<(Vec<ThreadReport<T>>, Duration)>
+) -> Result<(Vec<ThreadReport<T>>, Duration), WorkloadError>
 where
     T: Send,
     F: Fn(usize) -> T + Sync,
 {
-    anyhow::ensure!(
-        names.len() <= MAX_THREADS,
-        "{} threads asked for, {MAX_THREADS} at most",
-        names.len()
-    );
+    if names.len() > MAX_THREADS {
+        return Err(WorkloadError::TooManyThreads {
+            asked: names.len(),
+            at_most: MAX_THREADS,
+        });
+    }
     let start = Instant::now();
     let results = std::thread::scope(|scope| {
         let body = &body;
@@ -111,24 +113,25 @@ where
                         let usage = thread_usage();
                         (name.clone(), thread_id(), usage, counts)
                     })
-                    .with_context(|| format!("cannot start thread {name}"))
+                    .map_err(|source| WorkloadError::StartThread {
+                        name: name.clone(),
+                        source,
+                    })
             })
-            .collect::<anyhow::Result<Vec<_>>>()?;
+            .collect::<Result<Vec<_>, _>>()?;
         handles
             .into_iter()
-            .map(|handle| {
-                handle
-                    .join()
-                    .map_err(|_| anyhow!("a workload thread panicked"))
-            })
-            .collect::<anyhow::Result<Vec<_>>>()
+            .map(|handle| handle.join().map_err(|_| WorkloadError::ThreadPanicked))
+            .collect::<Result<Vec<_>, _>>()
     })?;
     let wall = start.elapsed();
     let reports = results
         .into_iter()
         .map(|(name, tid, usage, counts)| {
-            let usage =
-                usage.with_context(|| format!("getrusage(RUSAGE_THREAD) failed in {name}"))?;
+            let usage = usage.map_err(|source| WorkloadError::ThreadUsage {
+                name: name.clone(),
+                source,
+            })?;
             Ok(ThreadReport {
                 name,
                 tid,
@@ -136,7 +139,7 @@ where
                 counts,
             })
         })
-        .collect::<anyhow::Result<Vec<_>>>()?;
+        .collect::<Result<Vec<_>, _>>()?;
     Ok((reports, wall))
 }
 
@@ -174,7 +177,7 @@ mod tests {
 
     #[test]
     fn thread_usage_agrees_with_proc_status_and_counts_sleeps() {
-        let _serial = crate::workload::measured_test_lock();
+        let _serial = crate::measured_test_lock();
         std::thread::spawn(|| {
             for _ in 0..5 {
                 std::thread::sleep(Duration::from_millis(1));

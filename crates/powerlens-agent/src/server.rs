@@ -10,13 +10,12 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use powerlens_report::http::{parse_request, response, HeadError, Request};
-use powerlens_report::prometheus::{render, AgentMetrics, Format};
-
-use super::reload::WebConfigWatch;
-use super::security::Security;
-use super::tls::{self, TlsStream};
-use super::State;
+use crate::http::{parse_request, response, HeadError, Request};
+use crate::prometheus::{render, AgentMetrics, Format};
+use crate::reload::WebConfigWatch;
+use crate::security::Security;
+use crate::state::State;
+use crate::tls::{self, TlsStream};
 
 /// Connections served at once.
 pub const MAX_CONNECTIONS: usize = 32;
@@ -245,7 +244,7 @@ fn metrics(state: &Mutex<State>, format: Format) -> String {
             mode: s.mode,
             trace_duty: s.trace_duty,
             mode_reason: &s.mode_reason,
-            version: env!("CARGO_PKG_VERSION"),
+            version: s.version,
             idle_states: &s.idle_states,
             lost_records: s.lost_records,
             self_cpu_s,

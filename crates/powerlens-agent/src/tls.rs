@@ -13,11 +13,12 @@ use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 use rustls::server::WebPkiClientVerifier;
 use rustls::{RootCertStore, ServerConfig, ServerConnection};
 
-use powerlens_report::web_config::{ClientAuth, Pem, TlsServerConfig, TlsVersion};
+use crate::error::TlsError;
+use crate::web_config::{ClientAuth, Pem, TlsServerConfig, TlsVersion};
 
 /// The rustls configuration of `tls`; relative file names are relative to `dir` (the web
 /// config's directory, as exporter-toolkit has them).
-pub fn server_config(tls: &TlsServerConfig, dir: &Path) -> anyhow::Result<Arc<ServerConfig>> {
+pub fn server_config(tls: &TlsServerConfig, dir: &Path) -> Result<Arc<ServerConfig>, TlsError> {
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let versions: Vec<&'static rustls::SupportedProtocolVersion> = [
         (TlsVersion::Tls12, &rustls::version::TLS12),
@@ -29,16 +30,14 @@ pub fn server_config(tls: &TlsServerConfig, dir: &Path) -> anyhow::Result<Arc<Se
     .collect();
     let builder = ServerConfig::builder_with_provider(provider.clone())
         .with_protocol_versions(&versions)
-        .map_err(|e| anyhow::anyhow!("tls_server_config: min_version/max_version: {e}"))?;
+        .map_err(TlsError::Versions)?;
     let builder = match tls.client_auth {
         ClientAuth::None => builder.with_no_client_auth(),
         ClientAuth::VerifyIfGiven | ClientAuth::RequireAndVerify => {
-            let (what, pem) = ("client_ca_file", tls.client_ca.as_ref().expect("parsed"));
+            let pem = tls.client_ca.as_ref().expect("parsed");
             let mut roots = RootCertStore::empty();
-            for cert in certificates(what, pem, dir)? {
-                roots
-                    .add(cert)
-                    .map_err(|e| anyhow::anyhow!("tls_server_config: {what}: {e}: give the PEM of the CA that signs the clients' certificates"))?;
+            for cert in certificates("client_ca_file", pem, dir)? {
+                roots.add(cert).map_err(TlsError::ClientCa)?;
             }
             let verifier = WebPkiClientVerifier::builder_with_provider(Arc::new(roots), provider);
             let verifier = if tls.client_auth == ClientAuth::VerifyIfGiven {
@@ -46,19 +45,15 @@ pub fn server_config(tls: &TlsServerConfig, dir: &Path) -> anyhow::Result<Arc<Se
             } else {
                 verifier
             };
-            let verifier = verifier
-                .build()
-                .map_err(|e| anyhow::anyhow!("tls_server_config: {what}: {e}"))?;
+            let verifier = verifier.build().map_err(TlsError::ClientVerifier)?;
             builder.with_client_cert_verifier(verifier)
         }
     };
     let certs = certificates("cert_file", &tls.cert, dir)?;
     let key = private_key(&tls.key, dir)?;
     let config = builder.with_single_cert(certs, key).map_err(|e| match e {
-        rustls::Error::InconsistentKeys(_) => anyhow::anyhow!(
-            "tls_server_config: key_file is not the private key of cert_file: give the key the certificate was made for"
-        ),
-        e => anyhow::anyhow!("tls_server_config: cert_file/key_file: {e}"),
+        rustls::Error::InconsistentKeys(_) => TlsError::KeyMismatch,
+        e => TlsError::CertificateAndKey(e),
     })?;
     Ok(Arc::new(config))
 }
@@ -71,39 +66,41 @@ fn describe(key: &str, pem: &Pem, dir: &Path) -> String {
     }
 }
 
-fn read_pem(key: &str, pem: &Pem, dir: &Path) -> anyhow::Result<Vec<u8>> {
+fn read_pem(key: &str, pem: &Pem, dir: &Path) -> Result<Vec<u8>, TlsError> {
     match pem {
-        Pem::File(p) => std::fs::read(dir.join(p)).map_err(|e| {
-            anyhow::anyhow!(
-                "{}: {e}: check the path (a relative path is relative to the web config's directory)",
-                describe(key, pem, dir)
-            )
+        Pem::File(p) => std::fs::read(dir.join(p)).map_err(|error| TlsError::ReadPem {
+            place: describe(key, pem, dir),
+            error,
         }),
         Pem::Inline(text) => Ok(text.clone().into_bytes()),
     }
 }
 
-fn certificates(key: &str, pem: &Pem, dir: &Path) -> anyhow::Result<Vec<CertificateDer<'static>>> {
+fn certificates(
+    key: &str,
+    pem: &Pem,
+    dir: &Path,
+) -> Result<Vec<CertificateDer<'static>>, TlsError> {
     let bytes = read_pem(key, pem, dir)?;
     let certs = CertificateDer::pem_slice_iter(&bytes)
         .collect::<Result<Vec<_>, _>>()
-        .map_err(|e| anyhow::anyhow!("{}: not PEM: {e}", describe(key, pem, dir)))?;
+        .map_err(|error| TlsError::NotPem {
+            place: describe(key, pem, dir),
+            error,
+        })?;
     if certs.is_empty() {
-        anyhow::bail!(
-            "{}: no certificate in it: give a PEM file with -----BEGIN CERTIFICATE-----",
-            describe(key, pem, dir)
-        );
+        return Err(TlsError::NoCertificate {
+            place: describe(key, pem, dir),
+        });
     }
     Ok(certs)
 }
 
-fn private_key(pem: &Pem, dir: &Path) -> anyhow::Result<PrivateKeyDer<'static>> {
+fn private_key(pem: &Pem, dir: &Path) -> Result<PrivateKeyDer<'static>, TlsError> {
     let bytes = read_pem("key_file", pem, dir)?;
-    PrivateKeyDer::from_pem_slice(&bytes).map_err(|e| {
-        anyhow::anyhow!(
-            "{}: no private key in it ({e}): give the PEM key (PKCS#8, RSA or EC) of cert_file",
-            describe("key_file", pem, dir)
-        )
+    PrivateKeyDer::from_pem_slice(&bytes).map_err(|error| TlsError::NoPrivateKey {
+        place: describe("key_file", pem, dir),
+        error,
     })
 }
 

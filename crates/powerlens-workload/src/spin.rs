@@ -11,6 +11,7 @@ use serde::Serialize;
 use super::compute::{compute_until, COMPUTE_UNIT};
 use super::threads::{numbered_names, run_threads, WorkCounts};
 use super::{as_seconds, Report};
+use crate::error::{invalid_unless, WorkloadError};
 
 #[derive(Debug, Clone, Serialize)]
 pub struct SpinOptions {
@@ -34,9 +35,9 @@ impl WorkCounts for SpinThread {
 
 pub type SpinReport = Report<SpinOptions, SpinThread>;
 
-pub fn run(options: SpinOptions) -> anyhow::Result<SpinReport> {
-    anyhow::ensure!(options.threads >= 1, "spin needs at least one thread");
-    anyhow::ensure!(
+pub fn run(options: SpinOptions) -> Result<SpinReport, WorkloadError> {
+    invalid_unless!(options.threads >= 1, "spin needs at least one thread");
+    invalid_unless!(
         !options.duration.is_zero(),
         "spin needs a duration greater than zero"
     );
@@ -64,9 +65,9 @@ mod tests {
             let control = scope.spawn(|| {
                 let mut state = 0;
                 while !stop.load(Ordering::Relaxed) {
-                    state = crate::workload::compute::compute_unit(state);
+                    state = crate::compute::compute_unit(state);
                 }
-                crate::workload::threads::thread_usage().unwrap().cpu_s
+                crate::threads::thread_usage().unwrap().cpu_s
             });
             let result = f();
             stop.store(true, Ordering::Relaxed);
@@ -76,7 +77,7 @@ mod tests {
 
     #[test]
     fn each_thread_is_busy_for_the_whole_duration() {
-        let _serial = crate::workload::measured_test_lock();
+        let _serial = crate::measured_test_lock();
         let duration = Duration::from_millis(300);
         let (report, control_cpu_s) = beside_a_control_spinner(|| {
             run(SpinOptions {

@@ -12,6 +12,7 @@ use super::barrier::static_share;
 use super::compute::{compute_units, COMPUTE_UNIT};
 use super::threads::{run_threads, WorkCounts};
 use super::Report;
+use crate::error::{invalid_unless, WorkloadError};
 
 /// The heavy thread's share of the work when none is given.
 pub const DEFAULT_HEAVY_SHARE: f64 = 0.8;
@@ -58,16 +59,16 @@ pub fn split_work(work: u64, threads: usize, heavy_share: f64) -> Vec<u64> {
         .collect()
 }
 
-pub fn run(options: ImbalancedOptions) -> anyhow::Result<ImbalancedReport> {
-    anyhow::ensure!(
+pub fn run(options: ImbalancedOptions) -> Result<ImbalancedReport, WorkloadError> {
+    invalid_unless!(
         options.threads >= 2,
         "imbalanced needs at least two threads: one heavy and at least one light"
     );
-    anyhow::ensure!(
+    invalid_unless!(
         options.work >= 1,
         "imbalanced needs at least one unit of work"
     );
-    anyhow::ensure!(
+    invalid_unless!(
         options.heavy_share > 0.0 && options.heavy_share <= 1.0,
         "the heavy thread's share must be in (0, 1], got {}",
         options.heavy_share
@@ -105,7 +106,7 @@ mod tests {
 
     #[test]
     fn the_heavy_thread_uses_several_times_the_cpu_of_any_light_one() {
-        let _serial = crate::workload::measured_test_lock();
+        let _serial = crate::measured_test_lock();
         let options = ImbalancedOptions {
             threads: 3,
             work: 30_000,

@@ -1,9 +1,16 @@
-//! Built-in workloads that reproduce the case studies: the demos, the documentation
-//! examples and the test loads of every later feature.
+//! The workloads powerlens runs and measures, as a library the command line, `wake`,
+//! `dvfs` and the tests share.
 //!
-//! Each workload takes a plain option struct (no clap types), runs its threads, and returns
-//! a [`Report`]: wall time, retired work, and the kernel's per-thread CPU time and
-//! context-switch counts. Workloads print nothing: they are measured while they run.
+//! - The built-in workloads reproduce the case studies: the demos, the documentation
+//!   examples and the test loads of every later feature. Each takes a plain option struct
+//!   (no clap types), runs its threads, and returns a [`Report`]: wall time, retired work,
+//!   and the kernel's per-thread CPU time and context-switch counts. Workloads print
+//!   nothing: they are measured while they run.
+//! - The [`runner`] measures any command (a built-in workload too) repeatedly: warm-up,
+//!   prepare, fixed windows, configurations applied around each run, failures and Ctrl-C.
+//!
+//! Errors are typed ([`WorkloadError`], [`RunnerError`]) and name no command-line flag;
+//! the command line adds that context.
 
 pub mod avx;
 pub mod barrier;
@@ -12,7 +19,10 @@ pub mod pingpong;
 pub mod sleepy;
 pub mod spin;
 
+pub mod runner;
+
 mod compute;
+mod error;
 mod futex;
 mod threads;
 
@@ -20,6 +30,7 @@ use std::time::Duration;
 
 use serde::{Serialize, Serializer};
 
+pub use error::{BoxError, RunnerError, WorkloadError};
 pub use threads::{available_cpus, pin_to_cpu, ThreadReport, WorkCounts, MAX_THREADS};
 
 /// The outcome of one workload run. `O` are the options it ran with, `T` the

@@ -10,12 +10,12 @@ use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 
-use anyhow::Context;
 use ring::hmac;
 use subtle::ConstantTimeEq;
 
-use powerlens_report::http::parse_basic_authorization;
-use powerlens_report::web_config::BasicAuthUser;
+use crate::error::WebConfigProblem;
+use crate::http::parse_basic_authorization;
+use crate::web_config::BasicAuthUser;
 
 /// Verified credentials remembered; beyond it, the oldest is forgotten (and costs one
 /// bcrypt again). A handful of scrapers need a handful.
@@ -34,11 +34,10 @@ pub struct BasicAuth {
 }
 
 impl BasicAuth {
-    pub fn new(users: Vec<BasicAuthUser>) -> anyhow::Result<BasicAuth> {
+    pub fn new(users: Vec<BasicAuthUser>) -> Result<BasicAuth, WebConfigProblem> {
         let rng = ring::rand::SystemRandom::new();
-        let key = hmac::Key::generate(hmac::HMAC_SHA256, &rng).map_err(|_| {
-            anyhow::anyhow!("no randomness from the kernel for the credential cache")
-        })?;
+        let key = hmac::Key::generate(hmac::HMAC_SHA256, &rng)
+            .map_err(|_| WebConfigProblem::NoRandomness("the credential cache"))?;
         let cost = users
             .iter()
             .filter_map(|u| u.bcrypt_hash.get(4..6)?.parse::<u32>().ok())
@@ -46,8 +45,8 @@ impl BasicAuth {
             .unwrap_or(bcrypt::DEFAULT_COST);
         let mut decoy = [0u8; 16];
         ring::rand::SecureRandom::fill(&rng, &mut decoy)
-            .map_err(|_| anyhow::anyhow!("no randomness from the kernel for the decoy hash"))?;
-        let decoy_hash = bcrypt::hash(decoy, cost).context("making the decoy bcrypt hash")?;
+            .map_err(|_| WebConfigProblem::NoRandomness("the decoy hash"))?;
+        let decoy_hash = bcrypt::hash(decoy, cost).map_err(WebConfigProblem::DecoyHash)?;
         Ok(BasicAuth {
             users,
             decoy_hash,

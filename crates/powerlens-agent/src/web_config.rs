@@ -5,8 +5,8 @@
 //! format is refused with the reason, and an unknown key with the list of keys, so that a
 //! misspelt key never leaves the agent less protected than its file says.
 //!
-//! [`parse_web_config`] takes the file's text and touches nothing else: the binary reads the
-//! certificates and checks the hashes.
+//! [`parse_web_config`] takes the file's text and touches nothing else: `security.rs`
+//! reads the certificates and checks the hashes.
 
 use std::borrow::Cow;
 use std::path::PathBuf;

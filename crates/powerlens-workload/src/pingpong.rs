@@ -23,6 +23,7 @@ use super::compute::compute_unit;
 use super::futex;
 use super::threads::{pin_to_cpu, run_threads, WorkCounts};
 use super::Report;
+use crate::error::{invalid_unless, WorkloadError};
 
 pub const HANDOFF_UNIT: &str = "handoff";
 
@@ -106,8 +107,8 @@ fn spin(done: &AtomicBool) -> PingpongThread {
     }
 }
 
-pub fn run(options: PingpongOptions) -> anyhow::Result<PingpongReport> {
-    anyhow::ensure!(
+pub fn run(options: PingpongOptions) -> Result<PingpongReport, WorkloadError> {
+    invalid_unless!(
         options.iterations >= 1,
         "pingpong needs at least one round trip"
     );
@@ -154,7 +155,7 @@ pub fn run(options: PingpongOptions) -> anyhow::Result<PingpongReport> {
         counts
     })?;
     if let Some(e) = pin_error.into_inner().unwrap() {
-        anyhow::bail!("{e} (see `nproc` and the CPUs this process may use: `taskset -p $$`)");
+        return Err(WorkloadError::Pin(e));
     }
     Ok(Report::new("pingpong", HANDOFF_UNIT, options, threads))
 }
@@ -165,7 +166,7 @@ mod tests {
 
     #[test]
     fn every_handoff_is_received_and_blocking_waits_are_voluntary_switches() {
-        let _serial = crate::workload::measured_test_lock();
+        let _serial = crate::measured_test_lock();
         let report = run(PingpongOptions {
             iterations: 2000,
             pin: None,
@@ -200,7 +201,7 @@ mod tests {
     /// beside the handoffs without blocking and ends when the players do.
     #[test]
     fn a_spinner_shares_the_pinned_cpu_and_stops_with_the_players() {
-        let _serial = crate::workload::measured_test_lock();
+        let _serial = crate::measured_test_lock();
         let report = run(PingpongOptions {
             iterations: 500,
             pin: Some([0, 0]),

@@ -15,6 +15,7 @@ use serde::Serialize;
 use super::compute::{compute_until, COMPUTE_UNIT};
 use super::threads::{run_threads, WorkCounts};
 use super::{as_seconds, Report};
+use crate::error::{invalid_unless, WorkloadError};
 
 #[derive(Debug, Clone, Serialize)]
 pub struct SleepyOptions {
@@ -54,14 +55,14 @@ impl WorkCounts for SleepyThread {
 
 pub type SleepyReport = Report<SleepyOptions, SleepyThread>;
 
-pub fn run(options: SleepyOptions) -> anyhow::Result<SleepyReport> {
-    anyhow::ensure!(
+pub fn run(options: SleepyOptions) -> Result<SleepyReport, WorkloadError> {
+    invalid_unless!(
         !options.work.is_zero() && options.work < options.period,
         "the work per period ({:?}) must be greater than zero and shorter than the period ({:?})",
         options.work,
         options.period
     );
-    anyhow::ensure!(
+    invalid_unless!(
         options.periods() >= 1,
         "the duration ({:?}) must be at least one period ({:?})",
         options.duration,
@@ -97,7 +98,7 @@ mod tests {
 
     #[test]
     fn wakes_once_per_period_and_mostly_sleeps() {
-        let _serial = crate::workload::measured_test_lock();
+        let _serial = crate::measured_test_lock();
         let options = SleepyOptions {
             period: Duration::from_millis(2),
             duration: Duration::from_millis(200),

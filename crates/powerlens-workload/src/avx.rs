@@ -18,6 +18,7 @@ use serde::Serialize;
 use super::compute::repeat_until;
 use super::threads::{numbered_names, run_threads, WorkCounts};
 use super::{as_seconds, Report};
+use crate::error::{invalid_unless, WorkloadError};
 
 /// An instruction set for the multiply-add kernel.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
@@ -34,8 +35,9 @@ pub enum Isa {
 /// The CPU features the kernels may need, in the order they are reported.
 const KNOWN_FEATURES: [&str; 4] = ["avx", "avx2", "fma", "avx512f"];
 
-/// Which of [`KNOWN_FEATURES`] a CPU has. `detect` asks this CPU; `from_names` makes up
-/// one, so that the error path can be tested on a CPU that has everything.
+/// Which of the features the kernels may need (avx, avx2, fma, avx512f) a CPU has.
+/// `detect` asks this CPU; `from_names` makes up one, so that the error path can be
+/// tested on a CPU that has everything.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CpuFeatures {
     present: Vec<&'static str>,
@@ -53,7 +55,6 @@ impl CpuFeatures {
     }
 
     /// A CPU with exactly these features.
-    #[allow(dead_code, reason = "for tests here and in `dvfs measure`")]
     pub fn from_names(names: &[&'static str]) -> CpuFeatures {
         CpuFeatures {
             present: KNOWN_FEATURES
@@ -179,7 +180,6 @@ pub const KERNEL_ITERATION: &str = "kernel iteration";
 /// multiply-adds.
 ///
 /// Panics if this CPU cannot run `isa` (check with [`Isa::check_supported`] first).
-#[allow(dead_code, reason = "public API for `dvfs measure`")]
 pub fn run_kernel_iterations(isa: Isa, n: u64) {
     isa.assert_supported();
     black_box(kernel(isa, n));
@@ -187,7 +187,6 @@ pub fn run_kernel_iterations(isa: Isa, n: u64) {
 
 /// Runs the kernel in batches until `duration` has passed; returns the iterations done
 /// (a multiple of 64, at least 64). Panics like [`run_kernel_iterations`].
-#[allow(dead_code, reason = "public API for `dvfs measure`")]
 pub fn run_kernel_for(isa: Isa, duration: Duration) -> u64 {
     run_kernel_until(isa, Instant::now() + duration)
 }
@@ -314,14 +313,17 @@ impl WorkCounts for AvxThread {
 
 pub type AvxReport = Report<AvxOptions, AvxThread>;
 
-pub fn run(options: AvxOptions) -> anyhow::Result<AvxReport> {
-    options.isa.check_supported().map_err(anyhow::Error::msg)?;
-    anyhow::ensure!(options.threads >= 1, "avx needs at least one thread");
-    anyhow::ensure!(
+pub fn run(options: AvxOptions) -> Result<AvxReport, WorkloadError> {
+    options
+        .isa
+        .check_supported()
+        .map_err(WorkloadError::Unsupported)?;
+    invalid_unless!(options.threads >= 1, "avx needs at least one thread");
+    invalid_unless!(
         !options.phase.is_zero(),
         "avx needs a phase longer than zero"
     );
-    anyhow::ensure!(
+    invalid_unless!(
         !options.duration.is_zero(),
         "avx needs a duration greater than zero"
     );
@@ -422,7 +424,7 @@ mod tests {
 
     #[test]
     fn every_supported_isa_runs_and_an_unsupported_one_is_refused() {
-        let _serial = crate::workload::measured_test_lock();
+        let _serial = crate::measured_test_lock();
         for isa in Isa::ALL {
             let options = AvxOptions {
                 isa,

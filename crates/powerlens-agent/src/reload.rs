@@ -6,22 +6,45 @@
 //! loads (a key that is not the certificate's, written before the certificate) is refused
 //! with a warning and the agent serves with what it had, until the files change again.
 //! Turning TLS on or off takes a restart: the clients' scheme would change under them.
+//! What each change came to is handed to the caller ([`Reload`]) to tell.
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime};
 
-use super::security::Security;
+use crate::error::Error;
+use crate::security::{Exposure, Security};
 
 /// How often the files are looked at, at the most.
 const CHECK_EVERY: Duration = Duration::from_secs(1);
 
+/// What a change of the web config's files came to. In every case but `Loaded` the agent
+/// serves with the web config as it was until its files change again.
+#[derive(Debug)]
+pub enum Reload<'a> {
+    /// Loaded whole: the agent serves with `protection` ("TLS and basic auth (2 users)")
+    /// from now on, as exposed as `exposure` says.
+    Loaded {
+        path: &'a Path,
+        protection: String,
+        exposure: Option<Exposure>,
+    },
+    /// TLS turned on (`on`) or off: that takes a restart (clients would change scheme).
+    TlsTurned { path: &'a Path, on: bool },
+    /// The files no longer load.
+    Refused(Error),
+}
+
+/// Called with what each change came to, from the server's threads.
+pub type OnReload = Box<dyn Fn(Reload<'_>) + Send + Sync>;
+
 pub struct WebConfigWatch {
-    /// `None` without `--web-config`: nothing to follow.
+    /// `None` without a web config: nothing to follow.
     path: Option<PathBuf>,
     addr: SocketAddr,
     state: Mutex<Watched>,
+    on_reload: OnReload,
 }
 
 struct Watched {
@@ -53,9 +76,14 @@ fn stamps(files: &[PathBuf]) -> Vec<Option<Stamp>> {
 }
 
 impl WebConfigWatch {
-    /// Follows `path` (the `--web-config` the agent started with, read into `security`)
-    /// for the server on `addr`.
-    pub fn new(path: Option<PathBuf>, addr: SocketAddr, security: Security) -> Self {
+    /// Follows `path` (the web config the agent started with, read into `security`) for
+    /// the server on `addr`.
+    pub fn new(
+        path: Option<PathBuf>,
+        addr: SocketAddr,
+        security: Security,
+        on_reload: OnReload,
+    ) -> Self {
         let state = Watched {
             stamps: stamps(&security.files),
             security: Arc::new(security),
@@ -65,6 +93,7 @@ impl WebConfigWatch {
             path,
             addr,
             state: Mutex::new(state),
+            on_reload,
         }
     }
 
@@ -85,30 +114,25 @@ impl WebConfigWatch {
     }
 
     fn reload(&self, path: &Path, w: &mut Watched) {
-        let keeping = "the agent serves with the web config as it was until its files change again";
         let security = match Security::load(path) {
             Ok(s) if s.tls.is_some() != w.security.tls.is_some() => {
-                eprintln!(
-                    "powerlens: warning: --web-config {}: TLS turned {} while serving: restart the agent for that (clients would have to change scheme); {keeping}",
-                    path.display(),
-                    if s.tls.is_some() { "on" } else { "off" }
-                );
+                (self.on_reload)(Reload::TlsTurned {
+                    path,
+                    on: s.tls.is_some(),
+                });
                 return;
             }
             Ok(s) => s,
             Err(e) => {
-                eprintln!("powerlens: warning: {e:#}; {keeping}");
+                (self.on_reload)(Reload::Refused(e));
                 return;
             }
         };
-        eprintln!(
-            "powerlens: --web-config {} changed: serving with {} from now on",
-            path.display(),
-            security.describe()
-        );
-        if let Some(line) = security.exposure(self.addr) {
-            eprintln!("powerlens: {line}");
-        }
+        (self.on_reload)(Reload::Loaded {
+            path,
+            protection: security.describe(),
+            exposure: security.exposure(self.addr),
+        });
         // The files of the new config (a renamed certificate is followed from now on).
         w.stamps = stamps(&security.files);
         w.security = Arc::new(security);

@@ -16,6 +16,7 @@ use super::compute::{compute_units, COMPUTE_UNIT};
 use super::futex;
 use super::threads::{numbered_names, run_threads, WorkCounts};
 use super::Report;
+use crate::error::{invalid_unless, WorkloadError};
 
 #[derive(Debug, Clone, Serialize)]
 pub struct BarrierOptions {
@@ -86,14 +87,15 @@ impl FutexBarrier {
     }
 }
 
-pub fn run(options: BarrierOptions) -> anyhow::Result<BarrierReport> {
-    anyhow::ensure!(options.threads >= 1, "barrier needs at least one thread");
-    anyhow::ensure!(
+pub fn run(options: BarrierOptions) -> Result<BarrierReport, WorkloadError> {
+    invalid_unless!(options.threads >= 1, "barrier needs at least one thread");
+    invalid_unless!(
         options.iterations >= 1,
         "barrier needs at least one iteration"
     );
-    let team = u32::try_from(options.threads)
-        .map_err(|_| anyhow::anyhow!("barrier: {} threads are too many", options.threads))?;
+    let team = u32::try_from(options.threads).map_err(|_| {
+        WorkloadError::Invalid(format!("barrier: {} threads are too many", options.threads))
+    })?;
     let barrier = FutexBarrier::new(team);
     let threads = run_threads(&numbered_names("barrier", options.threads), |index| {
         let share = static_share(options.work, options.threads, index);
@@ -143,7 +145,7 @@ mod tests {
 
     #[test]
     fn every_thread_finishes_every_iteration_and_blocks_at_the_barrier() {
-        let _serial = crate::workload::measured_test_lock();
+        let _serial = crate::measured_test_lock();
         let options = BarrierOptions {
             threads: 2,
             iterations: 200,

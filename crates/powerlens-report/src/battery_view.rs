@@ -1,7 +1,7 @@
 //! Views of battery-life figures: the lines `run` and `report` print under their summary,
 //! and `compare`'s table of the configurations on battery.
 
-use powerlens_core::battery::{
+use powerlens_core::battery_life::{
     duration_text, full_charge_text, wh_text, BatteryLife, BatteryReport, Charged, LabelBattery,
 };
 
@@ -188,7 +188,7 @@ pub fn table(labels: &[LabelBattery]) -> Table {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use powerlens_core::battery::{figures, Capacity, ChargeSpan, Charges, Workload};
+    use powerlens_core::battery_life::{figures, Capacity, ChargeSpan, Charges, Workload};
     use powerlens_core::provenance::Provenance;
 
     fn report(spans: &[ChargeSpan]) -> BatteryReport {
