@@ -15,21 +15,26 @@ pub struct Param {
     pub values: Vec<String>,
 }
 
+/// A sweep's parameters or reference that do not make a sweep. The messages name no
+/// command-line flag: those that are about one parameter or the reference read after
+/// its flag, which the command line puts first (`--param "threads": expected …`).
 #[derive(Debug, thiserror::Error, PartialEq)]
 pub enum SweepError {
-    #[error("--param {0:?}: expected NAME=V1,V2,… or NAME=FIRST..LAST (e.g. threads=1,2,4 or threads=1..8)")]
+    #[error(
+        "{0:?}: expected NAME=V1,V2,… or NAME=FIRST..LAST (e.g. threads=1,2,4 or threads=1..8)"
+    )]
     Syntax(String),
-    #[error("--param {name:?} is given twice")]
+    #[error("{name:?} is given twice")]
     Duplicate { name: String },
     #[error("parameter {name:?} has an empty value in {text:?}")]
     EmptyValue { name: String, text: String },
     #[error("range {text:?} is empty or too long (at most 10000 values)")]
     BadRange { text: String },
-    #[error("the command uses {{{name}}} but no --param {name}=… is given")]
+    #[error("the command uses {{{name}}} but no parameter {name} is given")]
     UnknownPlaceholder { name: String },
-    #[error("--param {name} is not used in the command: add {{{name}}} where its value goes")]
+    #[error("{name} is not used in the command: add {{{name}}} where its value goes")]
     UnusedParam { name: String },
-    #[error("--reference {text:?} matches no combination (values: {known})")]
+    #[error("{text:?} matches no combination (values: {known})")]
     UnknownReference { text: String, known: String },
     #[error("combination {0} has no finished runs")]
     NoRuns(String),

@@ -2,9 +2,9 @@
 //! every event replayed once through the scheduler, stack and wake-up analyses, and the
 //! report model built with the recording's energy, idle-state counters and battery. The
 //! commands that read recordings (`report`, `diff`, `demo`) and the recording fuzz target
-//! call this one function, so that they read a file the same way.
+//! call this one function, so that they read a file the same way. What the analysis needs
+//! besides the events and stacks comes from the recording's [`Header`], read in one trip.
 
-use anyhow::Context;
 use powerlens_core::sched::analysis::SchedSummary;
 use powerlens_core::sched::report as model;
 use powerlens_core::sched::wakeups::{self, WakeupAnalysis};
@@ -15,7 +15,9 @@ use powerlens_store::recording::{ContentCheck, ContentParts, RecordingReader};
 use powerlens_store::StoreError;
 use powerlens_sys::Roots;
 
-use crate::{context, meta, reduced, replay, symbols, MODE_REDUCED};
+use crate::error::{Doing, RecordError};
+use crate::header::Header;
+use crate::{context, meta, reduced, replay, symbols};
 
 /// What to analyse besides the thread grid.
 pub struct AnalyseOptions<'a> {
@@ -54,6 +56,9 @@ pub struct Analysed {
     pub stacks: Option<(StackCharges, ResolvedStacks)>,
     /// Why `stacks` is `None`.
     pub no_stacks_reason: String,
+    /// What the recording holds besides its events, for a view that reads more of it
+    /// (the HTML report's timeline and frequencies).
+    pub header: Header,
 }
 
 /// Reads and analyses a recording: one pass over its events, memory bounded by threads,
@@ -62,7 +67,7 @@ pub fn analyse(
     path: &std::path::Path,
     opts: &AnalyseOptions<'_>,
     observer: &mut dyn AnalyseObserver,
-) -> anyhow::Result<Analysed> {
+) -> Result<Analysed, RecordError> {
     // Three threads share the work: the decode thread reads, merges and runs the wake-up
     // forensics (they need nothing from the thread analysis), a thread aside resolves the
     // stacks and reads what the content checksum covers besides the chunks (the pass needs
@@ -73,25 +78,24 @@ pub fn analyse(
         w.feed_with_stack(e, c.thread(), c.stack())
     })?;
     let reader = crate::open_unchecked(path)?;
-    let mode = reader.meta(meta::MODE)?;
-    if mode.as_ref().and_then(|m| m.as_str()) == Some(MODE_REDUCED) {
-        let ctx = read_context(&reader, opts)?;
+    let header = Header::read(&reader)?;
+    if header.is_reduced() {
+        let ctx = read_context(&header, opts);
         tell_content(path, reader.check_content(), observer)?;
-        let summary = reduced::summary(&reader)?;
+        let summary = reduced::summary(&header)?;
         let no_stacks_reason = "it is a reduced recording (procfs samples, no trace); record as root or with a lower kernel.perf_event_paranoid";
         let pass = Pass {
             summary,
             causes: Vec::new(),
             stacks: None,
         };
-        return build(&reader, ctx, pass, opts, no_stacks_reason.into());
+        return Ok(build(header, ctx, pass, opts, no_stacks_reason.into()));
     }
     let total = reader.event_count()?;
     if total == 0 {
-        anyhow::bail!(
-            "the recording {} holds no events: it stopped before its first commit (recordings commit every second), or nothing ran; record again",
-            path.display()
-        );
+        return Err(RecordError::NoEvents {
+            path: path.to_path_buf(),
+        });
     }
     let with_stacks = opts.stacks && reader.has_stacks()?;
     let streamed = std::thread::scope(|scope| {
@@ -103,14 +107,11 @@ pub fn analyse(
                     true => symbols::resolve_unsaved(&reader, opts.roots)?,
                     false => None,
                 };
-                anyhow::Ok((resolved, reader.content_parts()))
+                Ok::<_, RecordError>((resolved, reader.content_parts()))
             })
-            .context("starting the thread that resolves the stacks")?;
-        let ctx = read_context(&reader, opts)?;
-        let end_ns = reader
-            .meta(meta::STOP)?
-            .and_then(|s| s["monotonic_ns"].as_u64())
-            .unwrap_or(0);
+            .doing(|| "starting the thread that resolves the stacks".into())?;
+        let ctx = read_context(&header, opts);
+        let end_ns = header.stop_ns();
         observer.pass_started(total);
         let (stats, wakeups, summary, charges) = if with_stacks {
             let mut analysis = StackAnalysis::keeping(ctx.analysis(), opts.stack_metrics);
@@ -131,10 +132,10 @@ pub fn analyse(
             )?;
             (stats, wakeups, analysis.finish(end_ns), None)
         };
-        let (resolved, content) = aside
-            .join()
-            .map_err(|_| anyhow::anyhow!("the thread resolving the stacks panicked"))??;
-        anyhow::Ok(Streamed {
+        let (resolved, content) = aside.join().map_err(|_| RecordError::Panicked {
+            thread: "thread resolving the stacks",
+        })??;
+        Ok::<_, RecordError>(Streamed {
             ctx,
             end_ns,
             stats,
@@ -158,7 +159,7 @@ pub fn analyse(
     observer.pass_ended();
     let no_stacks_reason = match &resolved {
         Some(_) => String::new(),
-        None => no_stacks_reason(&reader, opts)?,
+        None => no_stacks_reason(&header, opts),
     };
     let resolved = resolved.map(|mut r| {
         // Saved now that the decode thread no longer reads the file.
@@ -194,23 +195,21 @@ pub fn analyse(
         causes,
         stacks,
     };
-    build(&reader, ctx, pass, opts, no_stacks_reason)
+    Ok(build(header, ctx, pass, opts, no_stacks_reason))
 }
 
 /// The recording's context for the analysis (its thread table, idle states, target…).
-fn read_context(
-    reader: &RecordingReader,
-    opts: &AnalyseOptions<'_>,
-) -> anyhow::Result<model::RecordingContext> {
-    let mut ctx = context::read(reader)?;
+fn read_context(header: &Header, opts: &AnalyseOptions<'_>) -> model::RecordingContext {
+    let mut ctx = context::read(header);
     if opts.all_processes {
         ctx.target_pids = None;
     }
-    Ok(ctx)
+    ctx
 }
 
-/// The wake-up forensics, told which timer is the recorder's own.
-fn forensics(reader: &RecordingReader) -> anyhow::Result<WakeupAnalysis> {
+/// The wake-up forensics, told which timer is the recorder's own. Read by the decode
+/// thread from its own reader as it starts, before the header is read on the caller's.
+fn forensics(reader: &RecordingReader) -> Result<WakeupAnalysis, RecordError> {
     let sampling_timer = reader
         .meta(meta::STACKS)?
         .and_then(|v| v["sampling_timer_function"].as_u64());
@@ -242,17 +241,17 @@ struct Pass {
 }
 
 /// Why the analysis goes without the recording's stacks.
-fn no_stacks_reason(reader: &RecordingReader, opts: &AnalyseOptions<'_>) -> anyhow::Result<String> {
+fn no_stacks_reason(header: &Header, opts: &AnalyseOptions<'_>) -> String {
     if !opts.stacks {
-        return Ok(String::new());
+        return String::new();
     }
-    Ok(match reader.meta(meta::STACKS)? {
+    match header.meta(meta::STACKS) {
         Some(v) if v["recorded"] == false => format!(
             "they were not recorded ({})",
             v["reason"].as_str().unwrap_or("--no-stacks")
         ),
         _ => "it was recorded without them (before powerlens recorded stacks, or with --no-stacks); record again".into(),
-    })
+    }
 }
 
 /// Tells the user what resolving the stacks found: damage, new names, what has none.
@@ -280,12 +279,12 @@ fn tell_resolved(r: &symbols::Resolved, observer: &mut dyn AnalyseObserver) {
 /// The report model from what the pass found and the recording's energy, idle-state
 /// counters and battery.
 fn build(
-    reader: &RecordingReader,
+    header: Header,
     mut ctx: model::RecordingContext,
     pass: Pass,
     opts: &AnalyseOptions<'_>,
     no_stacks_reason: String,
-) -> anyhow::Result<Analysed> {
+) -> Analysed {
     let Pass {
         summary,
         mut causes,
@@ -293,10 +292,10 @@ fn build(
     } = pass;
     let busy_s = summary.threads.iter().map(|t| t.cpu_time_ns).sum::<u64>() as f64 / 1e9;
     let interval = (summary.start_ns, summary.end_ns);
-    ctx.energy = context::energy(reader, interval, busy_s)?;
-    ctx.sysfs_idle = context::sysfs_idle(reader, interval)?;
+    ctx.energy = context::energy(&header, interval, busy_s);
+    ctx.sysfs_idle = context::sysfs_idle(&header, interval);
     let mut report = model::build(&summary, &ctx);
-    report.battery = context::battery(reader, interval, &ctx.energy, opts.battery_wh)?;
+    report.battery = context::battery(&header, interval, &ctx.energy, opts.battery_wh);
     if let Some((_, r)) = &stacks {
         wakeups::resolve_timer_functions(&mut causes, &|addr| r.kernel_names.get(&addr).cloned());
     }
@@ -331,12 +330,13 @@ fn build(
             .into(),
         );
     }
-    Ok(Analysed {
+    Analysed {
         report,
         span: interval,
         stacks,
         no_stacks_reason,
-    })
+        header,
+    }
 }
 
 /// Tells the observer what a content check of the recording found, when it found damage.
@@ -344,7 +344,7 @@ fn tell_content(
     path: &std::path::Path,
     check: Result<ContentCheck, StoreError>,
     observer: &mut dyn AnalyseObserver,
-) -> anyhow::Result<()> {
+) -> Result<(), RecordError> {
     if let Some(warning) = crate::content_warning(path, check)? {
         observer.tell("warning", &warning);
     }

@@ -1,7 +1,8 @@
-//! What a recording says beyond its events, gathered for the report: the thread table, the
-//! target's processes, the machine's idle states, the cpuidle and cpufreq samples, and the
-//! energy over the recording — measured from the meter's samples, or estimated with the
-//! power model the recording names from the trace's busy CPU time.
+//! What a recording says beyond its events, made from its [`Header`] for the report: the
+//! thread table, the target's processes, the machine's idle states, the cpuidle and
+//! cpufreq samples, and the energy over the recording — measured from the meter's
+//! samples, or estimated with the power model the recording names from the trace's busy
+//! CPU time. Nothing here reads the file: the header was read in one trip.
 
 use std::collections::{BTreeSet, HashMap};
 
@@ -16,8 +17,9 @@ use powerlens_core::sched::report::{
     EnergyInput, IdleStateInfo, RecordingContext, RecordingSpan, SysfsIdle, ThreadInfo,
 };
 use powerlens_core::window::CounterWindow;
-use powerlens_store::recording::{RecordingReader, ThreadRow};
+use powerlens_store::recording::ThreadRow;
 
+use crate::header::Header;
 use crate::{meta, sampler};
 
 /// A CPU number from the file, when it is one a machine can have. The report makes a table
@@ -32,9 +34,9 @@ fn cpu_number(value: &Value) -> Option<u32> {
 }
 
 /// Everything but the energy, which needs the analysis' busy time when it is estimated.
-pub fn read(reader: &RecordingReader) -> anyhow::Result<RecordingContext> {
-    let rows = reader.threads()?;
-    let target_pids = target_pids(reader, &rows)?;
+pub fn read(header: &Header) -> RecordingContext {
+    let rows = &header.threads;
+    let target_pids = target_pids(header, rows);
     let threads = rows
         .iter()
         .map(|r| ThreadInfo {
@@ -43,12 +45,12 @@ pub fn read(reader: &RecordingReader) -> anyhow::Result<RecordingContext> {
             comm: r.comm.clone(),
         })
         .collect();
-    let machine = reader.meta(meta::MACHINE)?.unwrap_or(Value::Null);
-    let unavailable_events = reader
-        .meta(meta::UNAVAILABLE)?
-        .and_then(|v| v.as_array().cloned())
-        .unwrap_or_default()
-        .iter()
+    let machine = header.meta(meta::MACHINE).unwrap_or(&Value::Null);
+    let unavailable_events = header
+        .meta(meta::UNAVAILABLE)
+        .and_then(|v| v.as_array())
+        .into_iter()
+        .flatten()
         .map(|u| {
             (
                 u["event"].as_str().unwrap_or_default().to_string(),
@@ -56,17 +58,17 @@ pub fn read(reader: &RecordingReader) -> anyhow::Result<RecordingContext> {
             )
         })
         .collect();
-    let lost_records = reader
-        .meta(meta::LOST)?
-        .and_then(|v| v.as_array().cloned())
-        .unwrap_or_default()
-        .iter()
+    let lost_records = header
+        .meta(meta::LOST)
+        .and_then(|v| v.as_array())
+        .into_iter()
+        .flatten()
         .filter_map(|l| Some((cpu_number(&l["cpu"])?, l["lost"].as_u64()?)))
         .collect();
-    Ok(RecordingContext {
+    RecordingContext {
         threads,
         target_pids,
-        idle_states: idle_states(&machine),
+        idle_states: idle_states(machine),
         // Filled in by `sysfs_idle` once the traced interval is known.
         sysfs_idle: Err("not computed yet".into()),
         // Filled in by `energy` once the busy time is known.
@@ -74,29 +76,27 @@ pub fn read(reader: &RecordingReader) -> anyhow::Result<RecordingContext> {
             reason: "not computed yet".into(),
             fix: None,
         }),
-        frequency_samples: frequency_samples(reader)?,
+        frequency_samples: frequency_samples(header),
         lost_records,
         unavailable_events,
-        span: span(reader)?,
-        tracing_cost: match reader.meta(meta::TRACING_COST)? {
+        span: span(header),
+        tracing_cost: match header.meta(meta::TRACING_COST) {
             None => Err("the recording has no measured cost per traced event (made before powerlens measured it)".to_string()),
-            Some(v) => serde_json::from_value(v).map_err(|e| {
+            Some(v) => serde_json::from_value(v.clone()).map_err(|e| {
                 format!("the recording's measured cost per traced event does not read ({e}): the file is damaged or from another version")
             }),
         },
-    })
+    }
 }
 
 /// What stretch of time the recording covers, from its target and how it stopped: a
 /// command's whole run only when the command exited before the recording ended.
-fn span(reader: &RecordingReader) -> anyhow::Result<Option<RecordingSpan>> {
-    let Some(target) = reader.meta(meta::TARGET)? else {
-        return Ok(None);
-    };
-    Ok(match target["kind"].as_str() {
+fn span(header: &Header) -> Option<RecordingSpan> {
+    let target = header.meta(meta::TARGET)?;
+    match target["kind"].as_str() {
         Some("command") => {
             // No `stop` at all: the recorder was killed before it wrote one.
-            let stop = reader.meta(meta::STOP)?.unwrap_or(Value::Null);
+            let stop = header.meta(meta::STOP).unwrap_or(&Value::Null);
             let exited = !stop["exit"].is_null();
             let stopped_early = !stop["stopped_early"].is_null();
             Some(if exited && !stopped_early {
@@ -107,19 +107,14 @@ fn span(reader: &RecordingReader) -> anyhow::Result<Option<RecordingSpan>> {
         }
         Some("pid" | "all") => Some(RecordingSpan::Window),
         _ => None,
-    })
+    }
 }
 
 /// The target's processes: the recorded root and every process descended from it; `None`
 /// (the whole system) for `record -a`.
-fn target_pids(
-    reader: &RecordingReader,
-    rows: &[ThreadRow],
-) -> anyhow::Result<Option<BTreeSet<u32>>> {
-    let target = reader.meta(meta::TARGET)?.unwrap_or(Value::Null);
-    let Some(root) = target["root_pid"].as_u64().map(|p| p as u32) else {
-        return Ok(None);
-    };
+fn target_pids(header: &Header, rows: &[ThreadRow]) -> Option<BTreeSet<u32>> {
+    let target = header.meta(meta::TARGET).unwrap_or(&Value::Null);
+    let root = target["root_pid"].as_u64().map(|p| p as u32)?;
     let by_tid: HashMap<u32, &ThreadRow> = rows.iter().map(|r| (r.tid, r)).collect();
     // A process's parent: procfs's PPid for processes that existed at the start, else the
     // process of the thread that forked its main thread.
@@ -146,7 +141,7 @@ fn target_pids(
             }
         }
     }
-    Ok(Some(target))
+    Some(target)
 }
 
 /// The idle states `info` saw at the start of the recording (those of the first CPU).
@@ -183,12 +178,12 @@ fn idle_states(machine: &Value) -> Result<Vec<IdleStateInfo>, String> {
 /// cumulative counters interpolated at both ends, as the energy is, so the sysfs columns
 /// cover the same time as the trace's.
 pub fn sysfs_idle(
-    reader: &RecordingReader,
+    header: &Header,
     (start_ns, end_ns): (u64, u64),
-) -> anyhow::Result<Result<Vec<SysfsIdle>, String>> {
+) -> Result<Vec<SysfsIdle>, String> {
     // (cpu, state) → (usage, time_us) windows.
     let mut windows: Vec<((u32, u32), CounterWindow, CounterWindow)> = Vec::new();
-    reader.samples(sampler::CPUIDLE, |t, data| {
+    for &(t, ref data) in header.samples(sampler::CPUIDLE) {
         for cpu in data.as_array().into_iter().flatten() {
             let Some(n) = cpu_number(&cpu["cpu"]) else {
                 continue;
@@ -210,12 +205,12 @@ pub fn sysfs_idle(
                 windows[slot].2.push(t, time_us as f64);
             }
         }
-    })?;
+    }
     if windows.is_empty() {
-        return Ok(Err(
+        return Err(
             "no cpuidle counters were sampled (no cpuidle driver with states, or a reduced recording)"
                 .to_string(),
-        ));
+        );
     }
     let mut out: Vec<SysfsIdle> = windows
         .iter()
@@ -229,52 +224,52 @@ pub fn sysfs_idle(
         })
         .collect();
     out.sort_by_key(|s| (s.cpu, s.index));
-    Ok(Ok(out))
+    Ok(out)
 }
 
 /// The cpufreq samples: (time, CPU, kHz).
-pub fn frequency_samples(reader: &RecordingReader) -> anyhow::Result<Vec<(u64, u32, u64)>> {
+pub fn frequency_samples(header: &Header) -> Vec<(u64, u32, u64)> {
     let mut out = Vec::new();
-    reader.samples(sampler::CPUFREQ, |t, data| {
+    for &(t, ref data) in header.samples(sampler::CPUFREQ) {
         for pair in data.as_array().into_iter().flatten() {
             if let (Some(cpu), Some(khz)) = (cpu_number(&pair[0]), pair[1].as_u64()) {
                 out.push((t, cpu, khz));
             }
         }
-    })?;
-    Ok(out)
+    }
+    out
 }
 
 /// The energy over the recording's interval `[start_ns, end_ns]`: the meter's cumulative
 /// samples interpolated at both ends when it had one, else the recorded power model applied
 /// to the elapsed time and the trace's busy CPU-seconds of every thread.
 pub fn energy(
-    reader: &RecordingReader,
+    header: &Header,
     (start_ns, end_ns): (u64, u64),
     busy_cpu_s: f64,
-) -> anyhow::Result<Result<EnergyInput, Provenance>> {
-    let energy = reader.meta(meta::ENERGY)?.unwrap_or(Value::Null);
+) -> Result<EnergyInput, Provenance> {
+    let energy = header.meta(meta::ENERGY).unwrap_or(&Value::Null);
     let elapsed_s = end_ns.saturating_sub(start_ns) as f64 / 1e9;
     // Checked as a model file is: a damaged one (a negative idle power) gave negative
     // energies and watts (found by the recording fuzz target's check).
     match PowerModel::from_json(&energy["model"].to_string()) {
         Err(ModelError::Parameter { name, value }) => {
-            return Ok(Err(Provenance::Unavailable {
+            return Err(Provenance::Unavailable {
                 reason: format!(
                     "the recording's power model is damaged: {name} = {value} is not a power"
                 ),
                 fix: Some("record again".into()),
-            }))
+            })
         }
         Err(_) => {}
         Ok(model) => {
             let joules = model.energy_j(elapsed_s, busy_cpu_s);
-            return Ok(Ok(EnergyInput {
+            return Ok(EnergyInput {
                 total_j: joules,
                 domains: vec![("system".to_string(), joules)],
                 provenance: model.provenance(),
                 idle_power_w: model.idle_w,
-            }));
+            });
         }
     }
     let provenance: Provenance =
@@ -285,7 +280,7 @@ pub fn energy(
     let mut total = CounterWindow::new(start_ns, end_ns);
     let mut sampled = false;
     let mut domains: Vec<(String, CounterWindow)> = Vec::new();
-    reader.samples(sampler::ENERGY, |t, data| {
+    for &(t, ref data) in header.samples(sampler::ENERGY) {
         if let Some(j) = data["total_j"].as_f64() {
             total.push(t, j);
             sampled = true;
@@ -301,10 +296,10 @@ pub fn energy(
                 }
             }
         }
-    })?;
+    }
     let Some(total_j) = total.increase() else {
         // Samples with no finite increase (counters of ±1e308 J) are damaged ones.
-        return Ok(Err(Provenance::Unavailable {
+        return Err(Provenance::Unavailable {
             reason: if sampled {
                 "the recording's energy samples are damaged: they give no finite increase".into()
             } else {
@@ -315,9 +310,9 @@ pub fn energy(
             } else {
                 "record for longer than the sample interval (--sample-every)".into()
             }),
-        }));
+        });
     };
-    Ok(Ok(EnergyInput {
+    Ok(EnergyInput {
         total_j,
         domains: domains
             .iter()
@@ -329,7 +324,7 @@ pub fn energy(
             .as_f64()
             .filter(|w| w.is_finite() && *w >= 0.0)
             .unwrap_or(0.0),
-    }))
+    })
 }
 
 /// The battery-life figures of a recording: the recorded work is one run, its energy the
@@ -337,16 +332,16 @@ pub fn energy(
 /// analysed interval. `battery_wh` (`report --battery-wh`) replaces the full charge the
 /// recording stored. `None` when the recording knows no battery and none is given.
 pub fn battery(
-    reader: &RecordingReader,
+    header: &Header,
     (start_ns, end_ns): (u64, u64),
     energy: &Result<EnergyInput, Provenance>,
     battery_wh: Option<f64>,
-) -> anyhow::Result<Option<BatteryReport>> {
-    let stored: Option<BatterySetup> = reader
-        .meta(meta::BATTERY)?
-        .and_then(|v| serde_json::from_value(v).ok());
+) -> Option<BatteryReport> {
+    let stored: Option<BatterySetup> = header
+        .meta(meta::BATTERY)
+        .and_then(|v| serde_json::from_value(v.clone()).ok());
     let setup = match (stored, battery_wh) {
-        (None, None) => return Ok(None),
+        (None, None) => return None,
         (Some(setup), None) => setup,
         (Some(setup), Some(wh)) => setup.with_capacity_wh(wh),
         (None, Some(wh)) => BatterySetup {
@@ -363,18 +358,18 @@ pub fn battery(
     let energy = match energy {
         Ok(e) => e,
         Err(p) => {
-            return Ok(Some(BatteryReport::unavailable(
+            return Some(BatteryReport::unavailable(
                 format!("the recording's energy is {}", p.label()),
                 None,
-            )))
+            ))
         }
     };
     let mut charge = CounterWindow::new(start_ns, end_ns);
-    reader.samples(sampler::ENERGY, |t, data| {
+    for &(t, ref data) in header.samples(sampler::ENERGY) {
         if let Some(pct) = data["charge_pct"].as_f64() {
             charge.push(t, pct);
         }
-    })?;
+    }
     let seconds = end_ns.saturating_sub(start_ns) as f64 / 1e9;
     let spans: Vec<ChargeSpan> = charge
         .ends()
@@ -395,17 +390,21 @@ pub fn battery(
         time_per_run_s: seconds,
     };
     // A recording's energy is the machine's over its window, whatever else ran in it.
-    Ok(Some(
+    Some(
         setup
             .report(&workload, &spans, &energy.provenance)
             .charging(Charged::Machine),
-    ))
+    )
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use powerlens_store::recording::RecordingWriter;
+    use powerlens_store::recording::{RecordingReader, RecordingWriter};
+
+    fn header_of(path: &std::path::Path) -> Header {
+        Header::read(&RecordingReader::open(path).unwrap()).unwrap()
+    }
     use serde_json::json;
 
     /// CPU numbers no machine has (a damaged sample's 4000000000 asked the report for a
@@ -436,13 +435,13 @@ mod tests {
         )
         .unwrap();
         w.finish().unwrap();
-        let reader = RecordingReader::open(&path).unwrap();
-        let idle = sysfs_idle(&reader, (0, 1_000_000)).unwrap().unwrap();
+        let header = header_of(&path);
+        let idle = sysfs_idle(&header, (0, 1_000_000)).unwrap();
         assert!(idle.iter().all(|s| s.cpu == 0), "{idle:?}");
         assert_eq!(idle.len(), 2);
-        let freq = frequency_samples(&reader).unwrap();
+        let freq = frequency_samples(&header);
         assert_eq!(freq, [(0, 1, 2_000_000), (1_000_000, 1, 2_000_000)]);
-        assert_eq!(read(&reader).unwrap().lost_records, [(1, 3)]);
+        assert_eq!(read(&header).lost_records, [(1, 3)]);
     }
 
     /// Regression (fuzz/regressions/recording/negative-idle-power.rec): a damaged power
@@ -457,8 +456,7 @@ mod tests {
         w.set_meta(meta::ENERGY, &json!({ "model": model }))
             .unwrap();
         w.finish().unwrap();
-        let reader = RecordingReader::open(&path).unwrap();
-        match energy(&reader, (0, 1_000_000_000), 0.5).unwrap() {
+        match energy(&header_of(&path), (0, 1_000_000_000), 0.5) {
             Err(Provenance::Unavailable { reason, .. }) => {
                 assert!(reason.contains("idle_w = -270.6"), "{reason}")
             }
@@ -471,8 +469,12 @@ mod tests {
         w.set_meta(meta::ENERGY, &json!({ "model": model }))
             .unwrap();
         w.finish().unwrap();
-        let reader = RecordingReader::open(&dir.path().join("ok.rec")).unwrap();
-        let e = energy(&reader, (0, 1_000_000_000), 0.5).unwrap().unwrap();
+        let e = energy(
+            &header_of(&dir.path().join("ok.rec")),
+            (0, 1_000_000_000),
+            0.5,
+        )
+        .unwrap();
         assert!((e.total_j - 35.06).abs() < 1e-9, "{}", e.total_j);
     }
 
@@ -490,8 +492,7 @@ mod tests {
             w.append_sample(t, sampler::ENERGY, &sample).unwrap();
         }
         w.finish().unwrap();
-        let reader = RecordingReader::open(&path).unwrap();
-        match energy(&reader, (0, 1_000_000_000), 0.5).unwrap() {
+        match energy(&header_of(&path), (0, 1_000_000_000), 0.5) {
             Err(Provenance::Unavailable { reason, .. }) => {
                 assert!(reason.contains("damaged"), "{reason}")
             }
@@ -506,8 +507,7 @@ mod tests {
                 .unwrap();
         }
         w.finish().unwrap();
-        let reader = RecordingReader::open(&path).unwrap();
-        let e = energy(&reader, (0, 1_000_000_000), 0.5).unwrap().unwrap();
+        let e = energy(&header_of(&path), (0, 1_000_000_000), 0.5).unwrap();
         assert_eq!((e.total_j, e.idle_power_w), (20.0, 0.0));
     }
 
@@ -561,8 +561,7 @@ mod tests {
                 w.set_meta(meta::STOP, s).unwrap();
             }
             w.finish().unwrap();
-            let reader = RecordingReader::open(&path).unwrap();
-            assert_eq!(span(&reader).unwrap(), expected, "{target:?} {stop:?}");
+            assert_eq!(span(&header_of(&path)), expected, "{target:?} {stop:?}");
         }
     }
 }

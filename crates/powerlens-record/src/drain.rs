@@ -18,6 +18,7 @@ use powerlens_sys::unwind::UnwindStats;
 use powerlens_sys::Roots;
 
 use crate::convert::Converter;
+use crate::error::RecordError;
 use crate::stacks::{RawStack, StackRecorder};
 use crate::threads::ThreadTable;
 
@@ -69,7 +70,7 @@ pub struct DrainEnd {
 
 pub struct Drainer {
     stop: Arc<AtomicBool>,
-    handle: Option<JoinHandle<anyhow::Result<DrainEnd>>>,
+    handle: Option<JoinHandle<Result<DrainEnd, RecordError>>>,
     pub batches: Receiver<Batch>,
 }
 
@@ -124,12 +125,16 @@ impl Drainer {
 
     /// Disables the tracepoints, drains what is left and returns the last batches and how
     /// collection ended.
-    pub fn stop(mut self) -> anyhow::Result<(Vec<Batch>, DrainEnd)> {
+    pub fn stop(mut self) -> Result<(Vec<Batch>, DrainEnd), RecordError> {
         self.stop.store(true, Ordering::SeqCst);
         let end = match self.handle.take().map(JoinHandle::join) {
             Some(Ok(end)) => end?,
-            Some(Err(_)) => anyhow::bail!("the drain thread panicked"),
-            None => anyhow::bail!("the drain thread was already stopped"),
+            Some(Err(_)) => {
+                return Err(RecordError::Panicked {
+                    thread: "drain thread",
+                })
+            }
+            None => return Err(RecordError::DrainAlreadyStopped),
         };
         Ok((self.batches.try_iter().collect(), end))
     }
@@ -304,7 +309,7 @@ fn run(
     roots: &Roots,
     stop: &AtomicBool,
     tx: &Sender<Batch>,
-) -> anyhow::Result<DrainEnd> {
+) -> Result<DrainEnd, RecordError> {
     let decoder = collector.decoder();
     let backlog = Arc::new(AtomicUsize::new(0));
     let (raw_tx, raw_rx) = mpsc::channel::<Copied>();
@@ -345,7 +350,11 @@ fn run(
     drop(raw_tx);
     let decoded = match decoding.join() {
         Ok(d) => d,
-        Err(_) => anyhow::bail!("the decoding thread panicked"),
+        Err(_) => {
+            return Err(RecordError::Panicked {
+                thread: "decoding thread",
+            })
+        }
     };
     let mut lost = collector.lost();
     for (cpu, n) in decoded.lost {

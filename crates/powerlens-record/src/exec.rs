@@ -4,8 +4,9 @@
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use anyhow::{bail, Context};
 use powerlens_core::run::ExitStatus;
+
+use crate::error::RecordError;
 
 /// What one execution of the command took.
 #[derive(Debug, Clone, Copy)]
@@ -18,8 +19,12 @@ pub struct Outcome {
 
 /// Runs `argv` to completion. Output goes to /dev/null unless `show_output`; `cpus`
 /// restricts the command (not powerlens) to those CPUs.
-pub fn run(argv: &[String], show_output: bool, cpus: Option<&[u32]>) -> anyhow::Result<Outcome> {
-    let (program, args) = argv.split_first().context("no command given")?;
+pub fn run(
+    argv: &[String],
+    show_output: bool,
+    cpus: Option<&[u32]>,
+) -> Result<Outcome, RecordError> {
+    let (program, args) = argv.split_first().ok_or(RecordError::NoCommand)?;
     let mut cmd = Command::new(program);
     cmd.args(args).stdin(Stdio::null());
     if let Some(cpus) = cpus {
@@ -30,7 +35,7 @@ pub fn run(argv: &[String], show_output: bool, cpus: Option<&[u32]>) -> anyhow::
     }
     let start = Instant::now();
     let child = cmd.spawn().map_err(|e| spawn_error(program, e))?;
-    let (exit, cpu_s) = wait4(child.id() as libc::pid_t, 0)?.context("wait4 returned no child")?;
+    let (exit, cpu_s) = wait4(child.id() as libc::pid_t, 0)?.ok_or(RecordError::NoChild)?;
     Ok(Outcome {
         wall: start.elapsed(),
         cpu_s,
@@ -41,8 +46,12 @@ pub fn run(argv: &[String], show_output: bool, cpus: Option<&[u32]>) -> anyhow::
 /// Starts `argv` and returns its pid without waiting; the caller polls [`try_wait`]. Its
 /// output goes where powerlens's goes unless hidden. The command inherits Ctrl-C and
 /// powerlens's environment, with `env` set on top.
-pub fn spawn(argv: &[String], show_output: bool, env: &[(String, String)]) -> anyhow::Result<u32> {
-    let (program, args) = argv.split_first().context("no command given")?;
+pub fn spawn(
+    argv: &[String],
+    show_output: bool,
+    env: &[(String, String)],
+) -> Result<u32, RecordError> {
+    let (program, args) = argv.split_first().ok_or(RecordError::NoCommand)?;
     let mut cmd = Command::new(program);
     cmd.args(args).envs(env.iter().map(|(k, v)| (k, v)));
     if !show_output {
@@ -56,30 +65,27 @@ pub fn spawn(argv: &[String], show_output: bool, env: &[(String, String)]) -> an
 
 /// How a command started with [`spawn`] ended and the CPU time it used, or `None` while
 /// it still runs.
-pub fn try_wait(pid: u32) -> anyhow::Result<Option<(ExitStatus, f64)>> {
+pub fn try_wait(pid: u32) -> Result<Option<(ExitStatus, f64)>, RecordError> {
     wait4(pid as libc::pid_t, libc::WNOHANG)
 }
 
 /// Runs a shell command line (`--prepare`), output hidden unless `show_output`.
-pub fn run_shell(line: &str, show_output: bool) -> anyhow::Result<ExitStatus> {
+pub fn run_shell(line: &str, show_output: bool) -> Result<ExitStatus, RecordError> {
     Ok(run(&["sh".into(), "-c".into(), line.into()], show_output, None)?.exit)
 }
 
-fn spawn_error(program: &str, e: std::io::Error) -> anyhow::Error {
-    match e.kind() {
-        std::io::ErrorKind::NotFound => anyhow::anyhow!(
-            "command not found: {program:?} (is it installed and on PATH? shell syntax needs `sh -c '…'`)"
-        ),
-        std::io::ErrorKind::PermissionDenied => {
-            anyhow::anyhow!("cannot execute {program:?}: permission denied (is it executable? chmod +x)")
-        }
-        _ => anyhow::anyhow!("cannot start {program:?}: {e}"),
+fn spawn_error(program: &str, cause: std::io::Error) -> RecordError {
+    let program = program.to_string();
+    match cause.kind() {
+        std::io::ErrorKind::NotFound => RecordError::CommandNotFound { program },
+        std::io::ErrorKind::PermissionDenied => RecordError::CommandNotExecutable { program },
+        _ => RecordError::CommandStart { program, cause },
     }
 }
 
 /// Waits for `pid` and returns how it ended and the CPU time it (and the descendants it
 /// waited for) used, from the kernel's rusage for exactly this child.
-fn wait4(pid: libc::pid_t, flags: libc::c_int) -> anyhow::Result<Option<(ExitStatus, f64)>> {
+fn wait4(pid: libc::pid_t, flags: libc::c_int) -> Result<Option<(ExitStatus, f64)>, RecordError> {
     let mut status: libc::c_int = 0;
     // SAFETY: rusage is plain data; wait4 writes it and the status.
     let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
@@ -95,7 +101,7 @@ fn wait4(pid: libc::pid_t, flags: libc::c_int) -> anyhow::Result<Option<(ExitSta
         }
         let err = std::io::Error::last_os_error();
         if err.kind() != std::io::ErrorKind::Interrupted {
-            bail!("waiting for the command (pid {pid}): {err}");
+            return Err(RecordError::Wait { pid, cause: err });
         }
     }
     let exit = if libc::WIFEXITED(status) {

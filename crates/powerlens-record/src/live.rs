@@ -20,7 +20,6 @@ use std::collections::HashMap;
 use std::sync::mpsc::RecvTimeoutError;
 use std::time::{Duration, Instant};
 
-use anyhow::Context;
 pub use powerlens_core::monitor::IdleStateTime;
 use powerlens_core::monitor::{
     Basis, DomainInterval, IntervalInput, ProcessDirectory, ProcessInterval, StreamAnalysis,
@@ -35,6 +34,7 @@ use powerlens_sys::{cpuidle, procfs, topology, Roots, SysError};
 
 use crate::convert::{monitor_event_names, Converter};
 use crate::drain::{Batch, Drainer, InContext};
+use crate::error::{Doing, RecordError};
 use crate::meter::{Meter, MeterOptions, Reading};
 use crate::threads::ThreadTable;
 use powerlens_store::recording::ThreadRow;
@@ -205,7 +205,7 @@ impl ProcfsSource {
 impl LiveSession {
     /// Opens the tracepoints (or falls back to procfs), the meter and the model, and
     /// starts the first interval.
-    pub fn start(roots: &Roots, opts: &LiveOptions) -> anyhow::Result<LiveSession> {
+    pub fn start(roots: &Roots, opts: &LiveOptions) -> Result<LiveSession, RecordError> {
         let cpus = topology::read_online(roots)?;
         let mut exits_unavailable = None;
         let mut procfs = || {
@@ -313,7 +313,7 @@ impl LiveSession {
     pub fn next_interval(
         &mut self,
         stop: &dyn Fn() -> bool,
-    ) -> anyhow::Result<Option<LiveInterval>> {
+    ) -> Result<Option<LiveInterval>, RecordError> {
         loop {
             if stop() {
                 return Ok(None);
@@ -349,7 +349,7 @@ impl LiveSession {
         Ok(Some(self.close()?))
     }
 
-    fn close(&mut self) -> anyhow::Result<LiveInterval> {
+    fn close(&mut self) -> Result<LiveInterval, RecordError> {
         let end_ns = monotonic_now_ns();
         let elapsed_s = (end_ns - self.last_end_ns) as f64 / 1e9;
         self.last_end_ns = end_ns;
@@ -440,7 +440,7 @@ impl LiveSession {
         &mut self,
         elapsed_s: f64,
         notes: &mut Vec<String>,
-    ) -> anyhow::Result<(Vec<DomainInterval>, Provenance)> {
+    ) -> Result<(Vec<DomainInterval>, Provenance), RecordError> {
         let model_now = self.model.read()?;
         let model_then = std::mem::replace(&mut self.last.1, model_now.clone());
         if let Some(meter) = &self.meter {
@@ -458,7 +458,8 @@ impl LiveSession {
                 }
                 (Err(e), _) => {
                     notes.push(format!(
-                        "the energy meter stopped answering ({e:#}): energy is ESTIMATED by the power model from now on"
+                        "the energy meter stopped answering ({}): energy is ESTIMATED by the power model from now on",
+                        e.with_causes()
                     ));
                     self.meter = None;
                 }
@@ -546,7 +547,7 @@ impl LiveSession {
 fn open_trace(
     roots: &Roots,
     opts: &LiveOptions,
-) -> anyhow::Result<Result<(TraceSource, TraceSwitch), String>> {
+) -> Result<Result<(TraceSource, TraceSwitch), String>, RecordError> {
     let windows = match opts.tracing {
         Tracing::Off => return Ok(Err("procfs sampling was asked for (--reduced)".into())),
         Tracing::Windows { .. } => true,
@@ -566,7 +567,7 @@ fn open_trace(
     let mut collector = match Collector::open(roots, &names, options) {
         Ok(c) => c,
         Err(e @ SysError::PermissionDenied { .. }) => return Ok(Err(e.to_string())),
-        Err(e) => return Err(e).context("opening the tracepoints"),
+        Err(e) => return Err(e).doing(|| "opening the tracepoints".into()),
     };
     let config = if windows { "agent-windows" } else { "agent" };
     let costs = crate::cost_cache::measured_or_kept(roots, &mut collector, false, config);
@@ -602,7 +603,7 @@ impl TraceSource {
         late: &str,
         notes: &mut Vec<String>,
         directory: &mut ProcessDirectory,
-    ) -> anyhow::Result<()> {
+    ) -> Result<(), RecordError> {
         let deadline = Instant::now() + interval / 2;
         while self.watermark < until_ns && Instant::now() < deadline {
             self.take(Duration::from_millis(10))?;
@@ -642,7 +643,7 @@ impl TraceSource {
     }
 
     /// Takes the batches that come within `wait`, keeping their events pending.
-    fn take(&mut self, wait: Duration) -> anyhow::Result<()> {
+    fn take(&mut self, wait: Duration) -> Result<(), RecordError> {
         let mut first = true;
         loop {
             let batch = if first {
@@ -650,9 +651,7 @@ impl TraceSource {
                 match self.drainer.batches.recv_timeout(wait) {
                     Ok(b) => b,
                     Err(RecvTimeoutError::Timeout) => break,
-                    Err(RecvTimeoutError::Disconnected) => {
-                        anyhow::bail!("the drain thread stopped (the tracepoints failed)")
-                    }
+                    Err(RecvTimeoutError::Disconnected) => return Err(RecordError::DrainFailed),
                 }
             } else {
                 match self.drainer.batches.try_recv() {
@@ -850,7 +849,7 @@ impl Windowed {
 
     /// Turns the tracepoints on or off when `now` has reached the window's start or end;
     /// returns when the next of those is due.
-    fn turn(&mut self, now: Instant) -> anyhow::Result<Option<Instant>> {
+    fn turn(&mut self, now: Instant) -> Result<Option<Instant>, RecordError> {
         let w = &mut self.window;
         let (Some(start), Some(end)) = (w.start, w.end) else {
             return Ok(None);
@@ -859,7 +858,9 @@ impl Windowed {
             if now < start {
                 return Ok(Some(start));
             }
-            self.switch.enable().context("turning the tracepoints on")?;
+            self.switch
+                .enable()
+                .doing(|| "turning the tracepoints on".into())?;
             w.on_ns = Some(monotonic_now_ns());
         }
         if w.off_ns.is_none() {
@@ -868,7 +869,7 @@ impl Windowed {
             }
             self.switch
                 .disable()
-                .context("turning the tracepoints off")?;
+                .doing(|| "turning the tracepoints off".into())?;
             w.off_ns = Some(monotonic_now_ns());
         }
         Ok(None)
@@ -882,7 +883,7 @@ impl Windowed {
         interval: Duration,
         notes: &mut Vec<String>,
         directory: &mut ProcessDirectory,
-    ) -> anyhow::Result<f64> {
+    ) -> Result<f64, RecordError> {
         let w = &mut self.window;
         let Some(on_ns) = w.on_ns else {
             return Ok(0.0);
@@ -890,7 +891,7 @@ impl Windowed {
         if w.off_ns.is_none() {
             self.switch
                 .disable()
-                .context("turning the tracepoints off")?;
+                .doing(|| "turning the tracepoints off".into())?;
             w.off_ns = Some(monotonic_now_ns());
         }
         let off_ns = w.off_ns.unwrap_or(end_ns);

@@ -4,7 +4,6 @@
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use anyhow::Context;
 use powerlens_core::battery_life::{BatteryReport, ChargeSpan, Charged, Workload};
 use powerlens_core::model::class::MachineFacts;
 use powerlens_core::model::PowerModel;
@@ -14,6 +13,7 @@ use powerlens_sys::energy::sampler::{choose_read_interval, SampledSource};
 use powerlens_sys::energy::{battery_meter, discover, SourceStatus};
 
 use crate::battery::MeterBattery;
+use crate::error::{Doing, RecordError};
 use powerlens_sys::{platform, procfs, Roots};
 
 /// How to choose and read the meter.
@@ -57,7 +57,7 @@ pub struct Meter {
 }
 
 impl Meter {
-    pub fn open(roots: &Roots, options: &MeterOptions) -> anyhow::Result<Meter> {
+    pub fn open(roots: &Roots, options: &MeterOptions) -> Result<Meter, RecordError> {
         let (best, statuses) = discover::open_best(roots);
         let mut warnings = Vec::new();
         let kind = match best {
@@ -88,7 +88,7 @@ impl Meter {
 
     /// The power model alone, whatever meter the machine has: what a long-running monitor
     /// falls back to when its meter stops answering.
-    pub fn estimated(roots: &Roots, options: &MeterOptions) -> anyhow::Result<Meter> {
+    pub fn estimated(roots: &Roots, options: &MeterOptions) -> Result<Meter, RecordError> {
         Ok(Meter {
             kind: Kind::Model {
                 model: load_model(options.power_model.as_deref(), roots)?,
@@ -102,11 +102,11 @@ impl Meter {
         })
     }
 
-    pub fn read(&self) -> anyhow::Result<Reading> {
+    pub fn read(&self) -> Result<Reading, RecordError> {
         let values = match &self.kind {
             Kind::Source(s) => s
                 .read()
-                .with_context(|| format!("reading energy from {}", s.name()))?,
+                .doing(|| format!("reading energy from {}", s.name()))?,
             Kind::Model { roots, .. } => vec![procfs::read_cpu_times(roots)?.busy_s],
         };
         Ok(Reading {
@@ -305,13 +305,13 @@ pub fn machine_facts(roots: &Roots) -> MachineFacts {
 
 /// The power model: the file given (`--power-model`), else the default for this
 /// machine's class.
-pub fn load_model(path: Option<&Path>, roots: &Roots) -> anyhow::Result<PowerModel> {
+pub fn load_model(path: Option<&Path>, roots: &Roots) -> Result<PowerModel, RecordError> {
     let Some(path) = path else {
         return Ok(PowerModel::for_machine(&machine_facts(roots)));
     };
     let text = std::fs::read_to_string(path)
-        .with_context(|| format!("reading the power model {}", path.display()))?;
-    PowerModel::from_json(&text).with_context(|| {
+        .doing(|| format!("reading the power model {}", path.display()))?;
+    PowerModel::from_json(&text).doing(|| {
         format!(
             "in the power model {} (write one with `powerlens calibrate -o FILE`)",
             path.display()

@@ -3,13 +3,14 @@
 
 use powerlens_core::sched::analysis::SchedSummary;
 use powerlens_core::sched::reduced::{self, ThreadSample};
-use powerlens_store::recording::RecordingReader;
 
+use crate::error::RecordError;
+use crate::header::Header;
 use crate::{meta, sampler};
 
-pub fn summary(reader: &RecordingReader) -> anyhow::Result<SchedSummary> {
+pub fn summary(header: &Header) -> Result<SchedSummary, RecordError> {
     let mut samples = Vec::new();
-    reader.samples(sampler::THREADS, |time_ns, data| {
+    for &(time_ns, ref data) in header.samples(sampler::THREADS) {
         let threads = data
             .as_array()
             .into_iter()
@@ -26,15 +27,15 @@ pub fn summary(reader: &RecordingReader) -> anyhow::Result<SchedSummary> {
             })
             .collect();
         samples.push((time_ns, threads));
-    })?;
+    }
     if samples.is_empty() {
-        anyhow::bail!(
-            "the reduced recording {} holds no thread samples (it was stopped before the first sample)",
-            reader.path().display()
-        );
+        return Err(RecordError::NoThreadSamples {
+            path: header.path().to_path_buf(),
+        });
     }
     // A command the recorder started began with the recording: its counters start at zero.
-    let target = reader.meta(meta::TARGET)?.unwrap_or_default();
-    let all_new = target["kind"] == "command";
+    let all_new = header
+        .meta(meta::TARGET)
+        .is_some_and(|t| t["kind"] == "command");
     Ok(reduced::summary(samples, all_new))
 }

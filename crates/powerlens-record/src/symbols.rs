@@ -13,6 +13,7 @@ use powerlens_sys::symbolize::perf_map;
 use powerlens_sys::symbolize::{Symbolizer, KERNEL_MODULE};
 use powerlens_sys::Roots;
 
+use crate::error::RecordError;
 use crate::jit_names::JitNames;
 
 /// What resolving found.
@@ -37,7 +38,7 @@ pub struct Resolved {
 
 /// When the recording ended, in Unix seconds: its `stop`, or for a recorder that was
 /// killed before writing one, its last committed event. `None` when the file does not say.
-fn ended_unix_s(reader: &RecordingReader) -> anyhow::Result<Option<f64>> {
+fn ended_unix_s(reader: &RecordingReader) -> Result<Option<f64>, RecordError> {
     let start = reader.meta(crate::meta::START)?.unwrap_or_default();
     let (Some(unix_s), Some(start_ns)) = (start["unix_s"].as_f64(), start["monotonic_ns"].as_u64())
     else {
@@ -95,7 +96,7 @@ fn another_build(
 
 /// Reads and resolves the recording's stacks, and saves the names it found in the
 /// recording's symbol cache. `None` when the recording has none.
-pub fn resolve(reader: &RecordingReader, roots: &Roots) -> anyhow::Result<Option<Resolved>> {
+pub fn resolve(reader: &RecordingReader, roots: &Roots) -> Result<Option<Resolved>, RecordError> {
     let mut resolved = resolve_unsaved(reader, roots)?;
     if let Some(r) = &mut resolved {
         save(reader, r);
@@ -123,7 +124,7 @@ pub fn save(reader: &RecordingReader, resolved: &mut Resolved) {
 pub fn resolve_unsaved(
     reader: &RecordingReader,
     roots: &Roots,
-) -> anyhow::Result<Option<Resolved>> {
+) -> Result<Option<Resolved>, RecordError> {
     let modules: HashMap<u32, String> = reader.modules()?.into_iter().collect();
     let mut stacks = Vec::new();
     let mut damaged = 0usize;
@@ -143,10 +144,10 @@ pub fn resolve_unsaved(
     let mut warnings = Vec::new();
     if stacks.is_empty() {
         if damaged > 0 {
-            anyhow::bail!(
-                "all {damaged} call stacks of {} are damaged: record again, or report with a copy of the recording",
-                reader.path().display()
-            );
+            return Err(RecordError::StacksDamaged {
+                damaged,
+                path: reader.path().to_path_buf(),
+            });
         }
         return Ok(None);
     }

@@ -14,7 +14,7 @@ pub mod recording;
 mod results;
 
 pub use recording::{
-    Chunk, ChunkCursor, ContentCheck, RecordingReader, RecordingWriter, ThreadRow,
+    Chunk, ChunkCursor, ContentCheck, RecordingHeader, RecordingReader, RecordingWriter, ThreadRow,
     RECORDING_APPLICATION_ID, RECORDING_SCHEMA_VERSION,
 };
 pub use results::{NewResult, ResultRow, ResultsDb, RunRow};
@@ -27,27 +27,32 @@ pub const APPLICATION_ID: i32 = 0x5057_4C4E;
 /// Schema version of the results database (`PRAGMA user_version`).
 pub const RESULTS_SCHEMA_VERSION: i32 = 2;
 
+/// What went wrong with a results database or a recording. The messages name the file
+/// and the fix but no command-line flag: the command line adds the flag that chooses
+/// another file where it has one (`--db`).
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
-    #[error("cannot create the directory {path} for the results database: {source} (choose another place with --db PATH)")]
+    #[error("cannot create the directory {path} for the results database: {source}")]
     CreateDir {
         path: PathBuf,
         #[source]
         source: std::io::Error,
     },
-    #[error("cannot create the results database {path}: {source} (check that its directory is writable, or choose another with --db PATH)")]
+    #[error(
+        "cannot create the results database {path}: {source}; check that its directory is writable"
+    )]
     CreateFile {
         path: PathBuf,
         #[source]
         source: std::io::Error,
     },
-    #[error("cannot open the results database {path}: {source} (check its permissions, or choose another with --db PATH)")]
+    #[error("cannot open the results database {path}: {source}; check its permissions")]
     Open {
         path: PathBuf,
         #[source]
         source: rusqlite::Error,
     },
-    #[error("{path} is not a powerlens results database ({detail}); it was left untouched — move it aside or choose another file with --db PATH")]
+    #[error("{path} is not a powerlens results database ({detail}); it was left untouched — move it aside")]
     NotOurs { path: PathBuf, detail: String },
     #[error("{path} is a symbolic link: powerlens does not write a database through one (a link planted there would send command lines elsewhere); give the real file's path, or remove the link")]
     Symlink { path: PathBuf },

@@ -1,10 +1,10 @@
 //! Where results are saved and how a run result becomes a database row.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 use powerlens_core::run::RunResult;
-use powerlens_store::{NewResult, ResultsDb, RunRow};
+use powerlens_store::{NewResult, ResultsDb, RunRow, StoreError};
 
 /// The default results database: `$XDG_DATA_HOME/powerlens/results.db`, else
 /// `~/.local/share/powerlens/results.db`.
@@ -25,6 +25,50 @@ pub fn default_db_path() -> anyhow::Result<PathBuf> {
 
 pub fn db_path(explicit: Option<PathBuf>) -> anyhow::Result<PathBuf> {
     explicit.map(Ok).unwrap_or_else(default_db_path)
+}
+
+/// Opens (creating when missing) the results database at `path`; an error the place is
+/// to blame for gets the flag that chooses another.
+pub fn open_db(path: PathBuf) -> anyhow::Result<ResultsDb> {
+    ResultsDb::open(path).map_err(with_db_flag)
+}
+
+/// Opens the existing results database at `path`, as [`open_db`] does.
+pub fn open_existing_db(path: &Path) -> anyhow::Result<ResultsDb> {
+    ResultsDb::open_existing(path).map_err(with_db_flag)
+}
+
+/// A results-database error whose fix is another file: the store names the problem, the
+/// command line adds its flag (the library knows no flags).
+fn with_db_flag(error: StoreError) -> anyhow::Error {
+    let advice = match &error {
+        StoreError::CreateDir { .. } => " (choose another place with --db PATH)",
+        StoreError::CreateFile { .. } | StoreError::Open { .. } => {
+            ", or choose another with --db PATH"
+        }
+        StoreError::NotOurs { .. } => " or choose another file with --db PATH",
+        _ => return error.into(),
+    };
+    anyhow::Error::new(WithAdvice { error, advice })
+}
+
+/// An error with advice after its message; its causes are the error's own.
+#[derive(Debug)]
+struct WithAdvice {
+    error: StoreError,
+    advice: &'static str,
+}
+
+impl std::fmt::Display for WithAdvice {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}{}", self.error, self.advice)
+    }
+}
+
+impl std::error::Error for WithAdvice {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        self.error.source()
+    }
 }
 
 /// Appends a run result; returns its id.
@@ -62,4 +106,49 @@ pub fn save_run(
             .collect(),
     };
     Ok(db.insert(&row)?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The store names the problem and the command line adds `--db`: the messages read as
+    /// they did when the store named the flag itself, causes after them as before.
+    #[test]
+    fn a_database_in_the_wrong_place_names_the_db_flag() {
+        let dir = tempfile::tempdir().unwrap();
+        let text = dir.path().join("notes.txt");
+        std::fs::write(&text, "not a database, and longer than an SQLite header is").unwrap();
+        let Err(e) = open_existing_db(&text) else {
+            panic!("a text file opened as a results database")
+        };
+        assert_eq!(
+            format!("{e:#}"),
+            format!(
+                "{} is not a powerlens results database (file is not a database); it was left untouched — move it aside or choose another file with --db PATH",
+                text.display()
+            )
+        );
+        let under_a_file = text.join("r.db");
+        let Err(e) = open_db(under_a_file) else {
+            panic!("a database under a file was opened")
+        };
+        let e = format!("{e:#}");
+        let dir_error = format!(
+            "cannot create the directory {} for the results database: ",
+            text.display()
+        );
+        assert!(e.starts_with(&dir_error), "{e}");
+        assert!(
+            e.contains(" (choose another place with --db PATH): "),
+            "the advice, then the cause: {e}"
+        );
+        // Errors another file would not fix get no advice.
+        let e = StoreError::NoSuchResult {
+            id: 3,
+            path: text.clone(),
+        };
+        let plain = e.to_string();
+        assert_eq!(with_db_flag(e).to_string(), plain);
+    }
 }

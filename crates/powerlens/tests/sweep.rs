@@ -86,6 +86,8 @@ fn thread_count_sweep_produces_table_json_exports_and_plot() {
     assert_eq!(saved[1]["label"], "threads=2");
 }
 
+/// Each mistake is named with its flag (the command line adds it: the library knows no
+/// flags) before anything runs.
 #[test]
 fn mistakes_are_caught_before_anything_runs() {
     let dir = tempfile::tempdir().unwrap();
@@ -100,7 +102,7 @@ fn mistakes_are_caught_before_anything_runs() {
         ),
         (
             vec!["sweep", "--param", "threads", "--", "echo", "{threads}"],
-            "expected NAME=V1,V2",
+            "--param \"threads\": expected NAME=V1,V2",
         ),
         (
             vec![
@@ -113,13 +115,13 @@ fn mistakes_are_caught_before_anything_runs() {
                 "echo",
                 "{t}",
             ],
-            "matches no combination",
+            "--reference \"3\" matches no combination",
         ),
         (
             vec![
                 "sweep", "--param", "t=1", "--param", "t=2", "--", "echo", "{t}",
             ],
-            "given twice",
+            "--param \"t\" is given twice",
         ),
     ] {
         let out = powerlens(dir.path(), &args);

@@ -95,6 +95,19 @@ pub struct ThreadRow {
     pub comm: String,
 }
 
+/// What a reader needs of a recording besides its events, read in one trip
+/// ([`RecordingReader::header`]).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct RecordingHeader {
+    /// The metadata asked for, by key; a key the recording lacks is absent.
+    pub meta: BTreeMap<String, serde_json::Value>,
+    /// The thread table, by tid.
+    pub threads: Vec<ThreadRow>,
+    /// The samples of each kind asked for (`(time_ns, data)`), in time order, ties in the
+    /// order they were appended; a kind without samples has an empty list.
+    pub samples: BTreeMap<String, Vec<(u64, serde_json::Value)>>,
+}
+
 /// One chunk of encoded events of one CPU.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Chunk {

@@ -345,6 +345,14 @@ impl RecordingReader {
 
     /// All metadata, by key.
     pub fn all_meta(&self) -> Result<BTreeMap<String, serde_json::Value>, StoreError> {
+        self.meta_where(|_| true)
+    }
+
+    /// The metadata whose keys `keep` keeps, by key; the others are not parsed.
+    fn meta_where(
+        &self,
+        keep: impl Fn(&str) -> bool,
+    ) -> Result<BTreeMap<String, serde_json::Value>, StoreError> {
         let mut stmt = self
             .conn
             .prepare("SELECT key, value FROM meta")
@@ -353,11 +361,42 @@ impl RecordingReader {
         let mut out = BTreeMap::new();
         while let Some(row) = rows.next().map_err(self.sql())? {
             let key: String = row.get(0).map_err(self.sql())?;
-            let text: String = row.get(1).map_err(self.sql())?;
-            let value = self.parse_json(&format!("metadata {key:?}"), &text)?;
-            out.insert(key, value);
+            if keep(&key) {
+                let text: String = row.get(1).map_err(self.sql())?;
+                let value = self.parse_json(&format!("metadata {key:?}"), &text)?;
+                out.insert(key, value);
+            }
         }
         Ok(out)
+    }
+
+    /// What a reader needs of the recording besides its events, in one read transaction
+    /// (one snapshot, even of a file a recorder is still writing): the metadata of
+    /// `meta_keys`, the thread table, and the samples of `sample_kinds` from one scan of
+    /// the sample table. Keys and kinds not asked for are not parsed, so damage there
+    /// fails only the readers that ask for them.
+    pub fn header(
+        &self,
+        meta_keys: &[&str],
+        sample_kinds: &[&str],
+    ) -> Result<RecordingHeader, StoreError> {
+        let _snapshot = self.conn.unchecked_transaction().map_err(self.sql())?;
+        let meta = self.meta_where(|key| meta_keys.contains(&key))?;
+        let threads = self.threads()?;
+        let mut samples: BTreeMap<String, Vec<(u64, serde_json::Value)>> = sample_kinds
+            .iter()
+            .map(|k| (k.to_string(), Vec::new()))
+            .collect();
+        self.samples_of(sample_kinds, |t, kind, value| {
+            if let Some(of_kind) = samples.get_mut(kind) {
+                of_kind.push((t, value));
+            }
+        })?;
+        Ok(RecordingHeader {
+            meta,
+            threads,
+            samples,
+        })
     }
 
     /// The thread table, by tid.
@@ -429,20 +468,37 @@ impl RecordingReader {
         kind: &str,
         mut f: impl FnMut(u64, serde_json::Value),
     ) -> Result<(), StoreError> {
+        self.samples_of(&[kind], |t, _, value| f(t, value))
+    }
+
+    /// Calls `f(time_ns, kind, data)` for every sample of `kinds`, in time order (ties in
+    /// the order they were appended), from one scan of the table, streaming.
+    fn samples_of(
+        &self,
+        kinds: &[&str],
+        mut f: impl FnMut(u64, &str, serde_json::Value),
+    ) -> Result<(), StoreError> {
+        if kinds.is_empty() {
+            return Ok(());
+        }
+        let wanted = vec!["?"; kinds.len()].join(", ");
         let mut stmt = self
             .conn
             // NOT INDEXED: the table itself, not its by-kind index, which a damaged page
             // could make skip readings silently (the content checksum covers the table).
-            .prepare(
-                "SELECT time_ns, data FROM samples NOT INDEXED WHERE kind = ?1 ORDER BY time_ns, seq",
-            )
+            .prepare(&format!(
+                "SELECT time_ns, kind, data FROM samples NOT INDEXED WHERE kind IN ({wanted}) ORDER BY time_ns, seq"
+            ))
             .map_err(self.sql())?;
-        let mut rows = stmt.query([kind]).map_err(self.sql())?;
+        let mut rows = stmt
+            .query(rusqlite::params_from_iter(kinds))
+            .map_err(self.sql())?;
         while let Some(row) = rows.next().map_err(self.sql())? {
             let t: i64 = row.get(0).map_err(self.sql())?;
-            let text: String = row.get(1).map_err(self.sql())?;
+            let kind: String = row.get(1).map_err(self.sql())?;
+            let text: String = row.get(2).map_err(self.sql())?;
             let value = self.parse_json(&format!("a {kind:?} sample"), &text)?;
-            f(from_sql(t), value);
+            f(from_sql(t), &kind, value);
         }
         Ok(())
     }

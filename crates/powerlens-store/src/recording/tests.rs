@@ -761,3 +761,71 @@ fn reading_leaves_a_finished_recording_byte_for_byte() {
         );
     }
 }
+
+/// The header reads, in one trip, what the per-item readers read one by one: the asked
+/// metadata, the thread table and each asked kind's samples in the same order (ties by
+/// append order). A damaged value of a key or kind not asked for is not read, so it
+/// fails no one; a damaged one asked for fails as `meta`/`samples` would.
+#[test]
+fn the_header_holds_what_the_item_readers_read() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("h.rec");
+    let mut w = RecordingWriter::create(&path).unwrap();
+    w.set_meta("mode", &json!("trace")).unwrap();
+    w.set_meta("target", &json!({"kind": "all"})).unwrap();
+    w.set_meta("notes", &json!(["x"])).unwrap();
+    for (t, kind, v) in [
+        (30, "energy", 3),
+        (10, "cpufreq", 1),
+        (10, "energy", 1),
+        (10, "energy", 2),
+        (20, "threads", 9),
+        (5, "cpuidle", 0),
+    ] {
+        w.append_sample(t, kind, &json!(v)).unwrap();
+    }
+    w.upsert_thread(&ThreadRow {
+        tid: 7,
+        pid: Some(7),
+        comm: "seven".into(),
+        ..Default::default()
+    })
+    .unwrap();
+    w.finish().unwrap();
+    Connection::open(&path)
+        .unwrap()
+        .execute_batch(
+            "UPDATE meta SET value = 'not json' WHERE key = 'notes';
+             UPDATE samples SET data = 'not json' WHERE kind = 'threads';",
+        )
+        .unwrap();
+    let r = RecordingReader::open(&path).unwrap();
+    let kinds = ["energy", "cpuidle", "cpufreq", "battery"];
+    let h = r.header(&["mode", "target", "stop"], &kinds).unwrap();
+    assert_eq!(
+        h.meta.keys().collect::<Vec<_>>(),
+        ["mode", "target"],
+        "absent keys are absent, keys not asked for are not read"
+    );
+    assert_eq!(h.meta["target"], r.meta("target").unwrap().unwrap());
+    assert_eq!(h.threads, r.threads().unwrap());
+    for kind in kinds {
+        let mut one_by_one = Vec::new();
+        r.samples(kind, |t, v| one_by_one.push((t, v))).unwrap();
+        assert_eq!(h.samples[kind], one_by_one, "{kind}");
+    }
+    assert_eq!(
+        h.samples["energy"],
+        [(10, json!(1)), (10, json!(2)), (30, json!(3))]
+    );
+    let damaged = r.header(&["notes"], &[]).unwrap_err().to_string();
+    assert!(
+        damaged.contains("metadata \"notes\" is not JSON"),
+        "{damaged}"
+    );
+    let damaged = r.header(&[], &["threads"]).unwrap_err().to_string();
+    assert!(
+        damaged.contains("a \"threads\" sample is not JSON"),
+        "{damaged}"
+    );
+}

@@ -1,5 +1,6 @@
-//! Errors of system settings. Each names the setting (or the `--config` token), the file
-//! where one is involved, and the fix.
+//! Errors of system settings. Each names the setting (or the token of the settings text),
+//! the file where one is involved, and the fix. None names a command-line flag: the
+//! command line says which `--config` a setting came from.
 
 use std::path::PathBuf;
 
@@ -15,8 +16,8 @@ pub const ROOT_FIX: &str = "run powerlens as root (sudo powerlens …)";
 
 #[derive(Debug, thiserror::Error)]
 pub enum SettingsError {
-    /// The `--config` text does not parse.
-    #[error("`{token}` in --config: {reason}")]
+    /// The settings text (what follows `--config NAME=`) does not parse.
+    #[error("setting `{token}`: {reason}")]
     Syntax { token: String, reason: String },
 
     /// This machine has no way to apply the setting.

@@ -245,7 +245,7 @@ fn from_results(
                     if !path.exists() {
                         bail!("result {id}: there is no results database at {} (give --db, or JSON files)", path.display());
                     }
-                    db = Some(ResultsDb::open_existing(&path)?);
+                    db = Some(results::open_existing_db(&path)?);
                 }
                 let row = db.as_ref().expect("opened above").get(id)?;
                 let result: RunResult = serde_json::from_str(&row.document).with_context(|| {

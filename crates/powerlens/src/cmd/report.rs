@@ -25,6 +25,7 @@ use crate::args::GlobalArgs;
 use crate::cmd::run::BatteryArgs;
 use crate::progress;
 use powerlens_record::analyse::{analyse, AnalyseOptions};
+use powerlens_record::header::Header;
 use powerlens_record::{context, replay};
 
 #[derive(Debug, Args)]
@@ -234,7 +235,14 @@ pub fn execute(global: &GlobalArgs, args: ReportArgs) -> anyhow::Result<ExitCode
     if let Some(path) = &args.html {
         // Check the grid options before the second pass over the events.
         view::grid_cells(&report, &grid).map_err(|e| anyhow::anyhow!("{e}"))?;
-        write_html(&args.recording, &report, &grid, span, path)?;
+        write_html(
+            &args.recording,
+            &report,
+            &analysed.header,
+            &grid,
+            span,
+            path,
+        )?;
         eprintln!("wrote {}", path.display());
         return Ok(ExitCode::SUCCESS);
     }
@@ -278,6 +286,7 @@ const TIMELINE_BINS: usize = 600;
 fn write_html(
     rec: &std::path::Path,
     report: &model::RecordingReport,
+    header: &Header,
     grid: &GridOptions,
     (start_ns, end_ns): (u64, u64),
     path: &std::path::Path,
@@ -300,7 +309,7 @@ fn write_html(
         .collect();
     let builder = html::TimelineBuilder::new(start_ns, end_ns, &lanes, TIMELINE_BINS);
     // The lanes are the scheduler analysis' own intervals, so that they agree with the grid.
-    let mut analysis = context::read(&reader)?.analysis().with_charges(builder);
+    let mut analysis = context::read(header).analysis().with_charges(builder);
     if !report.cpus.is_empty() {
         let bar = progress::bar(reader.event_count()?, "timeline");
         replay::replay(
@@ -322,7 +331,7 @@ fn write_html(
         Provenance::Unavailable { reason, .. } => reason.clone(),
         p => format!("the recording has no energy samples ({})", p.label()),
     };
-    let frequency_samples = context::frequency_samples(&reader)?;
+    let frequency_samples = context::frequency_samples(header);
     let title = format!("powerlens report: {}", rec.display());
     let page = html::page(&html::HtmlInput {
         title: &title,

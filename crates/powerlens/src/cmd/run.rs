@@ -192,7 +192,7 @@ impl SaveArgs {
         if self.no_save {
             return Ok(None);
         }
-        Ok(Some(ResultsDb::open(results::db_path(self.db.clone())?)?))
+        Ok(Some(results::open_db(results::db_path(self.db.clone())?)?))
     }
 }
 

@@ -7,7 +7,6 @@ use anyhow::Context;
 use clap::{Args, Subcommand};
 use powerlens_core::run::RunResult;
 use powerlens_report::table::{sig, utc_minute, Table};
-use powerlens_store::ResultsDb;
 
 use crate::results;
 
@@ -47,7 +46,7 @@ pub fn execute(args: RunsArgs) -> anyhow::Result<ExitCode> {
             path.display()
         );
     }
-    let db = ResultsDb::open_existing(&path)?;
+    let db = results::open_existing_db(&path)?;
     match args.action {
         RunsAction::List { json } => {
             let (rows, damaged): (Vec<_>, Vec<_>) =

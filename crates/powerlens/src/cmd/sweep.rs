@@ -7,7 +7,7 @@ use std::process::ExitCode;
 use anyhow::{bail, Context};
 use clap::Args;
 use powerlens_core::compare;
-use powerlens_core::sweep::{self, Sweep};
+use powerlens_core::sweep::{self, Sweep, SweepError};
 use serde::Serialize;
 
 use crate::args::GlobalArgs;
@@ -88,8 +88,9 @@ pub fn execute(global: &GlobalArgs, args: SweepArgs) -> anyhow::Result<ExitCode>
         .params
         .iter()
         .map(|p| sweep::parse_param(p))
-        .collect::<Result<Vec<_>, _>>()?;
-    sweep::check_command(&args.command, &params)?;
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(with_flag)?;
+    sweep::check_command(&args.command, &params).map_err(with_flag)?;
     let roots = global.roots()?;
     let configs = args.configs.parse_and_check(&roots)?;
     if !configs.is_empty() {
@@ -98,9 +99,9 @@ pub fn execute(global: &GlobalArgs, args: SweepArgs) -> anyhow::Result<ExitCode>
             values: configs.iter().map(|c| c.name.clone()).collect(),
         });
     }
-    let combos = sweep::combinations(&params)?;
+    let combos = sweep::combinations(&params).map_err(with_flag)?;
     let reference = match &args.reference {
-        Some(text) => sweep::find_reference(&combos, text)?,
+        Some(text) => sweep::find_reference(&combos, text).map_err(with_flag)?,
         None => 0,
     };
     let mut db = args.save.open()?;
@@ -175,4 +176,18 @@ pub fn execute(global: &GlobalArgs, args: SweepArgs) -> anyhow::Result<ExitCode>
         eprintln!("plot written to {}", path.display());
     }
     Ok(interrupt::exit_code(stopped_early.as_deref()))
+}
+
+/// A sweep error with the flag it is about, which the library does not know.
+fn with_flag(e: SweepError) -> anyhow::Error {
+    match &e {
+        SweepError::Syntax(_) | SweepError::Duplicate { .. } | SweepError::UnusedParam { .. } => {
+            anyhow::anyhow!("--param {e}")
+        }
+        SweepError::UnknownReference { .. } => anyhow::anyhow!("--reference {e}"),
+        SweepError::UnknownPlaceholder { name } => {
+            anyhow::anyhow!("the command uses {{{name}}} but no --param {name}=… is given")
+        }
+        _ => e.into(),
+    }
 }

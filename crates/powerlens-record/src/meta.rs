@@ -1,0 +1,175 @@
+//! The recording's metadata (docs/FORMAT.md): its keys, which readers look up, and what
+//! the recorder writes under them at the start.
+
+use serde_json::{json, Value};
+
+use powerlens_core::battery_life::Charged;
+use powerlens_store::recording::RecordingWriter;
+use powerlens_sys::machine::MachineInfo;
+use powerlens_sys::trace::{monotonic_now_ns, Collector};
+use powerlens_sys::unwind::UnwindStats;
+use powerlens_sys::Roots;
+
+use crate::error::RecordError;
+use crate::meter::Meter;
+use crate::{stacks, RecordOptions, Target};
+
+pub const MODE: &str = "mode";
+pub const TARGET: &str = "target";
+pub const MACHINE: &str = "machine";
+pub const START: &str = "start";
+pub const STOP: &str = "stop";
+pub const EVENTS: &str = "events";
+pub const UNAVAILABLE: &str = "unavailable";
+pub const ENERGY: &str = "energy";
+pub const LOST: &str = "lost_records";
+pub const NOTES: &str = "notes";
+pub const CODEC: &str = "codec_version";
+pub const SAMPLE_INTERVAL: &str = "sample_interval_s";
+/// Whether call stacks were recorded, with the cpu-clock rate, or why not:
+/// `{"recorded": bool, "cpu_clock_hz": n, "reason": "…"}`.
+pub const STACKS: &str = "stacks";
+/// How user stacks were unwound (counts), written at the end.
+pub const UNWIND: &str = "unwind";
+/// The battery behind battery-life figures (`powerlens_core::battery_life::BatterySetup`):
+/// its full charge and how its gauge is read; absent without a battery or
+/// `--battery-wh`.
+pub const BATTERY: &str = "battery";
+/// What one traced event of each kind cost the thread it fired in, measured at the
+/// start (`powerlens_core::sched::tracing_cost::EventCosts`); absent in reduced
+/// recordings and older ones.
+pub const TRACING_COST: &str = "tracing_cost";
+
+/// A full recording (trace) or the procfs fallback.
+pub const MODE_TRACE: &str = "trace";
+pub const MODE_REDUCED: &str = "reduced";
+
+/// The `stacks` metadata: recorded with the cpu-clock rate, or not and why.
+pub(crate) fn stacks_meta(
+    c: &Collector,
+    hz: Option<u32>,
+    kernel_frames: bool,
+    roots: &Roots,
+) -> Value {
+    match hz {
+        None => json!({"recorded": false, "reason": "--no-stacks"}),
+        Some(hz) if c.has_cpu_clock() => json!({
+            "recorded": true,
+            "cpu_clock_hz": hz,
+            "user_stack_bytes": c.user_stack_bytes(),
+            "sample_stack_bytes": c.sample_stack_bytes(),
+            "events": stacks::STACK_EVENTS,
+            "events_kernel_frames": kernel_frames,
+            "mappings": c.has_mmap_records(),
+            // The sampling timer's callback: its expiries are powerlens's own wake-ups,
+            // which report leaves out of the wake-up causes.
+            "sampling_timer_function": sampling_timer_function(roots),
+        }),
+        Some(_) => json!({
+            "recorded": true,
+            "cpu_clock_hz": null,
+            "user_stack_bytes": c.user_stack_bytes(),
+            "events": stacks::STACK_EVENTS,
+            "events_kernel_frames": kernel_frames,
+            "mappings": c.has_mmap_records(),
+            "reason": "the cpu-clock event could not be opened: no CPU-time samples, so per-function CPU time and energy are unavailable",
+        }),
+    }
+}
+
+/// The kernel address of the cpu-clock event's hrtimer callback, from kallsyms; `None`
+/// when kallsyms hides it.
+fn sampling_timer_function(roots: &Roots) -> Option<u64> {
+    powerlens_sys::symbolize::kallsyms::KernelSymbols::read(&roots.proc("kallsyms"))
+        .ok()?
+        .address_of("perf_swevent_hrtimer")
+}
+
+/// The metadata known at the start: mode, codec, machine, start time, sample interval,
+/// events asked and unavailable, the energy source, the battery.
+pub(crate) fn write_start(
+    w: &mut RecordingWriter,
+    roots: &Roots,
+    opts: &RecordOptions,
+    mode: &str,
+    collector: &Option<Collector>,
+    meter: &Meter,
+    baseline_w: Option<f64>,
+) -> Result<(), RecordError> {
+    w.set_meta(MODE, &json!(mode))?;
+    w.set_meta(CODEC, &json!(powerlens_core::codec::CODEC_VERSION))?;
+    w.set_meta(MACHINE, &serde_json::to_value(MachineInfo::collect(roots))?)?;
+    w.set_meta(
+        START,
+        &json!({
+            "monotonic_ns": monotonic_now_ns(),
+            "unix_s": std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map(|d| d.as_secs_f64())
+                .unwrap_or(0.0),
+            "powerlens_version": env!("CARGO_PKG_VERSION"),
+        }),
+    )?;
+    w.set_meta(SAMPLE_INTERVAL, &json!(opts.sample_interval.as_secs_f64()))?;
+    let events: Vec<String> = collector
+        .iter()
+        .flat_map(|c| c.events().iter().map(|e| e.full_name()))
+        .collect();
+    w.set_meta(EVENTS, &json!(events))?;
+    w.set_meta(
+        UNAVAILABLE,
+        &json!(collector
+            .as_ref()
+            .map(unavailable_events)
+            .unwrap_or_default()),
+    )?;
+    let energy = match meter.model() {
+        Some(model) => json!({
+            "provenance": meter.provenance(),
+            "model": model,
+            "describe": meter.describe_charging(Charged::Machine),
+        }),
+        None => json!({
+            "provenance": meter.provenance(),
+            "baseline_w": baseline_w,
+            "describe": meter.describe_charging(Charged::Machine),
+        }),
+    };
+    w.set_meta(ENERGY, &energy)?;
+    if let Some(battery) = &meter.battery {
+        w.set_meta(BATTERY, &serde_json::to_value(&battery.setup)?)?;
+    }
+    w.flush()?;
+    Ok(())
+}
+
+/// The requested events the kernel could not give, with the reason and the fix.
+pub(crate) fn unavailable_events(c: &Collector) -> Vec<Value> {
+    c.unavailable()
+        .iter()
+        .map(|u| json!({ "event": u.event, "reason": u.reason, "fix": u.fix }))
+        .collect()
+}
+
+/// The `target` metadata: what was recorded and the process tree's root.
+pub(crate) fn target(target: &Target, root_pid: Option<u32>) -> Value {
+    json!({
+        "kind": match target { Target::Command(_) => "command", Target::Pid(_) => "pid", Target::All => "all" },
+        "command": match target { Target::Command(argv) => json!(argv), _ => Value::Null },
+        "root_pid": root_pid,
+    })
+}
+
+/// The `unwind` metadata: how the user stacks were unwound, written at the end.
+pub(crate) fn unwind(distinct_stacks: usize, u: &UnwindStats) -> Value {
+    json!({
+        "distinct_stacks": distinct_stacks,
+        "user_stacks": u.stacks,
+        "unwound_complete": u.complete,
+        "spliced_with_frame_pointers": u.spliced,
+        "frame_pointers_only": u.fp_only,
+        "unreadable_modules": u.unreadable_modules,
+        "maps_refreshes": u.maps_refreshes,
+        "processes_forgotten": u.processes_forgotten,
+    })
+}
