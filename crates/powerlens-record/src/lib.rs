@@ -16,7 +16,7 @@
 //! - every fallible function returns a [`RecordError`]; [`meta`] names the metadata keys.
 
 pub mod analyse;
-pub mod battery;
+pub mod battery_gauge;
 pub mod context;
 pub mod convert;
 pub mod cost_cache;

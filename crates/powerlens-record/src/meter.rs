@@ -12,7 +12,7 @@ use powerlens_core::run::{DomainEnergy, RunResult};
 use powerlens_sys::energy::sampler::{choose_read_interval, SampledSource};
 use powerlens_sys::energy::{battery_meter, discover, SourceStatus};
 
-use crate::battery::MeterBattery;
+use crate::battery_gauge::MeterBattery;
 use crate::error::{Doing, RecordError};
 use powerlens_sys::{platform, procfs, Roots};
 
