@@ -1,7 +1,13 @@
 //! The content checksums a recording keeps of itself: of its events, samples and thread
 //! table, and of its symbol cache, so that a damaged or altered file is told apart.
 
-use super::*;
+use std::path::Path;
+
+use rusqlite::types::ValueRef;
+use rusqlite::Connection;
+
+use super::{to_sql, ChunkIndexRow};
+use crate::checksum::RowHasher;
 
 /// The metadata key of [`content_checksum`]'s value, written when a recording ends.
 pub const CONTENT_CHECKSUM: &str = "content_crc32";

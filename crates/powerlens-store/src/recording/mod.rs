@@ -9,15 +9,9 @@
 //!
 //! The reader streams: chunks come one blob at a time, samples row by row.
 
-use std::collections::{BTreeMap, HashMap};
-use std::path::{Path, PathBuf};
+use std::collections::BTreeMap;
 
-use rusqlite::types::ValueRef;
-use rusqlite::{params, Connection, ErrorCode, OpenFlags, OptionalExtension};
-
-use crate::checksum::RowHasher;
-use crate::files::{create_private, side_file, SIDE_FILES};
-use crate::{StoreError, APPLICATION_ID};
+use rusqlite::ErrorCode;
 
 /// SQLite `application_id` of recordings ("PWLR"), distinct from the results database.
 pub const RECORDING_APPLICATION_ID: i32 = 0x5057_4C52;

@@ -1,7 +1,22 @@
 //! Reading a recording: metadata, threads, samples, symbols and the chunks, streamed one
 //! blob at a time through a cursor.
 
-use super::*;
+use std::collections::{BTreeMap, HashMap};
+use std::path::{Path, PathBuf};
+
+use rusqlite::types::ValueRef;
+use rusqlite::{params, Connection, ErrorCode, OpenFlags, OptionalExtension};
+
+use super::content::{
+    content_around_chunks, content_checksum, symbols_checksum, ContentCheck, ContentParts,
+    CONTENT_CHECKSUM, SYMBOLS_CHECKSUM, SYMBOLS_IN_KEY_ORDER,
+};
+use super::{
+    from_sql, is_corruption, to_sql, Chunk, RecordingHeader, SymbolRow, ThreadRow,
+    RECORDING_APPLICATION_ID, RECORDING_SCHEMA_VERSION, VERSION_1_TABLES,
+};
+use crate::checksum::RowHasher;
+use crate::{StoreError, APPLICATION_ID};
 
 /// Reads a recording. Opens the file read-only: never creates or modifies it.
 pub struct RecordingReader {

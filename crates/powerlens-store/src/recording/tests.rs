@@ -1,5 +1,12 @@
-use super::*;
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+use rusqlite::Connection;
 use serde_json::json;
+
+use super::*;
+use crate::files::SIDE_FILES;
+use crate::StoreError;
 
 /// The checksum written at the end covers what figures come from: a changed sample,
 /// thread or chunk index row is found; the symbol cache (which reports add to) is not

@@ -1,7 +1,14 @@
 //! Writing a recording: one transaction open between flushes, in WAL mode, checkpointed
 //! at every flush, so that a killed recorder leaves what it flushed.
 
-use super::*;
+use std::path::{Path, PathBuf};
+
+use rusqlite::{params, Connection, ErrorCode, OpenFlags};
+
+use super::content::{content_checksum, CONTENT_CHECKSUM};
+use super::{to_sql, ThreadRow, RECORDING_APPLICATION_ID, RECORDING_SCHEMA_VERSION, SCHEMA};
+use crate::files::{create_private, side_file, SIDE_FILES};
+use crate::StoreError;
 
 /// Writes a new recording.
 pub struct RecordingWriter {
