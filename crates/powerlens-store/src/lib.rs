@@ -32,25 +32,22 @@ pub const RESULTS_SCHEMA_VERSION: i32 = 2;
 /// another file where it has one (`--db`).
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
-    #[error("cannot create the directory {path} for the results database: {source}")]
+    #[error("cannot create the directory {path} for the results database: {cause}")]
     CreateDir {
         path: PathBuf,
-        #[source]
-        source: std::io::Error,
+        cause: std::io::Error,
     },
     #[error(
-        "cannot create the results database {path}: {source}; check that its directory is writable"
+        "cannot create the results database {path}: {cause}; check that its directory is writable"
     )]
     CreateFile {
         path: PathBuf,
-        #[source]
-        source: std::io::Error,
+        cause: std::io::Error,
     },
-    #[error("cannot open the results database {path}: {source}; check its permissions")]
+    #[error("cannot open the results database {path}: {cause}; check its permissions")]
     Open {
         path: PathBuf,
-        #[source]
-        source: rusqlite::Error,
+        cause: rusqlite::Error,
     },
     #[error("{path} is not a powerlens results database ({detail}); it was left untouched — move it aside")]
     NotOurs { path: PathBuf, detail: String },
@@ -75,25 +72,22 @@ pub enum StoreError {
     NoSuchResult { id: i64, path: PathBuf },
     #[error("{path} already exists; move it aside or choose another name with -o FILE")]
     RecordingExists { path: PathBuf },
-    #[error("cannot create the recording {path}: {source} (check that the directory exists and is writable, or choose another place with -o FILE)")]
+    #[error("cannot create the recording {path}: {cause} (check that the directory exists and is writable, or choose another place with -o FILE)")]
     RecordingCreate {
         path: PathBuf,
-        #[source]
-        source: std::io::Error,
+        cause: std::io::Error,
     },
-    #[error("cannot open the recording {path}: {source}")]
+    #[error("cannot open the recording {path}: {cause}")]
     RecordingOpen {
         path: PathBuf,
-        #[source]
-        source: rusqlite::Error,
+        cause: rusqlite::Error,
     },
     #[error("no recording at {path} (make one with `powerlens record -o FILE -- CMD`)")]
     NoRecording { path: PathBuf },
-    #[error("cannot read the recording {path}: {source}")]
+    #[error("cannot read the recording {path}: {cause}")]
     RecordingRead {
         path: PathBuf,
-        #[source]
-        source: std::io::Error,
+        cause: std::io::Error,
     },
     #[error("{path} is not a powerlens recording ({detail}); it was left untouched")]
     NotARecording { path: PathBuf, detail: String },

@@ -110,7 +110,7 @@ impl ResultsDb {
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
             std::fs::create_dir_all(dir).map_err(|source| StoreError::CreateDir {
                 path: dir.to_path_buf(),
-                source,
+                cause: source,
             })?;
         }
         refuse_symlinks(&path)?;
@@ -124,7 +124,7 @@ impl ResultsDb {
                 Err(e) => {
                     return Err(StoreError::CreateFile {
                         path: path.clone(),
-                        source: e,
+                        cause: e,
                     })
                 }
             }
@@ -171,7 +171,7 @@ impl ResultsDb {
     fn connect(path: PathBuf, flags: OpenFlags) -> Result<Self, StoreError> {
         let open_error = |source| StoreError::Open {
             path: path.clone(),
-            source,
+            cause: source,
         };
         let conn = Connection::open_with_flags(&path, flags).map_err(open_error)?;
         conn.busy_timeout(BUSY_TIMEOUT).map_err(open_error)?;

@@ -112,8 +112,8 @@ pub fn save_run(
 mod tests {
     use super::*;
 
-    /// The store names the problem and the command line adds `--db`: the messages read as
-    /// they did when the store named the flag itself, causes after them as before.
+    /// The store names the problem and its cause, and the command line adds `--db`: the
+    /// messages read as they did when the store named the flag itself.
     #[test]
     fn a_database_in_the_wrong_place_names_the_db_flag() {
         let dir = tempfile::tempdir().unwrap();
@@ -139,9 +139,15 @@ mod tests {
             text.display()
         );
         assert!(e.starts_with(&dir_error), "{e}");
+        // The cause is said once, in the store's message, and the advice ends the line.
         assert!(
-            e.contains(" (choose another place with --db PATH): "),
-            "the advice, then the cause: {e}"
+            e.ends_with(" (choose another place with --db PATH)"),
+            "the cause, then the advice: {e}"
+        );
+        assert_eq!(
+            e.matches("(os error").count(),
+            1,
+            "the cause said once: {e}"
         );
         // Errors another file would not fix get no advice.
         let e = StoreError::NoSuchResult {

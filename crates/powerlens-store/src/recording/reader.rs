@@ -32,7 +32,12 @@ impl RecordingReader {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
                 return Err(StoreError::NoRecording { path })
             }
-            Err(source) => return Err(StoreError::RecordingRead { path, source }),
+            Err(source) => {
+                return Err(StoreError::RecordingRead {
+                    path,
+                    cause: source,
+                })
+            }
         };
         if meta.is_dir() {
             return Err(StoreError::NotARecording {
@@ -53,7 +58,7 @@ impl RecordingReader {
         let conn = Connection::open_with_flags(&path, flags).map_err(|source| {
             StoreError::RecordingOpen {
                 path: path.clone(),
-                source,
+                cause: source,
             }
         })?;
         let r = RecordingReader { conn, path };

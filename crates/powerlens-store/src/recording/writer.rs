@@ -40,13 +40,18 @@ impl RecordingWriter {
             Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
                 return Err(StoreError::RecordingExists { path })
             }
-            Err(source) => return Err(StoreError::RecordingCreate { path, source }),
+            Err(source) => {
+                return Err(StoreError::RecordingCreate {
+                    path,
+                    cause: source,
+                })
+            }
         }
         let flags = OpenFlags::SQLITE_OPEN_READ_WRITE;
         let conn = Connection::open_with_flags(&path, flags).map_err(|source| {
             StoreError::RecordingOpen {
                 path: path.clone(),
-                source,
+                cause: source,
             }
         })?;
         let mut w = RecordingWriter {
