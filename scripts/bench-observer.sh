@@ -4,7 +4,8 @@
 # `powerlens record` (stacks on), `record --no-stacks`, `perf sched record`, and with
 # `powerlens agent` (its defaults) running, in a rotating order. The load's own wall time
 # and CPU time (user + system, getrusage, measured inside the recorder) are compared
-# with the bare run of the same round; medians of the per-round ratios are printed.
+# with the bare run of the same round; medians of the per-round ratios are printed, with
+# the middle half of the wall-time ratios (q1–q3), since the bare loads themselves move.
 # For the default record it also prints the records lost and the report's estimate of the
 # tracing's cost (system.tracing_cpu_s, and the target's share) against the CPU time
 # recording added to the load (traced − bare, paired).
@@ -126,15 +127,19 @@ run_config() {
 
 # Per-configuration medians of the paired ratios against bare, from $dir/CONFIG.times.
 summarise() {
-    printf '%-10s %12s %12s %12s %12s\n' config "wall med s" "wall ×bare" "cpu med s" "cpu ×bare"
+    printf '%-10s %12s %12s %12s %12s %14s\n' config "wall med s" "wall ×bare" "cpu med s" "cpu ×bare" "wall × q1–q3"
     for c in "$@"; do
         paste "$dir/bare.times" "$dir/$c.times" | awk -v c="$c" '
             { bw[NR] = $1; bc[NR] = $2 + $3; w[NR] = $4; cp[NR] = $5 + $6
               rw[NR] = (bw[NR] > 0 ? w[NR] / bw[NR] : 0); rc[NR] = (bc[NR] > 0 ? cp[NR] / bc[NR] : 0) }
-            function med(a, n,   i, j, t, b) { for (i = 1; i <= n; i++) b[i] = a[i]
-                for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (b[j] < b[i]) { t = b[i]; b[i] = b[j]; b[j] = t }
-                return n % 2 ? b[(n + 1) / 2] : (b[n / 2] + b[n / 2 + 1]) / 2 }
-            END { printf "%-10s %12.3f %11.2f× %12.3f %11.2f×\n", c, med(w, NR), med(rw, NR), med(cp, NR), med(rc, NR) }'
+            function sorted(a, n, b,   i, j, t) { for (i = 1; i <= n; i++) b[i] = a[i]
+                for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (b[j] < b[i]) { t = b[i]; b[i] = b[j]; b[j] = t } }
+            function med(a, n,   b) { sorted(a, n, b); return n % 2 ? b[(n + 1) / 2] : (b[n / 2] + b[n / 2 + 1]) / 2 }
+            # The spread of the paired ratios (the middle half of the rounds): on these VMs
+            # a bare load moves by tens of percent from run to run, and a median alone
+            # hides how much that moves the ratio.
+            function q(a, n, lower,   b) { sorted(a, n, b); return lower ? b[int(n / 4) + 1] : b[n - int(n / 4)] }
+            END { printf "%-10s %12.3f %11.2f× %12.3f %11.2f× %6.2f–%.2f×\n", c, med(w, NR), med(rw, NR), med(cp, NR), med(rc, NR), q(rw, NR, 1), q(rw, NR, 0) }'
     done
 }
 
