@@ -4,11 +4,8 @@
 
 use std::io;
 
+use powerlens_record::RecordError;
 use powerlens_sys::settings::SettingsError;
-
-/// An error from a library this one builds on (the recorder's meter and command
-/// execution), kept whole: its message and its chain of causes are shown unchanged.
-pub type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;
 
 /// Why a built-in workload could not run.
 #[derive(Debug, thiserror::Error)]
@@ -58,12 +55,13 @@ pub(crate) use invalid_unless;
 /// is not an error: it ends the series with a [`crate::runner::Stop`].)
 #[derive(Debug, thiserror::Error)]
 pub enum RunnerError {
-    /// Reading the energy meter failed.
+    /// Reading the energy meter failed (the recorder's error, kept whole: its message and
+    /// its chain of causes are shown unchanged).
     #[error(transparent)]
-    Meter(BoxError),
+    Meter(RecordError),
     /// Starting or waiting for the command (or the prepare command) failed.
     #[error(transparent)]
-    Exec(BoxError),
+    Exec(RecordError),
     /// A configuration's settings could not be applied before its run.
     #[error("applying configuration {config}")]
     Apply {
@@ -77,16 +75,6 @@ pub enum RunnerError {
     Restore { config: String, errors: Vec<String> },
 }
 
-impl RunnerError {
-    pub(crate) fn meter(error: impl Into<BoxError>) -> Self {
-        RunnerError::Meter(error.into())
-    }
-
-    pub(crate) fn exec(error: impl Into<BoxError>) -> Self {
-        RunnerError::Exec(error.into())
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -96,17 +84,18 @@ mod tests {
     /// runner had an error type of its own.
     #[test]
     fn errors_passed_on_keep_their_message_and_causes() {
-        let made = || {
-            anyhow::Error::new(io::Error::other("the counter went away"))
-                .context("reading energy from powercap")
+        let made = || RecordError::While {
+            doing: "reading energy from powercap".into(),
+            source: Box::new(RecordError::Io(io::Error::other("the counter went away"))),
         };
-        let passed_on = anyhow::Error::from(RunnerError::meter(made()));
+        let passed_on = anyhow::Error::from(RunnerError::Meter(made()));
         assert_eq!(
             format!("{passed_on:#}"),
             "reading energy from powercap: the counter went away"
         );
-        assert_eq!(format!("{passed_on:#}"), format!("{:#}", made()));
-        assert_eq!(passed_on.chain().count(), made().chain().count());
+        let alone = anyhow::Error::from(made());
+        assert_eq!(format!("{passed_on:#}"), format!("{alone:#}"));
+        assert_eq!(passed_on.chain().count(), alone.chain().count());
     }
 
     #[test]

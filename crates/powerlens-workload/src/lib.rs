@@ -30,7 +30,7 @@ use std::time::Duration;
 
 use serde::{Serialize, Serializer};
 
-pub use error::{BoxError, RunnerError, WorkloadError};
+pub use error::{RunnerError, WorkloadError};
 pub use threads::{available_cpus, pin_to_cpu, ThreadReport, WorkCounts, MAX_THREADS};
 
 /// The outcome of one workload run. `O` are the options it ran with, `T` the

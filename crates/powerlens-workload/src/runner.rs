@@ -208,7 +208,7 @@ fn attempt_as_is(
     cpus: Option<&[u32]>,
 ) -> Result<Attempt, RunnerError> {
     if let Some(prepare) = &opts.prepare {
-        let status = exec::run_shell(prepare, opts.show_output).map_err(RunnerError::exec)?;
+        let status = exec::run_shell(prepare, opts.show_output).map_err(RunnerError::Exec)?;
         if !status.success() {
             return Ok(Attempt::Stop(StopReason::PrepareFailed(status)));
         }
@@ -216,8 +216,8 @@ fn attempt_as_is(
     if interrupt::interrupted() {
         return Ok(Attempt::Stop(StopReason::Interrupted));
     }
-    let before = meter.read().map_err(RunnerError::meter)?;
-    let outcome = exec::run(argv, opts.show_output, cpus).map_err(RunnerError::exec)?;
+    let before = meter.read().map_err(RunnerError::Meter)?;
+    let outcome = exec::run(argv, opts.show_output, cpus).map_err(RunnerError::Exec)?;
     if interrupt::interrupted() {
         // The command got the Ctrl-C too: this run is not a measurement of the workload.
         return Ok(Attempt::Stop(StopReason::Interrupted));
@@ -234,7 +234,7 @@ fn attempt_as_is(
             return Ok(Attempt::Stop(StopReason::Interrupted));
         }
     }
-    let after = meter.read().map_err(RunnerError::meter)?;
+    let after = meter.read().map_err(RunnerError::Meter)?;
     if !outcome.exit.success() && !opts.ignore_failure {
         return Ok(Attempt::Stop(StopReason::CommandFailed(outcome.exit)));
     }
@@ -278,11 +278,11 @@ pub fn result_of(
 
 /// Average power of the machine left idle for `duration`; `None` when interrupted.
 pub fn idle_power(meter: &Meter, duration: Duration) -> Result<Option<f64>, RunnerError> {
-    let before = meter.read().map_err(RunnerError::meter)?;
+    let before = meter.read().map_err(RunnerError::Meter)?;
     if !interrupt::sleep(duration) {
         return Ok(None);
     }
-    let after = meter.read().map_err(RunnerError::meter)?;
+    let after = meter.read().map_err(RunnerError::Meter)?;
     Ok(Some(meter.average_power_w(&before, &after)))
 }
 
