@@ -813,11 +813,12 @@ impl ProcfsSource {
                 ExitScope::Thread => {
                     if let Some(tgid) = exit.tgid {
                         // The last thread of a process whose main thread ended before it:
-                        // its name and parent name the process when its total comes.
+                        // its name and parent name the process when its total comes. It
+                        // stands for that total (a process's), with no CPU time of its own.
                         ended.entry(tgid).or_insert(TaskExit {
                             id: tgid,
                             cpu_ns: 0,
-                            elapsed_ns: 0,
+                            scope: ExitScope::Process,
                             ..exit
                         });
                     }
