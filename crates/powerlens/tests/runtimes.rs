@@ -387,13 +387,16 @@ fn diff_matches_a_javascript_function_across_runs() {
     assert_eq!(hot.len(), 1, "one row, matched: {:#}", diff["rows"]);
     let (a, b) = (&hot[0]["a"], &hot[0]["b"]);
     let samples = |side: &Value| side["samples"].as_f64().expect("matched on both sides");
-    // Three times the calls, but not three times the samples: the first calls run in V8's
-    // slower tiers in both runs (the same row), and one run in a few takes 1.5× longer for
-    // the same calls (502 samples instead of 321 seen, here and in CI). With twice the
-    // calls such a run closed the gap to 1.13×; with three times, 1.74× is the least seen.
+    // Three times the calls, but not exactly three times the samples: the first calls run
+    // in V8's slower tiers in both runs (the same row), and one run in a few takes up to
+    // 1.75× longer for the same calls (502 samples instead of 321 for A, 1,747 instead of
+    // about 1,000 for B, seen here and in CI). So either run may be the slow one: B/A lies
+    // between about 3 / 1.75 = 1.7 and 3 × 1.75 = 5.25 (1.74 and 5.23 seen). The bounds
+    // leave room beyond those, and still fail if B's calls were not counted (≈ 1) or A's
+    // samples went to another row (far above).
     let ratio = samples(b) / samples(a);
     assert!(
-        (1.4..=4.0).contains(&ratio),
+        (1.4..=7.0).contains(&ratio),
         "B/A samples {ratio}: {:#}",
         hot[0]
     );
