@@ -16,6 +16,9 @@ use powerlens_core::provenance::Provenance;
 use powerlens_core::sched::report::{
     EnergyInput, IdleStateInfo, RecordingContext, RecordingSpan, SysfsIdle, ThreadInfo,
 };
+use powerlens_core::sched::tracing_cost::{
+    TracingPath, PATH_PERF_RING, UNWIND_STACK_COPY_AND_FRAME_POINTERS,
+};
 use powerlens_core::window::CounterWindow;
 use powerlens_store::recording::ThreadRow;
 
@@ -80,6 +83,7 @@ pub fn read(header: &Header) -> RecordingContext {
         lost_records,
         unavailable_events,
         span: span(header),
+        tracing_path: tracing_path(header),
         tracing_cost: match header.meta(meta::TRACING_COST) {
             None => Err("the recording has no measured cost per traced event (made before powerlens measured it)".to_string()),
             Some(v) => serde_json::from_value(v.clone()).map_err(|e| {
@@ -87,6 +91,28 @@ pub fn read(header: &Header) -> RecordingContext {
             }),
         },
     }
+}
+
+/// How the recording traced, from its mode and stacks metadata; `None` for a reduced one.
+/// Recordings from before `stacks.events_unwinding` continued every stack with the
+/// kernel's frame-pointer walk.
+fn tracing_path(header: &Header) -> Option<TracingPath> {
+    if header.meta(meta::MODE).and_then(Value::as_str) != Some(meta::MODE_TRACE) {
+        return None;
+    }
+    let stacks = header.meta(meta::STACKS).filter(|s| s["recorded"] == true);
+    Some(TracingPath {
+        events: PATH_PERF_RING.to_string(),
+        stack_unwinding: stacks.map(|s| {
+            s["events_unwinding"]
+                .as_str()
+                .unwrap_or(UNWIND_STACK_COPY_AND_FRAME_POINTERS)
+                .to_string()
+        }),
+        user_stack_bytes: stacks
+            .and_then(|s| s["user_stack_bytes"].as_u64())
+            .and_then(|b| u32::try_from(b).ok()),
+    })
 }
 
 /// What stretch of time the recording covers, from its target and how it stopped: a

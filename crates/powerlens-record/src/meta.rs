@@ -4,6 +4,9 @@
 use serde_json::{json, Value};
 
 use powerlens_core::battery_life::Charged;
+use powerlens_core::sched::tracing_cost::{
+    UNWIND_STACK_COPY, UNWIND_STACK_COPY_AND_FRAME_POINTERS,
+};
 use powerlens_store::recording::RecordingWriter;
 use powerlens_sys::machine::MachineInfo;
 use powerlens_sys::trace::{monotonic_now_ns, Collector};
@@ -45,13 +48,16 @@ pub const MODE_TRACE: &str = "trace";
 pub const MODE_REDUCED: &str = "reduced";
 
 /// The `stacks` metadata: recorded with the cpu-clock rate, or not and why.
-pub(crate) fn stacks_meta(
-    c: &Collector,
-    hz: Option<u32>,
-    kernel_frames: bool,
-    roots: &Roots,
-) -> Value {
-    match hz {
+pub(crate) fn stacks_meta(c: &Collector, opts: &RecordOptions, roots: &Roots) -> Value {
+    let kernel_frames = opts.kernel_stacks;
+    // How the user stacks of the stack events were unwound: from the copy alone, or
+    // continued with the kernel's frame-pointer chain (`--full-stacks`).
+    let unwinding = if opts.full_stacks {
+        UNWIND_STACK_COPY_AND_FRAME_POINTERS
+    } else {
+        UNWIND_STACK_COPY
+    };
+    match opts.stacks_hz {
         None => json!({"recorded": false, "reason": "--no-stacks"}),
         Some(hz) if c.has_cpu_clock() => json!({
             "recorded": true,
@@ -60,6 +66,7 @@ pub(crate) fn stacks_meta(
             "sample_stack_bytes": c.sample_stack_bytes(),
             "events": stacks::STACK_EVENTS,
             "events_kernel_frames": kernel_frames,
+            "events_unwinding": unwinding,
             "mappings": c.has_mmap_records(),
             // The sampling timer's callback: its expiries are powerlens's own wake-ups,
             // which report leaves out of the wake-up causes.
@@ -71,6 +78,7 @@ pub(crate) fn stacks_meta(
             "user_stack_bytes": c.user_stack_bytes(),
             "events": stacks::STACK_EVENTS,
             "events_kernel_frames": kernel_frames,
+            "events_unwinding": unwinding,
             "mappings": c.has_mmap_records(),
             "reason": "the cpu-clock event could not be opened: no CPU-time samples, so per-function CPU time and energy are unavailable",
         }),

@@ -42,6 +42,11 @@ pub struct RecordOptions {
     /// arming), not only in CPU-time samples (`--kernel-stacks`): about twice those
     /// events' cost to the traced threads.
     pub kernel_stacks: bool,
+    /// Stacks of the stack events to the thread's root (`--full-stacks`): the kernel also
+    /// walks each one's frame-pointer chain, which continues where the copy of
+    /// `stack_bytes` ends. By default user stacks are unwound from the copy alone: the
+    /// walk cost 2–3× what the tracepoint and the copy cost together (docs/RECORD.md).
+    pub full_stacks: bool,
     /// Variables set in the command's environment on top of powerlens's own: what makes
     /// managed runtimes write perf maps (`--jit-names`, [`jit_env`]).
     pub command_env: Vec<(String, String)>,

@@ -49,8 +49,11 @@ pub fn record(roots: &Roots, opts: &RecordOptions) -> Result<RecordSummary, Reco
     // The instrument's cost per event, measured before anything else runs beside it.
     let tracing_cost = collector.as_mut().map(|c| {
         let _phase = (opts.show_phase)("measuring the cost of tracing");
-        let kernel = format!("kernel_frames={}", opts.kernel_stacks);
-        cost_cache::measured_or_kept(roots, c, opts.stacks_hz.is_some(), &kernel)
+        let chains = format!(
+            "kernel_frames={} user_chain={}",
+            opts.kernel_stacks, opts.full_stacks
+        );
+        cost_cache::measured_or_kept(roots, c, opts.stacks_hz.is_some(), &chains)
     });
     let mode = if collector.is_some() {
         MODE_TRACE
@@ -127,7 +130,7 @@ pub fn record(roots: &Roots, opts: &RecordOptions) -> Result<RecordSummary, Reco
             recorder
                 .writer
                 .set_meta(meta::UNAVAILABLE, &json!(unavailable))?;
-            let stack_meta = meta::stacks_meta(&c, opts.stacks_hz, opts.kernel_stacks, roots);
+            let stack_meta = meta::stacks_meta(&c, opts, roots);
             recorder.writer.set_meta(meta::STACKS, &stack_meta)?;
             if let Some(cost) = &tracing_cost {
                 recorder
@@ -341,6 +344,7 @@ fn open_collector(
             stack_events: stacks::STACK_EVENTS.iter().map(|s| s.to_string()).collect(),
             user_stack_bytes: opts.stack_bytes,
             stack_events_kernel_frames: opts.kernel_stacks,
+            stack_events_user_chain: opts.full_stacks,
             cpu_clock_hz: Some(hz),
             mmap_records: true,
             ..Default::default()

@@ -26,6 +26,7 @@ fn options(output: std::path::PathBuf, command: &[&str]) -> RecordOptions {
         stacks_hz: Some(999),
         stack_bytes: 512,
         kernel_stacks: false,
+        full_stacks: false,
         command_env: Vec::new(),
         show_phase: no_phase,
         tell_now: tell_nobody,

@@ -662,6 +662,9 @@ pub fn page(input: &HtmlInput<'_>) -> Result<String, UnknownColumn> {
             page.p(&format!("Perturbation: {}.", p.text));
         }
     }
+    if let Some(path) = &r.system.tracing_path {
+        page.p(&format!("Tracing path: {}.", path.describe()));
+    }
 
     page.h2("Power and energy over time");
     if input.counters.is_empty() {

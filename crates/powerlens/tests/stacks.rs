@@ -146,6 +146,26 @@ fn without_frame_pointers_the_function_grid_is_the_same() {
     }
 }
 
+/// Issue 28: the default unwinds the user stacks of switches, wake-ups and timer arming
+/// from the copy alone; `--full-stacks` also has the kernel walk each one's frame-pointer
+/// chain (the path every recording took before). Both give the same grid against the
+/// same oracles.
+#[test]
+fn with_full_stacks_the_function_grid_is_the_same() {
+    let Some(_serial) = live_recording() else {
+        return;
+    };
+    if let Some(r) = record_program(FramePointers::Kept, &["--full-stacks"]) {
+        let (report, _) = report(&r.rec, &["--json"]);
+        assert_eq!(
+            report["system"]["tracing_path"]["stack_unwinding"], "stack_copy_and_frame_pointers",
+            "{:#}",
+            report["system"]["tracing_path"]
+        );
+        assert_function_grid(&r, KernelFrames::OnlyInSamples);
+    }
+}
+
 /// `report --by function` of the test program against the kernel's counts it printed,
 /// the thread grid and exact energy sums.
 /// Whether the stacks of switches, wake-ups and timer arming have the kernel's frames

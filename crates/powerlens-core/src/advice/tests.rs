@@ -129,6 +129,7 @@ fn context(threads: &[(Tid, u32, &str)], target: u32) -> RecordingContext {
         unavailable_events: Vec::new(),
         span: None,
         tracing_cost: Err("not measured in this fixture".into()),
+        tracing_path: None,
     }
 }
 

@@ -696,6 +696,7 @@ pub(super) fn three_thread_context() -> super::report::RecordingContext {
         unavailable_events: vec![("ipi/ipi_send_cpu".into(), "not in this kernel".into())],
         span: None,
         tracing_cost: Err("not measured in this fixture".into()),
+        tracing_path: None,
     }
 }
 

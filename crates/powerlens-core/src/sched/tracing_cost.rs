@@ -97,6 +97,55 @@ impl TracedEvents {
 /// describe a run slowed by the tracing.
 pub const PERTURBATION_WARN_PCT: f64 = 10.0;
 
+/// `TracingPath::events` of a recording whose events came through perf ring buffers, one
+/// per CPU (the only path so far).
+pub const PATH_PERF_RING: &str = "perf_ring";
+/// `TracingPath::stack_unwinding`: user stacks unwound from the copy of the top of each
+/// thread's stack alone (the default).
+pub const UNWIND_STACK_COPY: &str = "stack_copy";
+/// `TracingPath::stack_unwinding`: the copy, continued with the kernel's walk of the
+/// frame-pointer chain (`record --full-stacks`, and every recording before it existed).
+pub const UNWIND_STACK_COPY_AND_FRAME_POINTERS: &str = "stack_copy_and_frame_pointers";
+
+/// How a recording traced, which decides what the tracing cost and how deep its stacks
+/// are: the report's `system.tracing_path` (a JSON contract).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TracingPath {
+    /// How the events came from the kernel ([`PATH_PERF_RING`]).
+    pub events: String,
+    /// How the user stacks of switches, wake-ups and timer arming were unwound
+    /// ([`UNWIND_STACK_COPY`], [`UNWIND_STACK_COPY_AND_FRAME_POINTERS`]); `None` for a
+    /// recording without stacks.
+    pub stack_unwinding: Option<String>,
+    /// Bytes of each of those stacks copied at the event.
+    pub user_stack_bytes: Option<u32>,
+}
+
+impl TracingPath {
+    /// The path in words, for the report's `tracing path` line.
+    pub fn describe(&self) -> String {
+        let events = match self.events.as_str() {
+            PATH_PERF_RING => "perf ring buffers, one per CPU".to_string(),
+            other => other.to_string(),
+        };
+        let bytes = self
+            .user_stack_bytes
+            .map(|b| format!("{b}-byte "))
+            .unwrap_or_default();
+        let stacks = match self.stack_unwinding.as_deref() {
+            None => "no stacks".to_string(),
+            Some(UNWIND_STACK_COPY) => format!(
+                "stacks at switches, wake-ups and timer arming unwound from a {bytes}copy of the thread's stack (deep stacks end where it ends; --full-stacks also walks frame pointers, at a higher cost)"
+            ),
+            Some(UNWIND_STACK_COPY_AND_FRAME_POINTERS) => format!(
+                "stacks at switches, wake-ups and timer arming unwound from a {bytes}copy of the thread's stack, continued by the kernel's frame-pointer walk (--full-stacks)"
+            ),
+            Some(other) => format!("stacks unwound by {other}"),
+        };
+        format!("{events}; {stacks}")
+    }
+}
+
 /// How much the tracing weighed on the target, for the report's `perturbation` line.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Perturbation {

@@ -81,6 +81,9 @@ pub fn system_items(report: &RecordingReport) -> Vec<(&'static str, String)> {
         };
         line(&mut out, "perturbation", line_text);
     }
+    if let Some(path) = &s.tracing_path {
+        line(&mut out, "tracing path", path.describe());
+    }
     line(
         &mut out,
         "idle wake-ups",

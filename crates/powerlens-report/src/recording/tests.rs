@@ -126,6 +126,7 @@ fn context(energy: bool) -> RecordingContext {
         unavailable_events: Vec::new(),
         span: None,
         tracing_cost: Err("not measured in this fixture".into()),
+        tracing_path: None,
     }
 }
 
@@ -160,8 +161,15 @@ fn opts(
 /// at 10 and 59 ms) in its threads' context; the other events are the logger's or the
 /// idle task's.
 fn traced_report(switch_ns: f64, waking_ns: f64) -> RecordingReport {
-    use powerlens_core::sched::tracing_cost::{EventCosts, SWITCH, WAKING};
+    use powerlens_core::sched::tracing_cost::{
+        EventCosts, TracingPath, PATH_PERF_RING, SWITCH, UNWIND_STACK_COPY, WAKING,
+    };
     let mut ctx = context(true);
+    ctx.tracing_path = Some(TracingPath {
+        events: PATH_PERF_RING.to_string(),
+        stack_unwinding: Some(UNWIND_STACK_COPY.to_string()),
+        user_stack_bytes: Some(512),
+    });
     ctx.tracing_cost = Ok(EventCosts {
         event_cost_ns: [
             (SWITCH.to_string(), switch_ns),
@@ -236,6 +244,17 @@ fn the_perturbation_line_warns_past_its_threshold_in_text_json_and_html() {
         html.contains("Perturbation — WARNING: tracing cost the target an estimated 0.040 s"),
         "{html}"
     );
+    // Every traced recording says which path it took, in each form.
+    assert_eq!(v["system"]["tracing_path"]["events"], "perf_ring");
+    assert_eq!(v["system"]["tracing_path"]["stack_unwinding"], "stack_copy");
+    assert_eq!(v["system"]["tracing_path"]["user_stack_bytes"], 512);
+    let path = "perf ring buffers, one per CPU; stacks at switches, wake-ups and timer arming unwound from a 512-byte copy of the thread's stack";
+    assert!(
+        text.contains(&format!("tracing path           {path}")),
+        "{text}"
+    );
+    let escaped = path.replace('\'', "&#39;");
+    assert!(html.contains(&format!("Tracing path: {escaped}")), "{html}");
 
     // 3 × 10 µs: well under 10%: said, without a warning.
     let light = traced_report(10e3, 0.0);

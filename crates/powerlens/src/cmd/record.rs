@@ -96,6 +96,15 @@ pub struct RecordArgs {
     #[arg(long, conflicts_with = "no_stacks")]
     pub kernel_stacks: bool,
 
+    /// Stacks where threads block, wake others or arm timers reach the thread's root: the
+    /// kernel also walks each one's frame-pointer chain past the --stack-bytes copy. By
+    /// default those stacks are unwound from the copy alone, and in deep programs end
+    /// where it ends (the function grid needs only the innermost frames of your code;
+    /// `report --tree` shows the rest). The walk costs 2–3× what the rest of those events
+    /// cost the traced threads on a switch-bound load (docs/RECORD.md).
+    #[arg(long, conflicts_with = "no_stacks")]
+    pub full_stacks: bool,
+
     /// Have the command's managed runtimes name their JIT code (the default): sets
     /// NODE_OPTIONS=--perf-basic-prof-only-functions, JAVA_TOOL_OPTIONS=-XX:+UnlockDiagnosticVMOptions
     /// -XX:+DumpPerfMapAtExit, DOTNET_PerfMapEnabled=1 and PYTHONPERFSUPPORT=1 in its
@@ -160,6 +169,7 @@ pub fn execute(global: &GlobalArgs, args: RecordArgs) -> anyhow::Result<ExitCode
         stacks_hz: (!args.no_stacks).then_some(args.frequency),
         stack_bytes: args.stack_bytes,
         kernel_stacks: args.kernel_stacks,
+        full_stacks: args.full_stacks,
         command_env,
         show_phase: crate::progress::phase,
         tell_now: |message| eprintln!("powerlens: {message}"),

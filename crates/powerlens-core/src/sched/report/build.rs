@@ -476,6 +476,7 @@ pub fn build(summary: &SchedSummary, ctx: &RecordingContext) -> RecordingReport 
                 c.stacks,
             )
         }),
+        tracing_path: ctx.tracing_path.clone().filter(|_| traced),
     };
     RecordingReport {
         system,

@@ -10,7 +10,7 @@ use crate::provenance::Provenance;
 use crate::sched::analysis::{CpuTimeSource, SchedAnalysis, WakeupCauses};
 use crate::sched::cpu_accounts::CpuTimeAccounts;
 use crate::sched::event::Tid;
-use crate::sched::tracing_cost::{EventCosts, Perturbation};
+use crate::sched::tracing_cost::{EventCosts, Perturbation, TracingPath};
 use crate::sched::wakeups::WakeupCause;
 
 /// One thread of the recording's thread table.
@@ -75,6 +75,8 @@ pub struct RecordingContext {
     /// `Err(why)` when the recording does not have it (made before it was measured, or its
     /// metadata is damaged). A reduced recording traced nothing: its figures are absent.
     pub tracing_cost: Result<EventCosts, String>,
+    /// How the recording traced; `None` for a reduced recording (it traced nothing).
+    pub tracing_path: Option<TracingPath>,
 }
 
 /// What stretch of time a recording covers, which decides whether its energy is the energy
@@ -431,6 +433,9 @@ pub struct SystemReport {
     /// it slowed.
     #[serde(default)]
     pub perturbation: Option<Perturbation>,
+    /// How the recording traced: the events' path and how its stacks were unwound.
+    #[serde(default)]
+    pub tracing_path: Option<TracingPath>,
 }
 
 /// The split of the energy. `total_j = idle_j + other_j + Σ thread rows' energy_j`.

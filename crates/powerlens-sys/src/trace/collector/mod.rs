@@ -9,10 +9,10 @@ use std::os::fd::{AsFd, AsRawFd};
 
 use crate::perf::{
     permission_fix, PerfCounter, PerfEventAttr, FLAG_COMM, FLAG_COMM_EXEC, FLAG_DISABLED,
-    FLAG_EXCLUDE_CALLCHAIN_KERNEL, FLAG_EXCLUDE_IDLE, FLAG_FREQ, FLAG_MMAP, FLAG_MMAP2,
-    FLAG_SAMPLE_ID_ALL, FLAG_USE_CLOCKID, FLAG_WATERMARK, PERF_COUNT_SW_CPU_CLOCK,
-    PERF_COUNT_SW_DUMMY, PERF_SAMPLE_CALLCHAIN, PERF_SAMPLE_RAW, PERF_TYPE_SOFTWARE,
-    PERF_TYPE_TRACEPOINT,
+    FLAG_EXCLUDE_CALLCHAIN_KERNEL, FLAG_EXCLUDE_CALLCHAIN_USER, FLAG_EXCLUDE_IDLE, FLAG_FREQ,
+    FLAG_MMAP, FLAG_MMAP2, FLAG_SAMPLE_ID_ALL, FLAG_USE_CLOCKID, FLAG_WATERMARK,
+    PERF_COUNT_SW_CPU_CLOCK, PERF_COUNT_SW_DUMMY, PERF_SAMPLE_CALLCHAIN, PERF_SAMPLE_RAW,
+    PERF_SAMPLE_REGS_USER, PERF_TYPE_SOFTWARE, PERF_TYPE_TRACEPOINT,
 };
 use crate::perf_caps::{read_paranoid, refused, require_tracefs, NO_TRACEPOINT};
 use crate::procfs::maps::Mapping;
@@ -35,9 +35,12 @@ pub struct CollectorOptions {
     /// larger. Events in `stack_events` have call chains either way.
     pub callchains: bool,
     /// Events (`system/name`, as passed to [`Collector::open`]) whose records also carry
-    /// what it takes to unwind user stacks without frame pointers: the call chain, the
-    /// user registers ([`TraceRecord::user_regs`]) and a copy of the top of the user stack
-    /// ([`TraceRecord::user_stack`]). Names not among the opened events are ignored.
+    /// what it takes to unwind user stacks without frame pointers: the user registers
+    /// ([`TraceRecord::user_regs`]) and a copy of the top of the user stack
+    /// ([`TraceRecord::user_stack`]), and the call chain that
+    /// [`CollectorOptions::stack_events_user_chain`] and
+    /// [`CollectorOptions::stack_events_kernel_frames`] ask for. Names not among the opened
+    /// events are ignored.
     pub stack_events: Vec<String>,
     /// Bytes of user stack copied per record of a stack event, rounded up to a multiple of
     /// 8 and at most 32 KiB. The kernel copies this much at every hit, in the context of
@@ -52,6 +55,13 @@ pub struct CollectorOptions {
     /// rest); without it the chain holds the user frames only. CPU-clock samples always
     /// have kernel frames (they say where kernel time went).
     pub stack_events_kernel_frames: bool,
+    /// Whether the call chains of `stack_events` include the user frames the kernel finds
+    /// by walking the frame-pointer chain, which reaches the stack's root where the copy of
+    /// `user_stack_bytes` ends before it. On this project's VMs that walk was a fixed
+    /// ~1.5 µs per event, whatever the depth: 2–3× what the tracepoint and the stack copy
+    /// cost together (docs/PERFORMANCE.md). Without it, user stacks are unwound from the
+    /// copy alone and end where it ends.
+    pub stack_events_user_chain: bool,
     /// Sample what each CPU runs with the `cpu-clock` software event at this frequency
     /// (Hz), with call chain, user registers and user stack ([`CpuSampleRecord`]); `None`
     /// for no CPU samples.
@@ -77,6 +87,7 @@ impl Default for CollectorOptions {
             stack_events: Vec::new(),
             user_stack_bytes: DEFAULT_USER_STACK_BYTES,
             stack_events_kernel_frames: true,
+            stack_events_user_chain: true,
             cpu_clock_hz: None,
             cpu_clock_stack_bytes: DEFAULT_SAMPLE_STACK_BYTES,
             mmap_records: false,
@@ -315,13 +326,13 @@ impl Collector {
                 sample_type |= PERF_SAMPLE_CALLCHAIN;
             }
             let stack_event = options.stack_events.iter().any(|e| e == event);
+            let mut chain_flags = 0;
             if stack_event {
                 sample_type |= STACK_SAMPLE_TYPE;
+                (sample_type, chain_flags) = stack_event_chain(sample_type, &options);
             }
             let mut attr = tracepoint_attr(&format, pages, sample_type, stack_bytes);
-            if stack_event && !options.stack_events_kernel_frames {
-                attr.flags |= FLAG_EXCLUDE_CALLCHAIN_KERNEL;
-            }
+            attr.flags |= chain_flags;
             match PerfCounter::open(&attr, -1, cpus[0] as i32) {
                 Ok(counter) => {
                     first_cpu.push(counter);
@@ -835,8 +846,24 @@ fn user_stack_size(bytes: u32) -> u32 {
 
 /// Asks for the user registers and `stack_bytes` of user stack when `sample_type` has
 /// them.
+/// A stack event's sample type and call-chain flags: the call chain goes when neither its
+/// user nor its kernel frames are asked for (and every event's chain is not), and the
+/// kernel is told to leave out the half that is not asked for.
+fn stack_event_chain(sample_type: u64, options: &CollectorOptions) -> (u64, u64) {
+    let (user, kernel) = (
+        options.stack_events_user_chain || options.callchains,
+        options.stack_events_kernel_frames || options.callchains,
+    );
+    match (user, kernel) {
+        (true, true) => (sample_type, 0),
+        (true, false) => (sample_type, FLAG_EXCLUDE_CALLCHAIN_KERNEL),
+        (false, true) => (sample_type, FLAG_EXCLUDE_CALLCHAIN_USER),
+        (false, false) => (sample_type & !PERF_SAMPLE_CALLCHAIN, 0),
+    }
+}
+
 fn with_user_stack(mut attr: PerfEventAttr, stack_bytes: u32) -> PerfEventAttr {
-    if attr.sample_type & STACK_SAMPLE_TYPE == STACK_SAMPLE_TYPE {
+    if attr.sample_type & PERF_SAMPLE_REGS_USER != 0 {
         attr.sample_regs_user = USER_REGS_MASK;
         attr.sample_stack_user = stack_bytes;
     }

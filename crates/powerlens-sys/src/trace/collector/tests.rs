@@ -478,6 +478,59 @@ fn live_stack_events_carry_user_regs_and_stack() {
     });
 }
 
+/// The call chain of a stack event holds the halves asked for, and only those: the user
+/// frame-pointer chain, the kernel's frames, both or neither (then the record has no
+/// chain at all, and its registers and stack copy are still there to unwind from).
+#[test]
+fn live_stack_event_chains_hold_the_halves_asked_for() {
+    with_tracefs(|roots| {
+        for (user_chain, kernel) in [(false, false), (false, true), (true, false), (true, true)] {
+            let options = CollectorOptions {
+                buffer_pages: 64,
+                stack_events: vec!["sched/sched_switch".to_string()],
+                stack_events_user_chain: user_chain,
+                stack_events_kernel_frames: kernel,
+                ..Default::default()
+            };
+            let mut c = Collector::open(roots, &["sched/sched_switch"], options).unwrap();
+            assert!(c.unavailable().is_empty(), "{:?}", c.unavailable());
+            c.enable().unwrap();
+            let sleeper = run_sleeper(10, Duration::from_millis(1));
+            c.disable().unwrap();
+            let mut outs = 0;
+            c.drain(|r| {
+                if r.tid != sleeper.tid {
+                    return;
+                }
+                outs += 1;
+                let regs = r.user_regs.expect("registers either way");
+                assert!(!r.user_stack.is_empty(), "a stack copy either way");
+                let user: Vec<u64> = r
+                    .callchain
+                    .frames()
+                    .filter(|f| f.user)
+                    .map(|f| f.ip)
+                    .collect();
+                let kernel_frames = r.callchain.frames().filter(|f| !f.user).count();
+                assert_eq!(
+                    kernel_frames > 0,
+                    kernel,
+                    "kernel frames ({user_chain}, {kernel})"
+                );
+                assert_eq!(
+                    !user.is_empty(),
+                    user_chain,
+                    "user chain ({user_chain}, {kernel})"
+                );
+                if user_chain {
+                    assert_eq!(user.first(), Some(&regs.ip));
+                }
+            });
+            assert!(outs >= 10, "({user_chain}, {kernel}): {outs} switch-outs");
+        }
+    });
+}
+
 /// CPU-clock samples land on a spinning thread at about the requested rate, their
 /// periods add up to its CPU time, and a child's exec shows up as a COMM (exec) record
 /// followed by MMAP2 records of its executable and libc.
