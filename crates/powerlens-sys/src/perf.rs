@@ -64,6 +64,8 @@ const PERF_EVENT_IOC_ENABLE: libc::c_ulong = 0x2400;
 const PERF_EVENT_IOC_DISABLE: libc::c_ulong = 0x2401;
 const PERF_EVENT_IOC_SET_OUTPUT: libc::c_ulong = 0x2405;
 const PERF_EVENT_IOC_ID: libc::c_ulong = 0x8008_2407;
+/// `_IOW('$', 4, u64)`: a new sample period.
+const PERF_EVENT_IOC_PERIOD: libc::c_ulong = 0x4008_2404;
 
 /// `PERF_FLAG_FD_CLOEXEC`: the descriptor is not inherited by the commands we run.
 const PERF_FLAG_FD_CLOEXEC: libc::c_ulong = 1 << 3;
@@ -171,6 +173,15 @@ impl PerfCounter {
         self.ioctl(
             PERF_EVENT_IOC_SET_OUTPUT,
             target.fd.as_raw_fd() as libc::c_ulong,
+        )
+    }
+
+    /// Samples one event in `period` from now on (a sampling event opened without
+    /// `PERF_SAMPLE_PERIOD`: with it, a tracepoint samples every hit whatever the period).
+    pub fn set_period(&self, period: u64) -> io::Result<()> {
+        self.ioctl(
+            PERF_EVENT_IOC_PERIOD,
+            (&period as *const u64) as libc::c_ulong,
         )
     }
 

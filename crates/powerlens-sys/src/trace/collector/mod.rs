@@ -23,6 +23,8 @@ use crate::trace::records::{
 use crate::trace::ring::Ring;
 use crate::{sysfs, topology, Roots, SysError};
 
+pub mod pacing;
+
 /// How to collect.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CollectorOptions {
@@ -62,6 +64,14 @@ pub struct CollectorOptions {
     /// cost together (docs/PERFORMANCE.md). Without it, user stacks are unwound from the
     /// copy alone and end where it ends.
     pub stack_events_user_chain: bool,
+    /// Sample the stacks of `stack_events` instead of copying one at every hit: their own
+    /// records then carry no stack, and a twin event on each of their tracepoints
+    /// ([`Collected::StackSample`]) records the stack of one hit in N, N paced by
+    /// [`Collector::pace_stack_samples`] to keep each twin near this many stacks a second
+    /// per CPU (every hit while the event is rarer). `None`: every record carries its
+    /// stack. On a switch-bound load a stack on every switch cost the switching threads
+    /// more than the tracepoints themselves (docs/PERFORMANCE.md).
+    pub stack_samples_per_s: Option<u32>,
     /// Sample what each CPU runs with the `cpu-clock` software event at this frequency
     /// (Hz), with call chain, user registers and user stack ([`CpuSampleRecord`]); `None`
     /// for no CPU samples.
@@ -88,6 +98,7 @@ impl Default for CollectorOptions {
             user_stack_bytes: DEFAULT_USER_STACK_BYTES,
             stack_events_kernel_frames: true,
             stack_events_user_chain: true,
+            stack_samples_per_s: None,
             cpu_clock_hz: None,
             cpu_clock_stack_bytes: DEFAULT_SAMPLE_STACK_BYTES,
             mmap_records: false,
@@ -217,6 +228,11 @@ pub struct CommRecord<'a> {
 #[non_exhaustive]
 pub enum Collected<'a> {
     Trace(TraceRecord<'a>),
+    /// The stack of one hit of a stack event whose stacks are sampled
+    /// ([`CollectorOptions::stack_samples_per_s`]): the same payload as that hit's own
+    /// [`Collected::Trace`] record, which comes next on the CPU, with the stack. Pair them
+    /// by CPU, event and payload.
+    StackSample(TraceRecord<'a>),
     CpuSample(CpuSampleRecord<'a>),
     Mmap(MmapRecord),
     Comm(CommRecord<'a>),
@@ -227,6 +243,8 @@ pub enum Collected<'a> {
 enum SourceKind {
     /// Index in `Collector::events`.
     Trace(usize),
+    /// The twin that samples the stacks of the event at this index.
+    StackSample(usize),
     CpuClock,
     /// The dummy event that carries MMAP2/COMM records; it writes no samples.
     SideBand,
@@ -266,6 +284,22 @@ pub struct Collector {
     /// User-stack bytes asked of stack events and of CPU-clock samples, as the kernel
     /// took them.
     stack_bytes: (u32, u32),
+    /// The stack-sample twins' pacing, when stacks are sampled.
+    pacing: Option<Pacing>,
+}
+
+/// What [`Collector::pace_stack_samples`] keeps between calls.
+#[derive(Debug)]
+struct Pacing {
+    max_per_s: u32,
+    /// When the first call came, and the last that acted.
+    started_ns: u64,
+    last_ns: u64,
+    /// Per twin per CPU: (index in `cpus`, index in its counters, count at the last
+    /// call, period set).
+    twins: Vec<(usize, usize, u64, u64)>,
+    /// The largest period set so far: 1 while every hit had its stack.
+    max_period: u64,
 }
 
 impl Drop for Collector {
@@ -311,6 +345,7 @@ impl Collector {
             ids: EventIds::default(),
             notes: Vec::new(),
             stack_bytes: (stack_bytes, sample_stack_bytes),
+            pacing: None,
         };
         // Per source: its attribute, and a probe open on the first CPU that tells "the
         // kernel lacks it" (unavailable) from "not allowed" (an error for the whole
@@ -326,8 +361,9 @@ impl Collector {
                 sample_type |= PERF_SAMPLE_CALLCHAIN;
             }
             let stack_event = options.stack_events.iter().any(|e| e == event);
+            let sampled = stack_event && options.stack_samples_per_s.is_some();
             let mut chain_flags = 0;
-            if stack_event {
+            if stack_event && !sampled {
                 sample_type |= STACK_SAMPLE_TYPE;
                 (sample_type, chain_flags) = stack_event_chain(sample_type, &options);
             }
@@ -341,6 +377,19 @@ impl Collector {
                         kind: SourceKind::Trace(collector.events.len()),
                         sample_type,
                     });
+                    if sampled {
+                        // Opened after the event, the twin comes first in the
+                        // tracepoint's list: its record precedes the event's own.
+                        let twin = stack_sample_attr(&format, pages, stack_bytes, &options);
+                        let counter = PerfCounter::open(&twin, -1, cpus[0] as i32)
+                            .map_err(|e| open_failed(event, cpus[0], e))?;
+                        first_cpu.push(counter);
+                        attrs.push(twin);
+                        collector.sources.push(Source {
+                            kind: SourceKind::StackSample(collector.events.len()),
+                            sample_type: twin.sample_type,
+                        });
+                    }
                     collector.events.push(format);
                 }
                 Err(e) if matches!(e.raw_os_error(), Some(libc::EACCES | libc::EPERM)) => {
@@ -438,6 +487,23 @@ impl Collector {
                 lost: 0,
             });
         }
+        if let Some(max_per_s) = options.stack_samples_per_s {
+            let twins = (0..collector.cpus.len())
+                .flat_map(|c| {
+                    let sources = &collector.sources;
+                    (0..sources.len())
+                        .filter(|&i| matches!(sources[i].kind, SourceKind::StackSample(_)))
+                        .map(move |i| (c, i, 0, 1))
+                })
+                .collect();
+            collector.pacing = Some(Pacing {
+                max_per_s,
+                started_ns: 0,
+                last_ns: 0,
+                twins,
+                max_period: 1,
+            });
+        }
         Ok(collector)
     }
 
@@ -452,7 +518,9 @@ impl Collector {
 
     fn source_name(&self, source: &Source) -> String {
         match source.kind {
-            SourceKind::Trace(event) => self.events[event].full_name(),
+            SourceKind::Trace(event) | SourceKind::StackSample(event) => {
+                self.events[event].full_name()
+            }
             SourceKind::CpuClock => CPU_CLOCK_EVENT.to_string(),
             SourceKind::SideBand => MMAP_EVENT.to_string(),
         }
@@ -520,6 +588,52 @@ impl Collector {
             }
         }
         Ok(wanted.len())
+    }
+
+    /// Sets the period of each stack-sample twin from its rate since the last call, so
+    /// that each keeps near [`CollectorOptions::stack_samples_per_s`] stacks a second on
+    /// its CPU ([`pacing::period_for`]). Call it from the draining thread as often as it
+    /// likes: it acts at most every [`pacing::interval_ns`] (often in the first second,
+    /// when every hit still has its stack, seldom after), and changes a period only when
+    /// the rate moved enough ([`pacing::worth_changing`]), since a new period samples the
+    /// very next hit. The first call only starts the count: call it as tracing starts. Does nothing when stacks
+    /// are not sampled. A twin that refuses its period keeps the one it had.
+    pub fn pace_stack_samples(&mut self) {
+        let Some(pacing) = &mut self.pacing else {
+            return;
+        };
+        let now = monotonic_now_ns();
+        let elapsed = now.saturating_sub(pacing.last_ns);
+        let first = pacing.last_ns == 0;
+        if !first && elapsed < pacing::interval_ns(now.saturating_sub(pacing.started_ns)) {
+            return;
+        }
+        if first {
+            pacing.started_ns = now;
+        }
+        pacing.last_ns = now;
+        for (cpu, index, last, period) in &mut pacing.twins {
+            let counter = &self.cpus[*cpu].counters[*index];
+            let Ok(count) = counter.read_count() else {
+                continue;
+            };
+            let hits = count.saturating_sub(*last);
+            *last = count;
+            if first {
+                continue;
+            }
+            let wanted = pacing::period_for(hits, elapsed, pacing.max_per_s, now / 1000);
+            if pacing::worth_changing(*period, wanted) && counter.set_period(wanted).is_ok() {
+                *period = wanted;
+                pacing.max_period = pacing.max_period.max(wanted);
+            }
+        }
+    }
+
+    /// The largest stack-sample period set so far (1: every hit had its stack); `None`
+    /// when stacks are not sampled.
+    pub fn max_stack_sample_period(&self) -> Option<u64> {
+        self.pacing.as_ref().map(|p| p.max_period)
     }
 
     /// Stops recording; what is in the rings can still be drained.
@@ -715,6 +829,25 @@ impl RecordDecoder {
     }
 }
 
+fn trace_record<'a>(
+    sample: &crate::trace::records::Sample<'a>,
+    event: usize,
+    events: &'a [EventFormat],
+) -> TraceRecord<'a> {
+    TraceRecord {
+        cpu: sample.cpu,
+        time_ns: sample.time,
+        pid: sample.pid,
+        tid: sample.tid,
+        event,
+        format: &events[event],
+        raw: sample.raw,
+        callchain: sample.callchain,
+        user_regs: sample.user_regs,
+        user_stack: sample.user_stack,
+    }
+}
+
 /// One record as the recorder sees it; `None` (and `lost` counted) for a loss record, a
 /// record of no event of ours or one that cannot be read, and for side-band records that
 /// carry nothing the recorder uses.
@@ -729,18 +862,12 @@ fn decode_record<'a>(
     let record = parse_record_with(bytes, |id| source_of(id).map(|s| s.sample_type));
     let collected = match record {
         Record::Sample(sample) => match source_of(sample.id).map(|s| s.kind) {
-            Some(SourceKind::Trace(event)) => Collected::Trace(TraceRecord {
-                cpu: sample.cpu,
-                time_ns: sample.time,
-                pid: sample.pid,
-                tid: sample.tid,
-                event,
-                format: &events[event],
-                raw: sample.raw,
-                callchain: sample.callchain,
-                user_regs: sample.user_regs,
-                user_stack: sample.user_stack,
-            }),
+            Some(SourceKind::Trace(event)) => {
+                Collected::Trace(trace_record(&sample, event, events))
+            }
+            Some(SourceKind::StackSample(event)) => {
+                Collected::StackSample(trace_record(&sample, event, events))
+            }
             Some(SourceKind::CpuClock) => Collected::CpuSample(CpuSampleRecord {
                 cpu: sample.cpu,
                 time_ns: sample.time,
@@ -860,6 +987,24 @@ fn stack_event_chain(sample_type: u64, options: &CollectorOptions) -> (u64, u64)
         (false, true) => (sample_type, FLAG_EXCLUDE_CALLCHAIN_USER),
         (false, false) => (sample_type & !PERF_SAMPLE_CALLCHAIN, 0),
     }
+}
+
+/// The twin of a stack event whose stacks are sampled: the same tracepoint, the stack of
+/// one hit in `sample_period` (paced later; every hit at first). Without
+/// `PERF_SAMPLE_PERIOD`, or the kernel would sample every hit whatever the period.
+fn stack_sample_attr(
+    format: &EventFormat,
+    pages: usize,
+    stack_bytes: u32,
+    options: &CollectorOptions,
+) -> PerfEventAttr {
+    let (sample_type, chain_flags) = stack_event_chain(
+        (SAMPLE_TYPE | STACK_SAMPLE_TYPE) & !crate::perf::PERF_SAMPLE_PERIOD,
+        options,
+    );
+    let mut attr = tracepoint_attr(format, pages, sample_type, stack_bytes);
+    attr.flags |= chain_flags;
+    attr
 }
 
 fn with_user_stack(mut attr: PerfEventAttr, stack_bytes: u32) -> PerfEventAttr {

@@ -531,6 +531,121 @@ fn live_stack_event_chains_hold_the_halves_asked_for() {
     });
 }
 
+/// Sampled stacks: every stack sample is the twin of the next record on its CPU (same
+/// event, thread and payload) and carries the stack that record does not; a thread that
+/// switches rarely gets a stack on every switch, and one that switches far more often
+/// than the limit gets about the limit's worth once paced. The oracle for the count of
+/// switches is the kernel's (getrusage), which sampling must not change.
+#[test]
+fn live_sampled_stacks_pair_with_their_records_and_follow_the_pace() {
+    with_tracefs(|roots| {
+        let options = CollectorOptions {
+            // Nothing drains until the end: room for the unpaced start.
+            buffer_pages: 2048,
+            stack_events: vec!["sched/sched_switch".to_string()],
+            stack_samples_per_s: Some(200),
+            ..Default::default()
+        };
+        let mut c = Collector::open(roots, &["sched/sched_switch"], options).unwrap();
+        assert!(c.unavailable().is_empty(), "{:?}", c.unavailable());
+        c.pace_stack_samples();
+        c.enable().unwrap();
+        // Rare: 10 sleeps, every one sampled (the pace has not been applied yet).
+        let sleeper = run_sleeper(10, Duration::from_millis(1));
+        // Frequent: a ping-pong of two threads over a socket pair for 0.3 s, paced every
+        // 200 round trips.
+        let mut paced_from_ns = u64::MAX;
+        // SAFETY: gettid has no preconditions.
+        let ping_tid = unsafe { libc::gettid() } as u32;
+        let (pong_tid, round_trips) = {
+            let (mut to_pong, from_ping) = std::os::unix::net::UnixStream::pair().unwrap();
+            let pong = std::thread::spawn(move || {
+                use std::io::{Read, Write};
+                let tid = unsafe { libc::gettid() } as u32;
+                let mut from_ping = from_ping;
+                let mut b = [0u8; 1];
+                let mut n = 0u32;
+                while from_ping.read_exact(&mut b).is_ok() && b[0] != 0 {
+                    from_ping.write_all(&b).unwrap();
+                    n += 1;
+                }
+                (tid, n)
+            });
+            use std::io::{Read, Write};
+            let mut b = [1u8; 1];
+            let start = std::time::Instant::now();
+            while start.elapsed() < Duration::from_millis(300) {
+                for _ in 0..200 {
+                    to_pong.write_all(&[1]).unwrap();
+                    to_pong.read_exact(&mut b).unwrap();
+                }
+                c.pace_stack_samples();
+                if start.elapsed() > Duration::from_millis(100) && paced_from_ns == u64::MAX {
+                    paced_from_ns = monotonic_now_ns();
+                }
+            }
+            to_pong.write_all(&[0]).unwrap();
+            pong.join().unwrap()
+        };
+        c.disable().unwrap();
+        let (mut held, mut paired, mut unpaired) = (None, 0u64, 0u64);
+        let (mut sleeper_outs, mut sleeper_stacks, mut pong_outs, mut pong_stacks) = (0, 0, 0, 0);
+        c.drain_all(|collected| match collected {
+            Collected::StackSample(r) => {
+                if r.tid == sleeper.tid || r.tid == pong_tid || r.tid == ping_tid {
+                    assert!(r.user_regs.is_some() && !r.user_stack.is_empty(), "a stack");
+                }
+                if held
+                    .replace((r.cpu, r.event, r.tid, r.raw.to_vec()))
+                    .is_some()
+                {
+                    unpaired += 1;
+                }
+            }
+            Collected::Trace(r) => {
+                assert!(r.user_regs.is_none() && r.user_stack.is_empty(), "no stack");
+                let twin = held.take();
+                let stacked = twin.as_ref() == Some(&(r.cpu, r.event, r.tid, r.raw.to_vec()));
+                if stacked {
+                    paired += 1;
+                } else if twin.is_some() {
+                    unpaired += 1;
+                }
+                if r.tid == sleeper.tid {
+                    sleeper_outs += 1;
+                    sleeper_stacks += u32::from(stacked);
+                }
+                if (r.tid == pong_tid || r.tid == ping_tid) && r.time_ns > paced_from_ns {
+                    pong_outs += 1;
+                    pong_stacks += u32::from(stacked);
+                }
+            }
+            _ => {}
+        });
+        eprintln!(
+            "paired {paired}, unpaired {unpaired}; sleeper {sleeper_stacks}/{sleeper_outs}; players {pong_stacks}/{pong_outs} ({round_trips} round trips); max period {:?}",
+            c.max_stack_sample_period()
+        );
+        assert_eq!(c.total_lost(), 0);
+        // A twin without its record: a hit between disabling the event and its twin, or
+        // an interrupt's record between the two. Rare, and the stack is dropped.
+        assert!(unpaired * 100 <= paired, "{unpaired} unpaired of {paired}");
+        assert_eq!(sleeper_outs as u64, sleeper.voluntary);
+        assert_eq!(
+            sleeper_stacks, sleeper_outs,
+            "a rare switch has its stack every time"
+        );
+        // Past the first 100 ms (every hit has its stack until the first reading, 10 ms
+        // in), paced to 200 a second per CPU: far from one per switch.
+        assert!(
+            pong_outs >= 500,
+            "{pong_outs} switch-outs for {round_trips} round trips"
+        );
+        assert!(pong_stacks * 10 < pong_outs, "{pong_stacks}/{pong_outs}");
+        assert!(c.max_stack_sample_period().unwrap() > 10);
+    });
+}
+
 /// CPU-clock samples land on a spinning thread at about the requested rate, their
 /// periods add up to its CPU time, and a child's exec shows up as a COMM (exec) record
 /// followed by MMAP2 records of its executable and libc.
