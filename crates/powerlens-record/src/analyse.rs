@@ -115,6 +115,9 @@ pub fn analyse(
         observer.pass_started(total);
         let (stats, wakeups, summary, charges) = if with_stacks {
             let mut analysis = StackAnalysis::keeping(ctx.analysis(), opts.stack_metrics);
+            if stacks_sampled(&header) {
+                analysis = analysis.with_sampled_stacks();
+            }
             let (stats, wakeups) = replay.deliver(
                 &reader,
                 |e, c| analysis.feed_with_stack(e, c.thread(), c.stack()),
@@ -238,6 +241,14 @@ struct Pass {
     causes: Vec<wakeups::WakeupCause>,
     /// The per-stack charges and the stacks they are resolved with.
     stacks: Option<(StackCharges, symbols::Resolved)>,
+}
+
+/// Whether one switch, wake-up or timer arming in N carried its stack
+/// (`stacks.events_samples_per_s`; recordings before it had one on every one).
+fn stacks_sampled(header: &Header) -> bool {
+    header
+        .meta(meta::STACKS)
+        .is_some_and(|s| s["events_samples_per_s"].as_u64().is_some())
 }
 
 /// Why the analysis goes without the recording's stacks.

@@ -112,6 +112,12 @@ fn tracing_path(header: &Header) -> Option<TracingPath> {
         user_stack_bytes: stacks
             .and_then(|s| s["user_stack_bytes"].as_u64())
             .and_then(|b| u32::try_from(b).ok()),
+        stack_samples_per_s: stacks
+            .and_then(|s| s["events_samples_per_s"].as_u64())
+            .and_then(|n| u32::try_from(n).ok()),
+        max_stack_sample_period: header
+            .meta(meta::UNWIND)
+            .and_then(|u| u["stack_samples"]["max_period"].as_u64()),
     })
 }
 

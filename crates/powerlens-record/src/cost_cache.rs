@@ -23,6 +23,11 @@ use crate::instrument;
 
 const CACHE_DIR: &str = "/run/powerlens";
 
+/// Raised whenever what the calibration measures changes, so that costs kept by an
+/// earlier powerlens in this boot are measured again: 2 measures the stacked kinds with
+/// and without their stacks (sampled stacks).
+const CALIBRATION_METHOD: u32 = 2;
+
 #[derive(Serialize, Deserialize)]
 struct Entry {
     boot_id: String,
@@ -40,7 +45,7 @@ pub fn measured_or_kept(
     extra: &str,
 ) -> EventCosts {
     let config = format!(
-        "events={:?} stacks={stacks} user_stack_bytes={} sample_stack_bytes={} cpu_clock={} {extra}",
+        "method={CALIBRATION_METHOD} events={:?} stacks={stacks} user_stack_bytes={} sample_stack_bytes={} cpu_clock={} {extra}",
         collector.events().iter().map(|e| e.full_name()).collect::<Vec<_>>(),
         collector.user_stack_bytes(),
         collector.sample_stack_bytes(),

@@ -19,6 +19,7 @@ use powerlens_sys::Roots;
 
 use crate::convert::Converter;
 use crate::error::RecordError;
+use crate::stack_twins::StackTwins;
 use crate::stacks::{RawStack, StackRecorder};
 use crate::threads::ThreadTable;
 
@@ -66,6 +67,32 @@ pub struct DrainEnd {
     pub disabled_ns: u64,
     /// With stacks: distinct stacks and how unwinding went.
     pub stacks: Option<(usize, UnwindStats)>,
+    /// With sampled stacks: the samples that met their record and those dropped, and
+    /// the largest period they were paced to (1: every hit had its stack).
+    pub stack_samples: Option<SampledStacks>,
+}
+
+/// How sampling the stacks went ([`DrainEnd::stack_samples`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SampledStacks {
+    pub paired: u64,
+    pub dropped: u64,
+    pub max_period: u64,
+    /// By tracepoint (`sched/sched_switch`): its records, and how many got a stack.
+    pub by_event: Vec<(String, u64, u64)>,
+}
+
+impl SampledStacks {
+    /// The share of the records of these tracepoints that got a stack; `None` without
+    /// records of them.
+    pub fn share_of(&self, events: &[&str]) -> Option<f64> {
+        let (records, stacked) = self
+            .by_event
+            .iter()
+            .filter(|(e, _, _)| events.contains(&e.as_str()))
+            .fold((0, 0), |(r, s), (_, er, es)| (r + er, s + es));
+        (records > 0).then(|| stacked as f64 / records as f64)
+    }
 }
 
 pub struct Drainer {
@@ -112,6 +139,7 @@ impl Drainer {
                     threads,
                     stacks,
                     forget_exited: forget_exited.then(Vec::new),
+                    twins: StackTwins::default(),
                 };
                 run(collector, state, &roots, &flag, &tx)
             })
@@ -169,13 +197,26 @@ struct State {
     /// Forget threads once their exit was handed out (a consumer that runs without end);
     /// the exits of the current drain wait here.
     forget_exited: Option<Vec<Tid>>,
+    /// Sampled stacks waiting for their records.
+    twins: StackTwins,
 }
 
 impl State {
     /// Converts one collected record into events (an event, and its stack after it).
     fn take(&mut self, c: Collected<'_>, batch: &mut Batch) {
         match c {
+            Collected::StackSample(r) => {
+                let raw = RawStack {
+                    pid: r.pid,
+                    callchain: r.callchain,
+                    user_regs: r.user_regs,
+                    user_stack: r.user_stack,
+                };
+                let stack = self.stacks.as_mut().and_then(|s| s.intern(&raw));
+                self.twins.hold(r.cpu, r.event, r.tid, r.raw, stack);
+            }
             Collected::Trace(r) => {
+                let sampled = self.twins.take_for(r.cpu, r.event, r.tid, r.raw);
                 let Some(e) = self.converter.convert(&r, &mut self.threads) else {
                     return;
                 };
@@ -207,6 +248,13 @@ impl State {
                 }
                 let (time_ns, cpu) = (e.time_ns, e.cpu);
                 batch.push(cpu, e, context);
+                if let Some(sampled) = sampled {
+                    // Its stack came in the sample before it.
+                    if let Some(id) = sampled {
+                        batch.push(cpu, stack_event(time_ns, cpu, id), context);
+                    }
+                    return;
+                }
                 let raw = RawStack {
                     pid: r.pid,
                     callchain: r.callchain,
@@ -267,13 +315,17 @@ impl State {
             return;
         };
         if let Some(id) = stacks.intern(raw) {
-            let stack = Event {
-                time_ns,
-                cpu,
-                kind: EventKind::Stack { id },
-            };
-            batch.push(cpu, stack, context);
+            batch.push(cpu, stack_event(time_ns, cpu, id), context);
         }
+    }
+}
+
+/// The event that gives the event before it on `cpu` its stack.
+fn stack_event(time_ns: u64, cpu: u32, id: StackId) -> Event {
+    Event {
+        time_ns,
+        cpu,
+        kind: EventKind::Stack { id },
     }
 }
 
@@ -296,6 +348,8 @@ struct Decoded {
     lost: Vec<(u32, u64)>,
     threads: usize,
     stacks: Option<(usize, UnwindStats)>,
+    /// Stack samples paired and dropped, and per event index.
+    twins: (u64, u64, Vec<(u64, u64)>),
 }
 
 /// The drain thread: it only copies the rings out (memory speed) and hands the copies to
@@ -321,14 +375,24 @@ fn run(
             .expect("spawning the decoding thread")
     };
     let mut disabled_ns = 0;
+    // Tracing has started: the pacing counts from here, and reads the rates often in the
+    // first second, when every hit still carries its stack.
+    collector.pace_stack_samples();
+    let started = std::time::Instant::now();
     loop {
+        let wait = if started.elapsed() < Duration::from_secs(1) {
+            Duration::from_millis(10)
+        } else {
+            WAIT
+        };
         let last = stop.load(Ordering::SeqCst);
         let room = backlog.load(Ordering::Relaxed) < MAX_BACKLOG_BYTES;
         if last {
             collector.disable()?;
             disabled_ns = monotonic_now_ns();
         } else if room {
-            collector.wait(WAIT)?;
+            collector.wait(wait)?;
+            collector.pace_stack_samples();
         } else {
             // The decoder is far behind: let the rings hold (and lose) what comes.
             std::thread::sleep(WAIT);
@@ -368,6 +432,20 @@ fn run(
         threads: decoded.threads,
         disabled_ns,
         stacks: decoded.stacks,
+        stack_samples: collector
+            .max_stack_sample_period()
+            .map(|max_period| SampledStacks {
+                paired: decoded.twins.0,
+                dropped: decoded.twins.1,
+                max_period,
+                by_event: decoded
+                    .twins
+                    .2
+                    .iter()
+                    .zip(collector.events())
+                    .map(|(&(records, stacked), e)| (e.full_name(), records, stacked))
+                    .collect(),
+            }),
     })
 }
 
@@ -455,5 +533,10 @@ fn decode(
             .stacks
             .as_ref()
             .map(|s| (s.distinct_stacks(), s.unwind_stats())),
+        twins: (
+            state.twins.paired,
+            state.twins.dropped,
+            std::mem::take(&mut state.twins.by_event),
+        ),
     }
 }

@@ -16,7 +16,7 @@ use powerlens_store::StoreError;
 use crate::{meta, sampler};
 
 /// The metadata the analysis reads.
-const META_KEYS: [&str; 10] = [
+const META_KEYS: [&str; 11] = [
     meta::MODE,
     meta::MACHINE,
     meta::TARGET,
@@ -27,6 +27,7 @@ const META_KEYS: [&str; 10] = [
     meta::BATTERY,
     meta::STACKS,
     meta::TRACING_COST,
+    meta::UNWIND,
 ];
 
 /// The sample kinds the analysis reads (`THREADS` only reduced recordings have).

@@ -63,7 +63,6 @@ pub fn calibrate(collector: &mut Collector, stacks: bool) -> EventCosts {
     let started = Instant::now();
     // The loads run where the recorder does.
     let cpu = current_cpu().unwrap_or(0);
-    let has_cpu_clock = collector.has_cpu_clock();
     let mut costs = EventCosts {
         stacks,
         ..Default::default()
@@ -75,31 +74,42 @@ pub fn calibrate(collector: &mut Collector, stacks: bool) -> EventCosts {
     } else {
         "sched/sched_wakeup"
     };
-    let mut measure = |kind: &str, event: &str, load: &dyn Fn(u32) -> Load| {
-        if event != CPU_CLOCK_EVENT && !has(event) {
-            return;
-        }
-        match measure_kind(collector, event, cpu, load) {
-            Ok((ns, count)) => {
-                costs.event_cost_ns.insert(kind.to_string(), ns);
-                costs.method.insert(
-                    kind.to_string(),
-                    format!("measured: {event} alone on its load, {count} events"),
-                );
+    let mut kinds: Vec<(&str, &str, LoadFn)> = vec![
+        (PLAIN, "sched/sched_stat_runtime", &pingpong),
+        (SWITCH, "sched/sched_switch", &pingpong),
+        (WAKING, waking, &pingpong),
+        (TIMER_ARM, "timer/hrtimer_start", &timer_arms),
+    ];
+    if collector.has_cpu_clock() {
+        kinds.push((CPU_SAMPLE, CPU_CLOCK_EVENT, &spin));
+    }
+    kinds.retain(|(_, event, _)| *event == CPU_CLOCK_EVENT || has(event));
+    // With sampled stacks, each kind is measured without its stack (its twin counts and
+    // never samples) and then with a stack on every event: the recording folds the
+    // difference in at the share of events that carried one.
+    let sampled = collector
+        .set_stack_sample_period(NO_STACKS)
+        .unwrap_or(false);
+    for &(kind, event, load) in &kinds {
+        measure_into(&mut costs, collector, kind, event, cpu, load);
+    }
+    if sampled {
+        let _ = collector.set_stack_sample_period(1);
+        for &(kind, event, load) in &kinds {
+            if ![SWITCH, WAKING, TIMER_ARM].contains(&kind) {
+                continue;
             }
-            Err(why) => {
+            let Some(&without) = costs.event_cost_ns.get(kind) else {
+                continue;
+            };
+            let mut with = EventCosts::default();
+            measure_into(&mut with, collector, kind, event, cpu, load);
+            if let Some(&ns) = with.event_cost_ns.get(kind) {
                 costs
-                    .method
-                    .insert(kind.to_string(), format!("not measured: {why}"));
+                    .stack_cost_ns
+                    .insert(kind.to_string(), (ns - without).max(0.0));
             }
         }
-    };
-    measure(SWITCH, "sched/sched_switch", &pingpong);
-    measure(WAKING, waking, &pingpong);
-    measure(PLAIN, "sched/sched_stat_runtime", &pingpong);
-    measure(TIMER_ARM, "timer/hrtimer_start", &timer_arms);
-    if has_cpu_clock {
-        measure(CPU_SAMPLE, CPU_CLOCK_EVENT, &spin);
     }
     // A kind whose load could not run is costed as the nearest kind that was measured.
     for (kind, like) in [(TIMER_ARM, WAKING), (WAKING, SWITCH), (PLAIN, SWITCH)] {
@@ -111,10 +121,44 @@ pub fn calibrate(collector: &mut Collector, stacks: bool) -> EventCosts {
                     .method
                     .insert(kind.to_string(), format!("as {like} ({why})"));
             }
+            if let Some(&ns) = costs.stack_cost_ns.get(like) {
+                costs.stack_cost_ns.insert(kind.to_string(), ns);
+            }
         }
     }
     costs.calibration_s = started.elapsed().as_secs_f64();
     costs
+}
+
+/// A calibration load: runs one round pinned to a CPU.
+type LoadFn<'a> = &'a dyn Fn(u32) -> Load;
+
+/// A stack-sample period that never samples within a calibration's loads.
+const NO_STACKS: u64 = 1 << 40;
+
+/// Measures `kind` (`event` alone on `load`) into `costs`, or says why not.
+fn measure_into(
+    costs: &mut EventCosts,
+    collector: &mut Collector,
+    kind: &str,
+    event: &str,
+    cpu: u32,
+    load: &dyn Fn(u32) -> Load,
+) {
+    match measure_kind(collector, event, cpu, load) {
+        Ok((ns, count)) => {
+            costs.event_cost_ns.insert(kind.to_string(), ns);
+            costs.method.insert(
+                kind.to_string(),
+                format!("measured: {event} alone on its load, {count} events"),
+            );
+        }
+        Err(why) => {
+            costs
+                .method
+                .insert(kind.to_string(), format!("not measured: {why}"));
+        }
+    }
 }
 
 /// What one round of a load did: the CPU time its threads used and their tids.

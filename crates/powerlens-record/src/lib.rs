@@ -38,6 +38,7 @@ pub mod reduced;
 pub mod replay;
 pub mod sampler;
 mod session;
+pub mod stack_twins;
 pub mod stacks;
 pub mod symbols;
 pub mod threads;

@@ -13,6 +13,7 @@ use powerlens_sys::trace::{monotonic_now_ns, Collector};
 use powerlens_sys::unwind::UnwindStats;
 use powerlens_sys::Roots;
 
+use crate::drain::SampledStacks;
 use crate::error::RecordError;
 use crate::meter::Meter;
 use crate::{stacks, RecordOptions, Target};
@@ -67,6 +68,7 @@ pub(crate) fn stacks_meta(c: &Collector, opts: &RecordOptions, roots: &Roots) ->
             "events": stacks::STACK_EVENTS,
             "events_kernel_frames": kernel_frames,
             "events_unwinding": unwinding,
+            "events_samples_per_s": opts.stack_samples_per_s,
             "mappings": c.has_mmap_records(),
             // The sampling timer's callback: its expiries are powerlens's own wake-ups,
             // which report leaves out of the wake-up causes.
@@ -79,6 +81,7 @@ pub(crate) fn stacks_meta(c: &Collector, opts: &RecordOptions, roots: &Roots) ->
             "events": stacks::STACK_EVENTS,
             "events_kernel_frames": kernel_frames,
             "events_unwinding": unwinding,
+            "events_samples_per_s": opts.stack_samples_per_s,
             "mappings": c.has_mmap_records(),
             "reason": "the cpu-clock event could not be opened: no CPU-time samples, so per-function CPU time and energy are unavailable",
         }),
@@ -168,9 +171,19 @@ pub(crate) fn target(target: &Target, root_pid: Option<u32>) -> Value {
     })
 }
 
-/// The `unwind` metadata: how the user stacks were unwound, written at the end.
-pub(crate) fn unwind(distinct_stacks: usize, u: &UnwindStats) -> Value {
+/// The `unwind` metadata: how the user stacks were unwound, written at the end, and how
+/// sampling them went (`stack_samples`, `null` when every event carried its stack).
+pub(crate) fn unwind(
+    distinct_stacks: usize,
+    u: &UnwindStats,
+    samples: Option<&SampledStacks>,
+) -> Value {
     json!({
+        "stack_samples": samples.map(|s| json!({
+            "paired": s.paired,
+            "dropped": s.dropped,
+            "max_period": s.max_period,
+        })),
         "distinct_stacks": distinct_stacks,
         "user_stacks": u.stacks,
         "unwound_complete": u.complete,

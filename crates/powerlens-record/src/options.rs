@@ -47,6 +47,10 @@ pub struct RecordOptions {
     /// `stack_bytes` ends. By default user stacks are unwound from the copy alone: the
     /// walk cost 2–3× what the tracepoint and the copy cost together (docs/RECORD.md).
     pub full_stacks: bool,
+    /// Sample the stacks of switches, wake-ups and timer arming, at most this many a
+    /// second per CPU and event (`--stack-rate`), every one while they are rarer; `None`
+    /// for a stack on every one (`--every-stack`).
+    pub stack_samples_per_s: Option<u32>,
     /// Variables set in the command's environment on top of powerlens's own: what makes
     /// managed runtimes write perf maps (`--jit-names`, [`jit_env`]).
     pub command_env: Vec<(String, String)>,

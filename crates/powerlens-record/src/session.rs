@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 use serde_json::json;
 
 use powerlens_core::run::ExitStatus;
+use powerlens_core::sched::tracing_cost::{SWITCH, TIMER_ARM, WAKING};
 use powerlens_store::recording::RecordingReader;
 use powerlens_sys::trace::{monotonic_now_ns, Collector, CollectorOptions};
 use powerlens_sys::{topology, Roots, SysError};
@@ -50,8 +51,10 @@ pub fn record(roots: &Roots, opts: &RecordOptions) -> Result<RecordSummary, Reco
     let tracing_cost = collector.as_mut().map(|c| {
         let _phase = (opts.show_phase)("measuring the cost of tracing");
         let chains = format!(
-            "kernel_frames={} user_chain={}",
-            opts.kernel_stacks, opts.full_stacks
+            "kernel_frames={} user_chain={} sampled={}",
+            opts.kernel_stacks,
+            opts.full_stacks,
+            opts.stack_samples_per_s.is_some()
         );
         cost_cache::measured_or_kept(roots, c, opts.stacks_hz.is_some(), &chains)
     });
@@ -236,6 +239,7 @@ pub fn record(roots: &Roots, opts: &RecordOptions) -> Result<RecordSummary, Reco
     let mut lost = Vec::new();
     let mut thread_count = recorder_threads;
     let mut stack_stats = None;
+    let mut stack_samples = None;
     if let Some(d) = drainer {
         let (batches, end) = d.stop()?;
         for b in batches {
@@ -245,6 +249,7 @@ pub fn record(roots: &Roots, opts: &RecordOptions) -> Result<RecordSummary, Reco
         thread_count = end.threads;
         stop_ns = end.disabled_ns;
         stack_stats = end.stacks;
+        stack_samples = end.stack_samples;
     }
     recorder.take_samples(sampler.stop().into_iter());
     if let (Some(pid), None, true) = (child, exit.as_ref(), interrupt::interrupted()) {
@@ -270,9 +275,26 @@ pub fn record(roots: &Roots, opts: &RecordOptions) -> Result<RecordSummary, Reco
     // After a write error the file keeps what the last flush committed; writing more
     // would only fail again.
     if let Some((distinct, u)) = &stack_stats {
+        let _ = recorder.writer.set_meta(
+            meta::UNWIND,
+            &meta::unwind(*distinct, u, stack_samples.as_ref()),
+        );
+    }
+    // With sampled stacks the cost of a switch, wake-up or timer arming is its cost
+    // without a stack plus a stack's at the share that carried one, known only now.
+    if let (Some(cost), Some(samples)) = (&tracing_cost, &stack_samples) {
+        let cost = cost.clone().with_stack_shares(|kind| {
+            let events: &[&str] = match kind {
+                SWITCH => &["sched/sched_switch"],
+                WAKING => &["sched/sched_waking", "sched/sched_wakeup"],
+                TIMER_ARM => &["timer/hrtimer_start", "timer/timer_start"],
+                _ => &[],
+            };
+            samples.share_of(events).unwrap_or(0.0)
+        });
         let _ = recorder
             .writer
-            .set_meta(meta::UNWIND, &meta::unwind(*distinct, u));
+            .set_meta(meta::TRACING_COST, &serde_json::to_value(&cost)?);
     }
     let mut counts = (recorder.events, recorder.samples);
     // `finish` consumes the recorder; its CPU-sample count is final once the drain stopped.
@@ -345,6 +367,7 @@ fn open_collector(
             user_stack_bytes: opts.stack_bytes,
             stack_events_kernel_frames: opts.kernel_stacks,
             stack_events_user_chain: opts.full_stacks,
+            stack_samples_per_s: opts.stack_samples_per_s,
             cpu_clock_hz: Some(hz),
             mmap_records: true,
             ..Default::default()

@@ -113,7 +113,7 @@ fn report(rec: &Path, args: &[&str]) -> (Value, String) {
     (json(&out), stderr(&out))
 }
 
-fn function<'a>(report: &'a Value, name: &str) -> &'a Value {
+fn function_row<'a>(report: &'a Value, name: &str) -> &'a Value {
     report["functions"]
         .as_array()
         .unwrap()
@@ -166,6 +166,67 @@ fn with_full_stacks_the_function_grid_is_the_same() {
     }
 }
 
+/// Issue 28: stacks sampled well below the program's rate (`--stack-rate 200`: its
+/// sleeper switches a few thousand times a second) still name every function, and each
+/// thread's unsampled switches go to its latest sampled stack: the per-function switch
+/// counts stay near the kernel's (a thread moving from one function to the next is
+/// charged to the former until its next sample: a few switches), and every switch of
+/// the program is in some function's row.
+#[test]
+fn with_sampled_stacks_the_function_grid_holds_near_the_oracles() {
+    let Some(_serial) = live_recording() else {
+        return;
+    };
+    let Some(r) = record_program(FramePointers::Kept, &["--stack-rate", "200"]) else {
+        return;
+    };
+    let (v, _) = report(&r.rec, &["--by", "function", "--json"]);
+    let path = &v["system"]["tracing_path"];
+    assert_eq!(path["stack_samples_per_s"], 200, "{path:#}");
+    assert!(
+        path["max_stack_sample_period"].as_u64().unwrap() > 1,
+        "{path:#}"
+    );
+    let printed = |k: &str| r.printed.iter().find(|(n, _)| n == k).unwrap().1 as u64;
+    for (function, oracle) in [
+        ("short_sleeper", printed("short_sleeper_voluntary")),
+        ("condvar_waiter", printed("condvar_waiter_voluntary")),
+    ] {
+        let sync = function_row(&v, function)["sync_switches"]
+            .as_u64()
+            .unwrap();
+        assert!(
+            sync.abs_diff(oracle) <= oracle / 20 + 2,
+            "{function}: {sync} sync switches, the kernel counted {oracle}"
+        );
+    }
+    let program_threads: Vec<&Value> = v["threads"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|t| t["comm"] == "stack_program")
+        .collect();
+    let by_threads: u64 = program_threads
+        .iter()
+        .map(|t| t["sync_switches"].as_u64().unwrap())
+        .sum();
+    let by_functions: u64 = v["functions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| {
+            f["module"]
+                .as_str()
+                .is_some_and(|m| m.ends_with("/stack_program"))
+        })
+        .map(|f| f["sync_switches"].as_u64().unwrap())
+        .sum();
+    assert!(
+        by_functions <= by_threads && by_functions + 5 >= by_threads,
+        "the program's functions hold {by_functions} of its threads' {by_threads} switches"
+    );
+}
+
 /// `report --by function` of the test program against the kernel's counts it printed,
 /// the thread grid and exact energy sums.
 /// Whether the stacks of switches, wake-ups and timer arming have the kernel's frames
@@ -192,7 +253,7 @@ fn assert_function_grid(r: &Recorded, kernel: KernelFrames) {
     // Sleeps: each nanosleep of 200 µs blocks once, as the kernel counted them. (A
     // voluntary switch the thread makes between its last getrusage and the loop's end is
     // the one allowed difference, as in tests/record.rs.)
-    let sleeper = function(&v, "short_sleeper");
+    let sleeper = function_row(&v, "short_sleeper");
     let oracle = printed("short_sleeper_voluntary");
     let sync = sleeper["sync_switches"].as_u64().unwrap();
     assert!(
@@ -210,7 +271,7 @@ fn assert_function_grid(r: &Recorded, kernel: KernelFrames) {
 
     // Waits: the condition variable's waits (and the mutex's, inside pthread_cond_wait)
     // are condvar_waiter's, behind glibc frames that keep no frame pointers.
-    let waiter = function(&v, "condvar_waiter");
+    let waiter = function_row(&v, "condvar_waiter");
     let oracle = printed("condvar_waiter_voluntary");
     let sync = waiter["sync_switches"].as_u64().unwrap();
     assert!(
@@ -221,7 +282,7 @@ fn assert_function_grid(r: &Recorded, kernel: KernelFrames) {
 
     // Wake-ups: every time the waiter blocked (on the condition variable, or on the mutex
     // inside pthread_cond_wait), the signaller woke it: with the signal or the unlock.
-    let signaller = function(&v, "condvar_signaller");
+    let signaller = function_row(&v, "condvar_signaller");
     let woke = signaller["wakeups_caused"].as_u64().unwrap();
     assert!(
         woke.abs_diff(oracle) <= 2,
@@ -230,7 +291,7 @@ fn assert_function_grid(r: &Recorded, kernel: KernelFrames) {
 
     // CPU time: the spinner's samples are its thread's CPU time (within the sampling
     // error of ~1 ms per sample), and no other function comes near.
-    let spinner = function(&v, "spinner");
+    let spinner = function_row(&v, "spinner");
     let spinner_cpu = spinner["cpu_time_s"].as_f64().unwrap();
     let thread_cpu = v["threads"]
         .as_array()
@@ -330,8 +391,8 @@ fn inclusive_stack_folded_and_tree_views() {
         return;
     };
     let (inclusive, _) = report(&r.rec, &["--by", "function", "--inclusive", "--json"]);
-    let main = function(&inclusive, "main");
-    let sleeper = function(&inclusive, "short_sleeper");
+    let main = function_row(&inclusive, "main");
+    let sleeper = function_row(&inclusive, "short_sleeper");
     assert!(main["sync_switches"].as_u64().unwrap() >= sleeper["sync_switches"].as_u64().unwrap());
 
     let (stacks, _) = report(&r.rec, &["--by", "stack", "--json"]);
@@ -549,7 +610,7 @@ fn a_stripped_librarys_unnamed_code_is_one_row_with_the_fix() {
         !names.iter().any(|n| n.starts_with("libhot.so+0x")),
         "rows by address: {names:?}"
     );
-    let unnamed = function(&r, "libhot.so [no symbols]");
+    let unnamed = function_row(&r, "libhot.so [no symbols]");
     let cpu = unnamed["cpu_time_s"].as_f64().unwrap();
     let total: f64 = rows
         .iter()

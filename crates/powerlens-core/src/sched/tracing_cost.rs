@@ -45,9 +45,32 @@ pub struct EventCosts {
     /// arming, CPU-time samples): the lighter way to trace is then `--no-stacks`.
     #[serde(default)]
     pub stacks: bool,
+    /// With sampled stacks: what a stack adds to one event of each kind that carries one
+    /// (`event_cost_ns` is then the kind's cost without it), until
+    /// [`EventCosts::with_stack_share`] folds them in.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub stack_cost_ns: BTreeMap<String, f64>,
 }
 
 impl EventCosts {
+    /// The costs with each kind's stack cost folded in at `share(kind)` of its events
+    /// (the share of its switches, wake-ups or timer arming that carried a stack, with
+    /// sampled stacks), said in each kind's method.
+    pub fn with_stack_shares(mut self, share: impl Fn(&str) -> f64) -> EventCosts {
+        for (kind, stack_ns) in std::mem::take(&mut self.stack_cost_ns) {
+            let share = share(&kind).clamp(0.0, 1.0);
+            let base = self.event_cost_ns.get(&kind).copied().unwrap_or(0.0);
+            self.event_cost_ns
+                .insert(kind.clone(), base + stack_ns * share);
+            let method = self.method.entry(kind).or_default();
+            method.push_str(&format!(
+                "; without its stack, plus {stack_ns:.0} ns for a stack × the {:.2}% of these events that carried one",
+                share * 100.0
+            ));
+        }
+        self
+    }
+
     fn ns(&self, kind: &str) -> f64 {
         self.event_cost_ns
             .get(kind)
@@ -119,6 +142,14 @@ pub struct TracingPath {
     pub stack_unwinding: Option<String>,
     /// Bytes of each of those stacks copied at the event.
     pub user_stack_bytes: Option<u32>,
+    /// With sampled stacks, the most a second per CPU and event (`record --stack-rate`);
+    /// `None` when every event carried its stack.
+    #[serde(default)]
+    pub stack_samples_per_s: Option<u32>,
+    /// With sampled stacks, the largest one-in-N they were paced to (1: every event had
+    /// its stack after all); `None` when not sampled or not known (a recording cut short).
+    #[serde(default)]
+    pub max_stack_sample_period: Option<u64>,
 }
 
 impl TracingPath {
@@ -142,7 +173,19 @@ impl TracingPath {
             ),
             Some(other) => format!("stacks unwound by {other}"),
         };
-        format!("{events}; {stacks}")
+        let sampling = match (self.stack_samples_per_s, self.max_stack_sample_period) {
+            (Some(rate), Some(1)) => format!(
+                "; every one of them had its stack (at most {rate} a second per CPU and event would have been sampled)"
+            ),
+            (Some(rate), Some(n)) => format!(
+                "; sampled to at most {rate} a second per CPU and event (down to 1 in {n}): the per-function switch and wait columns charge a thread's unsampled events to its latest sampled stack (--every-stack for all)"
+            ),
+            (Some(rate), None) => {
+                format!("; sampled to at most {rate} a second per CPU and event")
+            }
+            (None, _) => String::new(),
+        };
+        format!("{events}; {stacks}{sampling}")
     }
 }
 

@@ -8,6 +8,13 @@
 //! Attribution rules (VTune's): a thread's wait and inactive time, and its idle wake-ups,
 //! go to the stack at which it last left the CPU — where it blocked or was preempted, which
 //! is also where it resumes. CPU time goes to the stacks of its samples.
+//!
+//! Sampled stacks ([`StackAnalysis::with_sampled_stacks`]: one switch or wake-up in N
+//! carries its stack, on switch-bound loads): a switch or wake-up without one is charged
+//! to the thread's latest sampled stack in that role (sample and hold), and what a thread
+//! did before its first sampled stack goes to that first one. A thread that always
+//! blocks at one place is then charged exactly as with every stack; one that blocks at
+//! several is split in the proportion its samples saw.
 
 use serde::{Deserialize, Serialize};
 
@@ -49,6 +56,28 @@ pub struct StackMetrics {
 }
 
 impl StackMetrics {
+    /// Moves out the metrics charged in `role`: where the thread left the CPU (switches,
+    /// wait, inactive and idle time) or where it woke others; CPU-time samples stay.
+    fn take_role(&mut self, role: Role) -> StackMetrics {
+        match role {
+            Role::Parked => StackMetrics {
+                sync_switches: std::mem::take(&mut self.sync_switches),
+                preempt_switches: std::mem::take(&mut self.preempt_switches),
+                wait_ns: std::mem::take(&mut self.wait_ns),
+                inactive_ns: std::mem::take(&mut self.inactive_ns),
+                idle_wakeups: std::mem::take(&mut self.idle_wakeups),
+                idle_before_wakeups_ns: std::mem::take(&mut self.idle_before_wakeups_ns),
+                idle_after_ns: std::mem::take(&mut self.idle_after_ns),
+                ..StackMetrics::default()
+            },
+            Role::Woke => StackMetrics {
+                wakeups_caused: std::mem::take(&mut self.wakeups_caused),
+                ..StackMetrics::default()
+            },
+            Role::Sampled => StackMetrics::default(),
+        }
+    }
+
     pub fn add(&mut self, o: &StackMetrics) {
         self.cpu_ns += o.cpu_ns;
         self.samples += o.samples;
@@ -129,6 +158,8 @@ pub struct StackAttribution {
     recent: TidTable<RecentSlots>,
     cpus: Vec<CpuState>,
     kept: StackMetricsKept,
+    /// Stacks are sampled: sample and hold (module documentation).
+    sampled: bool,
 }
 
 /// A thread's most recent slots in `metrics`. A thread mostly blocks, wakes others and is
@@ -225,11 +256,54 @@ impl StackAttribution {
         &mut self.cpus[i]
     }
 
+    /// The stack an event of `tid` in `role` is charged to: its own, or with sampled
+    /// stacks and none of its own, the thread's latest in that role (sample and hold).
+    /// The first stack a thread gets in a role also takes what was charged before it
+    /// without one.
+    fn held_stack(&mut self, tid: Tid, stack: StackId, role: Role) -> StackId {
+        if !self.sampled {
+            return stack;
+        }
+        let recent = self.recent.get_or_insert_with(tid, RecentSlots::default);
+        let slot = match role {
+            Role::Parked => recent.parked,
+            Role::Woke => recent.woke,
+            Role::Sampled => return stack,
+        };
+        let held = self.metrics.get(slot as usize).map(|((_, s), _)| *s);
+        match (stack, held) {
+            (NO_STACK, Some(held)) => held,
+            (NO_STACK, None) => NO_STACK,
+            (stack, Some(NO_STACK)) => {
+                // The thread's first stack in this role: it takes what came before it in
+                // this role (the slot without a stack also holds the other roles').
+                let before = self.metrics[slot as usize].1.take_role(role);
+                self.metrics(tid, stack).add(&before);
+                if matches!(role, Role::Parked) {
+                    // And the idle states that followed its blocking.
+                    let states = &mut self.charges.idle_states_after;
+                    let moved: Vec<(u32, u64)> = states
+                        .iter()
+                        .filter(|((t, s, _), _)| *t == tid && *s == NO_STACK)
+                        .map(|((_, _, state), ns)| (*state, *ns))
+                        .collect();
+                    for (state, ns) in moved {
+                        states.remove(&(tid, NO_STACK, state));
+                        *states.entry((tid, stack, state)).or_default() += ns;
+                    }
+                }
+                stack
+            }
+            (stack, _) => stack,
+        }
+    }
+
     /// Charges what a pending event left, at `stack` (or [`NO_STACK`] when none came).
     fn settle(&mut self, cpu: u32, stack: StackId) {
         let pending = std::mem::replace(&mut self.cpu(cpu).pending, Pending::None);
         match pending {
             Pending::Switch { prev, how } => {
+                let stack = self.held_stack(prev, stack, Role::Parked);
                 let slot = self.recent_slot(prev, stack, Role::Parked);
                 let m = &mut self.metrics[slot as usize].1;
                 match how {
@@ -245,6 +319,7 @@ impl StackAttribution {
                 }
             }
             Pending::Woke { waker } => {
+                let stack = self.held_stack(waker, stack, Role::Woke);
                 let slot = self.recent_slot(waker, stack, Role::Woke);
                 self.metrics[slot as usize].1.wakeups_caused += 1;
             }
@@ -335,7 +410,14 @@ impl StackAttribution {
             self.settle(cpu, NO_STACK);
             self.end_idle(cpu, end_ns);
         }
-        self.charges.by_thread_stack = self.metrics.into_iter().collect();
+        // With sampled stacks, a thread's slot without a stack was emptied into its first
+        // stack: no row for it.
+        let sampled = self.sampled;
+        self.charges.by_thread_stack = self
+            .metrics
+            .into_iter()
+            .filter(|(_, m)| !sampled || *m != StackMetrics::default())
+            .collect();
         self.charges
     }
 }
@@ -412,6 +494,13 @@ impl StackAnalysis {
         }
     }
 
+    /// The recording's stacks are sampled (one switch or wake-up in N has one): charge
+    /// the others by sample and hold (module documentation).
+    pub fn with_sampled_stacks(mut self) -> Self {
+        self.sched.charges_mut().sampled = true;
+        self
+    }
+
     pub fn finish(self, end_ns: u64) -> (SchedSummary, StackCharges) {
         let (summary, layer) = self.sched.finish_with_charges(end_ns);
         let end = summary.end_ns;
@@ -438,6 +527,74 @@ mod tests {
             a.feed_in_context(e, *ctx);
         }
         a.finish(end)
+    }
+
+    /// Sampled stacks (sample and hold): a ping-pong of threads 10 and 11, 8 rounds; 10's
+    /// switch-outs carry a stack only in rounds 2 (stack 1) and 5 (stack 2), 11's
+    /// wake-ups of 10 only in round 4 (stack 7), 11's switch-outs never. Hand-counted:
+    /// stack 1 takes 10's switches of rounds 0–4 (0–1 before any stack, back-filled; 3–4
+    /// held), stack 2 rounds 5–7; stack 7 all 8 wake-ups; 11 keeps its 8 switches
+    /// unstacked. Every wait of 10 lands on one of its two stacks and they add up to the
+    /// thread's. Without sampling the same stream leaves the unstacked ones unstacked.
+    /// (10's own wake-ups of 11 never have a stack, in either mode.)
+    #[test]
+    fn sampled_stacks_are_held_until_the_next_sample_and_back_filled_before_the_first() {
+        let switch = |prev, next| Switch {
+            prev,
+            how: Blocked,
+            next,
+        };
+        let wakeup = |tid| Wakeup {
+            tid,
+            target_cpu: 0,
+            new_thread: false,
+        };
+        let mut events = Vec::new();
+        for i in 0..8u64 {
+            let t = 10_000 + i * 1_000;
+            events.push((ev(t, 0, switch(10, 11)), Some(10)));
+            if i == 2 || i == 5 {
+                let id = if i == 2 { 1 } else { 2 };
+                events.push((ev(t, 0, Stack { id }), Some(10)));
+            }
+            events.push((ev(t + 500, 0, wakeup(10)), Some(11)));
+            if i == 4 {
+                events.push((ev(t + 500, 0, Stack { id: 7 }), Some(11)));
+            }
+            events.push((ev(t + 600, 0, switch(11, 10)), Some(11)));
+            events.push((ev(t + 900, 0, wakeup(11)), Some(10)));
+        }
+        let analyse = |sampled: bool| {
+            let mut a = StackAnalysis::new(SchedAnalysis::new());
+            if sampled {
+                a = a.with_sampled_stacks();
+            }
+            for (e, ctx) in &events {
+                a.feed_in_context(e, *ctx);
+            }
+            a.finish(20_000)
+        };
+        let (summary, charges) = analyse(true);
+        let at = |tid: Tid, stack: StackId| charges.by_thread_stack.get(&(tid, stack)).copied();
+        assert_eq!(at(10, 1).unwrap().sync_switches, 5);
+        assert_eq!(at(10, 2).unwrap().sync_switches, 3);
+        // Its switches and waits before the first sample went to it; its wake-ups of 11
+        // never had a stack and stay unstacked.
+        let unstacked = at(10, NO_STACK).unwrap_or_default();
+        assert_eq!((unstacked.sync_switches, unstacked.wait_ns), (0, 0));
+        assert_eq!(at(11, 7).unwrap().wakeups_caused, 8);
+        assert_eq!(at(11, NO_STACK).unwrap().sync_switches, 8);
+        let waited = at(10, 1).unwrap().wait_ns + at(10, 2).unwrap().wait_ns;
+        let thread = summary.threads.iter().find(|t| t.tid == 10).unwrap();
+        assert!(waited > 0);
+        assert_eq!(waited, thread.wait_ns);
+
+        let (_, exact) = analyse(false);
+        let at = |tid: Tid, stack: StackId| exact.by_thread_stack.get(&(tid, stack)).copied();
+        assert_eq!(at(10, 1).unwrap().sync_switches, 1);
+        assert_eq!(at(10, 2).unwrap().sync_switches, 1);
+        assert_eq!(at(10, NO_STACK).unwrap().sync_switches, 6);
+        assert_eq!(at(11, 7).unwrap().wakeups_caused, 1);
     }
 
     /// Threads that block, wake others and are sampled at alternating stacks: every

@@ -169,6 +169,8 @@ fn traced_report(switch_ns: f64, waking_ns: f64) -> RecordingReport {
         events: PATH_PERF_RING.to_string(),
         stack_unwinding: Some(UNWIND_STACK_COPY.to_string()),
         user_stack_bytes: Some(512),
+        stack_samples_per_s: Some(10_000),
+        max_stack_sample_period: Some(37),
     });
     ctx.tracing_cost = Ok(EventCosts {
         event_cost_ns: [
@@ -248,6 +250,12 @@ fn the_perturbation_line_warns_past_its_threshold_in_text_json_and_html() {
     assert_eq!(v["system"]["tracing_path"]["events"], "perf_ring");
     assert_eq!(v["system"]["tracing_path"]["stack_unwinding"], "stack_copy");
     assert_eq!(v["system"]["tracing_path"]["user_stack_bytes"], 512);
+    assert_eq!(v["system"]["tracing_path"]["stack_samples_per_s"], 10_000);
+    assert_eq!(v["system"]["tracing_path"]["max_stack_sample_period"], 37);
+    assert!(
+        text.contains("sampled to at most 10000 a second per CPU and event (down to 1 in 37)"),
+        "{text}"
+    );
     let path = "perf ring buffers, one per CPU; stacks at switches, wake-ups and timer arming unwound from a 512-byte copy of the thread's stack";
     assert!(
         text.contains(&format!("tracing path           {path}")),

@@ -105,6 +105,23 @@ pub struct RecordArgs {
     #[arg(long, conflicts_with = "no_stacks")]
     pub full_stacks: bool,
 
+    /// Stacks of switches, wake-ups and timer arming per second per CPU and event, at
+    /// most: rarer events all get theirs; on a load that switches faster, one in N gets
+    /// its stack, N paced to this rate (the per-function wait and switch columns then
+    /// charge each thread's unsampled events to its latest sampled stack). The thread
+    /// grid, wake-up counts and CPU time stay whole either way. At the default a stack
+    /// costs the traced threads at most about 1% of a CPU per kind of event here.
+    #[arg(long, value_name = "N", default_value_t = 10_000,
+          value_parser = clap::value_parser!(u32).range(1..=1_000_000),
+          conflicts_with_all = ["no_stacks", "every_stack"])]
+    pub stack_rate: u32,
+
+    /// A stack on every switch, wake-up and timer arming, however many (the exact
+    /// per-function split; on a switch-bound load the stacks then cost the traced
+    /// threads more than the tracepoints themselves, docs/RECORD.md).
+    #[arg(long, conflicts_with = "no_stacks")]
+    pub every_stack: bool,
+
     /// Have the command's managed runtimes name their JIT code (the default): sets
     /// NODE_OPTIONS=--perf-basic-prof-only-functions, JAVA_TOOL_OPTIONS=-XX:+UnlockDiagnosticVMOptions
     /// -XX:+DumpPerfMapAtExit, DOTNET_PerfMapEnabled=1 and PYTHONPERFSUPPORT=1 in its
@@ -170,6 +187,7 @@ pub fn execute(global: &GlobalArgs, args: RecordArgs) -> anyhow::Result<ExitCode
         stack_bytes: args.stack_bytes,
         kernel_stacks: args.kernel_stacks,
         full_stacks: args.full_stacks,
+        stack_samples_per_s: (!args.every_stack).then_some(args.stack_rate),
         command_env,
         show_phase: crate::progress::phase,
         tell_now: |message| eprintln!("powerlens: {message}"),

@@ -630,6 +630,23 @@ impl Collector {
         }
     }
 
+    /// Sets every stack-sample twin to one hit in `period`, until the next pacing: a
+    /// recorder measures the cost of an event with and without its stack this way.
+    /// Returns whether stacks are sampled at all.
+    pub fn set_stack_sample_period(&mut self, period: u64) -> Result<bool, SysError> {
+        let Some(pacing) = &mut self.pacing else {
+            return Ok(false);
+        };
+        for (cpu, index, _, current) in &mut pacing.twins {
+            let ring = &self.cpus[*cpu];
+            ring.counters[*index]
+                .set_period(period)
+                .map_err(|e| open_failed("PERF_EVENT_IOC_PERIOD", ring.cpu, e))?;
+            *current = period;
+        }
+        Ok(true)
+    }
+
     /// The largest stack-sample period set so far (1: every hit had its stack); `None`
     /// when stacks are not sampled.
     pub fn max_stack_sample_period(&self) -> Option<u64> {

@@ -1,0 +1,122 @@
+//! Sampled stacks meet their records. With stacks sampled
+//! (`CollectorOptions::stack_samples_per_s`), the stack of one hit in N of a switch,
+//! wake-up or timer arming comes in a record of its own, just before that hit's record on
+//! the same CPU, with the same payload. Here each is held until the next record of its CPU
+//! and handed to it when event, thread and payload agree: the event stream then reads as
+//! if that record had carried the stack (a `Stack` event right after it).
+
+use powerlens_core::sched::event::StackId;
+
+/// A stack sample waiting for its record.
+struct Held {
+    event: usize,
+    tid: u32,
+    raw: Vec<u8>,
+    /// The stack's id, or `None` when it could not be unwound into one.
+    stack: Option<StackId>,
+}
+
+/// The stack samples held per CPU, and how many found their record.
+#[derive(Default)]
+pub struct StackTwins {
+    held: Vec<Option<Held>>,
+    /// Stack samples handed to their record.
+    pub paired: u64,
+    /// Stack samples whose record did not come next (a hit between disabling the event
+    /// and its twin; another record in between): their stack is dropped.
+    pub dropped: u64,
+    /// By event index: (records, records that got a stack).
+    pub by_event: Vec<(u64, u64)>,
+}
+
+impl StackTwins {
+    /// Holds a stack sample of `event` by `tid` on `cpu`, with payload `raw`, until the
+    /// next record of that CPU; one still held there is dropped.
+    pub fn hold(&mut self, cpu: u32, event: usize, tid: u32, raw: &[u8], stack: Option<StackId>) {
+        let i = cpu as usize;
+        if self.held.len() <= i {
+            self.held.resize_with(i + 1, || None);
+        }
+        let mut held = self.held[i].take().unwrap_or(Held {
+            event,
+            tid,
+            raw: Vec::new(),
+            stack,
+        });
+        if !held.raw.is_empty() {
+            self.dropped += 1;
+        }
+        held.event = event;
+        held.tid = tid;
+        held.stack = stack;
+        held.raw.clear();
+        held.raw.extend_from_slice(raw);
+        self.held[i] = Some(held);
+    }
+
+    /// The stack held for this record of `cpu`: `Some(stack)` when the sample held there
+    /// is its twin (then `stack` may still be `None`, a stack that did not unwind),
+    /// `None` when nothing is held or what is held is another hit's (dropped).
+    pub fn take_for(
+        &mut self,
+        cpu: u32,
+        event: usize,
+        tid: u32,
+        raw: &[u8],
+    ) -> Option<Option<StackId>> {
+        if self.by_event.len() <= event {
+            self.by_event.resize(event + 1, (0, 0));
+        }
+        self.by_event[event].0 += 1;
+        let held = self.held.get_mut(cpu as usize)?.as_mut()?;
+        if held.raw.is_empty() {
+            return None;
+        }
+        let twin = held.event == event && held.tid == tid && held.raw == raw;
+        // Keep the buffer for the next sample; an empty payload marks it free.
+        held.raw.clear();
+        if twin {
+            self.paired += 1;
+            self.by_event[event].1 += 1;
+            Some(held.stack)
+        } else {
+            self.dropped += 1;
+            None
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_sample_goes_to_the_next_record_of_its_cpu_when_they_agree() {
+        let mut t = StackTwins::default();
+        t.hold(1, 0, 42, b"switch 42->7", Some(5));
+        // Another CPU's record does not take it.
+        assert_eq!(t.take_for(0, 0, 42, b"switch 42->7"), None);
+        assert_eq!(t.take_for(1, 0, 42, b"switch 42->7"), Some(Some(5)));
+        // Taken once.
+        assert_eq!(t.take_for(1, 0, 42, b"switch 42->7"), None);
+        assert_eq!((t.paired, t.dropped), (1, 0));
+    }
+
+    #[test]
+    fn a_sample_whose_record_does_not_come_next_is_dropped() {
+        let mut t = StackTwins::default();
+        // Another payload (another hit of the same event by the same thread).
+        t.hold(0, 0, 42, b"switch 42->7", Some(5));
+        assert_eq!(t.take_for(0, 0, 42, b"switch 42->8"), None);
+        // Another event.
+        t.hold(0, 0, 42, b"x", Some(5));
+        assert_eq!(t.take_for(0, 1, 42, b"x"), None);
+        // A second sample before any record: the first is dropped, the second paired.
+        t.hold(0, 0, 42, b"a", Some(5));
+        t.hold(0, 0, 42, b"b", None);
+        assert_eq!(t.take_for(0, 0, 42, b"b"), Some(None));
+        assert_eq!((t.paired, t.dropped), (1, 3));
+        // Every record counted by its event, and the ones that got a stack.
+        assert_eq!(t.by_event, [(3, 1), (1, 0)]);
+    }
+}
