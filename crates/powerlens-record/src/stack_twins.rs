@@ -117,6 +117,6 @@ mod tests {
         assert_eq!(t.take_for(0, 0, 42, b"b"), Some(None));
         assert_eq!((t.paired, t.dropped), (1, 3));
         // Every record counted by its event, and the ones that got a stack.
-        assert_eq!(t.by_event, [(3, 1), (1, 0)]);
+        assert_eq!(t.by_event, [(2, 1), (1, 0)]);
     }
 }
