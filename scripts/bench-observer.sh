@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # The observer effect (issue 28): what watching a program costs the program itself.
 # Paired rounds on two switch-bound loads: each round runs the load bare, under the default
-# `powerlens record` (stacks on), `record --full-stacks` (the kernel also walks each
-# stack's frame-pointer chain), `record --no-stacks`, `perf sched record`, and with
+# `powerlens record` (stacks on, sampled to --stack-rate), `record --every-stack` (a stack
+# on every switch, wake-up and timer arming), `record --every-stack --full-stacks` (and
+# the kernel walks each one's frame-pointer chain: every recording before issue 28's
+# changes), `record --no-stacks`, `perf sched record`, and with
 # `powerlens agent` (its defaults) running, in a rotating order. The load's own wall time
 # and CPU time (user + system, getrusage, measured inside the recorder) are compared
 # with the bare run of the same round; medians of the per-round ratios are printed, with
@@ -119,7 +121,8 @@ run_config() {
                 | { read -r whole target; echo "$lost $whole $target" >>"$dir/record.extra"; }
             rm -f "$dir/r$round.rec"
             ;;
-        fullstacks) "$pl" record --full-stacks -o "$dir/f.rec" -- sh -c "$cmd" >/dev/null 2>&1; rm -f "$dir/f.rec" ;;
+        everystack) "$pl" record --every-stack -o "$dir/e.rec" -- sh -c "$cmd" >/dev/null 2>&1; rm -f "$dir/e.rec" ;;
+        fullstacks) "$pl" record --every-stack --full-stacks -o "$dir/f.rec" -- sh -c "$cmd" >/dev/null 2>&1; rm -f "$dir/f.rec" ;;
         nostacks) "$pl" record --no-stacks -o "$dir/n.rec" -- sh -c "$cmd" >/dev/null 2>&1; rm -f "$dir/n.rec" ;;
         perf) perf sched record -o "$dir/perf.data" -- sh -c "$cmd" >/dev/null 2>&1; rm -f "$dir/perf.data" ;;
         agent) start_agent; sh -c "$cmd"; stop_agent ;;
@@ -159,7 +162,7 @@ rounds_of() {
 }
 
 agent_repeat=${AGENT_REPEAT:-20}
-configs=(bare record fullstacks nostacks perf)
+configs=(bare record everystack fullstacks nostacks perf)
 echo "# bench-observer.sh: $rounds paired rounds per load, $(nproc) CPUs, $(uname -r), $(date -u +%F)"
 for load_name in $loads; do
     load=$(load_cmd "$load_name")
