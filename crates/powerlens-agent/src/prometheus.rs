@@ -6,6 +6,7 @@ use std::fmt::Write;
 
 use powerlens_core::monitor::cgroup::identify;
 use powerlens_core::monitor::{Counters, Monitor};
+use powerlens_core::sched::tracing_cost::PATH_PERF_RING;
 
 /// Everything one scrape shows.
 pub struct AgentMetrics<'a> {
@@ -413,13 +414,20 @@ pub fn render(m: &AgentMetrics<'_>, format: Format) -> String {
         "powerlens_build_info",
         "info",
         None,
-        "The agent's version, how it measures (trace: tracing throughout; windows: procfs for CPU time, tracing for trace_duty of each interval; reduced: procfs samples, with the reason), the share of time it traces and its interval.",
+        "The agent's version, how it measures (trace: tracing throughout; windows: procfs for CPU time, tracing for trace_duty of each interval; reduced: procfs samples, with the reason), the path its tracing takes (perf_ring: perf ring buffers, one per CPU; none when reduced), the share of time it traces and its interval.",
     );
+    // The only tracing path so far; a reduced agent traces nothing.
+    let tracing_path = if m.mode == "reduced" {
+        "none"
+    } else {
+        PATH_PERF_RING
+    };
     w.sample(
         "powerlens_build_info",
         &[
             ("version", m.version),
             ("mode", m.mode),
+            ("tracing_path", tracing_path),
             ("reason", m.mode_reason),
             ("trace_duty", &number(m.trace_duty)),
             ("interval_seconds", &number(m.interval_s)),
@@ -666,6 +674,7 @@ mod tests {
             "{help}"
         );
         assert!(text.contains("mode=\"windows\""), "{text}");
+        assert!(text.contains("tracing_path=\"perf_ring\""), "{text}");
         assert!(text.contains("trace_duty=\"0.05\""), "{text}");
     }
 
