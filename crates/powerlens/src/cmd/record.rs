@@ -99,19 +99,19 @@ pub struct RecordArgs {
     /// Stacks where threads block, wake others or arm timers reach the thread's root: the
     /// kernel also walks each one's frame-pointer chain past the --stack-bytes copy. By
     /// default those stacks are unwound from the copy alone, and in deep programs end
-    /// where it ends (the function grid needs only the innermost frames of your code;
-    /// `report --tree` shows the rest). The walk costs 2–3× what the rest of those events
+    /// where it ends: the function grid needs only the innermost frames of your code, the
+    /// outer callers in `report --tree` and `--by stack` need this. The walk costs 2–3× what the rest of those events
     /// cost the traced threads on a switch-bound load (docs/RECORD.md).
     #[arg(long, conflicts_with = "no_stacks")]
     pub full_stacks: bool,
 
     /// Stacks of switches, wake-ups and timer arming per second per CPU and event, at
-    /// most: rarer events all get theirs; on a load that switches faster, one in N gets
-    /// its stack, N paced to this rate (the per-function wait and switch columns then
+    /// most: rarer events all get theirs; on a load that switches faster, one event in
+    /// several gets its stack, as many as this rate (the per-function wait and switch columns then
     /// charge each thread's unsampled events to its latest sampled stack). The thread
     /// grid, wake-up counts and CPU time stay whole either way. At the default a stack
     /// costs the traced threads at most about 1% of a CPU per kind of event here.
-    #[arg(long, value_name = "N", default_value_t = 10_000,
+    #[arg(long, value_name = "PER_S", default_value_t = 10_000,
           value_parser = clap::value_parser!(u32).range(1..=1_000_000),
           conflicts_with_all = ["no_stacks", "every_stack"])]
     pub stack_rate: u32,
