@@ -19,7 +19,7 @@ use powerlens_sys::Roots;
 
 use crate::convert::Converter;
 use crate::error::RecordError;
-use crate::stack_twins::StackTwins;
+use crate::stack_twins::{StackTwins, TwinCounts};
 use crate::stacks::{RawStack, StackRecorder};
 use crate::threads::ThreadTable;
 
@@ -75,11 +75,10 @@ pub struct DrainEnd {
 /// How sampling the stacks went ([`DrainEnd::stack_samples`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SampledStacks {
-    pub paired: u64,
-    pub dropped: u64,
+    pub counts: TwinCounts,
     pub max_period: u64,
-    /// By tracepoint (`sched/sched_switch`): its records, and how many got a stack.
-    pub by_event: Vec<(String, u64, u64)>,
+    /// The collector's events (`sched/sched_switch`), which `counts.by_event` indexes.
+    pub events: Vec<String>,
 }
 
 impl SampledStacks {
@@ -87,10 +86,12 @@ impl SampledStacks {
     /// records of them.
     pub fn share_of(&self, events: &[&str]) -> Option<f64> {
         let (records, stacked) = self
+            .counts
             .by_event
             .iter()
-            .filter(|(e, _, _)| events.contains(&e.as_str()))
-            .fold((0, 0), |(r, s), (_, er, es)| (r + er, s + es));
+            .zip(&self.events)
+            .filter(|(_, name)| events.contains(&name.as_str()))
+            .fold((0, 0), |(r, s), ((er, es), _)| (r + er, s + es));
         (records > 0).then(|| stacked as f64 / records as f64)
     }
 }
@@ -348,8 +349,7 @@ struct Decoded {
     lost: Vec<(u32, u64)>,
     threads: usize,
     stacks: Option<(usize, UnwindStats)>,
-    /// Stack samples paired and dropped, and per event index.
-    twins: (u64, u64, Vec<(u64, u64)>),
+    twins: TwinCounts,
 }
 
 /// The drain thread: it only copies the rings out (memory speed) and hands the copies to
@@ -375,16 +375,11 @@ fn run(
             .expect("spawning the decoding thread")
     };
     let mut disabled_ns = 0;
-    // Tracing has started: the pacing counts from here, and reads the rates often in the
-    // first second, when every hit still carries its stack.
-    collector.pace_stack_samples();
-    let started = std::time::Instant::now();
+    // Tracing has started: the pacing of sampled stacks counts from here, and the waits
+    // end in time for its readings.
+    let mut pace_in = collector.pace_stack_samples();
     loop {
-        let wait = if started.elapsed() < Duration::from_secs(1) {
-            Duration::from_millis(10)
-        } else {
-            WAIT
-        };
+        let wait = pace_in.map_or(WAIT, |next| next.min(WAIT));
         let last = stop.load(Ordering::SeqCst);
         let room = backlog.load(Ordering::Relaxed) < MAX_BACKLOG_BYTES;
         if last {
@@ -392,7 +387,7 @@ fn run(
             disabled_ns = monotonic_now_ns();
         } else if room {
             collector.wait(wait)?;
-            collector.pace_stack_samples();
+            pace_in = collector.pace_stack_samples();
         } else {
             // The decoder is far behind: let the rings hold (and lose) what comes.
             std::thread::sleep(WAIT);
@@ -435,16 +430,9 @@ fn run(
         stack_samples: collector
             .max_stack_sample_period()
             .map(|max_period| SampledStacks {
-                paired: decoded.twins.0,
-                dropped: decoded.twins.1,
+                counts: decoded.twins,
                 max_period,
-                by_event: decoded
-                    .twins
-                    .2
-                    .iter()
-                    .zip(collector.events())
-                    .map(|(&(records, stacked), e)| (e.full_name(), records, stacked))
-                    .collect(),
+                events: collector.events().iter().map(|e| e.full_name()).collect(),
             }),
     })
 }
@@ -533,10 +521,6 @@ fn decode(
             .stacks
             .as_ref()
             .map(|s| (s.distinct_stacks(), s.unwind_stats())),
-        twins: (
-            state.twins.paired,
-            state.twins.dropped,
-            std::mem::take(&mut state.twins.by_event),
-        ),
+        twins: state.twins.counts,
     }
 }

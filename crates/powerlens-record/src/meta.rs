@@ -180,8 +180,8 @@ pub(crate) fn unwind(
 ) -> Value {
     json!({
         "stack_samples": samples.map(|s| json!({
-            "paired": s.paired,
-            "dropped": s.dropped,
+            "paired": s.counts.paired,
+            "dropped": s.counts.dropped,
             "max_period": s.max_period,
         })),
         "distinct_stacks": distinct_stacks,

@@ -16,10 +16,9 @@ struct Held {
     stack: Option<StackId>,
 }
 
-/// The stack samples held per CPU, and how many found their record.
-#[derive(Default)]
-pub struct StackTwins {
-    held: Vec<Option<Held>>,
+/// How pairing went, for the recording's metadata and the cost of its stacks.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct TwinCounts {
     /// Stack samples handed to their record.
     pub paired: u64,
     /// Stack samples whose record did not come next (a hit between disabling the event
@@ -27,6 +26,13 @@ pub struct StackTwins {
     pub dropped: u64,
     /// By event index: (records, records that got a stack).
     pub by_event: Vec<(u64, u64)>,
+}
+
+/// The stack sample held per CPU, and how pairing went.
+#[derive(Default)]
+pub struct StackTwins {
+    held: Vec<Option<Held>>,
+    pub counts: TwinCounts,
 }
 
 impl StackTwins {
@@ -37,26 +43,21 @@ impl StackTwins {
         if self.held.len() <= i {
             self.held.resize_with(i + 1, || None);
         }
-        let mut held = self.held[i].take().unwrap_or(Held {
+        let held = Held {
             event,
             tid,
-            raw: Vec::new(),
+            raw: raw.to_vec(),
             stack,
-        });
-        if !held.raw.is_empty() {
-            self.dropped += 1;
+        };
+        if self.held[i].replace(held).is_some() {
+            self.counts.dropped += 1;
         }
-        held.event = event;
-        held.tid = tid;
-        held.stack = stack;
-        held.raw.clear();
-        held.raw.extend_from_slice(raw);
-        self.held[i] = Some(held);
     }
 
     /// The stack held for this record of `cpu`: `Some(stack)` when the sample held there
     /// is its twin (then `stack` may still be `None`, a stack that did not unwind),
-    /// `None` when nothing is held or what is held is another hit's (dropped).
+    /// `None` when nothing is held or what is held is another hit's (dropped). Every
+    /// record passes here, to be counted by its event.
     pub fn take_for(
         &mut self,
         cpu: u32,
@@ -64,23 +65,18 @@ impl StackTwins {
         tid: u32,
         raw: &[u8],
     ) -> Option<Option<StackId>> {
-        if self.by_event.len() <= event {
-            self.by_event.resize(event + 1, (0, 0));
+        let counts = &mut self.counts;
+        if counts.by_event.len() <= event {
+            counts.by_event.resize(event + 1, (0, 0));
         }
-        self.by_event[event].0 += 1;
-        let held = self.held.get_mut(cpu as usize)?.as_mut()?;
-        if held.raw.is_empty() {
-            return None;
-        }
-        let twin = held.event == event && held.tid == tid && held.raw == raw;
-        // Keep the buffer for the next sample; an empty payload marks it free.
-        held.raw.clear();
-        if twin {
-            self.paired += 1;
-            self.by_event[event].1 += 1;
+        counts.by_event[event].0 += 1;
+        let held = self.held.get_mut(cpu as usize)?.take()?;
+        if held.event == event && held.tid == tid && held.raw == raw {
+            counts.paired += 1;
+            counts.by_event[event].1 += 1;
             Some(held.stack)
         } else {
-            self.dropped += 1;
+            counts.dropped += 1;
             None
         }
     }
@@ -99,7 +95,7 @@ mod tests {
         assert_eq!(t.take_for(1, 0, 42, b"switch 42->7"), Some(Some(5)));
         // Taken once.
         assert_eq!(t.take_for(1, 0, 42, b"switch 42->7"), None);
-        assert_eq!((t.paired, t.dropped), (1, 0));
+        assert_eq!((t.counts.paired, t.counts.dropped), (1, 0));
     }
 
     #[test]
@@ -115,8 +111,8 @@ mod tests {
         t.hold(0, 0, 42, b"a", Some(5));
         t.hold(0, 0, 42, b"b", None);
         assert_eq!(t.take_for(0, 0, 42, b"b"), Some(None));
-        assert_eq!((t.paired, t.dropped), (1, 3));
+        assert_eq!((t.counts.paired, t.counts.dropped), (1, 3));
         // Every record counted by its event, and the ones that got a stack.
-        assert_eq!(t.by_event, [(2, 1), (1, 0)]);
+        assert_eq!(t.counts.by_event, [(2, 1), (1, 0)]);
     }
 }

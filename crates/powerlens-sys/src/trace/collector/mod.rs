@@ -60,7 +60,7 @@ pub struct CollectorOptions {
     /// Whether the call chains of `stack_events` include the user frames the kernel finds
     /// by walking the frame-pointer chain, which reaches the stack's root where the copy of
     /// `user_stack_bytes` ends before it. On this project's VMs that walk was a fixed
-    /// ~1.5 µs per event, whatever the depth: 2–3× what the tracepoint and the stack copy
+    /// ~1.4 µs per event, whatever the depth: 2–3× what the tracepoint and the stack copy
     /// cost together (docs/PERFORMANCE.md). Without it, user stacks are unwound from the
     /// copy alone and end where it ends.
     pub stack_events_user_chain: bool,
@@ -288,6 +288,17 @@ pub struct Collector {
     pacing: Option<Pacing>,
 }
 
+/// One stack-sample twin on one CPU, as the pacing sees it.
+#[derive(Debug)]
+struct PacedTwin {
+    /// Index in `Collector::cpus`, and in that CPU's counters.
+    cpu: usize,
+    counter: usize,
+    /// Its count at the last reading.
+    last_count: u64,
+    period: u64,
+}
+
 /// What [`Collector::pace_stack_samples`] keeps between calls.
 #[derive(Debug)]
 struct Pacing {
@@ -295,9 +306,8 @@ struct Pacing {
     /// When the first call came, and the last that acted.
     started_ns: u64,
     last_ns: u64,
-    /// Per twin per CPU: (index in `cpus`, index in its counters, count at the last
-    /// call, period set).
-    twins: Vec<(usize, usize, u64, u64)>,
+    /// Every twin on every CPU.
+    twins: Vec<PacedTwin>,
     /// The largest period set so far: 1 while every hit had its stack.
     max_period: u64,
 }
@@ -488,12 +498,17 @@ impl Collector {
             });
         }
         if let Some(max_per_s) = options.stack_samples_per_s {
+            let sources = &collector.sources;
             let twins = (0..collector.cpus.len())
-                .flat_map(|c| {
-                    let sources = &collector.sources;
+                .flat_map(|cpu| {
                     (0..sources.len())
                         .filter(|&i| matches!(sources[i].kind, SourceKind::StackSample(_)))
-                        .map(move |i| (c, i, 0, 1))
+                        .map(move |counter| PacedTwin {
+                            cpu,
+                            counter,
+                            last_count: 0,
+                            period: 1,
+                        })
                 })
                 .collect();
             collector.pacing = Some(Pacing {
@@ -596,38 +611,41 @@ impl Collector {
     /// likes: it acts at most every [`pacing::interval_ns`] (often in the first second,
     /// when every hit still has its stack, seldom after), and changes a period only when
     /// the rate moved enough ([`pacing::worth_changing`]), since a new period samples the
-    /// very next hit. The first call only starts the count: call it as tracing starts. Does nothing when stacks
-    /// are not sampled. A twin that refuses its period keeps the one it had.
-    pub fn pace_stack_samples(&mut self) {
-        let Some(pacing) = &mut self.pacing else {
-            return;
-        };
+    /// very next hit. The first call only starts the count: call it as tracing starts.
+    /// A twin that refuses its period keeps the one it had.
+    ///
+    /// Returns how long until the next reading is due, for the caller's wait; `None` when
+    /// stacks are not sampled (then it does nothing).
+    pub fn pace_stack_samples(&mut self) -> Option<std::time::Duration> {
+        let pacing = self.pacing.as_mut()?;
         let now = monotonic_now_ns();
-        let elapsed = now.saturating_sub(pacing.last_ns);
         let first = pacing.last_ns == 0;
-        if !first && elapsed < pacing::interval_ns(now.saturating_sub(pacing.started_ns)) {
-            return;
-        }
         if first {
             pacing.started_ns = now;
         }
+        let interval = pacing::interval_ns(now.saturating_sub(pacing.started_ns));
+        let elapsed = now.saturating_sub(pacing.last_ns);
+        if !first && elapsed < interval {
+            return Some(std::time::Duration::from_nanos(interval - elapsed));
+        }
         pacing.last_ns = now;
-        for (cpu, index, last, period) in &mut pacing.twins {
-            let counter = &self.cpus[*cpu].counters[*index];
+        for twin in &mut pacing.twins {
+            let counter = &self.cpus[twin.cpu].counters[twin.counter];
             let Ok(count) = counter.read_count() else {
                 continue;
             };
-            let hits = count.saturating_sub(*last);
-            *last = count;
+            let hits = count.saturating_sub(twin.last_count);
+            twin.last_count = count;
             if first {
                 continue;
             }
             let wanted = pacing::period_for(hits, elapsed, pacing.max_per_s, now / 1000);
-            if pacing::worth_changing(*period, wanted) && counter.set_period(wanted).is_ok() {
-                *period = wanted;
+            if pacing::worth_changing(twin.period, wanted) && counter.set_period(wanted).is_ok() {
+                twin.period = wanted;
                 pacing.max_period = pacing.max_period.max(wanted);
             }
         }
+        Some(std::time::Duration::from_nanos(interval))
     }
 
     /// Sets every stack-sample twin to one hit in `period`, until the next pacing: a
@@ -637,12 +655,12 @@ impl Collector {
         let Some(pacing) = &mut self.pacing else {
             return Ok(false);
         };
-        for (cpu, index, _, current) in &mut pacing.twins {
-            let ring = &self.cpus[*cpu];
-            ring.counters[*index]
+        for twin in &mut pacing.twins {
+            let ring = &self.cpus[twin.cpu];
+            ring.counters[twin.counter]
                 .set_period(period)
                 .map_err(|e| open_failed("PERF_EVENT_IOC_PERIOD", ring.cpu, e))?;
-            *current = period;
+            twin.period = period;
         }
         Ok(true)
     }
