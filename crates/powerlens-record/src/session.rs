@@ -10,7 +10,6 @@ use std::time::{Duration, Instant};
 use serde_json::json;
 
 use powerlens_core::run::ExitStatus;
-use powerlens_core::sched::tracing_cost::{SWITCH, TIMER_ARM, WAKING};
 use powerlens_store::recording::RecordingReader;
 use powerlens_sys::trace::{monotonic_now_ns, Collector, CollectorOptions};
 use powerlens_sys::{topology, Roots, SysError};
@@ -18,6 +17,7 @@ use powerlens_sys::{topology, Roots, SysError};
 use crate::convert::{recorded_event_names, Converter};
 use crate::drain::Drainer;
 use crate::error::{Doing, RecordError};
+use crate::instrument::STACKED_KINDS;
 use crate::meta::{self, MODE_REDUCED, MODE_TRACE};
 use crate::meter::Meter;
 use crate::recorder::{create_file, Recorder};
@@ -284,13 +284,11 @@ pub fn record(roots: &Roots, opts: &RecordOptions) -> Result<RecordSummary, Reco
     // without a stack plus a stack's at the share that carried one, known only now.
     if let (Some(cost), Some(samples)) = (&tracing_cost, &stack_samples) {
         let cost = cost.clone().with_stack_shares(|kind| {
-            let events: &[&str] = match kind {
-                SWITCH => &["sched/sched_switch"],
-                WAKING => &["sched/sched_waking", "sched/sched_wakeup"],
-                TIMER_ARM => &["timer/hrtimer_start", "timer/timer_start"],
-                _ => &[],
-            };
-            samples.share_of(events).unwrap_or(0.0)
+            STACKED_KINDS
+                .iter()
+                .find(|&&(k, _)| k == kind)
+                .and_then(|&(_, events)| samples.share_of(events))
+                .unwrap_or(0.0)
         });
         let _ = recorder
             .writer
