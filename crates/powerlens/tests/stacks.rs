@@ -166,27 +166,28 @@ fn with_full_stacks_the_function_grid_is_the_same() {
     }
 }
 
-/// Issue 28: stacks sampled well below the program's rate (`--stack-rate 200`: its
-/// sleeper switches a few thousand times a second) still name every function, and each
-/// thread's unsampled switches go to its latest sampled stack: the per-function switch
-/// counts stay near the kernel's (a thread moving from one function to the next is
-/// charged to the former until its next sample: a few switches), and every switch of
-/// the program is in some function's row.
+/// Issue 28: stacks sampled below the program's rate (`--stack-rate 1000`: its sleeper
+/// switches a few thousand times a second on a CPU it shares with a spinner, one switch
+/// in 5–15 carries its stack) still name every function, and each thread's unsampled
+/// switches go to its latest sampled stack: the per-function switch counts stay near the
+/// kernel's, and every switch of the program is in some function's row. A thread moving
+/// from one function to the next is charged to the former until its next sample, and the
+/// program starts while the pacing already samples: each function's row may gain or lose
+/// up to one period's worth at a change of function (`max_stack_sample_period`), beyond
+/// the 5% (+2) of the count.
 #[test]
 fn with_sampled_stacks_the_function_grid_holds_near_the_oracles() {
     let Some(_serial) = live_recording() else {
         return;
     };
-    let Some(r) = record_program(FramePointers::Kept, &["--stack-rate", "200"]) else {
+    let Some(r) = record_program(FramePointers::Kept, &["--stack-rate", "1000"]) else {
         return;
     };
     let (v, _) = report(&r.rec, &["--by", "function", "--json"]);
     let path = &v["system"]["tracing_path"];
-    assert_eq!(path["stack_samples_per_s"], 200, "{path:#}");
-    assert!(
-        path["max_stack_sample_period"].as_u64().unwrap() > 1,
-        "{path:#}"
-    );
+    assert_eq!(path["stack_samples_per_s"], 1000, "{path:#}");
+    let period = path["max_stack_sample_period"].as_u64().unwrap();
+    assert!(period > 1, "{path:#}");
     let printed = |k: &str| r.printed.iter().find(|(n, _)| n == k).unwrap().1 as u64;
     for (function, oracle) in [
         ("short_sleeper", printed("short_sleeper_voluntary")),
@@ -196,8 +197,8 @@ fn with_sampled_stacks_the_function_grid_holds_near_the_oracles() {
             .as_u64()
             .unwrap();
         assert!(
-            sync.abs_diff(oracle) <= oracle / 20 + 2,
-            "{function}: {sync} sync switches, the kernel counted {oracle}"
+            sync.abs_diff(oracle) <= oracle / 20 + 2 + period,
+            "{function}: {sync} sync switches, the kernel counted {oracle} (stacks 1 in ≤ {period})"
         );
     }
     let program_threads: Vec<&Value> = v["threads"]
@@ -222,8 +223,8 @@ fn with_sampled_stacks_the_function_grid_holds_near_the_oracles() {
         .map(|f| f["sync_switches"].as_u64().unwrap())
         .sum();
     assert!(
-        by_functions <= by_threads && by_functions + 5 >= by_threads,
-        "the program's functions hold {by_functions} of its threads' {by_threads} switches"
+        by_functions <= by_threads && by_functions + 5 + period >= by_threads,
+        "the program's functions hold {by_functions} of its threads' {by_threads} switches (stacks 1 in ≤ {period})"
     );
 }
 

@@ -622,12 +622,16 @@ impl Collector {
         let first = pacing.last_ns == 0;
         if first {
             pacing.started_ns = now;
+        } else {
+            // The next reading is due by the schedule at the latest one (1 ms in, then
+            // 10 ms apart…), not at now: 1 ms in, now is already past the first step.
+            let since_start = pacing.last_ns.saturating_sub(pacing.started_ns);
+            let due = pacing.last_ns + pacing::interval_ns(since_start);
+            if now < due {
+                return Some(std::time::Duration::from_nanos(due - now));
+            }
         }
-        let interval = pacing::interval_ns(now.saturating_sub(pacing.started_ns));
         let elapsed = now.saturating_sub(pacing.last_ns);
-        if !first && elapsed < interval {
-            return Some(std::time::Duration::from_nanos(interval - elapsed));
-        }
         pacing.last_ns = now;
         for twin in &mut pacing.twins {
             let counter = &self.cpus[twin.cpu].counters[twin.counter];
@@ -645,7 +649,9 @@ impl Collector {
                 pacing.max_period = pacing.max_period.max(wanted);
             }
         }
-        Some(std::time::Duration::from_nanos(interval))
+        Some(std::time::Duration::from_nanos(pacing::interval_ns(
+            now.saturating_sub(pacing.started_ns),
+        )))
     }
 
     /// Sets every stack-sample twin to one hit in `period`, until the next pacing: a
@@ -795,7 +801,8 @@ impl Collector {
                 revents: 0,
             })
             .collect();
-        let ms = timeout.as_millis().min(i32::MAX as u128) as libc::c_int;
+        // Rounded up: a wait of 0.4 ms truncated to 0 would spin until it ends.
+        let ms = timeout.as_micros().div_ceil(1000).min(i32::MAX as u128) as libc::c_int;
         // SAFETY: `fds` is a live array of fds.len() pollfd structs that poll fills in.
         let n = unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, ms) };
         match n {

@@ -4,12 +4,16 @@
 //! a stack on every switch; a ping-pong that switches 100,000 times a second gets one in
 //! about a hundred, and pays for a hundredth of the stacks.
 
-/// How often the rates are read, `since_start_ns` after the first call: every 10 ms in
-/// the first second, when every hit still carries its stack until the first reading
-/// (a switch-bound load pays full price until then), every 100 ms after. Each reading is
-/// a read of every twin's count, an interrupt to its CPU.
+/// How often the rates are read, `since_start_ns` after the first call: every 1 ms in the
+/// first 10 ms (every hit carries its stack until a reading has seen the load's rate, and
+/// a switch-bound load pays full price until then: read first at 10 ms, the default
+/// recording of a pinned ping-pong carried 3× the stacks its rate asked for), then every
+/// 10 ms in the first second and every 100 ms after. Each reading is a read of every
+/// twin's count, an interrupt to its CPU.
 pub fn interval_ns(since_start_ns: u64) -> u64 {
-    if since_start_ns < 1_000_000_000 {
+    if since_start_ns < 10_000_000 {
+        1_000_000
+    } else if since_start_ns < 1_000_000_000 {
         10_000_000
     } else {
         100_000_000
@@ -63,7 +67,9 @@ mod tests {
         assert!(worth_changing(101, 67));
         assert!(worth_changing(1, 3));
         assert!(worth_changing(5, 1));
-        assert_eq!(interval_ns(0), 10_000_000);
+        assert_eq!(interval_ns(0), 1_000_000);
+        assert_eq!(interval_ns(9_000_000), 1_000_000);
+        assert_eq!(interval_ns(10_000_000), 10_000_000);
         assert_eq!(interval_ns(2_000_000_000), 100_000_000);
     }
 

@@ -635,8 +635,8 @@ fn live_sampled_stacks_pair_with_their_records_and_follow_the_pace() {
             sleeper_stacks, sleeper_outs,
             "a rare switch has its stack every time"
         );
-        // Past the first 100 ms (every hit has its stack until the first reading, 10 ms
-        // in), paced to 200 a second per CPU: far from one per switch.
+        // Past the first 100 ms (every hit has its stack until the first readings,
+        // 1 ms apart), paced to 200 a second per CPU: far from one per switch.
         assert!(
             pong_outs >= 500,
             "{pong_outs} switch-outs for {round_trips} round trips"
