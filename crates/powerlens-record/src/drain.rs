@@ -77,23 +77,6 @@ pub struct DrainEnd {
 pub struct SampledStacks {
     pub counts: TwinCounts,
     pub max_period: u64,
-    /// The collector's events (`sched/sched_switch`), which `counts.by_event` indexes.
-    pub events: Vec<String>,
-}
-
-impl SampledStacks {
-    /// The share of the records of these tracepoints that got a stack; `None` without
-    /// records of them.
-    pub fn share_of(&self, events: &[&str]) -> Option<f64> {
-        let (records, stacked) = self
-            .counts
-            .by_event
-            .iter()
-            .zip(&self.events)
-            .filter(|(_, name)| events.contains(&name.as_str()))
-            .fold((0, 0), |(r, s), ((er, es), _)| (r + er, s + es));
-        (records > 0).then(|| stacked as f64 / records as f64)
-    }
 }
 
 pub struct Drainer {
@@ -432,7 +415,6 @@ fn run(
             .map(|max_period| SampledStacks {
                 counts: decoded.twins,
                 max_period,
-                events: collector.events().iter().map(|e| e.full_name()).collect(),
             }),
     })
 }

@@ -17,7 +17,6 @@ use powerlens_sys::{topology, Roots, SysError};
 use crate::convert::{recorded_event_names, Converter};
 use crate::drain::Drainer;
 use crate::error::{Doing, RecordError};
-use crate::instrument::STACKED_KINDS;
 use crate::meta::{self, MODE_REDUCED, MODE_TRACE};
 use crate::meter::Meter;
 use crate::recorder::{create_file, Recorder};
@@ -279,20 +278,6 @@ pub fn record(roots: &Roots, opts: &RecordOptions) -> Result<RecordSummary, Reco
             meta::UNWIND,
             &meta::unwind(*distinct, u, stack_samples.as_ref()),
         );
-    }
-    // With sampled stacks the cost of a switch, wake-up or timer arming is its cost
-    // without a stack plus a stack's at the share that carried one, known only now.
-    if let (Some(cost), Some(samples)) = (&tracing_cost, &stack_samples) {
-        let cost = cost.clone().with_stack_shares(|kind| {
-            STACKED_KINDS
-                .iter()
-                .find(|&&(k, _)| k == kind)
-                .and_then(|&(_, events)| samples.share_of(events))
-                .unwrap_or(0.0)
-        });
-        let _ = recorder
-            .writer
-            .set_meta(meta::TRACING_COST, &serde_json::to_value(&cost)?);
     }
     let mut counts = (recorder.events, recorder.samples);
     // `finish` consumes the recorder; its CPU-sample count is final once the drain stopped.

@@ -16,7 +16,7 @@ struct Held {
     stack: Option<StackId>,
 }
 
-/// How pairing went, for the recording's metadata and the cost of its stacks.
+/// How pairing went, for the recording's metadata.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct TwinCounts {
     /// Stack samples handed to their record.
@@ -24,8 +24,6 @@ pub struct TwinCounts {
     /// Stack samples whose record did not come next (a hit between disabling the event
     /// and its twin; another record in between): their stack is dropped.
     pub dropped: u64,
-    /// By event index: (records, records that got a stack).
-    pub by_event: Vec<(u64, u64)>,
 }
 
 /// The stack sample held per CPU, and how pairing went.
@@ -56,8 +54,7 @@ impl StackTwins {
 
     /// The stack held for this record of `cpu`: `Some(stack)` when the sample held there
     /// is its twin (then `stack` may still be `None`, a stack that did not unwind),
-    /// `None` when nothing is held or what is held is another hit's (dropped). Every
-    /// record passes here, to be counted by its event.
+    /// `None` when nothing is held or what is held is another hit's (dropped).
     pub fn take_for(
         &mut self,
         cpu: u32,
@@ -66,14 +63,9 @@ impl StackTwins {
         raw: &[u8],
     ) -> Option<Option<StackId>> {
         let counts = &mut self.counts;
-        if counts.by_event.len() <= event {
-            counts.by_event.resize(event + 1, (0, 0));
-        }
-        counts.by_event[event].0 += 1;
         let held = self.held.get_mut(cpu as usize)?.take()?;
         if held.event == event && held.tid == tid && held.raw == raw {
             counts.paired += 1;
-            counts.by_event[event].1 += 1;
             Some(held.stack)
         } else {
             counts.dropped += 1;
@@ -112,7 +104,5 @@ mod tests {
         t.hold(0, 0, 42, b"b", None);
         assert_eq!(t.take_for(0, 0, 42, b"b"), Some(None));
         assert_eq!((t.counts.paired, t.counts.dropped), (1, 3));
-        // Every record counted by its event, and the ones that got a stack.
-        assert_eq!(t.counts.by_event, [(2, 1), (1, 0)]);
     }
 }

@@ -4,7 +4,7 @@
 
 use crate::sched::analysis::{SchedAnalysis, ThreadCharges, Waker, WakeupCauses};
 use crate::sched::event::{Event, EventKind, Tid, TidMap, IDLE_TID};
-use crate::sched::tracing_cost::TracedEvents;
+use crate::sched::tracing_cost::{StackedKind, TracedEvents};
 
 /// What one thread did in an interval.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -58,6 +58,12 @@ impl ThreadCharges for IntervalCharges {
     fn traced(&mut self, tid: Tid, kind: &EventKind) {
         if let Some(t) = self.thread(tid) {
             t.traced_events.count(kind);
+        }
+    }
+
+    fn traced_stack(&mut self, tid: Tid, kind: StackedKind) {
+        if let Some(t) = self.thread(tid) {
+            t.traced_events.count_stack(kind);
         }
     }
 

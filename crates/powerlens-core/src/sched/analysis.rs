@@ -40,6 +40,7 @@ pub use super::summary::{
     WakeupCauses,
 };
 use super::tid_table::TidTable;
+use super::tracing_cost::StackedKind;
 
 /// Internal marker: the CPU's current task is not known (after a lost switch).
 const UNKNOWN_TID: Tid = Tid::MAX;
@@ -100,6 +101,10 @@ struct Cpu {
     khz_since: u64,
     /// Start of the current task's running segment at the current frequency.
     seg_since: u64,
+    /// The latest event counted on this CPU whose stack costs apart (a switch, wake-up or
+    /// timer arming), and the thread it was counted against: a stack recorded right
+    /// after it is its stack.
+    stack_owner: Option<(StackedKind, Option<Tid>)>,
     stats: CpuStats,
 }
 
@@ -119,6 +124,7 @@ impl Default for Cpu {
             khz: None,
             khz_since: 0,
             seg_since: 0,
+            stack_owner: None,
             stats: CpuStats::default(),
         }
     }
@@ -156,6 +162,10 @@ pub trait ThreadCharges {
     /// An event was recorded in the context of thread `tid` (its handler ran in the
     /// thread's time): what [`ThreadStats::traced_events`] counts.
     fn traced(&mut self, _tid: Tid, _kind: &EventKind) {}
+    /// The event of `kind` just counted against `tid` ([`ThreadCharges::traced`]) carried
+    /// a stack: what [`TracedEvents::count_stack`](super::tracing_cost::TracedEvents)
+    /// counts.
+    fn traced_stack(&mut self, _tid: Tid, _kind: StackedKind) {}
     /// `tid`, seen to block, ran again without a recorded wake-up (lost, or issued where
     /// the kernel fires no tracepoint): what [`ThreadStats::unrecorded_wakeups`] counts.
     fn unrecorded_wakeup(&mut self, _tid: Tid) {}
@@ -453,6 +463,18 @@ impl<C: ThreadCharges> SchedAnalysis<C> {
     /// CPU only.
     fn count_traced(&mut self, e: &Event, context: Option<Tid>) {
         if matches!(e.kind, EventKind::Stack { .. }) {
+            // Part of the event before it on this CPU; with sampled stacks, a switch's,
+            // wake-up's or timer arming's stack costs apart, in that event's thread.
+            if let Some((kind, tid)) = self.cpu(e.cpu).stack_owner.take() {
+                self.cpus[e.cpu as usize]
+                    .stats
+                    .traced_events
+                    .count_stack(kind);
+                if let Some(tid) = tid {
+                    self.thread(tid).stats.traced_events.count_stack(kind);
+                    self.charges.traced_stack(tid, kind);
+                }
+            }
             return;
         }
         let named = match e.kind {
@@ -471,8 +493,11 @@ impl<C: ThreadCharges> SchedAnalysis<C> {
             }),
             known => known,
         };
-        self.cpu(e.cpu).stats.traced_events.count(&e.kind);
-        if let Some(tid) = tid.filter(|&t| t != IDLE_TID && t != UNKNOWN_TID) {
+        let tid = tid.filter(|&t| t != IDLE_TID && t != UNKNOWN_TID);
+        let c = self.cpu(e.cpu);
+        c.stats.traced_events.count(&e.kind);
+        c.stack_owner = StackedKind::of(&e.kind).map(|kind| (kind, tid));
+        if let Some(tid) = tid {
             self.thread(tid).stats.traced_events.count(&e.kind);
             self.charges.traced(tid, &e.kind);
         }

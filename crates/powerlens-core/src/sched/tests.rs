@@ -1299,3 +1299,99 @@ fn wakeups_lost_in_an_idle_loop_are_counted_and_explained() {
         "{why}"
     );
 }
+
+/// Sampled stacks (issue 28): a stack right after a switch, wake-up or timer arming on the
+/// same CPU is that event's, counted against the event's thread; a CPU-time sample's stack
+/// is part of the sample; an event without a stack counts none. With a stack cost per
+/// kind, each thread pays it for its own stacked events only: a rare thread whose events
+/// all carried their stacks pays it on every one, a busy one on the few sampled.
+#[test]
+fn sampled_stacks_are_counted_against_the_event_they_follow() {
+    use super::analysis::SchedAnalysis;
+    use super::tracing_cost::{EventCosts, SWITCH, TIMER_ARM, WAKING};
+    use SwitchedOut::*;
+    let stack = |t, cpu| ev(t, cpu, EventKind::Stack { id: 7 });
+    let events = [
+        // A blocks with its stack; B blocks without (sampled out).
+        (switch(10, 0, A, Blocked, B), A),
+        (stack(10, 0), A),
+        (switch(20, 0, B, Blocked, IDLE_TID), B),
+        // On the other CPU, A's wake-up of B carries a stack, its timer arming does not,
+        // and its CPU-time sample's stack stays the sample's.
+        (switch(25, 1, IDLE_TID, Preempted, A), IDLE_TID),
+        (wakeup(30, 1, B), A),
+        (stack(30, 1), A),
+        (
+            ev(
+                31,
+                1,
+                EventKind::TimerArm {
+                    timer: 1,
+                    function: 2,
+                },
+            ),
+            A,
+        ),
+        (
+            ev(
+                32,
+                1,
+                EventKind::CpuSample {
+                    tid: A,
+                    period_ns: 1000,
+                },
+            ),
+            A,
+        ),
+        (stack(32, 1), A),
+        // A stack after an event that carries none apart (a runtime update): nobody's.
+        (ev(33, 0, EventKind::Runtime { tid: B, ns: 5 }), B),
+        (stack(33, 0), B),
+    ];
+    let mut a = SchedAnalysis::new();
+    for (e, ctx) in &events {
+        a.feed_in_context(e, Some(*ctx));
+    }
+    let s = a.finish(40);
+    let (ta, tb) = (thread(&s, A).traced_events, thread(&s, B).traced_events);
+    assert_eq!(
+        (
+            ta.switches,
+            ta.stacked_switches,
+            ta.wakings,
+            ta.stacked_wakings
+        ),
+        (1, 1, 1, 1)
+    );
+    assert_eq!(
+        (ta.timer_arms, ta.stacked_timer_arms, ta.cpu_samples),
+        (1, 0, 1)
+    );
+    assert_eq!((tb.switches, tb.stacked_switches, tb.other), (1, 0, 1));
+    assert_eq!(s.cpus[0].traced_events.stacked_switches, 1);
+    assert_eq!(s.cpus[1].traced_events.stacked_wakings, 1);
+    // Without its stack an event costs its kind's price; a stack adds its own.
+    let costs = EventCosts {
+        event_cost_ns: [(SWITCH, 300.0), (WAKING, 200.0), (TIMER_ARM, 100.0)]
+            .into_iter()
+            .map(|(k, v)| (k.to_string(), v))
+            .collect(),
+        stack_cost_ns: [(SWITCH, 1000.0), (WAKING, 2000.0), (TIMER_ARM, 4000.0)]
+            .into_iter()
+            .map(|(k, v)| (k.to_string(), v))
+            .collect(),
+        ..Default::default()
+    };
+    // A: 300 + 1000 (switch and its stack) + 200 + 2000 (wake-up and its stack) + 100
+    // (arming, no stack) = 3600 ns; B: 300 ns (a switch without its stack).
+    assert!(
+        (ta.cpu_s(&costs) - 3600e-9).abs() < 1e-15,
+        "{}",
+        ta.cpu_s(&costs)
+    );
+    assert!(
+        (tb.cpu_s(&costs) - 300e-9).abs() < 1e-15,
+        "{}",
+        tb.cpu_s(&costs)
+    );
+}

@@ -46,37 +46,62 @@ pub struct EventCosts {
     #[serde(default)]
     pub stacks: bool,
     /// With sampled stacks: what a stack adds to one event of each kind that carries one
-    /// (`event_cost_ns` is then the kind's cost without it), until
-    /// [`EventCosts::with_stack_share`] folds them in.
+    /// (`event_cost_ns` is then the kind's cost without it). The analysis charges it to
+    /// each event that carried a stack, in that event's thread
+    /// ([`TracedEvents::count_stack`]): a rare thread's events all carry theirs, a busy
+    /// one's one in N.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub stack_cost_ns: BTreeMap<String, f64>,
 }
 
 impl EventCosts {
-    /// The costs with each kind's stack cost folded in at `share(kind)` of its events
-    /// (the share of its switches, wake-ups or timer arming that carried a stack, with
-    /// sampled stacks), said in each kind's method.
-    pub fn with_stack_shares(mut self, share: impl Fn(&str) -> f64) -> EventCosts {
-        for (kind, stack_ns) in std::mem::take(&mut self.stack_cost_ns) {
-            let share = share(&kind).clamp(0.0, 1.0);
-            let base = self.event_cost_ns.get(&kind).copied().unwrap_or(0.0);
-            self.event_cost_ns
-                .insert(kind.clone(), base + stack_ns * share);
-            let method = self.method.entry(kind).or_default();
-            method.push_str(&format!(
-                "; without its stack, plus {stack_ns:.0} ns for a stack × the {:.2}% of these events that carried one",
-                share * 100.0
-            ));
-        }
-        self
-    }
-
     fn ns(&self, kind: &str) -> f64 {
         self.event_cost_ns
             .get(kind)
             .copied()
             .unwrap_or(0.0)
             .max(0.0)
+    }
+
+    /// What a stack adds to an event of `kind` apart from the event's own cost (0 when
+    /// the event's cost already holds its stack: every event carried one).
+    fn stack_ns(&self, kind: StackedKind) -> f64 {
+        self.stack_cost_ns
+            .get(kind.key())
+            .copied()
+            .unwrap_or(0.0)
+            .max(0.0)
+    }
+}
+
+/// The events whose stacks may be sampled, and then cost apart from the event: a
+/// switch, a wake-up, a timer's arming. (A CPU-time sample always carries its stack, in
+/// its own cost.)
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StackedKind {
+    Switch,
+    Waking,
+    TimerArm,
+}
+
+impl StackedKind {
+    /// The kind of `event` when a stack recorded with it costs apart.
+    pub fn of(event: &EventKind) -> Option<StackedKind> {
+        match event {
+            EventKind::Switch { .. } => Some(StackedKind::Switch),
+            EventKind::Wakeup { .. } => Some(StackedKind::Waking),
+            EventKind::TimerArm { .. } => Some(StackedKind::TimerArm),
+            _ => None,
+        }
+    }
+
+    /// Its key in [`EventCosts`].
+    pub fn key(self) -> &'static str {
+        match self {
+            StackedKind::Switch => SWITCH,
+            StackedKind::Waking => WAKING,
+            StackedKind::TimerArm => TIMER_ARM,
+        }
     }
 }
 
@@ -88,6 +113,14 @@ pub struct TracedEvents {
     pub timer_arms: u64,
     pub cpu_samples: u64,
     pub other: u64,
+    /// Of the switches, wake-ups and timer arming, those that carried a stack (with
+    /// sampled stacks, one in N of a busy thread's).
+    #[serde(default)]
+    pub stacked_switches: u64,
+    #[serde(default)]
+    pub stacked_wakings: u64,
+    #[serde(default)]
+    pub stacked_timer_arms: u64,
 }
 
 impl TracedEvents {
@@ -105,9 +138,22 @@ impl TracedEvents {
         }
     }
 
+    /// Counts a stack recorded with an event of `kind` (the event just before it on its
+    /// CPU, already counted).
+    pub fn count_stack(&mut self, kind: StackedKind) {
+        match kind {
+            StackedKind::Switch => self.stacked_switches += 1,
+            StackedKind::Waking => self.stacked_wakings += 1,
+            StackedKind::TimerArm => self.stacked_timer_arms += 1,
+        }
+    }
+
     /// The CPU time these events cost, in seconds, by `costs`.
     pub fn cpu_s(&self, costs: &EventCosts) -> f64 {
-        (self.switches as f64 * costs.ns(SWITCH)
+        (self.stacked_switches as f64 * costs.stack_ns(StackedKind::Switch)
+            + self.stacked_wakings as f64 * costs.stack_ns(StackedKind::Waking)
+            + self.stacked_timer_arms as f64 * costs.stack_ns(StackedKind::TimerArm)
+            + self.switches as f64 * costs.ns(SWITCH)
             + self.wakings as f64 * costs.ns(WAKING)
             + self.timer_arms as f64 * costs.ns(TIMER_ARM)
             + self.cpu_samples as f64 * costs.ns(CPU_SAMPLE)

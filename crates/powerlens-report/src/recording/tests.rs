@@ -161,6 +161,16 @@ fn opts(
 /// at 10 and 59 ms) in its threads' context; the other events are the logger's or the
 /// idle task's.
 fn traced_report(switch_ns: f64, waking_ns: f64) -> RecordingReport {
+    traced_report_with_stacks(switch_ns, waking_ns, None)
+}
+
+/// As [`traced_report`], with sampled stacks costing `stack_ns` apart on each switch that
+/// carried one (the fixture stream has no stacks).
+fn traced_report_with_stacks(
+    switch_ns: f64,
+    waking_ns: f64,
+    stack_ns: Option<f64>,
+) -> RecordingReport {
     use powerlens_core::sched::tracing_cost::{
         EventCosts, TracingPath, PATH_PERF_RING, SWITCH, UNWIND_STACK_COPY, WAKING,
     };
@@ -179,6 +189,10 @@ fn traced_report(switch_ns: f64, waking_ns: f64) -> RecordingReport {
         ]
         .into_iter()
         .collect(),
+        stack_cost_ns: stack_ns
+            .map(|ns| (SWITCH.to_string(), ns))
+            .into_iter()
+            .collect(),
         stacks: true,
         ..Default::default()
     });
@@ -187,6 +201,27 @@ fn traced_report(switch_ns: f64, waking_ns: f64) -> RecordingReport {
         a.feed(&e);
     }
     build(&a.finish(100 * MS), &ctx)
+}
+
+/// Issue 28: with sampled stacks the report gives what a stack adds apart
+/// (`system.tracing_stack_cost_ns`) and says so in the provenance; only events that
+/// carried a stack pay it (this stream has none: the target's estimate is unchanged).
+#[test]
+fn a_sampled_stack_costs_apart_and_only_where_one_was_recorded() {
+    let r = traced_report_with_stacks(10e6, 5e6, Some(1e6));
+    let v: serde_json::Value = serde_json::from_str(&json(&r)).unwrap();
+    assert_eq!(v["system"]["tracing_stack_cost_ns"]["sched_switch"], 1e6);
+    let p = r.system.perturbation.as_ref().unwrap();
+    assert!((p.tracing_cpu_s - 0.040).abs() < 1e-12, "{p:?}");
+    let provenance = v["system"]["tracing_provenance"].as_str().unwrap();
+    assert!(
+        provenance
+            .contains("carried a sampled stack, what the stack added (sched_switch 1000000 ns)"),
+        "{provenance}"
+    );
+    // Without sampled stacks the key is absent.
+    let v: serde_json::Value = serde_json::from_str(&json(&traced_report(10e6, 5e6))).unwrap();
+    assert!(v["system"].get("tracing_stack_cost_ns").is_none());
 }
 
 /// Issue 28: the perturbation line, past the 10% threshold and below it, in text, JSON

@@ -108,8 +108,21 @@ pub(super) fn tracing_provenance(costs: &EventCosts, energy: &Provenance) -> Str
         .map(|(k, ns)| format!("{k} {ns:.0} ns"))
         .collect::<Vec<_>>()
         .join(", ");
+    let stacks = if costs.stack_cost_ns.is_empty() {
+        String::new()
+    } else {
+        let per_kind = costs
+            .stack_cost_ns
+            .iter()
+            .map(|(k, ns)| format!("{k} {ns:.0} ns"))
+            .collect::<Vec<_>>()
+            .join(", ");
+        format!(
+            ", plus, for each switch, wake-up or timer arming that carried a sampled stack, what the stack added ({per_kind})"
+        )
+    };
     format!(
-        "estimated: the events recorded in each thread's context × the CPU time one event of each kind cost, measured on this machine {} ({per_kind}; {:.2} s of calibration); the energy is that share of each row's energy ({})",
+        "estimated: the events recorded in each thread's context × the CPU time one event of each kind cost, measured on this machine {} ({per_kind}; {:.2} s of calibration){stacks}; the energy is that share of each row's energy ({})",
         if costs.kept_from_this_boot {
             "earlier in this boot, with the same configuration"
         } else {
@@ -465,6 +478,9 @@ pub fn build(summary: &SchedSummary, ctx: &RecordingContext) -> RecordingReport 
         cpu_time_accounts: cpu_time_accounts(summary),
         tracing_cpu_s: tracing_cost.map(|_| cpus.iter().filter_map(|c| c.tracing_cpu_s).sum()),
         tracing_event_cost_ns: tracing_cost.map(|c| c.event_cost_ns.clone()),
+        tracing_stack_cost_ns: tracing_cost
+            .filter(|c| !c.stack_cost_ns.is_empty())
+            .map(|c| c.stack_cost_ns.clone()),
         tracing_energy_j: tracing_cost
             .and(energy.total_j)
             .map(|_| threads.iter().filter_map(|t| t.tracing_energy_j).sum()),

@@ -423,6 +423,12 @@ pub struct SystemReport {
     /// `cpu_clock`, `other`).
     #[serde(default)]
     pub tracing_event_cost_ns: Option<BTreeMap<String, f64>>,
+    /// With sampled stacks: what a stack added to one switch, wake-up or timer arming
+    /// that carried one (`tracing_event_cost_ns` is then those events' cost without it),
+    /// charged to each event that carried one; `None` when every event carried its
+    /// stack (its cost is in the event's) or none did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tracing_stack_cost_ns: Option<BTreeMap<String, f64>>,
     /// The energy of the target's tracing time: Σ of the target rows' `tracing_energy_j`.
     #[serde(default)]
     pub tracing_energy_j: Option<f64>,
