@@ -623,10 +623,7 @@ impl Collector {
         if first {
             pacing.started_ns = now;
         } else {
-            // The next reading is due by the schedule at the latest one (1 ms in, then
-            // 10 ms apart…), not at now: 1 ms in, now is already past the first step.
-            let since_start = pacing.last_ns.saturating_sub(pacing.started_ns);
-            let due = pacing.last_ns + pacing::interval_ns(since_start);
+            let due = pacing::next_reading_ns(pacing.started_ns, pacing.last_ns);
             if now < due {
                 return Some(std::time::Duration::from_nanos(due - now));
             }
@@ -649,9 +646,8 @@ impl Collector {
                 pacing.max_period = pacing.max_period.max(wanted);
             }
         }
-        Some(std::time::Duration::from_nanos(pacing::interval_ns(
-            now.saturating_sub(pacing.started_ns),
-        )))
+        let due = pacing::next_reading_ns(pacing.started_ns, now);
+        Some(std::time::Duration::from_nanos(due - now))
     }
 
     /// Sets every stack-sample twin to one hit in `period`, until the next pacing: a

@@ -20,6 +20,14 @@ pub fn interval_ns(since_start_ns: u64) -> u64 {
     }
 }
 
+/// When the reading after one at `last_ns` is due, for pacing that started at
+/// `started_ns`: by the schedule at that reading, not at the time of asking (1 ms into
+/// a recording the next reading is due at 2 ms, while a schedule taken then would say 10
+/// ms apart and put it at 11).
+pub fn next_reading_ns(started_ns: u64, last_ns: u64) -> u64 {
+    last_ns + interval_ns(last_ns.saturating_sub(started_ns))
+}
+
 /// Whether to replace the period `current` with `wanted`: when the rate moved by half
 /// or more either way, or fell under the limit. The kernel samples the first hit after
 /// a new period, so a period set at every reading would itself sample hits.
@@ -71,6 +79,20 @@ mod tests {
         assert_eq!(interval_ns(9_000_000), 1_000_000);
         assert_eq!(interval_ns(10_000_000), 10_000_000);
         assert_eq!(interval_ns(2_000_000_000), 100_000_000);
+    }
+
+    #[test]
+    fn the_next_reading_follows_the_schedule_at_the_latest_one() {
+        const MS: u64 = 1_000_000;
+        let start = 5_000 * MS;
+        // Readings 1 ms apart up to 10 ms in, then 10 ms apart, then 100 ms.
+        assert_eq!(next_reading_ns(start, start + MS), start + 2 * MS);
+        assert_eq!(next_reading_ns(start, start + 9 * MS), start + 10 * MS);
+        assert_eq!(next_reading_ns(start, start + 10 * MS), start + 20 * MS);
+        assert_eq!(
+            next_reading_ns(start, start + 1_000 * MS),
+            start + 1_100 * MS
+        );
     }
 
     #[test]
