@@ -27,7 +27,7 @@ use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::time::Instant;
 
 use powerlens_core::sched::tracing_cost::{
-    EventCosts, CPU_SAMPLE, OTHER as PLAIN, SWITCH, TIMER_ARM, WAKING,
+    EventCosts, StackedKind, CPU_SAMPLE, OTHER as PLAIN, SWITCH, TIMER_ARM, WAKING,
 };
 use powerlens_sys::thread::{cpu_time_ns, current_cpu, pin_to_cpu};
 use powerlens_sys::trace::{Collected, Collector, CPU_CLOCK_EVENT};
@@ -72,6 +72,7 @@ pub fn calibrate(collector: &mut Collector, stacks: bool) -> EventCosts {
     // Each stacked kind is measured on the first of its tracepoints the collector has.
     let stacked = STACKED_KINDS.iter().filter_map(|&(kind, events)| {
         let event = *events.iter().find(|e| has(e))?;
+        let kind = kind.key();
         let load: LoadFn = if kind == TIMER_ARM {
             &timer_arms
         } else {
@@ -86,8 +87,8 @@ pub fn calibrate(collector: &mut Collector, stacks: bool) -> EventCosts {
         kinds.push((CPU_SAMPLE, CPU_CLOCK_EVENT, &spin));
     }
     // With sampled stacks, each kind is measured without its stack (its twin counts and
-    // never samples) and then with a stack on every event: the recording folds the
-    // difference in at the share of events that carried one.
+    // never samples) and then with a stack on every event: the report charges the
+    // difference to each event that carried a stack.
     let sampled = collector
         .set_stack_sample_period(NO_STACKS)
         .unwrap_or(false);
@@ -100,7 +101,7 @@ pub fn calibrate(collector: &mut Collector, stacks: bool) -> EventCosts {
             let Some(&without) = costs.event_cost_ns.get(kind) else {
                 continue;
             };
-            if !STACKED_KINDS.iter().any(|&(k, _)| k == kind) {
+            if !STACKED_KINDS.iter().any(|&(k, _)| k.key() == kind) {
                 continue;
             }
             match measure_kind(collector, event, cpu, load) {
@@ -139,13 +140,18 @@ pub fn calibrate(collector: &mut Collector, stacks: bool) -> EventCosts {
     costs
 }
 
-/// The cost kinds whose events carry stacks, and their tracepoints: the first one a
-/// recording has is the one measured; the share of all of them that carried a stack
-/// folds the stack's cost in, with sampled stacks.
-pub(crate) const STACKED_KINDS: [(&str, &[&str]); 3] = [
-    (SWITCH, &["sched/sched_switch"]),
-    (WAKING, &["sched/sched_waking", "sched/sched_wakeup"]),
-    (TIMER_ARM, &["timer/hrtimer_start", "timer/timer_start"]),
+/// The kinds whose stacks may be sampled (and then cost apart, `stack_cost_ns`), and
+/// their tracepoints: the first one a recording has is the one measured.
+const STACKED_KINDS: [(StackedKind, &[&str]); 3] = [
+    (StackedKind::Switch, &["sched/sched_switch"]),
+    (
+        StackedKind::Waking,
+        &["sched/sched_waking", "sched/sched_wakeup"],
+    ),
+    (
+        StackedKind::TimerArm,
+        &["timer/hrtimer_start", "timer/timer_start"],
+    ),
 ];
 
 /// A calibration load: runs one round pinned to a CPU.
