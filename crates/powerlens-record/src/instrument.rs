@@ -13,7 +13,10 @@
 //! - a ping-pong of two threads on one CPU over pipes (switches, wake-ups, runtime
 //!   updates);
 //! - a thread re-arming a timerfd far in the future (hrtimer_start, no sleep);
-//! - a thread spinning (cpu-clock samples).
+//! - a thread spinning (cpu-clock samples), which reads the clock in a loop: each sample
+//!   interrupts it, and the gap in its readings around the sample's time is what that
+//!   sample cost it. A CPU-time difference, as for the tracepoints, would weigh a few
+//!   samples' cost against the spin's own speed, which moves by more on a VM.
 //!
 //! Tracepoints with no load of their own (IRQ, idle, migration, process events) are plain
 //! records like `sched_stat_runtime` and are costed as one.
@@ -30,7 +33,7 @@ use powerlens_core::sched::tracing_cost::{
     EventCosts, StackedKind, CPU_SAMPLE, OTHER as PLAIN, SWITCH, TIMER_ARM, WAKING,
 };
 use powerlens_sys::thread::{cpu_time_ns, current_cpu, pin_to_cpu};
-use powerlens_sys::trace::{Collected, Collector, CPU_CLOCK_EVENT};
+use powerlens_sys::trace::{monotonic_now_ns, Collected, Collector, CPU_CLOCK_EVENT};
 
 /// The calling thread's CPU time; 0 where the clock cannot be read (never on Linux), which
 /// only spoils this calibration, not the recording.
@@ -45,16 +48,28 @@ fn pin(cpu: u32) {
     let _ = pin_to_cpu(cpu as usize);
 }
 
-/// Rounds of each kind's load, bare and traced alternately; the fastest of each are
-/// compared (other processes and the hypervisor only ever add CPU time to a round), so
-/// that one disturbed round does not set the figure.
-const ROUNDS: usize = 3;
+/// Rounds of each kind's load, each a bare run and a traced run back to back (in turns
+/// which goes first, so that a drift in the machine's speed cancels): each round gives
+/// one cost per event, and the median round sets the figure. One disturbed run (another
+/// process, the hypervisor) then moves one round, not the figure. The fastest bare run
+/// against the fastest traced run of 3, as before, read from 0 to twice the median from one
+/// calibration to the next on this project's VMs: a traced run's luck and a bare run's
+/// luck do not cancel.
+const ROUNDS: usize = 9;
 /// Round trips of the ping-pong load per round.
 const PINGPONG_ROUND_TRIPS: u32 = 600;
 /// Timer re-arms per round.
 const TIMER_ARMS: u32 = 1500;
-/// CPU time the spinning load runs for per round: at the default 999 Hz, about 30 samples.
+/// How long the spinning load runs at a time: at the default 999 Hz, about 30 samples.
 const SPIN_NS: u64 = 30_000_000;
+/// Samples the spinning load waits for (it runs again while it has fewer, at a low
+/// `--frequency`), and the longest it runs in all.
+const SPIN_SAMPLES: usize = 25;
+const SPIN_MAX_NS: u64 = 120_000_000;
+/// A gap between two of the spinning load's clock readings shorter than this is the loop
+/// itself (a reading takes tens of nanoseconds), not an interruption: no interrupt
+/// returns so soon.
+const GAP_MIN_NS: u64 = 300;
 
 /// Measures the cost of each kind of event the collector records. The collector must be
 /// open and disabled; it is left disabled, its rings drained of the loads' records.
@@ -83,9 +98,6 @@ pub fn calibrate(collector: &mut Collector, stacks: bool) -> EventCosts {
     let mut kinds: Vec<(&str, &str, LoadFn)> = vec![(PLAIN, "sched/sched_stat_runtime", &pingpong)];
     kinds.retain(|(_, event, _)| has(event));
     kinds.extend(stacked);
-    if collector.has_cpu_clock() {
-        kinds.push((CPU_SAMPLE, CPU_CLOCK_EVENT, &spin));
-    }
     // With sampled stacks, each kind is measured without its stack (its twin counts and
     // never samples) and then with a stack on every event: the report charges the
     // difference to each event that carried a stack.
@@ -94,6 +106,14 @@ pub fn calibrate(collector: &mut Collector, stacks: bool) -> EventCosts {
         .unwrap_or(false);
     for &(kind, event, load) in &kinds {
         measure_into(&mut costs, collector, kind, event, cpu, load);
+    }
+    if collector.has_cpu_clock() {
+        record_measure(
+            &mut costs,
+            CPU_SAMPLE,
+            sample_cost(collector, cpu),
+            "the median gap a sample left in a spinning thread's clock readings",
+        );
     }
     if sampled {
         let _ = collector.set_stack_sample_period(1);
@@ -169,13 +189,24 @@ fn measure_into(
     cpu: u32,
     load: &dyn Fn(u32) -> Load,
 ) {
-    match measure_kind(collector, event, cpu, load) {
+    let how = format!("{event} alone on its load");
+    record_measure(costs, kind, measure_kind(collector, event, cpu, load), &how);
+}
+
+/// Puts one kind's measured cost (per event, and over how many events) into `costs`,
+/// with how it was measured, or why it was not.
+fn record_measure(
+    costs: &mut EventCosts,
+    kind: &str,
+    measured: Result<(f64, u64), String>,
+    how: &str,
+) {
+    match measured {
         Ok((ns, count)) => {
             costs.event_cost_ns.insert(kind.to_string(), ns);
-            costs.method.insert(
-                kind.to_string(),
-                format!("measured: {event} alone on its load, {count} events"),
-            );
+            costs
+                .method
+                .insert(kind.to_string(), format!("measured: {how}, {count} events"));
         }
         Err(why) => {
             costs
@@ -191,47 +222,61 @@ struct Load {
     tids: Vec<u32>,
 }
 
-/// The cost of one `event` and how many the traced rounds recorded: the fastest traced
-/// round's CPU time minus the fastest bare round's, over the median count.
+/// The cost of one `event` and how many the traced rounds recorded: the median over
+/// rounds of the traced run's CPU time minus the bare run's, over the events it recorded.
 fn measure_kind(
     collector: &mut Collector,
     event: &str,
     cpu: u32,
     load: &dyn Fn(u32) -> Load,
 ) -> Result<(f64, u64), String> {
-    let mut bare = Vec::new();
-    let mut traced = Vec::new();
-    let mut counts = Vec::new();
-    for _ in 0..ROUNDS {
-        bare.push(load(cpu).cpu_ns);
-        if collector.enable_only(&[event]).map_err(|e| e.to_string())? == 0 {
-            return Err(format!("{event} is not recorded"));
+    let mut per_event = Vec::with_capacity(ROUNDS);
+    let mut counts = Vec::with_capacity(ROUNDS);
+    for round in 0..ROUNDS {
+        let bare_first = round % 2 == 0;
+        let mut bare = 0;
+        if bare_first {
+            bare = load(cpu).cpu_ns;
         }
-        let run = load(cpu);
-        collector.disable().map_err(|e| e.to_string())?;
-        let mut n = 0u64;
-        collector.drain_all(|c| {
-            let tid = match &c {
-                Collected::Trace(r) if r.format.full_name() == event => r.tid,
-                Collected::CpuSample(s) if event == CPU_CLOCK_EVENT => s.tid,
-                _ => return,
-            };
-            if run.tids.contains(&tid) {
-                n += 1;
-            }
-        });
-        traced.push(run.cpu_ns);
-        counts.push(n);
+        let (traced, n) = traced_run(collector, event, cpu, load)?;
+        if !bare_first {
+            bare = load(cpu).cpu_ns;
+        }
+        if n > 0 {
+            per_event.push((traced as f64 - bare as f64) / n as f64);
+        }
+        counts.push(n as f64);
     }
-    let count = median(&mut counts.iter().map(|&c| c as f64).collect::<Vec<_>>());
-    if count < 1.0 {
+    if per_event.is_empty() {
         return Err(format!("the load recorded no {event} events"));
     }
-    let fastest = |v: &[u64]| v.iter().copied().min().unwrap_or(0) as f64;
-    let extra = fastest(&traced) - fastest(&bare);
     // A cost below zero is noise, not a measurement: the event's cost is below what this
     // load can resolve.
-    Ok((extra.max(0.0) / count, count as u64))
+    Ok((median(&mut per_event).max(0.0), median(&mut counts) as u64))
+}
+
+/// One run of `load` with `event` alone enabled: the load's CPU time and how many of
+/// `event` its threads recorded.
+fn traced_run(
+    collector: &mut Collector,
+    event: &str,
+    cpu: u32,
+    load: &dyn Fn(u32) -> Load,
+) -> Result<(u64, u64), String> {
+    if collector.enable_only(&[event]).map_err(|e| e.to_string())? == 0 {
+        return Err(format!("{event} is not recorded"));
+    }
+    let run = load(cpu);
+    collector.disable().map_err(|e| e.to_string())?;
+    let mut n = 0u64;
+    collector.drain_all(|c| {
+        if let Collected::Trace(r) = &c {
+            if r.format.full_name() == event && run.tids.contains(&r.tid) {
+                n += 1;
+            }
+        }
+    });
+    Ok((run.cpu_ns, n))
 }
 
 fn median(v: &mut [f64]) -> f64 {
@@ -315,40 +360,80 @@ fn timer_arms(cpu: u32) -> Load {
     .expect("the timer load panicked")
 }
 
-/// A thread spinning for a fixed amount of work (as much as [`SPIN_NS`] of CPU time bare).
-fn spin(cpu: u32) -> Load {
+/// What one CPU-time sample costs the thread it interrupts: a thread spins reading the
+/// clock with only the CPU-clock sampler on, and each of its samples falls in a gap of
+/// those readings, as long as the sample kept the thread from running. The median gap over
+/// the samples (a gap that also held a tick or the hypervisor is an outlier) and how many
+/// samples there were. The load spins [`SPIN_NS`] at a time until it has
+/// [`SPIN_SAMPLES`] samples or has spun [`SPIN_MAX_NS`] (a low `--frequency`).
+fn sample_cost(collector: &mut Collector, cpu: u32) -> Result<(f64, u64), String> {
+    let mut costs = Vec::new();
+    let mut spun_ns = 0;
+    while costs.len() < SPIN_SAMPLES && spun_ns < SPIN_MAX_NS {
+        if collector
+            .enable_only(&[CPU_CLOCK_EVENT])
+            .map_err(|e| e.to_string())?
+            == 0
+        {
+            return Err(format!("{CPU_CLOCK_EVENT} is not recorded"));
+        }
+        let spun = spin_with_gaps(cpu);
+        collector.disable().map_err(|e| e.to_string())?;
+        spun_ns += SPIN_NS;
+        collector.drain_all(|c| {
+            if let Collected::CpuSample(s) = &c {
+                if s.tid == spun.tid {
+                    if let Some(gap) = gap_around(&spun.gaps, s.time_ns) {
+                        costs.push(gap as f64);
+                    }
+                }
+            }
+        });
+    }
+    if costs.is_empty() {
+        return Err("the spinning load took no samples".to_string());
+    }
+    let n = costs.len() as u64;
+    Ok((median(&mut costs), n))
+}
+
+/// The gaps a spinning thread saw in its clock readings, as (start, end) in
+/// CLOCK_MONOTONIC nanoseconds, in order, and its tid.
+struct Spun {
+    tid: u32,
+    gaps: Vec<(u64, u64)>,
+}
+
+/// Spins on `cpu` reading the clock for [`SPIN_NS`], noting each gap of at least
+/// [`GAP_MIN_NS`] between two readings.
+fn spin_with_gaps(cpu: u32) -> Spun {
     std::thread::spawn(move || {
         pin(cpu);
-        let start = thread_cpu_ns();
-        spin_for(spin_iterations());
-        Load {
-            cpu_ns: thread_cpu_ns() - start,
-            tids: vec![gettid()],
+        // Ticks, samples and the hypervisor: a few hundred in 30 ms at most.
+        let mut gaps = Vec::with_capacity(4096);
+        let start = monotonic_now_ns();
+        let mut last = start;
+        while last - start < SPIN_NS {
+            let now = monotonic_now_ns();
+            if now - last >= GAP_MIN_NS && gaps.len() < gaps.capacity() {
+                gaps.push((last, now));
+            }
+            last = now;
+        }
+        Spun {
+            tid: gettid(),
+            gaps,
         }
     })
     .join()
     .expect("the spinning load panicked")
 }
 
-/// The spinning load's work: `iterations` steps of a generator the compiler cannot skip.
-fn spin_for(iterations: u64) {
-    let mut x = 0u64;
-    for i in 0..iterations {
-        x = std::hint::black_box(x.wrapping_mul(6364136223846793005).wrapping_add(i));
-    }
-    std::hint::black_box(x);
-}
-
-/// Iterations of the spin loop that take about [`SPIN_NS`] here, found once.
-fn spin_iterations() -> u64 {
-    static ITERATIONS: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
-    *ITERATIONS.get_or_init(|| {
-        let probe = 1_000_000u64;
-        let start = thread_cpu_ns();
-        spin_for(probe);
-        let took = (thread_cpu_ns() - start).max(1);
-        probe * SPIN_NS / took
-    })
+/// The length of the gap in `gaps` (sorted, disjoint) that holds `time_ns`.
+fn gap_around(gaps: &[(u64, u64)], time_ns: u64) -> Option<u64> {
+    let after = gaps.partition_point(|&(start, _)| start <= time_ns);
+    let &(start, end) = gaps.get(after.checked_sub(1)?)?;
+    (time_ns <= end).then_some(end - start)
 }
 
 fn gettid() -> u32 {
@@ -378,8 +463,25 @@ fn write_byte(fd: &OwnedFd) {
 
 #[cfg(test)]
 mod tests {
+    use super::gap_around;
+
     #[test]
     fn median_takes_the_middle() {
         assert_eq!(super::median(&mut [3.0, 1.0, 2.0]), 2.0);
+    }
+
+    #[test]
+    fn a_sample_is_charged_the_gap_that_holds_it() {
+        let gaps = [(100, 150), (1_000, 26_000), (40_000, 40_400)];
+        assert_eq!(gap_around(&gaps, 1_000), Some(25_000), "at the gap's start");
+        assert_eq!(gap_around(&gaps, 12_345), Some(25_000));
+        assert_eq!(gap_around(&gaps, 26_000), Some(25_000), "at the gap's end");
+        assert_eq!(gap_around(&gaps, 40_100), Some(400));
+        // Between gaps the thread was running its loop: the sample's time cannot be
+        // there, and nothing is charged rather than a wrong gap.
+        assert_eq!(gap_around(&gaps, 500), None);
+        assert_eq!(gap_around(&gaps, 50), None, "before the first gap");
+        assert_eq!(gap_around(&gaps, 50_000), None, "after the last");
+        assert_eq!(gap_around(&[], 1), None);
     }
 }

@@ -523,6 +523,84 @@ fn live_tracing_cost_covers_each_threads_own_switches() {
     );
 }
 
+/// Issue 28: the report's estimate of what tracing cost the traced threads against what
+/// recording added to them, measured: the same pinned ping-pong (ping, pong and a spinner
+/// on cpu0) run bare and recorded in turns, ping's and pong's CPU time read by each thread
+/// (CLOCK_THREAD_CPUTIME_ID, the workload's JSON), and their rows' `tracing_cpu_s` against
+/// the difference. The spinner is left out: it spins for as long as the slowed run lasts,
+/// so its added CPU time is its share of a longer run, not the cost of its events.
+///
+/// The issue's bound is 25%, which the benchmark (scripts/bench-observer.sh, 7 rounds)
+/// checks. Here 7 rounds on a shared VM hold the median ratio within 0.6–1.5: a
+/// calibration off by 2×, as the fastest-of-3 method was one time in four, fails it.
+/// `--no-stacks`, as every live test here records (see `record_live`).
+#[test]
+fn live_tracing_cost_estimate_holds_what_recording_adds() {
+    let Some(_serial) = live_recording() else {
+        return;
+    };
+    let command = [
+        bin(),
+        "workload",
+        "pingpong",
+        "--iterations",
+        "20000",
+        "--pin",
+        "0,0",
+        "--spinner",
+        "0",
+        "--json",
+    ];
+    let players = |workload: &Value| -> f64 {
+        workload["threads"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|t| t["name"] != "spinner")
+            .map(|t| t["cpu_clock_s"].as_f64().unwrap())
+            .sum()
+    };
+    let mut ratios = Vec::new();
+    for round in 0..7 {
+        let bare_run = || -> f64 {
+            let out = live().args(&command[1..]).output().unwrap();
+            players(&serde_json::from_slice(&ok(&out).stdout).unwrap())
+        };
+        let (_dir, rec) = scratch();
+        let bare_first = round % 2 == 0;
+        let mut bare = if bare_first { bare_run() } else { 0.0 };
+        let out = record_live(&rec, &[], &command, &[]);
+        let workload: Value = serde_json::from_slice(&ok(&out).stdout).unwrap();
+        if !bare_first {
+            bare = bare_run();
+        }
+        let report = report_json(&rec, &[]);
+        let estimated: f64 = workload["threads"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|t| t["name"] != "spinner")
+            .map(|t| {
+                thread_row(&report, t["tid"].as_u64().unwrap())["tracing_cpu_s"]
+                    .as_f64()
+                    .unwrap()
+            })
+            .sum();
+        let added = players(&workload) - bare;
+        eprintln!("round {round}: added {added:.4} s, estimated {estimated:.4} s");
+        if added > 0.0 {
+            ratios.push(estimated / added);
+        }
+    }
+    assert!(ratios.len() >= 5, "recording added no CPU time: {ratios:?}");
+    ratios.sort_by(f64::total_cmp);
+    let median = ratios[ratios.len() / 2];
+    assert!(
+        (0.6..=1.5).contains(&median),
+        "estimated / added: median {median:.2} of {ratios:.2?}"
+    );
+}
+
 /// Issue 14's oracle: a ping-pong pinned to cpu0 and cpu1, with a spinner sharing cpu1.
 /// Every thread's `cpu_time_s` is its own CLOCK_THREAD_CPUTIME_ID (read by the thread at
 /// its end) within 2%. On this project's VMs the switch intervals split cpu1 differently
