@@ -1367,7 +1367,7 @@ fn sampled_stacks_are_counted_against_the_event_they_follow() {
         (ta.timer_arms, ta.stacked_timer_arms, ta.cpu_samples),
         (1, 0, 1)
     );
-    assert_eq!((tb.switches, tb.stacked_switches, tb.other), (1, 0, 1));
+    assert_eq!((tb.switches, tb.stacked_switches, tb.runtimes), (1, 0, 1));
     assert_eq!(s.cpus[0].traced_events.stacked_switches, 1);
     assert_eq!(s.cpus[1].traced_events.stacked_wakings, 1);
     // Without its stack an event costs its kind's price; a stack adds its own.

@@ -20,15 +20,21 @@ pub const SWITCH: &str = "sched_switch";
 pub const WAKING: &str = "sched_waking";
 pub const TIMER_ARM: &str = "timer_start";
 pub const CPU_SAMPLE: &str = "cpu_clock";
-/// Every other tracepoint record: runtime updates, IRQ/softirq/timer/IPI entries and
-/// exits, idle, frequency, migrations, process events.
+/// A runtime record (the scheduler's CPU-time account). Through perf it is a plain record
+/// like [`OTHER`]'s; collected in the kernel it stands for the updates summed into it,
+/// and costs what they did. Recordings without it charge runtime records as [`OTHER`].
+pub const RUNTIME: &str = "sched_stat_runtime";
+/// Every other tracepoint record: IRQ/softirq/timer/IPI entries and exits, idle,
+/// frequency, migrations, process events (and runtime records, where [`RUNTIME`] was not
+/// measured).
 pub const OTHER: &str = "other";
 
 /// What one traced event of each kind cost the thread it fired in, in nanoseconds of CPU
 /// time, as measured on the recording's machine when it started.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct EventCosts {
-    /// Kind ([`SWITCH`], [`WAKING`], [`TIMER_ARM`], [`CPU_SAMPLE`], [`OTHER`]) → ns.
+    /// Kind ([`SWITCH`], [`WAKING`], [`TIMER_ARM`], [`CPU_SAMPLE`], [`RUNTIME`],
+    /// [`OTHER`]) → ns.
     pub event_cost_ns: BTreeMap<String, f64>,
     /// How each figure was found: "measured: …" with the load and the event count, or
     /// which kind it was taken from and why.
@@ -61,6 +67,14 @@ impl EventCosts {
             .copied()
             .unwrap_or(0.0)
             .max(0.0)
+    }
+
+    /// A runtime record's cost: [`RUNTIME`]'s, or [`OTHER`]'s where it was not measured.
+    fn runtime_ns(&self) -> f64 {
+        match self.event_cost_ns.get(RUNTIME) {
+            Some(_) => self.ns(RUNTIME),
+            None => self.ns(OTHER),
+        }
     }
 
     /// What a stack adds to an event of `kind` apart from the event's own cost (0 when
@@ -112,6 +126,9 @@ pub struct TracedEvents {
     pub wakings: u64,
     pub timer_arms: u64,
     pub cpu_samples: u64,
+    /// Runtime records (counted in `other` by recordings' analyses before it).
+    #[serde(default)]
+    pub runtimes: u64,
     pub other: u64,
     /// Of the switches, wake-ups and timer arming, those that carried a stack (with
     /// sampled stacks, one in N of a busy thread's).
@@ -133,6 +150,7 @@ impl TracedEvents {
             EventKind::Wakeup { .. } => self.wakings += 1,
             EventKind::TimerArm { .. } => self.timer_arms += 1,
             EventKind::CpuSample { .. } => self.cpu_samples += 1,
+            EventKind::Runtime { .. } => self.runtimes += 1,
             EventKind::Stack { .. } => {}
             _ => self.other += 1,
         }
@@ -157,6 +175,7 @@ impl TracedEvents {
             + self.wakings as f64 * costs.ns(WAKING)
             + self.timer_arms as f64 * costs.ns(TIMER_ARM)
             + self.cpu_samples as f64 * costs.ns(CPU_SAMPLE)
+            + self.runtimes as f64 * costs.runtime_ns()
             + self.other as f64 * costs.ns(OTHER))
             / 1e9
     }
@@ -167,8 +186,12 @@ impl TracedEvents {
 pub const PERTURBATION_WARN_PCT: f64 = 10.0;
 
 /// `TracingPath::events` of a recording whose events came through perf ring buffers, one
-/// per CPU (the only path so far).
+/// per CPU.
 pub const PATH_PERF_RING: &str = "perf_ring";
+/// `TracingPath::events` of a recording whose busiest scheduler events were collected in
+/// the kernel (BPF programs, one BPF ring buffer; `TracingPath::in_kernel_events` says
+/// which), the others through perf ring buffers.
+pub const PATH_BPF: &str = "bpf";
 /// `TracingPath::stack_unwinding`: user stacks unwound from the copy of the top of each
 /// thread's stack alone (the default).
 pub const UNWIND_STACK_COPY: &str = "stack_copy";
@@ -180,8 +203,11 @@ pub const UNWIND_STACK_COPY_AND_FRAME_POINTERS: &str = "stack_copy_and_frame_poi
 /// are: the report's `system.tracing_path` (a JSON contract).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TracingPath {
-    /// How the events came from the kernel ([`PATH_PERF_RING`]).
+    /// How the events came from the kernel ([`PATH_PERF_RING`], [`PATH_BPF`]).
     pub events: String,
+    /// With [`PATH_BPF`], the tracepoints collected in the kernel (`sched/sched_switch`…).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub in_kernel_events: Vec<String>,
     /// How the user stacks of switches, wake-ups and timer arming were unwound
     /// ([`UNWIND_STACK_COPY`], [`UNWIND_STACK_COPY_AND_FRAME_POINTERS`]); `None` for a
     /// recording without stacks.
@@ -203,6 +229,17 @@ impl TracingPath {
     pub fn describe(&self) -> String {
         let events = match self.events.as_str() {
             PATH_PERF_RING => "perf ring buffers, one per CPU".to_string(),
+            PATH_BPF => {
+                let names: Vec<&str> = self
+                    .in_kernel_events
+                    .iter()
+                    .map(|e| e.rsplit('/').next().unwrap_or(e))
+                    .collect();
+                format!(
+                    "{} collected in the kernel (BPF), the other events through perf ring buffers, one per CPU",
+                    names.join(", ")
+                )
+            }
             other => other.to_string(),
         };
         let bytes = self
@@ -344,12 +381,19 @@ mod tests {
             switches: 1,
             wakings: 1,
             cpu_samples: 1,
-            other: 2,
+            runtimes: 1,
+            other: 1,
             ..Default::default()
         };
         assert_eq!(t, expected);
-        // 3000 + 2000 + 1000 + 1000 + 4000 ns, by hand.
+        // 3000 + 2000 + 1000 (the runtime record, as `other` where its own cost was not
+        // measured: recordings before in-kernel collection) + 1000 + 4000 ns, by hand.
         assert!((t.cpu_s(&costs()) - 11e-6).abs() < 1e-12);
+        // With its own cost (collected in the kernel, it stands for the updates summed
+        // into it): 3000 + 2000 + 250 + 1000 + 4000 ns.
+        let mut own = costs();
+        own.event_cost_ns.insert(RUNTIME.to_string(), 250.0);
+        assert!((t.cpu_s(&own) - 10.25e-6).abs() < 1e-12);
     }
 
     #[test]

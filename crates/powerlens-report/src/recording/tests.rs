@@ -177,6 +177,7 @@ fn traced_report_with_stacks(
     let mut ctx = context(true);
     ctx.tracing_path = Some(TracingPath {
         events: PATH_PERF_RING.to_string(),
+        in_kernel_events: Vec::new(),
         stack_unwinding: Some(UNWIND_STACK_COPY.to_string()),
         user_stack_bytes: Some(512),
         stack_samples_per_s: Some(10_000),
