@@ -117,7 +117,7 @@ pub fn record(roots: &Roots, opts: &RecordOptions) -> Result<RecordSummary, Reco
         threads: scope,
     });
     let drainer = match collector {
-        Some(c) => {
+        Some(mut c) => {
             let converter = Converter::new(c.events());
             // An event whose format lacks a field the converter reads is recorded but
             // unused: list it with the events the kernel lacks.
@@ -353,17 +353,26 @@ fn open_collector(
             stack_samples_per_s: opts.stack_samples_per_s,
             cpu_clock_hz: Some(hz),
             mmap_records: true,
+            in_kernel: opts.in_kernel,
             ..Default::default()
         },
         None => CollectorOptions {
             buffer_pages: opts.buffer_pages,
             callchains: false,
+            in_kernel: opts.in_kernel,
             ..Default::default()
         },
     };
     let has_waking = powerlens_sys::perf_caps::tracepoint_id(roots, "sched/sched_waking").is_ok();
     match Collector::open(roots, &recorded_event_names(has_waking), options) {
-        Ok(c) => Ok(Some(c)),
+        Ok(c) => {
+            if let Some(why) = c.in_kernel_refused() {
+                notes.push(format!(
+                    "in-kernel collection unavailable ({why}): every event went through perf rings, which cost the traced threads more (docs/RECORD.md, How events are collected)"
+                ));
+            }
+            Ok(Some(c))
+        }
         Err(e @ SysError::PermissionDenied { .. }) => {
             reduced(notes, e.to_string());
             Ok(None)

@@ -51,6 +51,7 @@
 
 pub mod collector;
 pub mod format;
+pub mod in_kernel;
 pub mod mount;
 pub mod records;
 pub mod ring;

@@ -17,6 +17,7 @@ use crate::perf::{
 use crate::perf_caps::{read_paranoid, refused, require_tracefs, NO_TRACEPOINT};
 use crate::procfs::maps::Mapping;
 use crate::trace::format::{Decoded, EventFormat};
+use crate::trace::in_kernel::{self, InKernel, Kind};
 use crate::trace::records::{
     parse_record_with, Callchain, Record, UserRegs, SAMPLE_TYPE, STACK_SAMPLE_TYPE, USER_REGS_MASK,
 };
@@ -24,6 +25,7 @@ use crate::trace::ring::Ring;
 use crate::{sysfs, topology, Roots, SysError};
 
 pub mod pacing;
+mod served;
 
 /// How to collect.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -84,6 +86,12 @@ pub struct CollectorOptions {
     /// `PERF_RECORD_COMM` records ([`CommRecord`], flagged on exec), from one side-band
     /// event per CPU.
     pub mmap_records: bool,
+    /// Serve sched_switch, sched_waking and sched_stat_runtime in the kernel (BPF,
+    /// [`crate::trace::in_kernel`]) where it allows, and not a tracepoint whose stacks are
+    /// asked for (`stack_events`): the same records, at a fraction of what a perf record
+    /// costs the traced thread. Where it cannot, the perf rings take them and
+    /// [`Collector::in_kernel_refused`] says why.
+    pub in_kernel: bool,
 }
 
 impl Default for CollectorOptions {
@@ -102,6 +110,7 @@ impl Default for CollectorOptions {
             cpu_clock_hz: None,
             cpu_clock_stack_bytes: DEFAULT_SAMPLE_STACK_BYTES,
             mmap_records: false,
+            in_kernel: false,
         }
     }
 }
@@ -286,6 +295,10 @@ pub struct Collector {
     stack_bytes: (u32, u32),
     /// The stack-sample twins' pacing, when stacks are sampled.
     pacing: Option<Pacing>,
+    /// The tracepoints served in the kernel, when any are.
+    in_kernel: Option<(InKernel, served::Served)>,
+    /// Why in-kernel collection was asked for and not used.
+    in_kernel_refused: Option<String>,
 }
 
 /// One stack-sample twin on one CPU, as the pacing sees it.
@@ -356,13 +369,38 @@ impl Collector {
             notes: Vec::new(),
             stack_bytes: (stack_bytes, sample_stack_bytes),
             pacing: None,
+            in_kernel: None,
+            in_kernel_refused: None,
         };
+        let mut served = served::Served::default();
+        let mut in_kernel = None;
+        if options.in_kernel {
+            let kinds = served::servable(events, &options);
+            if !kinds.is_empty() {
+                // One ring for every CPU, and records a third the size of perf's: twice
+                // what the perf rings would hold.
+                let ring_bytes = (pages * page_size() * cpus.len() * 2).max(8 << 20);
+                let stacks = served::stacks_for(&kinds, &options);
+                match InKernel::open_with_stacks(&kinds, ring_bytes, stacks) {
+                    Ok(k) => in_kernel = Some(k),
+                    Err(why) => collector.in_kernel_refused = Some(why),
+                }
+            }
+        }
         // Per source: its attribute, and a probe open on the first CPU that tells "the
         // kernel lacks it" (unavailable) from "not allowed" (an error for the whole
         // collector). The probes serve as the first CPU's events.
         let mut attrs = Vec::new();
         let mut first_cpu = Vec::new();
         for &event in events {
+            let kind = Kind::for_tracepoint(event);
+            if let (Some(k), Some(kernel)) = (kind, &in_kernel) {
+                if kernel.kinds().contains(&k) {
+                    served.add(k, collector.events.len());
+                    collector.events.push(k.format());
+                    continue;
+                }
+            }
             let Some(format) = read_format(&tracefs, event, &mut collector.unavailable)? else {
                 continue;
             };
@@ -461,6 +499,9 @@ impl Collector {
                 }
             }
         }
+        if let Some(kernel) = in_kernel {
+            collector.in_kernel = Some((kernel, served));
+        }
         if attrs.is_empty() {
             return Ok(collector);
         }
@@ -546,6 +587,26 @@ impl Collector {
         &self.events
     }
 
+    /// The tracepoints served in the kernel ([`CollectorOptions::in_kernel`]), as
+    /// `system/name`; empty when every event goes through the perf rings.
+    pub fn in_kernel_events(&self) -> Vec<String> {
+        self.in_kernel
+            .as_ref()
+            .map(|(k, _)| {
+                k.kinds()
+                    .iter()
+                    .map(|k| k.tracepoint().to_string())
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
+    /// Why in-kernel collection was asked for and the perf rings took its tracepoints
+    /// instead (no BTF, no permission, a verifier's refusal…).
+    pub fn in_kernel_refused(&self) -> Option<&str> {
+        self.in_kernel_refused.as_deref()
+    }
+
     /// The requested events that could not be opened.
     pub fn unavailable(&self) -> &[UnavailableEvent] {
         &self.unavailable
@@ -582,7 +643,10 @@ impl Collector {
     }
 
     /// Starts recording on every CPU.
-    pub fn enable(&self) -> Result<(), SysError> {
+    pub fn enable(&mut self) -> Result<(), SysError> {
+        if let Some((kernel, _)) = &mut self.in_kernel {
+            kernel.start().map_err(in_kernel_failed)?;
+        }
         self.each_counter(PerfCounter::enable, "PERF_EVENT_IOC_ENABLE")
     }
 
@@ -591,7 +655,13 @@ impl Collector {
     /// [`CPU_CLOCK_EVENT`]. A recorder measures what one event of a kind costs the thread
     /// that hits it by enabling that kind alone around a known load. Names not opened
     /// are ignored; returns how many of `names` were found.
-    pub fn enable_only(&self, names: &[&str]) -> Result<usize, SysError> {
+    pub fn enable_only(&mut self, names: &[&str]) -> Result<usize, SysError> {
+        let mut found = 0;
+        if let Some((kernel, served)) = &mut self.in_kernel {
+            found += kernel
+                .enable(&served.kinds_named(names))
+                .map_err(in_kernel_failed)?;
+        }
         let wanted: Vec<usize> = (0..self.sources.len())
             .filter(|&i| names.contains(&self.source_name(&self.sources[i]).as_str()))
             .collect();
@@ -602,7 +672,7 @@ impl Collector {
                     .map_err(|e| open_failed("PERF_EVENT_IOC_ENABLE", cpu.cpu, e))?;
             }
         }
-        Ok(wanted.len())
+        Ok(found + wanted.len())
     }
 
     /// Sets the period of each stack-sample twin from its rate since the last call, so
@@ -654,8 +724,16 @@ impl Collector {
     /// recorder measures the cost of an event with and without its stack this way.
     /// Returns whether stacks are sampled at all.
     pub fn set_stack_sample_period(&mut self, period: u64) -> Result<bool, SysError> {
+        let mut sampled = false;
+        if let Some((kernel, _)) = &mut self.in_kernel {
+            // The programs pace by time: every event, or none.
+            let interval = if period <= 1 { 0 } else { in_kernel::NO_STACKS };
+            sampled = kernel
+                .set_stack_interval(interval)
+                .map_err(in_kernel_failed)?;
+        }
         let Some(pacing) = &mut self.pacing else {
-            return Ok(false);
+            return Ok(sampled);
         };
         for twin in &mut pacing.twins {
             let ring = &self.cpus[twin.cpu];
@@ -670,11 +748,23 @@ impl Collector {
     /// The largest stack-sample period set so far (1: every hit had its stack); `None`
     /// when stacks are not sampled.
     pub fn max_stack_sample_period(&self) -> Option<u64> {
-        self.pacing.as_ref().map(|p| p.max_period)
+        let in_kernel = self
+            .in_kernel
+            .as_ref()
+            .and_then(|(k, _)| k.max_stack_period());
+        match (self.pacing.as_ref().map(|p| p.max_period), in_kernel) {
+            (Some(a), Some(b)) => Some(a.max(b)),
+            (a, b) => a.or(b),
+        }
     }
 
     /// Stops recording; what is in the rings can still be drained.
-    pub fn disable(&self) -> Result<(), SysError> {
+    pub fn disable(&mut self) -> Result<(), SysError> {
+        if let Some((kernel, _)) = &mut self.in_kernel {
+            kernel
+                .disable(monotonic_now_ns())
+                .map_err(in_kernel_failed)?;
+        }
         self.each_counter(PerfCounter::disable, "PERF_EVENT_IOC_DISABLE")
     }
 
@@ -742,6 +832,7 @@ impl Collector {
             ids,
             sources,
             events,
+            in_kernel,
             ..
         } = self;
         for cpu in cpus.iter_mut() {
@@ -752,6 +843,12 @@ impl Collector {
                     passed += 1;
                 }
             });
+        }
+        if let Some((kernel, served)) = in_kernel {
+            let mut copy = Vec::new();
+            kernel.copy_out(&mut copy);
+            let mut unread = 0;
+            passed += served.decode(&copy, events, &mut unread, &mut f);
         }
         passed
     }
@@ -773,6 +870,17 @@ impl Collector {
                 });
             }
         }
+        if let Some((kernel, _)) = &mut self.in_kernel {
+            let mut bytes = Vec::new();
+            let n = kernel.copy_out(&mut bytes);
+            if n > 0 {
+                copied += n;
+                out.push(RawChunk {
+                    cpu: served::IN_KERNEL_CHUNK,
+                    bytes,
+                });
+            }
+        }
         copied
     }
 
@@ -782,17 +890,25 @@ impl Collector {
             ids: self.ids.clone(),
             sources: self.sources.clone(),
             events: self.events.clone(),
+            served: self
+                .in_kernel
+                .as_ref()
+                .map(|(_, served)| served.clone())
+                .unwrap_or_default(),
         }
     }
 
     /// Blocks until some CPU's ring is half full or `timeout` passes, so that a recorder
     /// drains when there is work instead of spinning. Returns whether a ring is ready.
     pub fn wait(&self, timeout: std::time::Duration) -> Result<bool, SysError> {
+        let in_kernel = self.in_kernel.as_ref().map(|(k, _)| k.fd());
         let mut fds: Vec<libc::pollfd> = self
             .cpus
             .iter()
-            .map(|c| libc::pollfd {
-                fd: c.counters[0].as_fd().as_raw_fd(),
+            .map(|c| c.counters[0].as_fd().as_raw_fd())
+            .chain(in_kernel)
+            .map(|fd| libc::pollfd {
+                fd,
                 events: libc::POLLIN,
                 revents: 0,
             })
@@ -822,12 +938,22 @@ impl Collector {
     /// loss with the first record it writes after `drain` frees space, so a count is
     /// complete only once that CPU has had an event after the drain that ended the loss.
     pub fn lost(&self) -> Vec<(u32, u64)> {
-        self.cpus.iter().map(|c| (c.cpu, c.lost)).collect()
+        let mut lost: Vec<(u32, u64)> = self.cpus.iter().map(|c| (c.cpu, c.lost)).collect();
+        if let Some((kernel, _)) = &self.in_kernel {
+            for (cpu, n) in kernel.lost() {
+                match lost.iter_mut().find(|(c, _)| *c == cpu) {
+                    Some((_, l)) => *l += n,
+                    None if n > 0 => lost.push((cpu, n)),
+                    None => {}
+                }
+            }
+        }
+        lost
     }
 
     /// The sum of [`Collector::lost`].
     pub fn total_lost(&self) -> u64 {
-        self.cpus.iter().map(|c| c.lost).sum()
+        self.lost().iter().map(|(_, n)| n).sum()
     }
 }
 
@@ -845,6 +971,7 @@ pub struct RecordDecoder {
     ids: EventIds,
     sources: Vec<Source>,
     events: Vec<EventFormat>,
+    served: served::Served,
 }
 
 impl RecordDecoder {
@@ -856,6 +983,9 @@ impl RecordDecoder {
         lost: &mut u64,
         mut f: impl FnMut(Collected<'_>),
     ) -> usize {
+        if chunk.cpu == served::IN_KERNEL_CHUNK {
+            return self.served.decode(&chunk.bytes, &self.events, lost, f);
+        }
         let mut passed = 0;
         crate::trace::ring::records_in(&chunk.bytes, |bytes| {
             if let Some(c) = decode_record(bytes, &self.ids, &self.sources, &self.events, lost) {
@@ -988,13 +1118,26 @@ impl EventIds {
     }
 }
 
+/// An in-kernel collector's map that could not be read or written.
+fn in_kernel_failed(why: String) -> SysError {
+    SysError::Unavailable {
+        what: "the in-kernel (BPF) collection".to_string(),
+        reason: why,
+        fix: None,
+    }
+}
+
+fn page_size() -> usize {
+    // SAFETY: sysconf has no preconditions.
+    unsafe { libc::sysconf(libc::_SC_PAGESIZE) as usize }
+}
+
 /// What every event of a ring shares: disabled at open so that all CPUs start together
 /// on `enable`, CLOCK_MONOTONIC timestamps (to line up with the sysfs sampler), a wake-up
 /// of `Collector::wait` when the ring is half full, and the `sample_id` trailer on
 /// non-sample records (the LOST, MMAP2 and COMM records' time and CPU).
 fn ring_attr(type_: u32, config: u64, pages: usize, sample_type: u64) -> PerfEventAttr {
-    // SAFETY: sysconf has no preconditions.
-    let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) } as usize;
+    let page = page_size();
     let mut attr = PerfEventAttr::counting(type_, config);
     attr.sample_type = sample_type;
     attr.flags = FLAG_DISABLED | FLAG_USE_CLOCKID | FLAG_WATERMARK | FLAG_SAMPLE_ID_ALL;

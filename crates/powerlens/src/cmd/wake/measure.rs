@@ -144,7 +144,7 @@ fn characterize_on(cpu: u32) -> Result<(Distribution, Distribution), String> {
 /// tracepoints off, then on (without a collector: off only).
 pub fn self_overhead(
     cpu: u32,
-    collector: Option<&powerlens_sys::trace::Collector>,
+    collector: Option<&mut powerlens_sys::trace::Collector>,
 ) -> anyhow::Result<SelfOverhead> {
     let (timestamp_ns, expired_sleep_ns) = characterize_on(cpu).map_err(anyhow::Error::msg)?;
     let traced = match collector {

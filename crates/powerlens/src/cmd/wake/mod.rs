@@ -225,7 +225,7 @@ pub fn execute(global: &GlobalArgs, args: WakeArgs) -> anyhow::Result<ExitCode> 
         cpuidle_driver: plan.driver.clone(),
         ldist_min_ns: options.ldist_min_ns,
         ldist_max_ns: options.ldist_max_ns,
-        self_overhead: Some(measure::self_overhead(cpu, collector.as_ref())?),
+        self_overhead: Some(measure::self_overhead(cpu, collector.as_mut())?),
         trace_unavailable,
         lost_records: 0,
         notes,

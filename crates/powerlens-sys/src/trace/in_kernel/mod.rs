@@ -1,0 +1,361 @@
+//! In-kernel collection (eBPF) of the scheduler's three busiest tracepoints: sched_switch,
+//! sched_waking and sched_stat_runtime.
+//!
+//! Through perf, each hit of these writes a perf record from the traced thread's own
+//! context, and their handlers were most of what tracing cost a switch-bound program.
+//! Here BPF programs on the same tracepoints (`tp_btf`) write one compact record per
+//! switch and per wake-up to one BPF ring buffer, and sum the scheduler's CPU-time updates
+//! (a few per switch) in a per-CPU map instead of writing each: the sum goes out with the
+//! thread's next switch. On this project's VMs that cost a pinned ping-pong about a quarter
+//! of what the same three tracepoints cost it through perf (docs/COLLECTOR.md).
+//!
+//! The programs are in `powerlens.bpf.c`, compiled by clang into `powerlens.bpf.o`, which
+//! is committed (scripts/build-bpf.sh rebuilds it; a test rebuilds and compares where
+//! clang is installed), so building powerlens needs no BPF toolchain. The loader is aya
+//! (pure Rust): it relocates the programs' field accesses (CO-RE) against the running
+//! kernel's BTF (`/sys/kernel/btf/vmlinux`). Where any of this is missing — no BTF, no
+//! BPF syscall, no permission — [`InKernel::open`] says why and the collector keeps its
+//! perf rings for these tracepoints too.
+
+pub mod records;
+
+use std::os::fd::{AsRawFd, RawFd};
+
+use aya::maps::{Array, MapData, PerCpuArray, PerCpuValues, RingBuf};
+use aya::programs::BtfTracePoint;
+use aya::{Btf, Ebpf, EbpfLoader};
+
+pub use records::Kind;
+
+/// The compiled programs; aligned as aya's ELF reader needs.
+static OBJECT: &[u8] = aya::include_bytes_aligned!("powerlens.bpf.o");
+
+/// The BPF programs, the tracepoint each is attached to, and the kinds that need it: the
+/// CPU-time sums are written when their thread switches out, so collecting them needs
+/// the switch program too.
+const PROGRAMS: [(&str, &str, &[Kind]); 3] = [
+    ("on_switch", "sched_switch", &[Kind::Switch, Kind::Runtime]),
+    ("on_waking", "sched_waking", &[Kind::Waking]),
+    ("on_runtime", "sched_stat_runtime", &[Kind::Runtime]),
+];
+
+/// A CPU's unwritten CPU time, as `struct runtime_sum` in the programs.
+#[derive(Debug, Clone, Copy, Default)]
+#[repr(C)]
+struct RuntimeSum {
+    tid: u32,
+    pad: u32,
+    ns: u64,
+}
+
+// SAFETY: plain integers, no padding: any bytes are a valid value.
+unsafe impl aya::Pod for RuntimeSum {}
+
+/// A CPU's stack pacing, as `struct stack_pace` in the programs (index 0: switches, 1:
+/// wake-ups).
+#[derive(Debug, Clone, Copy, Default)]
+#[repr(C)]
+struct StackPace {
+    last_ns: [u64; 2],
+    credit_ns: [u64; 2],
+    since: [u64; 2],
+    max_period: [u64; 2],
+}
+
+// SAFETY: plain integers, no padding: any bytes are a valid value.
+unsafe impl aya::Pod for StackPace {}
+
+/// The most user-stack bytes the programs copy per stack (their scratch buffer's room).
+pub const MAX_STACK_BYTES: u32 = 4096;
+/// `config` indexes, as in the programs.
+const CONFIG_STACK_INTERVAL: u32 = 0;
+const CONFIG_STACK_BYTES: u32 = 1;
+/// A stack interval that never takes a stack.
+pub const NO_STACKS: u64 = u64::MAX;
+
+/// The loaded and attached programs, and their maps. Starts with every kind switched
+/// off; dropping it detaches the programs.
+pub struct InKernel {
+    /// Keeps the programs attached (and the maps alive).
+    _ebpf: Ebpf,
+    kinds: Vec<Kind>,
+    /// The least time between two stacks of a kind on a CPU, as the recording asked
+    /// (0: every event), when switches' and wake-ups' stacks are taken here.
+    stack_interval_ns: Option<u64>,
+    control: Array<MapData, u32>,
+    config: Array<MapData, u64>,
+    paces: PerCpuArray<MapData, StackPace>,
+    sums: PerCpuArray<MapData, RuntimeSum>,
+    lost: PerCpuArray<MapData, u64>,
+    records: RingBuf<MapData>,
+    /// Runtime records made from the sums when collection stopped, for the next copy.
+    leftover: Vec<u8>,
+}
+
+impl std::fmt::Debug for InKernel {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("InKernel")
+            .field("kinds", &self.kinds)
+            .finish_non_exhaustive()
+    }
+}
+
+impl InKernel {
+    /// Loads the programs of `kinds` with a ring of about `ring_bytes` (rounded up to a
+    /// power of two pages) and attaches them, switched off. The error says why in words
+    /// a user can act on.
+    pub fn open(kinds: &[Kind], ring_bytes: usize) -> Result<InKernel, String> {
+        Self::open_with_stacks(kinds, ring_bytes, None)
+    }
+
+    /// As [`InKernel::open`]; with `stacks` (the least time between two stacks of a kind
+    /// on a CPU, in ns, and the user-stack bytes to copy, at most [`MAX_STACK_BYTES`]),
+    /// switches and wake-ups carry sampled stacks.
+    pub fn open_with_stacks(
+        kinds: &[Kind],
+        ring_bytes: usize,
+        stacks: Option<(u64, u32)>,
+    ) -> Result<InKernel, String> {
+        let btf = Btf::from_sys_fs().map_err(|e| {
+            format!("the kernel's BTF could not be read ({e}); it needs CONFIG_DEBUG_INFO_BTF")
+        })?;
+        let ring = ring_bytes.max(1 << 20).next_power_of_two().min(1 << 30) as u32;
+        let mut ebpf = EbpfLoader::new()
+            .btf(Some(&btf))
+            .map_max_entries("records", ring)
+            .load(OBJECT)
+            .map_err(|e| format!("the BPF programs could not be loaded: {}", chain(&e)))?;
+        for &(program, tracepoint, needed_by) in &PROGRAMS {
+            if !needed_by.iter().any(|k| kinds.contains(k)) {
+                continue;
+            }
+            attach(&mut ebpf, &btf, program, tracepoint)
+                .map_err(|e| format!("the BPF program for {tracepoint}: {e}"))?;
+        }
+        let map = |ebpf: &mut Ebpf, name: &str| {
+            ebpf.take_map(name)
+                .ok_or_else(|| format!("the BPF object has no map {name}"))
+        };
+        let control = Array::try_from(map(&mut ebpf, "control")?).map_err(|e| chain(&e))?;
+        let mut config: Array<MapData, u64> =
+            Array::try_from(map(&mut ebpf, "config")?).map_err(|e| chain(&e))?;
+        let paces = PerCpuArray::try_from(map(&mut ebpf, "stack_paces")?).map_err(|e| chain(&e))?;
+        let (interval, bytes) =
+            stacks.map_or((NO_STACKS, 0), |(ns, b)| (ns, b.min(MAX_STACK_BYTES)));
+        config
+            .set(CONFIG_STACK_INTERVAL, interval, 0)
+            .map_err(|e| chain(&e))?;
+        config
+            .set(CONFIG_STACK_BYTES, u64::from(bytes), 0)
+            .map_err(|e| chain(&e))?;
+        let sums = PerCpuArray::try_from(map(&mut ebpf, "runtime_sums")?).map_err(|e| chain(&e))?;
+        let lost = PerCpuArray::try_from(map(&mut ebpf, "lost")?).map_err(|e| chain(&e))?;
+        let records = RingBuf::try_from(map(&mut ebpf, "records")?).map_err(|e| chain(&e))?;
+        Ok(InKernel {
+            _ebpf: ebpf,
+            kinds: kinds.to_vec(),
+            stack_interval_ns: stacks.map(|(ns, _)| ns),
+            control,
+            config,
+            paces,
+            sums,
+            lost,
+            records,
+            leftover: Vec::new(),
+        })
+    }
+
+    /// The kinds loaded.
+    pub fn kinds(&self) -> &[Kind] {
+        &self.kinds
+    }
+
+    /// Switches on each of `kinds` that was loaded (the others are left as they are); the
+    /// CPU-time sums start empty. Returns how many were switched on.
+    pub fn enable(&mut self, kinds: &[Kind]) -> Result<usize, String> {
+        if kinds.contains(&Kind::Runtime) {
+            self.clear_sums()?;
+        }
+        let mut on = 0;
+        for kind in kinds {
+            if self.kinds.contains(kind) {
+                self.control
+                    .set(kind.control_index(), 1, 0)
+                    .map_err(|e| chain(&e))?;
+                on += 1;
+            }
+        }
+        Ok(on)
+    }
+
+    /// Starts a recording: every kind loaded switched on, the stacks taken as asked at
+    /// open (after a calibration's [`InKernel::set_stack_interval`]), and their pacing
+    /// counted afresh.
+    pub fn start(&mut self) -> Result<(), String> {
+        if let Some(ns) = self.stack_interval_ns {
+            self.set_stack_interval(ns)?;
+            let cpus = aya::util::nr_cpus().map_err(|(_, e)| e.to_string())?;
+            let fresh = PerCpuValues::try_from(vec![StackPace::default(); cpus])
+                .map_err(|e| e.to_string())?;
+            self.paces.set(0, fresh, 0).map_err(|e| chain(&e))?;
+        }
+        let kinds = self.kinds.clone();
+        self.enable(&kinds).map(|_| ())
+    }
+
+    /// Sets the least time between two stacks of a kind on a CPU (0: every event,
+    /// [`NO_STACKS`]: none), until [`InKernel::start`]; `false` when stacks are not taken
+    /// here.
+    pub fn set_stack_interval(&mut self, ns: u64) -> Result<bool, String> {
+        if self.stack_interval_ns.is_none() {
+            return Ok(false);
+        }
+        self.config
+            .set(CONFIG_STACK_INTERVAL, ns, 0)
+            .map_err(|e| chain(&e))?;
+        Ok(true)
+    }
+
+    /// The most events one sampled stack stood for since [`InKernel::start`], on any CPU
+    /// (1: every event had its stack); `None` when stacks are not taken here.
+    /// `None` too when every event takes its stack (`--every-stack`).
+    pub fn max_stack_period(&self) -> Option<u64> {
+        if self.stack_interval_ns? == 0 {
+            return None;
+        }
+        let paces = self.paces.get(&0, 0).ok()?;
+        Some(
+            paces
+                .iter()
+                .flat_map(|p| p.max_period)
+                .max()
+                .unwrap_or(1)
+                .max(1),
+        )
+    }
+
+    /// Whether switches and wake-ups carry their stacks here.
+    pub fn takes_stacks(&self) -> bool {
+        self.stack_interval_ns.is_some()
+    }
+
+    /// Switches every kind off; what the CPU-time sums still hold becomes runtime records
+    /// (at `now_ns`) for the next [`InKernel::copy_out`], so that a thread running when
+    /// collection stopped keeps its last stretch.
+    pub fn disable(&mut self, now_ns: u64) -> Result<(), String> {
+        let running = self.kinds.iter().any(|k| {
+            self.control
+                .get(&k.control_index(), 0)
+                .is_ok_and(|on| on != 0)
+        });
+        for kind in &self.kinds {
+            self.control
+                .set(kind.control_index(), 0, 0)
+                .map_err(|e| chain(&e))?;
+        }
+        if running && self.kinds.contains(&Kind::Runtime) {
+            let sums = self.sums.get(&0, 0).map_err(|e| chain(&e))?;
+            for (cpu, sum) in sums.iter().enumerate() {
+                if sum.ns > 0 && sum.tid != 0 {
+                    let r = records::runtime_record(now_ns, cpu as u32, sum.tid, sum.ns);
+                    records::push_framed(&mut self.leftover, &r);
+                }
+            }
+            self.clear_sums()?;
+        }
+        Ok(())
+    }
+
+    fn clear_sums(&mut self) -> Result<(), String> {
+        let cpus = aya::util::nr_cpus().map_err(|(_, e)| e.to_string())?;
+        let empty =
+            PerCpuValues::try_from(vec![RuntimeSum::default(); cpus]).map_err(|e| e.to_string())?;
+        self.sums.set(0, empty, 0).map_err(|e| chain(&e))
+    }
+
+    /// Appends every record the ring holds to `out`, each behind its length
+    /// ([`records::framed`] reads them back), and frees the ring. Returns the bytes.
+    pub fn copy_out(&mut self, out: &mut Vec<u8>) -> usize {
+        let before = out.len();
+        out.append(&mut self.leftover);
+        while let Some(item) = self.records.next() {
+            records::push_framed(out, &item);
+        }
+        out.len() - before
+    }
+
+    /// Records that found the ring full, per CPU (possible CPUs, in order).
+    pub fn lost(&self) -> Vec<(u32, u64)> {
+        self.lost
+            .get(&0, 0)
+            .map(|values| {
+                values
+                    .iter()
+                    .enumerate()
+                    .map(|(cpu, &n)| (cpu as u32, n))
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
+    /// The ring's descriptor, readable when the programs ask for a wake-up (the ring is
+    /// half full).
+    pub fn fd(&self) -> RawFd {
+        self.records.as_raw_fd()
+    }
+}
+
+/// Loads `program` of `ebpf` for `tracepoint` and attaches it.
+fn attach(ebpf: &mut Ebpf, btf: &Btf, program: &str, tracepoint: &str) -> Result<(), String> {
+    let p: &mut BtfTracePoint = ebpf
+        .program_mut(program)
+        .ok_or("missing from the object")?
+        .try_into()
+        .map_err(|e| chain(&e))?;
+    p.load(tracepoint, btf).map_err(|e| chain(&e))?;
+    p.attach().map_err(|e| chain(&e))?;
+    Ok(())
+}
+
+/// An error and its causes, as one line: aya's errors keep the kernel's reason (the
+/// verifier's, EPERM) in their sources. A verifier's log is cut to the line that says
+/// what it refused.
+fn chain(e: &dyn std::error::Error) -> String {
+    let mut s = e.to_string();
+    let mut source = e.source();
+    while let Some(cause) = source {
+        s.push_str(": ");
+        s.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    short_verifier_log(&s)
+}
+
+fn short_verifier_log(s: &str) -> String {
+    const LOG: &str = "Verifier output:";
+    let Some(at) = s.find(LOG) else {
+        return s.to_string();
+    };
+    let log = &s[at + LOG.len()..];
+    let refused = log
+        .lines()
+        .take_while(|l| !l.starts_with("verification time"))
+        .filter(|l| !l.trim().is_empty())
+        .last()
+        .unwrap_or("");
+    format!("{}the verifier refused it: {}", &s[..at], refused.trim())
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn a_verifiers_log_is_cut_to_its_refusal() {
+        let s = "the BPF_PROG_LOAD syscall returned Permission denied (os error 13). Verifier output: 0: R1=ctx()\n395: (85) call bpf_probe_read_user#112\nR2 min value is negative\nverification time 2181 usec\nprocessed 402 insns";
+        let s = s.replace("\\n", "\n");
+        assert_eq!(
+            super::short_verifier_log(&s),
+            "the BPF_PROG_LOAD syscall returned Permission denied (os error 13). the verifier refused it: R2 min value is negative"
+        );
+        assert_eq!(super::short_verifier_log("no BTF"), "no BTF");
+    }
+}
