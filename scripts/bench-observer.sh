@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # The observer effect (issue 28): what watching a program costs the program itself.
 # Paired rounds on two switch-bound loads: each round runs the load bare, under the default
-# `powerlens record` (stacks on, sampled to --stack-rate), `record --every-stack` (a stack
+# `powerlens record` (stacks on, sampled to --stack-rate; the scheduler's events collected
+# in the kernel, BPF), `record --perf-rings` (the same through perf rings, the fallback
+# where the kernel cannot), `record --every-stack` (a stack
 # on every switch, wake-up and timer arming), `record --every-stack --full-stacks` (and
 # the kernel walks each one's frame-pointer chain: every recording before issue 28's
 # changes), `record --no-stacks`, `perf sched record`, and with
@@ -124,6 +126,7 @@ run_config() {
         everystack) "$pl" record --every-stack -o "$dir/e.rec" -- sh -c "$cmd" >/dev/null 2>&1; rm -f "$dir/e.rec" ;;
         fullstacks) "$pl" record --every-stack --full-stacks -o "$dir/f.rec" -- sh -c "$cmd" >/dev/null 2>&1; rm -f "$dir/f.rec" ;;
         nostacks) "$pl" record --no-stacks -o "$dir/n.rec" -- sh -c "$cmd" >/dev/null 2>&1; rm -f "$dir/n.rec" ;;
+        perfrings) "$pl" record --perf-rings -o "$dir/p.rec" -- sh -c "$cmd" >/dev/null 2>&1; rm -f "$dir/p.rec" ;;
         perf) perf sched record -o "$dir/perf.data" -- sh -c "$cmd" >/dev/null 2>&1; rm -f "$dir/perf.data" ;;
         agent) start_agent; sh -c "$cmd"; stop_agent ;;
         agent100) start_agent --trace-duty 100; sh -c "$cmd"; stop_agent ;;
@@ -162,7 +165,7 @@ rounds_of() {
 }
 
 agent_repeat=${AGENT_REPEAT:-20}
-configs=(bare record everystack fullstacks nostacks perf)
+configs=(bare record perfrings everystack fullstacks nostacks perf)
 echo "# bench-observer.sh: $rounds paired rounds per load, $(nproc) CPUs, $(uname -r), $(date -u +%F)"
 for load_name in $loads; do
     load=$(load_cmd "$load_name")

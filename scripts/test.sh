@@ -33,8 +33,10 @@ fi
 # driven in (send-keys, capture-pane); binutils' readelf reads the build IDs recordings keep;
 # nodejs and openjdk-17-jdk-headless (java, javac) are the managed runtimes whose JIT code
 # `record` names from their perf maps (tests/runtimes.rs).
+# clang rebuilds the committed BPF object of in-kernel collection and checks that it is
+# what its source builds to (crates/powerlens-sys/tests/bpf_object.rs).
 debs=(sqlite3 rt-tests linux-perf chromium xz-utils prometheus openssl apache2-utils curl tmux binutils
-      nodejs openjdk-17-jdk-headless)
+      nodejs openjdk-17-jdk-headless clang)
 
 missing=()
 if command -v dpkg >/dev/null 2>&1; then
@@ -79,6 +81,11 @@ db_state() { if [ -e "$default_db" ]; then stat -c '%s %Y' "$default_db"; else e
 db_before=$(db_state)
 echo "== cargo test" >&2
 cargo test --workspace --locked
+# The oracle tests of recordings once more with every event through perf rings, the
+# fallback where the kernel cannot collect in-kernel (docs/RECORD.md, How events are
+# collected): the same oracles must hold on both paths.
+echo "== the recording oracle tests again, every event through perf rings (POWERLENS_PERF_RINGS=1)" >&2
+POWERLENS_PERF_RINGS=1 cargo test --locked -p powerlens --test record --test stacks --test advice
 if [ "$(db_state)" != "$db_before" ]; then
     echo "test.sh: a test wrote to the user's default results database ($default_db): give it its own (--db / POWERLENS_DB)" >&2
     exit 1

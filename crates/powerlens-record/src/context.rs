@@ -17,7 +17,7 @@ use powerlens_core::sched::report::{
     EnergyInput, IdleStateInfo, RecordingContext, RecordingSpan, SysfsIdle, ThreadInfo,
 };
 use powerlens_core::sched::tracing_cost::{
-    TracingPath, PATH_PERF_RING, UNWIND_STACK_COPY_AND_FRAME_POINTERS,
+    TracingPath, PATH_BPF, PATH_PERF_RING, UNWIND_STACK_COPY_AND_FRAME_POINTERS,
 };
 use powerlens_core::window::CounterWindow;
 use powerlens_store::recording::ThreadRow;
@@ -101,8 +101,24 @@ fn tracing_path(header: &Header) -> Option<TracingPath> {
         return None;
     }
     let stacks = header.meta(meta::STACKS).filter(|s| s["recorded"] == true);
+    let in_kernel_events: Vec<String> = header
+        .meta(meta::IN_KERNEL)
+        .and_then(|k| k["events"].as_array())
+        .map(|events| {
+            events
+                .iter()
+                .filter_map(|e| e.as_str().map(str::to_string))
+                .collect()
+        })
+        .unwrap_or_default();
     Some(TracingPath {
-        events: PATH_PERF_RING.to_string(),
+        events: if in_kernel_events.is_empty() {
+            PATH_PERF_RING
+        } else {
+            PATH_BPF
+        }
+        .to_string(),
+        in_kernel_events,
         stack_unwinding: stacks.map(|s| {
             s["events_unwinding"]
                 .as_str()

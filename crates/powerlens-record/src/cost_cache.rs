@@ -45,8 +45,9 @@ pub fn measured_or_kept(
     extra: &str,
 ) -> EventCosts {
     let config = format!(
-        "method={CALIBRATION_METHOD} events={:?} stacks={stacks} user_stack_bytes={} sample_stack_bytes={} cpu_clock={} {extra}",
+        "method={CALIBRATION_METHOD} events={:?} in_kernel={:?} stacks={stacks} user_stack_bytes={} sample_stack_bytes={} cpu_clock={} {extra}",
         collector.events().iter().map(|e| e.full_name()).collect::<Vec<_>>(),
+        collector.in_kernel_events(),
         collector.user_stack_bytes(),
         collector.sample_stack_bytes(),
         collector.has_cpu_clock(),

@@ -16,7 +16,7 @@ use powerlens_store::StoreError;
 use crate::{meta, sampler};
 
 /// The metadata the analysis reads.
-const META_KEYS: [&str; 11] = [
+const META_KEYS: [&str; 12] = [
     meta::MODE,
     meta::MACHINE,
     meta::TARGET,
@@ -28,6 +28,7 @@ const META_KEYS: [&str; 11] = [
     meta::STACKS,
     meta::TRACING_COST,
     meta::UNWIND,
+    meta::IN_KERNEL,
 ];
 
 /// The sample kinds the analysis reads (`THREADS` only reduced recordings have).

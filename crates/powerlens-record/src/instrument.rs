@@ -19,7 +19,8 @@
 //!   samples' cost against the spin's own speed, which moves by more on a VM.
 //!
 //! Tracepoints with no load of their own (IRQ, idle, migration, process events) are plain
-//! records like `sched_stat_runtime` and are costed as one.
+//! perf records like `sched_stat_runtime` and are costed as one (as a timer arming where
+//! runtime records are collected in the kernel, and are no perf records).
 //!
 //! What this measures is each event's direct cost. The indirect costs (caches the handlers
 //! evict, the drainer's wake-ups, wake-ups that cross CPUs through the idle loop) are not
@@ -30,7 +31,7 @@ use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::time::Instant;
 
 use powerlens_core::sched::tracing_cost::{
-    EventCosts, StackedKind, CPU_SAMPLE, OTHER as PLAIN, SWITCH, TIMER_ARM, WAKING,
+    EventCosts, StackedKind, CPU_SAMPLE, OTHER, RUNTIME, SWITCH, TIMER_ARM, WAKING,
 };
 use powerlens_sys::thread::{cpu_time_ns, current_cpu, pin_to_cpu};
 use powerlens_sys::trace::{monotonic_now_ns, Collected, Collector, CPU_CLOCK_EVENT};
@@ -95,7 +96,7 @@ pub fn calibrate(collector: &mut Collector, stacks: bool) -> EventCosts {
         };
         Some((kind, event, load))
     });
-    let mut kinds: Vec<(&str, &str, LoadFn)> = vec![(PLAIN, "sched/sched_stat_runtime", &pingpong)];
+    let mut kinds: Vec<(&str, &str, LoadFn)> = vec![(RUNTIME, RUNTIME_EVENT, &pingpong)];
     kinds.retain(|(_, event, _)| has(event));
     kinds.extend(stacked);
     // With sampled stacks, each kind is measured without its stack (its twin counts and
@@ -142,11 +143,29 @@ pub fn calibrate(collector: &mut Collector, stacks: bool) -> EventCosts {
         }
     }
     // A kind whose load could not run is costed as the nearest kind that was measured.
-    for (kind, like) in [(TIMER_ARM, WAKING), (WAKING, SWITCH), (PLAIN, SWITCH)] {
+    // The other records have no load of their own: they are plain perf records, as a
+    // runtime record is through perf; collected in the kernel, a runtime record is not,
+    // and a timer arming is the nearest.
+    let in_kernel = collector.in_kernel_events();
+    let plain = if in_kernel.iter().any(|e| e == RUNTIME_EVENT) {
+        TIMER_ARM
+    } else {
+        RUNTIME
+    };
+    for (kind, like) in [
+        (TIMER_ARM, WAKING),
+        (WAKING, SWITCH),
+        (RUNTIME, SWITCH),
+        (OTHER, plain),
+        (OTHER, SWITCH),
+    ] {
         if !costs.event_cost_ns.contains_key(kind) {
             if let Some(&ns) = costs.event_cost_ns.get(like) {
                 costs.event_cost_ns.insert(kind.to_string(), ns);
-                let why = costs.method.remove(kind).unwrap_or_default();
+                let why = match costs.method.remove(kind) {
+                    Some(why) => why,
+                    None => "a plain perf record, with no load of its own".to_string(),
+                };
                 costs
                     .method
                     .insert(kind.to_string(), format!("as {like} ({why})"));
@@ -173,6 +192,9 @@ const STACKED_KINDS: [(StackedKind, &[&str]); 3] = [
         &["timer/hrtimer_start", "timer/timer_start"],
     ),
 ];
+
+/// The scheduler's CPU-time updates, the runtime kind's tracepoint.
+const RUNTIME_EVENT: &str = "sched/sched_stat_runtime";
 
 /// A calibration load: runs one round pinned to a CPU.
 type LoadFn<'a> = &'a dyn Fn(u32) -> Load;

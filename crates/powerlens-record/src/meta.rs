@@ -43,6 +43,10 @@ pub const BATTERY: &str = "battery";
 /// start (`powerlens_core::sched::tracing_cost::EventCosts`); absent in reduced
 /// recordings and older ones.
 pub const TRACING_COST: &str = "tracing_cost";
+/// Which tracepoints were collected in the kernel (BPF) and not through perf rings, and
+/// why none were where it was asked for: `{"events": [..], "refused": string | null}`;
+/// absent in reduced recordings and those made before in-kernel collection.
+pub const IN_KERNEL: &str = "in_kernel";
 
 /// A full recording (trace) or the procfs fallback.
 pub const MODE_TRACE: &str = "trace";
@@ -127,6 +131,12 @@ pub(crate) fn write_start(
         .flat_map(|c| c.events().iter().map(|e| e.full_name()))
         .collect();
     w.set_meta(EVENTS, &json!(events))?;
+    if let Some(c) = collector {
+        w.set_meta(
+            IN_KERNEL,
+            &json!({"events": c.in_kernel_events(), "refused": c.in_kernel_refused()}),
+        )?;
+    }
     w.set_meta(
         UNAVAILABLE,
         &json!(collector

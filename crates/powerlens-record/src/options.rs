@@ -51,6 +51,9 @@ pub struct RecordOptions {
     /// second per CPU and event (`--stack-rate`), every one while they are rarer; `None`
     /// for a stack on every one (`--every-stack`).
     pub stack_samples_per_s: Option<u32>,
+    /// Collect the scheduler's switches, wake-ups and CPU-time updates in the kernel (BPF)
+    /// where it allows; `false` (`--perf-rings`) for perf rings throughout.
+    pub in_kernel: bool,
     /// Variables set in the command's environment on top of powerlens's own: what makes
     /// managed runtimes write perf maps (`--jit-names`, [`jit_env`]).
     pub command_env: Vec<(String, String)>,

@@ -28,6 +28,7 @@ fn options(output: std::path::PathBuf, command: &[&str]) -> RecordOptions {
         kernel_stacks: false,
         full_stacks: false,
         stack_samples_per_s: Some(10_000),
+        in_kernel: true,
         command_env: Vec::new(),
         show_phase: no_phase,
         tell_now: tell_nobody,

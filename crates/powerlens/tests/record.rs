@@ -523,6 +523,96 @@ fn live_tracing_cost_covers_each_threads_own_switches() {
     );
 }
 
+/// Issue 28: a default recording collects the scheduler's switches, wake-ups and CPU-time
+/// updates in the kernel (BPF) where the kernel has BTF, says so in its tracing path, and
+/// still counts every switch the kernel counted (getrusage, in the workload's JSON) with
+/// the stacks on; `--perf-rings` takes them through perf rings. With POWERLENS_PERF_RINGS
+/// set (the suite's second pass over the oracle tests) both are perf rings. A kernel
+/// without BTF must give the reason in the recording's `in_kernel` metadata.
+#[test]
+fn live_the_schedulers_events_are_collected_in_the_kernel_unless_told_not_to() {
+    let Some(_serial) = live_recording() else {
+        return;
+    };
+    let forced = std::env::var_os("POWERLENS_PERF_RINGS").is_some();
+    let btf = Path::new("/sys/kernel/btf/vmlinux").exists();
+    let command = [
+        bin(),
+        "workload",
+        "pingpong",
+        "--iterations",
+        "3000",
+        "--pin",
+        "0,0",
+        "--json",
+    ];
+    for perf_rings in [false, true] {
+        let (_dir, rec) = scratch();
+        let mut args = vec![bin(), "record", "-o", rec.to_str().unwrap()];
+        if perf_rings {
+            args.push("--perf-rings");
+        }
+        args.push("--");
+        args.extend_from_slice(&command);
+        let out = with_tracefs(&args, &[]);
+        let workload: Value = serde_json::from_slice(&ok(&out).stdout).unwrap();
+        let report = report_json(&rec, &[]);
+        let path = &report["system"]["tracing_path"];
+        let in_kernel = !perf_rings && !forced && btf;
+        if in_kernel {
+            assert_eq!(path["events"], "bpf", "{path}\n{}", stderr(&out));
+            let events: Vec<&str> = path["in_kernel_events"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|e| e.as_str().unwrap())
+                .collect();
+            assert_eq!(
+                events,
+                [
+                    "sched/sched_switch",
+                    "sched/sched_waking",
+                    "sched/sched_stat_runtime"
+                ]
+            );
+        } else {
+            assert_eq!(path["events"], "perf_ring", "{path}");
+            assert!(path.get("in_kernel_events").is_none(), "{path}");
+        }
+        assert_eq!(path["stack_unwinding"], "stack_copy", "{path}");
+        for t in workload["threads"].as_array().unwrap() {
+            let row = thread_row(&report, t["tid"].as_u64().unwrap());
+            assert_eq!(
+                row["sync_switches"], t["voluntary_switches"],
+                "{in_kernel}: {t}"
+            );
+            assert_eq!(
+                row["preempt_switches"], t["involuntary_switches"],
+                "{in_kernel}: {t}"
+            );
+            let (ours, kernel) = (
+                row["cpu_time_s"].as_f64().unwrap(),
+                t["cpu_clock_s"].as_f64().unwrap(),
+            );
+            assert!(
+                within(ours, kernel, 0.02, 0.0),
+                "{in_kernel}: {ours} vs {kernel}"
+            );
+        }
+        // The players' switches are charged to the program's own functions (sampled
+        // stacks, unwound from the copies).
+        let grid = report_json(&rec, &["--by", "function"]);
+        let own: u64 = grid["functions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|f| f["module"].as_str().unwrap_or("").ends_with("/powerlens"))
+            .map(|f| f["sync_switches"].as_u64().unwrap())
+            .sum();
+        assert!(own > 0, "{in_kernel}: {:#}", grid["functions"]);
+    }
+}
+
 /// Issue 28: the report's estimate of what tracing cost the traced threads against what
 /// recording added to them, measured: the same pinned ping-pong (ping, pong and a spinner
 /// on cpu0) run bare and recorded in turns, ping's and pong's CPU time read by each thread

@@ -139,6 +139,16 @@ pub struct RecordArgs {
     #[arg(long)]
     pub reduced: bool,
 
+    /// Collect every tracepoint through perf ring buffers. By default the scheduler's
+    /// switches, wake-ups and CPU-time updates are collected in the kernel (BPF) where it
+    /// allows (BTF, the bpf syscall): the same events, at a fraction of what perf records
+    /// cost the traced threads (docs/RECORD.md, How events are collected). Switches and
+    /// wake-ups whose stacks need the kernel's help (--kernel-stacks, --full-stacks) go
+    /// through perf either way.
+    #[arg(long, env = "POWERLENS_PERF_RINGS",
+          value_parser = clap::builder::FalseyValueParser::new())]
+    pub perf_rings: bool,
+
     /// Hide the command's output (it is shown by default).
     #[arg(long)]
     pub quiet_command: bool,
@@ -188,6 +198,7 @@ pub fn execute(global: &GlobalArgs, args: RecordArgs) -> anyhow::Result<ExitCode
         kernel_stacks: args.kernel_stacks,
         full_stacks: args.full_stacks,
         stack_samples_per_s: (!args.every_stack).then_some(args.stack_rate),
+        in_kernel: !args.perf_rings,
         command_env,
         show_phase: crate::progress::phase,
         tell_now: |message| eprintln!("powerlens: {message}"),
