@@ -726,3 +726,94 @@ fn live_cpu_clock_samples_and_mappings() {
         assert_eq!(c.total_lost(), 0);
     });
 }
+
+/// The calling thread's CPU time (CLOCK_THREAD_CPUTIME_ID), ns.
+fn own_cpu_ns() -> u64 {
+    crate::thread::cpu_time_ns().unwrap()
+}
+
+/// Issue 28, in-kernel collection against the kernel's own counts: a sleeper's blocking
+/// switch-outs equal its voluntary context switches (getrusage), its runtime records add
+/// up to its CLOCK_THREAD_CPUTIME_ID, and a thread still spinning when collection stops
+/// keeps its last stretch (the sums the programs held, turned into records by `disable`).
+/// Skips where the kernel has no BTF, saying so; on such a kernel `open` must say why it
+/// fell back.
+#[test]
+fn live_in_kernel_switches_and_cpu_time_are_the_kernels() {
+    with_tracefs(|roots| {
+        let events = [
+            "sched/sched_switch",
+            "sched/sched_waking",
+            "sched/sched_stat_runtime",
+        ];
+        let options = CollectorOptions {
+            buffer_pages: 64,
+            in_kernel: true,
+            ..Default::default()
+        };
+        let mut c = Collector::open(roots, &events, options).unwrap();
+        if !std::path::Path::new("/sys/kernel/btf/vmlinux").exists() {
+            let why = c
+                .in_kernel_refused()
+                .expect("a kernel without BTF says why");
+            eprintln!("skipped: no BTF here, and the collector said so: {why}");
+            return;
+        }
+        assert_eq!(c.in_kernel_events(), events, "{:?}", c.in_kernel_refused());
+        assert_eq!(c.events().len(), 3);
+        c.enable().unwrap();
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let spinner = {
+            let stop = stop.clone();
+            std::thread::spawn(move || {
+                // SAFETY: gettid has no preconditions.
+                let tid = unsafe { libc::gettid() } as u32;
+                let start = own_cpu_ns();
+                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    std::hint::spin_loop();
+                }
+                (tid, own_cpu_ns() - start)
+            })
+        };
+        let sleeper = run_sleeper(200, Duration::from_millis(1));
+        std::thread::sleep(Duration::from_millis(30));
+        // Stopped while the spinner still spins: its last stretch is in the sums.
+        c.disable().unwrap();
+        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        let (spinner_tid, spinner_ns) = spinner.join().unwrap();
+        let (switch, runtime) = (0, 2);
+        let (mut blocked, mut runtime_of_spinner) = (0u64, 0u64);
+        c.drain(|r| {
+            let d = r.decoded();
+            if r.event == switch
+                && d.i64("prev_pid").unwrap() as u32 == sleeper.tid
+                && (sleeper.start_ns..=sleeper.end_ns).contains(&r.time_ns)
+                && d.i64("prev_state").unwrap() & 0xff != 0
+            {
+                blocked += 1;
+            }
+            if r.event == runtime && d.i64("pid").unwrap() as u32 == spinner_tid {
+                runtime_of_spinner += d.u64("runtime").unwrap();
+            }
+        });
+        eprintln!(
+            "sleeper: {blocked} blocking switch-outs, {} voluntary switches; spinner: runtime records {runtime_of_spinner} ns, its clock {spinner_ns} ns; lost {:?}",
+            sleeper.voluntary,
+            c.lost()
+        );
+        assert_eq!(c.total_lost(), 0);
+        assert!(sleeper.voluntary >= 200);
+        assert!(
+            blocked.abs_diff(sleeper.voluntary) <= 2,
+            "{blocked} vs {}",
+            sleeper.voluntary
+        );
+        // The spinner ran from before enable()'s return to after disable(): its clock
+        // holds a little more than the traced stretch, never less.
+        assert!(runtime_of_spinner > 0, "no runtime record of the spinner");
+        assert!(
+            runtime_of_spinner <= spinner_ns && runtime_of_spinner * 10 >= spinner_ns * 8,
+            "{runtime_of_spinner} ns recorded of {spinner_ns} ns"
+        );
+    });
+}
