@@ -81,11 +81,11 @@ db_state() { if [ -e "$default_db" ]; then stat -c '%s %Y' "$default_db"; else e
 db_before=$(db_state)
 echo "== cargo test" >&2
 cargo test --workspace --locked
-# The oracle tests of recordings once more with every event through perf rings, the
+# The oracle tests of recordings and of the agent once more with every event through perf rings, the
 # fallback where the kernel cannot collect in-kernel (docs/RECORD.md, How events are
 # collected): the same oracles must hold on both paths.
 echo "== the recording oracle tests again, every event through perf rings (POWERLENS_PERF_RINGS=1)" >&2
-POWERLENS_PERF_RINGS=1 cargo test --locked -p powerlens --test record --test stacks --test advice
+POWERLENS_PERF_RINGS=1 cargo test --locked -p powerlens --test record --test stacks --test advice --test agent
 if [ "$(db_state)" != "$db_before" ]; then
     echo "test.sh: a test wrote to the user's default results database ($default_db): give it its own (--db / POWERLENS_DB)" >&2
     exit 1

@@ -26,6 +26,9 @@ pub struct Options {
     pub interval: Duration,
     /// The version powerlens_build_info shows: the program's, not this library's.
     pub version: &'static str,
+    /// How the session's events come from the kernel (powerlens_build_info's
+    /// `tracing_path`: `bpf`, `perf_ring`, `none`).
+    pub tracing_path: &'static str,
 }
 
 /// The web config read and checked, the address bound; nothing served yet.
@@ -92,6 +95,7 @@ impl Listening {
             lost_records: traced.then_some(0),
             interval: options.interval,
             version: options.version,
+            tracing_path: options.tracing_path,
             last_close: Instant::now(),
         }));
         let watch = WebConfigWatch::new(

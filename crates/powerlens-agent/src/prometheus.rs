@@ -6,7 +6,6 @@ use std::fmt::Write;
 
 use powerlens_core::monitor::cgroup::identify;
 use powerlens_core::monitor::{Counters, Monitor};
-use powerlens_core::sched::tracing_cost::PATH_PERF_RING;
 
 /// Everything one scrape shows.
 pub struct AgentMetrics<'a> {
@@ -23,6 +22,8 @@ pub struct AgentMetrics<'a> {
     pub trace_duty: f64,
     pub mode_reason: &'a str,
     pub version: &'a str,
+    /// How the events come from the kernel: `bpf`, `perf_ring`, or `none` when reduced.
+    pub tracing_path: &'a str,
     /// (cpu, state name, cumulative seconds), the kernel's cpuidle counters.
     pub idle_states: &'a [(u32, String, f64)],
     pub lost_records: Option<u64>,
@@ -414,13 +415,13 @@ pub fn render(m: &AgentMetrics<'_>, format: Format) -> String {
         "powerlens_build_info",
         "info",
         None,
-        "The agent's version, how it measures (trace: tracing throughout; windows: procfs for CPU time, tracing for trace_duty of each interval; reduced: procfs samples, with the reason), the path its tracing takes (perf_ring: perf ring buffers, one per CPU; none when reduced), the share of time it traces and its interval.",
+        "The agent's version, how it measures (trace: tracing throughout; windows: procfs for CPU time, tracing for trace_duty of each interval; reduced: procfs samples, with the reason), the path its tracing takes (bpf: switches and wake-ups collected in the kernel by BPF programs, the rest through perf ring buffers; perf_ring: perf ring buffers, one per CPU, throughout; none when reduced), the share of time it traces and its interval.",
     );
-    // The only tracing path so far; a reduced agent traces nothing.
+    // A reduced agent traces nothing, whatever it was asked.
     let tracing_path = if m.mode == "reduced" {
         "none"
     } else {
-        PATH_PERF_RING
+        m.tracing_path
     };
     w.sample(
         "powerlens_build_info",
@@ -448,6 +449,7 @@ mod tests {
         ProcessKey,
     };
     use powerlens_core::sched::analysis::WakeupCauses;
+    use powerlens_core::sched::tracing_cost::PATH_PERF_RING;
 
     /// Per pid: the tests that name a process by its pid label.
     fn monitor() -> Monitor {
@@ -512,6 +514,7 @@ mod tests {
             trace_duty: 1.0,
             mode_reason: "",
             version: "0.1.0",
+            tracing_path: PATH_PERF_RING,
             idle_states: &[],
             lost_records: Some(0),
             self_cpu_s: 0.5,

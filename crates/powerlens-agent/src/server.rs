@@ -245,6 +245,7 @@ fn metrics(state: &Mutex<State>, format: Format) -> String {
             trace_duty: s.trace_duty,
             mode_reason: &s.mode_reason,
             version: s.version,
+            tracing_path: s.tracing_path,
             idle_states: &s.idle_states,
             lost_records: s.lost_records,
             self_cpu_s,

@@ -21,6 +21,8 @@ pub struct State {
     pub interval: Duration,
     /// powerlens_build_info's `version`.
     pub version: &'static str,
+    /// powerlens_build_info's `tracing_path`.
+    pub tracing_path: &'static str,
     /// When the last interval closed (or the agent started).
     pub last_close: Instant,
 }

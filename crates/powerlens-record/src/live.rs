@@ -27,7 +27,7 @@ use powerlens_core::monitor::{
 use powerlens_core::provenance::Provenance;
 use powerlens_core::sched::analysis::WakeupCauses;
 use powerlens_core::sched::event::EventKind;
-use powerlens_core::sched::tracing_cost::EventCosts;
+use powerlens_core::sched::tracing_cost::{EventCosts, PATH_BPF, PATH_PERF_RING};
 use powerlens_sys::taskstats::{ExitListener, ExitScope, TaskExit};
 use powerlens_sys::trace::{monotonic_now_ns, Collector, CollectorOptions, TraceSwitch};
 use powerlens_sys::{cpuidle, procfs, topology, Roots, SysError};
@@ -49,6 +49,9 @@ pub struct LiveOptions {
     pub idle: IdlePower,
     /// How much to trace, where tracing is possible.
     pub tracing: Tracing,
+    /// Collect the scheduler's switches and wake-ups (and CPU-time updates, when traced)
+    /// in the kernel (BPF) where it allows; `false` (`--perf-rings`) for perf rings.
+    pub in_kernel: bool,
 }
 
 /// How much of the time a live session traces.
@@ -171,6 +174,10 @@ struct TraceSource {
     /// What one traced event of each kind costs the thread it fires in, measured when
     /// the session started: the session's own cost to the processes it watches.
     costs: EventCosts,
+    /// How its events come from the kernel: the tracepoints collected in the kernel
+    /// (none: perf rings throughout), and why none were where it was asked for.
+    in_kernel_events: Vec<String>,
+    in_kernel_refused: Option<String>,
 }
 
 #[derive(Default)]
@@ -274,6 +281,44 @@ impl LiveSession {
 
     pub fn mode(&self) -> &Mode {
         &self.mode
+    }
+
+    fn trace(&self) -> Option<&TraceSource> {
+        match &self.source {
+            Source::Trace(t) => Some(t),
+            Source::Windows(w) => Some(&w.trace),
+            Source::Procfs(_) => None,
+        }
+    }
+
+    /// How the session's events come from the kernel: [`PATH_BPF`] (the scheduler's in
+    /// the kernel, the rest through perf rings), [`PATH_PERF_RING`], or `none` when it
+    /// samples procfs.
+    pub fn tracing_path(&self) -> &'static str {
+        match self.trace() {
+            Some(t) if !t.in_kernel_events.is_empty() => PATH_BPF,
+            Some(_) => PATH_PERF_RING,
+            None => "none",
+        }
+    }
+
+    /// One line for the user on how the session traces, when it does.
+    pub fn describe_tracing(&self) -> Option<String> {
+        let t = self.trace()?;
+        Some(match (&t.in_kernel_events[..], &t.in_kernel_refused) {
+            ([], None) => "tracing: every event through perf ring buffers (--perf-rings)".into(),
+            ([], Some(why)) => format!(
+                "tracing: every event through perf ring buffers; in-kernel collection unavailable ({why}), which costs the watched processes more"
+            ),
+            (events, _) => format!(
+                "tracing: {} collected in the kernel (BPF), the other events through perf ring buffers",
+                events
+                    .iter()
+                    .map(|e| e.rsplit('/').next().unwrap_or(e))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        })
     }
 
     /// One line for the user when CPU time comes from procfs: whether processes that end
@@ -560,6 +605,7 @@ fn open_trace(
     let options = CollectorOptions {
         buffer_pages: opts.buffer_pages,
         callchains: false,
+        in_kernel: opts.in_kernel,
         ..Default::default()
     };
     // In windows, CPU time comes from procfs: the trace needs no runtime updates.
@@ -572,6 +618,8 @@ fn open_trace(
     let config = if windows { "agent-windows" } else { "agent" };
     let costs = crate::cost_cache::measured_or_kept(roots, &mut collector, false, config);
     let converter = Converter::new(collector.events());
+    let in_kernel_events = collector.in_kernel_events();
+    let in_kernel_refused = collector.in_kernel_refused().map(str::to_string);
     let mut threads = ThreadTable::default();
     threads.scan_procfs(roots);
     let switch = collector.switch()?;
@@ -587,6 +635,8 @@ fn open_trace(
         threads: Vec::new(),
         lost: 0,
         costs,
+        in_kernel_events,
+        in_kernel_refused,
     };
     Ok(Ok((source, switch)))
 }

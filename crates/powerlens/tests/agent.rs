@@ -587,6 +587,28 @@ fn the_agents_figures_are_the_kernels() {
     let node_tracing =
         sample(&body, "powerlens_tracing_cpu_seconds_total", &[]).expect("the node's tracing cost");
     assert!(node_tracing >= tracing, "{node_tracing} < {tracing}");
+    // The path it traced by: in the kernel where it has BTF (the default), perf rings
+    // when told (the suite's second pass sets POWERLENS_PERF_RINGS).
+    let path = if std::env::var_os("POWERLENS_PERF_RINGS").is_none()
+        && std::path::Path::new("/sys/kernel/btf/vmlinux").exists()
+    {
+        "bpf"
+    } else {
+        "perf_ring"
+    };
+    assert!(
+        sample(
+            &body,
+            "powerlens_build_info",
+            &[&format!("tracing_path=\"{path}\"")]
+        )
+        .is_some(),
+        "{}",
+        body.lines()
+            .filter(|l| l.starts_with("powerlens_build_info"))
+            .collect::<Vec<_>>()
+            .join("\n")
+    );
 }
 
 /// Issue 28, at the agent's defaults: CPU time from /proc (which costs the watched

@@ -28,6 +28,14 @@ pub struct LiveArgs {
     #[arg(long)]
     pub reduced: bool,
 
+    /// Trace every event through perf ring buffers. By default the scheduler's switches
+    /// and wake-ups are collected in the kernel (BPF) where it allows: the same events, at
+    /// a fraction of what perf records cost the watched processes (docs/RECORD.md, How
+    /// events are collected).
+    #[arg(long, env = "POWERLENS_PERF_RINGS",
+          value_parser = clap::builder::FalseyValueParser::new())]
+    pub perf_rings: bool,
+
     #[command(flatten)]
     pub meter: MeterArgs,
 }
@@ -45,6 +53,7 @@ impl LiveArgs {
                 .map(IdlePower::Fixed)
                 .unwrap_or(IdlePower::Lowest),
             tracing: if self.reduced { Tracing::Off } else { tracing },
+            in_kernel: !self.perf_rings,
         }
     }
 }

@@ -782,7 +782,14 @@ impl Collector {
                 counters.push((cpu.cpu, dup));
             }
         }
-        Ok(TraceSwitch { counters })
+        let in_kernel = match &self.in_kernel {
+            Some((kernel, _)) => Some(kernel.control_switch().map_err(in_kernel_failed)?),
+            None => None,
+        };
+        Ok(TraceSwitch {
+            counters,
+            in_kernel,
+        })
     }
 
     fn each_counter(
@@ -1283,17 +1290,30 @@ const TRACEFS_PERMISSION_FIX: &str =
 #[derive(Debug)]
 pub struct TraceSwitch {
     counters: Vec<(u32, PerfCounter)>,
+    /// The in-kernel programs' switch, when the collector serves any.
+    in_kernel: Option<in_kernel::ControlSwitch>,
 }
 
 impl TraceSwitch {
     /// Starts every source on every CPU.
     pub fn enable(&self) -> Result<(), SysError> {
+        self.set_in_kernel(true)?;
         self.each(PerfCounter::enable, "PERF_EVENT_IOC_ENABLE")
     }
 
     /// Stops every source; what is in the rings can still be drained.
     pub fn disable(&self) -> Result<(), SysError> {
+        self.set_in_kernel(false)?;
         self.each(PerfCounter::disable, "PERF_EVENT_IOC_DISABLE")
+    }
+
+    fn set_in_kernel(&self, on: bool) -> Result<(), SysError> {
+        match &self.in_kernel {
+            Some(switch) => switch
+                .set(on)
+                .map_err(|e| in_kernel_failed(format!("BPF_MAP_UPDATE_ELEM of its control: {e}"))),
+            None => Ok(()),
+        }
     }
 
     fn each(

@@ -19,9 +19,9 @@
 
 pub mod records;
 
-use std::os::fd::{AsRawFd, RawFd};
+use std::os::fd::{AsFd, AsRawFd, OwnedFd, RawFd};
 
-use aya::maps::{Array, MapData, PerCpuArray, PerCpuValues, RingBuf};
+use aya::maps::{Array, Map, MapData, PerCpuArray, PerCpuValues, RingBuf};
 use aya::programs::BtfTracePoint;
 use aya::{Btf, Ebpf, EbpfLoader};
 
@@ -83,6 +83,8 @@ pub struct InKernel {
     /// (0: every event), when switches' and wake-ups' stacks are taken here.
     stack_interval_ns: Option<u64>,
     control: Array<MapData, u32>,
+    /// The `control` map's descriptor again, for a [`ControlSwitch`] on another thread.
+    control_fd: OwnedFd,
     config: Array<MapData, u64>,
     paces: PerCpuArray<MapData, StackPace>,
     sums: PerCpuArray<MapData, RuntimeSum>,
@@ -136,7 +138,13 @@ impl InKernel {
             ebpf.take_map(name)
                 .ok_or_else(|| format!("the BPF object has no map {name}"))
         };
-        let control = Array::try_from(map(&mut ebpf, "control")?).map_err(|e| chain(&e))?;
+        let control = map(&mut ebpf, "control")?;
+        let control_fd = match &control {
+            Map::Array(data) => data.fd().as_fd().try_clone_to_owned(),
+            _ => return Err("the BPF object's control map is not an array".into()),
+        }
+        .map_err(|e| format!("dup of the control map: {e}"))?;
+        let control = Array::try_from(control).map_err(|e| chain(&e))?;
         let mut config: Array<MapData, u64> =
             Array::try_from(map(&mut ebpf, "config")?).map_err(|e| chain(&e))?;
         let paces = PerCpuArray::try_from(map(&mut ebpf, "stack_paces")?).map_err(|e| chain(&e))?;
@@ -156,6 +164,7 @@ impl InKernel {
             kinds: kinds.to_vec(),
             stack_interval_ns: stacks.map(|(ns, _)| ns),
             control,
+            control_fd,
             config,
             paces,
             sums,
@@ -298,11 +307,77 @@ impl InKernel {
             .unwrap_or_default()
     }
 
+    /// A switch for every kind loaded, for another thread (a monitor that traces in
+    /// windows): its own descriptor of the control map.
+    pub fn control_switch(&self) -> Result<ControlSwitch, String> {
+        Ok(ControlSwitch {
+            fd: self
+                .control_fd
+                .try_clone()
+                .map_err(|e| format!("dup of the control map: {e}"))?,
+            kinds: self.kinds.clone(),
+        })
+    }
+
     /// The ring's descriptor, readable when the programs ask for a wake-up (the ring is
     /// half full).
     pub fn fd(&self) -> RawFd {
         self.records.as_raw_fd()
     }
+}
+
+/// Switches the programs' kinds on and off from another thread than the collector's
+/// ([`InKernel::control_switch`]).
+#[derive(Debug)]
+pub struct ControlSwitch {
+    fd: OwnedFd,
+    kinds: Vec<Kind>,
+}
+
+impl ControlSwitch {
+    /// Every kind loaded on (`true`) or off.
+    pub fn set(&self, on: bool) -> std::io::Result<()> {
+        for kind in &self.kinds {
+            update_u32(&self.fd, kind.control_index(), u32::from(on))?;
+        }
+        Ok(())
+    }
+}
+
+/// `bpf(BPF_MAP_UPDATE_ELEM)` of a u32 array element: the one call a [`ControlSwitch`]
+/// makes, without a map object (aya's maps are not shared across threads).
+fn update_u32(map: &OwnedFd, index: u32, value: u32) -> std::io::Result<()> {
+    // The kernel's `union bpf_attr` for element commands: map_fd, key, value, flags.
+    #[repr(C)]
+    struct ElemAttr {
+        map_fd: u32,
+        _pad: u32,
+        key: u64,
+        value: u64,
+        flags: u64,
+    }
+    const BPF_MAP_UPDATE_ELEM: libc::c_long = 2;
+    let attr = ElemAttr {
+        map_fd: map.as_raw_fd() as u32,
+        _pad: 0,
+        key: &index as *const u32 as u64,
+        value: &value as *const u32 as u64,
+        flags: 0,
+    };
+    // SAFETY: `attr` is a valid bpf_attr prefix for BPF_MAP_UPDATE_ELEM whose key and
+    // value point at live u32s of the map's key and value size; the size passed is its own.
+    let rc = unsafe {
+        libc::syscall(
+            libc::SYS_bpf,
+            BPF_MAP_UPDATE_ELEM,
+            &attr as *const ElemAttr,
+            std::mem::size_of::<ElemAttr>(),
+        )
+    };
+    if rc < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(())
 }
 
 /// Loads `program` of `ebpf` for `tracepoint` and attaches it.

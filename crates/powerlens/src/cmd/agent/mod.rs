@@ -169,6 +169,9 @@ pub fn execute(global: &GlobalArgs, args: AgentArgs) -> anyhow::Result<ExitCode>
     if let Some(line) = session.describe_cpu_time() {
         eprintln!("powerlens: {line}");
     }
+    if let Some(line) = session.describe_tracing() {
+        eprintln!("powerlens: {line}");
+    }
     eprintln!("powerlens: {}", session.describe_energy());
     let options = Options {
         monitor: MonitorConfig {
@@ -181,6 +184,7 @@ pub fn execute(global: &GlobalArgs, args: AgentArgs) -> anyhow::Result<ExitCode>
         per_process: args.by != By::Cgroup,
         interval: args.live.interval,
         version: env!("CARGO_PKG_VERSION"),
+        tracing_path: session.tracing_path(),
     };
     let scheme = listening.scheme();
     let protection = listening
