@@ -402,7 +402,10 @@ fn run(
     for (cpu, n) in decoded.lost {
         match lost.iter_mut().find(|(c, _)| *c == cpu) {
             Some((_, l)) => *l += n,
-            None => lost.push((cpu, n)),
+            // A chunk of no CPU of the collector's (the in-kernel ring's copies, whose
+            // records carry their own CPU) is listed only when one could not be read.
+            None if n > 0 => lost.push((cpu, n)),
+            None => {}
         }
     }
     Ok(DrainEnd {
