@@ -243,11 +243,6 @@ impl InKernel {
         )
     }
 
-    /// Whether switches and wake-ups carry their stacks here.
-    pub fn takes_stacks(&self) -> bool {
-        self.stack_interval_ns.is_some()
-    }
-
     /// Switches every kind off; what the CPU-time sums still hold becomes runtime records
     /// (at `now_ns`) for the next [`InKernel::copy_out`], so that a thread running when
     /// collection stopped keeps its last stretch.
