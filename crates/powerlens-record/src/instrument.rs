@@ -170,7 +170,10 @@ pub fn calibrate(collector: &mut Collector, stacks: bool) -> EventCosts {
                     .method
                     .insert(kind.to_string(), format!("as {like} ({why})"));
             }
-            if let Some(&ns) = costs.stack_cost_ns.get(like) {
+            // Only a stacked kind has a stack to cost: a plain record costed as a timer
+            // arming takes the arming's cost, not its stack's.
+            let stacked = STACKED_KINDS.iter().any(|&(k, _)| k.key() == kind);
+            if let (true, Some(&ns)) = (stacked, costs.stack_cost_ns.get(like)) {
                 costs.stack_cost_ns.insert(kind.to_string(), ns);
             }
         }
