@@ -189,7 +189,7 @@ pub const PERTURBATION_WARN_PCT: f64 = 10.0;
 /// per CPU.
 pub const PATH_PERF_RING: &str = "perf_ring";
 /// `TracingPath::events` of a recording whose busiest scheduler events were collected in
-/// the kernel (BPF programs, one BPF ring buffer; `TracingPath::in_kernel_events` says
+/// the kernel (BPF programs, a BPF ring buffer per CPU; `TracingPath::in_kernel_events` says
 /// which), the others through perf ring buffers.
 pub const PATH_BPF: &str = "bpf";
 /// `TracingPath::stack_unwinding`: user stacks unwound from the copy of the top of each

@@ -377,11 +377,11 @@ impl Collector {
         if options.in_kernel {
             let kinds = served::servable(events, &options);
             if !kinds.is_empty() {
-                // One ring for every CPU, and records a third the size of perf's: twice
-                // what the perf rings would hold.
-                let ring_bytes = (pages * page_size() * cpus.len() * 2).max(8 << 20);
+                // A ring per CPU, twice the size of a perf ring for records a third the
+                // size of perf's, and 8 MiB in all at least.
+                let ring_bytes = (pages * page_size() * 2).max((8 << 20) / cpus.len().max(1));
                 let stacks = served::stacks_for(&kinds, &options);
-                match InKernel::open_with_stacks(&kinds, ring_bytes, stacks) {
+                match InKernel::open_with_stacks(&kinds, &cpus, ring_bytes, stacks) {
                     Ok(k) => in_kernel = Some(k),
                     Err(why) => collector.in_kernel_refused = Some(why),
                 }
@@ -908,7 +908,7 @@ impl Collector {
     /// Blocks until some CPU's ring is half full or `timeout` passes, so that a recorder
     /// drains when there is work instead of spinning. Returns whether a ring is ready.
     pub fn wait(&self, timeout: std::time::Duration) -> Result<bool, SysError> {
-        let in_kernel = self.in_kernel.as_ref().map(|(k, _)| k.fd());
+        let in_kernel = self.in_kernel.iter().flat_map(|(k, _)| k.fds());
         let mut fds: Vec<libc::pollfd> = self
             .cpus
             .iter()

@@ -1,6 +1,6 @@
 //! The tracepoints the collector has served in the kernel ([`crate::trace::in_kernel`])
 //! instead of through its perf rings: which ones, where their records go in the
-//! collector's event list, and how a copy of the BPF ring decodes into the same
+//! collector's event list, and how a copy of the BPF rings decodes into the same
 //! [`TraceRecord`]s a perf ring's records do.
 
 use crate::trace::format::EventFormat;
@@ -9,7 +9,7 @@ use crate::trace::in_kernel::MAX_STACK_BYTES;
 
 use super::{Callchain, Collected, TraceRecord, UserRegs};
 
-/// The `cpu` of the [`super::RawChunk`] that holds a copy of the BPF ring (whose
+/// The `cpu` of the [`super::RawChunk`] that holds a copy of the BPF rings (whose
 /// records carry their own CPU).
 pub(super) const IN_KERNEL_CHUNK: u32 = u32::MAX;
 
@@ -40,7 +40,7 @@ impl Served {
             .collect()
     }
 
-    /// Passes each record of a copy of the BPF ring to `f`, as the tracepoint records it
+    /// Passes each record of a copy of the BPF rings to `f`, as the tracepoint records it
     /// stands for (a switch's CPU time first, as a runtime record); a record that cannot
     /// be read is counted in `lost`. Returns how many records were passed.
     pub(super) fn decode<'a>(

@@ -4,7 +4,7 @@
 //! Through perf, each hit of these writes a perf record from the traced thread's own
 //! context, and their handlers were most of what tracing cost a switch-bound program.
 //! Here BPF programs on the same tracepoints (`tp_btf`) write one compact record per
-//! switch and per wake-up to one BPF ring buffer, and sum the scheduler's CPU-time updates
+//! switch and per wake-up to a BPF ring buffer per CPU, and sum the scheduler's CPU-time updates
 //! (a few per switch) in a per-CPU map instead of writing each: the sum goes out with the
 //! thread's next switch. On this project's VMs that cost a pinned ping-pong about a quarter
 //! of what the same three tracepoints cost it through perf (docs/COLLECTOR.md).
@@ -21,7 +21,7 @@ pub mod records;
 
 use std::os::fd::{AsFd, AsRawFd, OwnedFd, RawFd};
 
-use aya::maps::{Array, Map, MapData, PerCpuArray, PerCpuValues, RingBuf};
+use aya::maps::{Array, ArrayOfMaps, Map, MapData, PerCpuArray, PerCpuValues, RingBuf};
 use aya::programs::BtfTracePoint;
 use aya::{Btf, Ebpf, EbpfLoader};
 
@@ -89,7 +89,8 @@ pub struct InKernel {
     paces: PerCpuArray<MapData, StackPace>,
     sums: PerCpuArray<MapData, RuntimeSum>,
     lost: PerCpuArray<MapData, u64>,
-    records: RingBuf<MapData>,
+    /// Each CPU's ring, by CPU number.
+    rings: Vec<(u32, RingBuf<MapData>)>,
     /// Runtime records made from the sums when collection stopped, for the next copy.
     leftover: Vec<u8>,
 }
@@ -103,11 +104,11 @@ impl std::fmt::Debug for InKernel {
 }
 
 impl InKernel {
-    /// Loads the programs of `kinds` with a ring of about `ring_bytes` (rounded up to a
-    /// power of two pages) and attaches them, switched off. The error says why in words
-    /// a user can act on.
-    pub fn open(kinds: &[Kind], ring_bytes: usize) -> Result<InKernel, String> {
-        Self::open_with_stacks(kinds, ring_bytes, None)
+    /// Loads the programs of `kinds` with a ring for each of `cpus` of about `ring_bytes`
+    /// (rounded up to a power of two pages) and attaches them, switched off. The error
+    /// says why in words a user can act on.
+    pub fn open(kinds: &[Kind], cpus: &[u32], ring_bytes: usize) -> Result<InKernel, String> {
+        Self::open_with_stacks(kinds, cpus, ring_bytes, None)
     }
 
     /// As [`InKernel::open`]; with `stacks` (the least time between two stacks of a kind
@@ -115,16 +116,18 @@ impl InKernel {
     /// switches and wake-ups carry sampled stacks.
     pub fn open_with_stacks(
         kinds: &[Kind],
+        cpus: &[u32],
         ring_bytes: usize,
         stacks: Option<(u64, u32)>,
     ) -> Result<InKernel, String> {
         let btf = Btf::from_sys_fs().map_err(|e| {
             format!("the kernel's BTF could not be read ({e}); it needs CONFIG_DEBUG_INFO_BTF")
         })?;
-        let ring = ring_bytes.max(1 << 20).next_power_of_two().min(1 << 30) as u32;
+        let ring = ring_bytes.max(1 << 16).next_power_of_two().min(1 << 30) as u32;
+        let slots = cpus.iter().max().map_or(1, |&c| c + 1);
         let mut ebpf = EbpfLoader::new()
             .btf(Some(&btf))
-            .map_max_entries("records", ring)
+            .map_max_entries("rings", slots)
             .load(OBJECT)
             .map_err(|e| format!("the BPF programs could not be loaded: {}", chain(&e)))?;
         for &(program, tracepoint, needed_by) in &PROGRAMS {
@@ -158,7 +161,14 @@ impl InKernel {
             .map_err(|e| chain(&e))?;
         let sums = PerCpuArray::try_from(map(&mut ebpf, "runtime_sums")?).map_err(|e| chain(&e))?;
         let lost = PerCpuArray::try_from(map(&mut ebpf, "lost")?).map_err(|e| chain(&e))?;
-        let records = RingBuf::try_from(map(&mut ebpf, "records")?).map_err(|e| chain(&e))?;
+        let mut slots: ArrayOfMaps<MapData, RingBuf<MapData>> =
+            ArrayOfMaps::try_from(map(&mut ebpf, "rings")?).map_err(|e| chain(&e))?;
+        let mut rings = Vec::with_capacity(cpus.len());
+        for &cpu in cpus {
+            let ring = new_ring(ring).map_err(|e| format!("a BPF ring for CPU {cpu}: {e}"))?;
+            slots.set(cpu, &ring, 0).map_err(|e| chain(&e))?;
+            rings.push((cpu, ring));
+        }
         Ok(InKernel {
             _ebpf: ebpf,
             kinds: kinds.to_vec(),
@@ -169,7 +179,7 @@ impl InKernel {
             paces,
             sums,
             lost,
-            records,
+            rings,
             leftover: Vec::new(),
         })
     }
@@ -277,14 +287,18 @@ impl InKernel {
         self.sums.set(0, empty, 0).map_err(|e| chain(&e))
     }
 
-    /// Appends every record the ring holds to `out`, each behind its length
-    /// ([`records::framed`] reads them back), and frees the ring. Returns the bytes.
+    /// Appends every record the rings hold to `out`, each behind its length
+    /// ([`records::framed`] reads them back), CPU after CPU, and frees the rings. Returns
+    /// the bytes. The runtime records made when collection stopped come last, after the
+    /// events that came before them.
     pub fn copy_out(&mut self, out: &mut Vec<u8>) -> usize {
         let before = out.len();
-        out.append(&mut self.leftover);
-        while let Some(item) = self.records.next() {
-            records::push_framed(out, &item);
+        for (_, ring) in &mut self.rings {
+            while let Some(item) = ring.next() {
+                records::push_framed(out, &item);
+            }
         }
+        out.append(&mut self.leftover);
         out.len() - before
     }
 
@@ -314,10 +328,10 @@ impl InKernel {
         })
     }
 
-    /// The ring's descriptor, readable when the programs ask for a wake-up (the ring is
-    /// half full).
-    pub fn fd(&self) -> RawFd {
-        self.records.as_raw_fd()
+    /// The rings' descriptors, each readable when the programs ask for a wake-up (its
+    /// ring is half full).
+    pub fn fds(&self) -> impl Iterator<Item = RawFd> + '_ {
+        self.rings.iter().map(|(_, ring)| ring.as_raw_fd())
     }
 }
 
@@ -376,6 +390,16 @@ fn update_u32(map: &OwnedFd, index: u32, value: u32) -> std::io::Result<()> {
 }
 
 /// Loads `program` of `ebpf` for `tracepoint` and attaches it.
+/// A BPF ring buffer of `bytes` (a power of two pages), for one CPU.
+fn new_ring(bytes: u32) -> Result<RingBuf<MapData>, String> {
+    let def = aya_obj::Map::new_from_params(RINGBUF_MAP_TYPE, 0, 0, bytes, 0);
+    let data = MapData::create(def, "powerlens_ring", None).map_err(|e| chain(&e))?;
+    RingBuf::try_from(Map::RingBuf(data)).map_err(|e| chain(&e))
+}
+
+/// BPF_MAP_TYPE_RINGBUF.
+const RINGBUF_MAP_TYPE: u32 = 27;
+
 fn attach(ebpf: &mut Ebpf, btf: &Btf, program: &str, tracepoint: &str) -> Result<(), String> {
     let p: &mut BtfTracePoint = ebpf
         .program_mut(program)
@@ -418,6 +442,62 @@ fn short_verifier_log(s: &str) -> String {
 
 #[cfg(test)]
 mod tests {
+    use super::*;
+
+    /// A thread pinned to `cpu` that sleeps `n` times: each sleep is a switch there.
+    fn switches_on(cpu: usize, n: usize) -> u32 {
+        std::thread::spawn(move || {
+            crate::thread::pin_to_cpu(cpu).unwrap();
+            for _ in 0..n {
+                std::thread::sleep(std::time::Duration::from_micros(200));
+            }
+            // SAFETY: gettid has no preconditions.
+            unsafe { libc::gettid() as u32 }
+        })
+        .join()
+        .unwrap()
+    }
+
+    /// Each CPU writes to its own ring: the switches of a thread pinned to CPU 1 are read
+    /// back as CPU 1's records, and a CPU given no ring (as one brought online after the
+    /// start) counts its records lost instead of writing them elsewhere. Skips, saying
+    /// so, on a kernel without BTF or a machine with one CPU.
+    #[test]
+    fn live_each_cpu_writes_to_its_own_ring() {
+        let online = crate::topology::read_online(&crate::Roots::from_env().unwrap()).unwrap();
+        if !std::path::Path::new("/sys/kernel/btf/vmlinux").exists() || !online.contains(&1) {
+            eprintln!("skipped: needs BTF and a CPU 1 (online: {online:?})");
+            return;
+        }
+        let count = |cpus: &[u32]| {
+            let mut k = InKernel::open(&[Kind::Switch], cpus, 1 << 20).unwrap();
+            k.start().unwrap();
+            let tid = switches_on(1, 50);
+            k.disable(0).unwrap();
+            let mut out = Vec::new();
+            k.copy_out(&mut out);
+            let (mut on_1, mut of_tid_elsewhere, mut torn) = (0u64, 0u64, 0u64);
+            records::framed(&out, &mut torn, |bytes| {
+                let r = records::read(bytes).unwrap();
+                let prev = i32::from_le_bytes(r.payload[16..20].try_into().unwrap()) as u32;
+                match (r.cpu, prev == tid) {
+                    (1, true) => on_1 += 1,
+                    (_, true) => of_tid_elsewhere += 1,
+                    _ => {}
+                }
+            });
+            let lost_1 = k.lost().iter().find(|(c, _)| *c == 1).map_or(0, |l| l.1);
+            (on_1, of_tid_elsewhere, lost_1)
+        };
+        let (on_1, elsewhere, lost) = count(&online);
+        assert!(on_1 >= 50, "{on_1} switch-outs of the thread on CPU 1");
+        assert_eq!((elsewhere, lost), (0, 0));
+        let others: Vec<u32> = online.iter().copied().filter(|&c| c != 1).collect();
+        let (on_1, elsewhere, lost) = count(&others);
+        assert_eq!((on_1, elsewhere), (0, 0), "CPU 1 has no ring");
+        assert!(lost >= 50, "{lost} records counted lost on CPU 1");
+    }
+
     #[test]
     fn a_verifiers_log_is_cut_to_its_refusal() {
         let s = "the BPF_PROG_LOAD syscall returned Permission denied (os error 13). Verifier output: 0: R1=ctx()\n395: (85) call bpf_probe_read_user#112\nR2 min value is negative\nverification time 2181 usec\nprocessed 402 insns";

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT OR Apache-2.0 OR GPL-2.0
 //
 // powerlens's in-kernel collection: the scheduler's three busiest tracepoints, written
-// as compact records to one BPF ring buffer instead of a perf record each.
+// as compact records to a BPF ring buffer per CPU instead of a perf record each.
 //
 // - sched_switch: one record per switch, which also carries the CPU time the thread
 //   switching out ran since its last runtime record (below).
@@ -31,6 +31,7 @@ typedef long long __s64;
 #define SEC(name) __attribute__((section(name), used))
 #define __uint(name, val) int(*name)[val]
 #define __type(name, val) typeof(val) *name
+#define __array(name, val) typeof(val) *name[]
 
 static void *(*bpf_map_lookup_elem)(void *map, const void *key) = (void *)1;
 static __u64 (*bpf_ktime_get_ns)(void) = (void *)5;
@@ -154,11 +155,22 @@ struct {
     __type(value, __u64);
 } lost SEC(".maps");
 
-// The ring; its size is set by the recorder at load.
-struct {
+// The rings, one per CPU: a program writes to its own CPU's, so that two CPUs never
+// contend for one ring's lock and positions. One shared ring cost an event about 300 ns
+// on a load busy on two CPUs here, against 115 ns on one (docs/COLLECTOR.md). The
+// recorder creates the rings, each of the size it chooses, and puts them in at load; a
+// CPU it has no ring for (one brought online after the start) counts its records lost.
+struct ring {
     __uint(type, 27 /* BPF_MAP_TYPE_RINGBUF */);
-    __uint(max_entries, 1 << 24);
-} records SEC(".maps");
+    __uint(max_entries, 1 << 16);
+};
+
+struct {
+    __uint(type, 12 /* BPF_MAP_TYPE_ARRAY_OF_MAPS */);
+    __uint(max_entries, 1);
+    __type(key, __u32);
+    __array(values, struct ring);
+} rings SEC(".maps");
 
 // Every record starts so: when, where, and the thread that was current (as a perf
 // sample's header: process and thread id; 0 for the idle task).
@@ -221,26 +233,46 @@ static __u32 enabled(__u32 kind)
     return on && *on;
 }
 
-// Reserves a record; counts a loss when the ring is full.
-static void *reserve(__u64 size)
+// Counts a record that found no room (or no ring) on this CPU.
+static void count_lost(void)
 {
-    void *r = bpf_ringbuf_reserve(&records, size, 0);
-    if (!r) {
-        __u32 zero = 0;
-        __u64 *n = bpf_map_lookup_elem(&lost, &zero);
-        if (n)
-            *n += 1;
-    }
+    __u32 zero = 0;
+    __u64 *n = bpf_map_lookup_elem(&lost, &zero);
+    if (n)
+        *n += 1;
+}
+
+// This CPU's ring; NULL (the record counted lost) when it has none.
+static void *this_ring(void)
+{
+    __u32 cpu = bpf_get_smp_processor_id();
+    void *ring = bpf_map_lookup_elem(&rings, &cpu);
+    if (!ring)
+        count_lost();
+    return ring;
+}
+
+// Reserves a record in `ring`; counts a loss when it is full.
+static void *reserve(void *ring, __u64 size)
+{
+    void *r = bpf_ringbuf_reserve(ring, size, 0);
+    if (!r)
+        count_lost();
     return r;
 }
 
-// Wakes the reader only once the ring is half full, as a perf ring's watermark does:
-// a wake-up per record would double the work.
-static void submit(void *r)
+// Whether a record written now should wake the reader: only once the ring is half full,
+// as a perf ring's watermark does (a wake-up per record would double the work).
+static __u64 wakeup_flag(void *ring)
 {
-    __u64 avail = bpf_ringbuf_query(&records, BPF_RB_AVAIL_DATA);
-    __u64 size = bpf_ringbuf_query(&records, BPF_RB_RING_SIZE);
-    bpf_ringbuf_submit(r, avail > size / 2 ? BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP);
+    __u64 avail = bpf_ringbuf_query(ring, BPF_RB_AVAIL_DATA);
+    __u64 size = bpf_ringbuf_query(ring, BPF_RB_RING_SIZE);
+    return avail > size / 2 ? BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP;
+}
+
+static void submit(void *ring, void *r)
+{
+    bpf_ringbuf_submit(r, wakeup_flag(ring));
 }
 
 static void fill_head(struct head *h, __u32 kind, __u64 now)
@@ -330,14 +362,11 @@ static void output(void *record, __u64 fixed, __u32 stack)
     __u64 size = fixed + stack;
     if (size > sizeof(struct scratch))
         return;
-    __u64 avail = bpf_ringbuf_query(&records, BPF_RB_AVAIL_DATA);
-    __u64 ring = bpf_ringbuf_query(&records, BPF_RB_RING_SIZE);
-    if (bpf_ringbuf_output(&records, record, size, avail > ring / 2 ? BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP)) {
-        __u32 zero = 0;
-        __u64 *n = bpf_map_lookup_elem(&lost, &zero);
-        if (n)
-            *n += 1;
-    }
+    void *ring = this_ring();
+    if (!ring)
+        return;
+    if (bpf_ringbuf_output(ring, record, size, wakeup_flag(ring)))
+        count_lost();
 }
 
 // The scratch buffer an event's record with its stack is put together in, when this
@@ -360,13 +389,14 @@ static void output_stacked(void *r, __u64 size)
 // Writes `sum` as a runtime record of its own and empties it.
 static void write_sum(struct runtime_sum *sum, __u64 now)
 {
-    struct runtime_record *r = reserve(sizeof(*r));
+    void *ring = this_ring();
+    struct runtime_record *r = ring ? reserve(ring, sizeof(*r)) : 0;
     if (r) {
         fill_head(&r->head, KIND_RUNTIME, now);
         r->runtime.tid = sum->tid;
         r->runtime.pad = 0;
         r->runtime.ns = sum->ns;
-        submit(r);
+        submit(ring, r);
     }
     sum->ns = 0;
 }
@@ -462,11 +492,12 @@ int on_switch(__u64 *ctx)
         output_stacked(r, sizeof(*r));
         return 0;
     }
-    r = reserve(sizeof(*r));
+    void *ring = this_ring();
+    r = ring ? reserve(ring, sizeof(*r)) : 0;
     if (!r)
         return 0;
     fill_switch(r, now, preempt, prev, next, prev_state, sum);
-    submit(r);
+    submit(ring, r);
     return 0;
 }
 
@@ -491,10 +522,11 @@ int on_waking(__u64 *ctx)
         output_stacked(r, sizeof(*r));
         return 0;
     }
-    r = reserve(sizeof(*r));
+    void *ring = this_ring();
+    r = ring ? reserve(ring, sizeof(*r)) : 0;
     if (!r)
         return 0;
     fill_waking(r, now, p);
-    submit(r);
+    submit(ring, r);
     return 0;
 }
