@@ -601,6 +601,22 @@ impl Collector {
             .unwrap_or_default()
     }
 
+    /// The in-kernel programs' run time (the kernel's account, while timed) and the
+    /// records of each kind drained, since open
+    /// ([`crate::trace::in_kernel::InKernel::program_times`]); `None` with nothing served
+    /// in the kernel.
+    pub fn in_kernel_program_times(&self) -> Option<crate::trace::in_kernel::ProgramTimes> {
+        Some(self.in_kernel.as_ref()?.0.program_times())
+    }
+
+    /// Turns the kernel's timing of the in-kernel programs on or off
+    /// ([`crate::trace::in_kernel::InKernel::time_programs`]); whether it is on.
+    pub fn time_in_kernel_programs(&mut self, on: bool) -> bool {
+        self.in_kernel
+            .as_mut()
+            .is_some_and(|(k, _)| k.time_programs(on))
+    }
+
     /// Why in-kernel collection was asked for and the perf rings took its tracepoints
     /// instead (no BTF, no permission, a verifier's refusal…).
     pub fn in_kernel_refused(&self) -> Option<&str> {

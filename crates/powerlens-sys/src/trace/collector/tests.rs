@@ -768,11 +768,12 @@ fn live_in_kernel_switches_and_cpu_time_are_the_kernels() {
             std::thread::spawn(move || {
                 // SAFETY: gettid has no preconditions.
                 let tid = unsafe { libc::gettid() } as u32;
-                let start = own_cpu_ns();
                 while !stop.load(std::sync::atomic::Ordering::Relaxed) {
                     std::hint::spin_loop();
                 }
-                (tid, own_cpu_ns() - start)
+                // All its CPU time since it was created (after enable()): the runtime
+                // records hold its start-up too.
+                (tid, own_cpu_ns())
             })
         };
         let sleeper = run_sleeper(200, Duration::from_millis(1));
@@ -808,7 +809,7 @@ fn live_in_kernel_switches_and_cpu_time_are_the_kernels() {
             "{blocked} vs {}",
             sleeper.voluntary
         );
-        // The spinner ran from before enable()'s return to after disable(): its clock
+        // The spinner ran from after enable()'s return to after disable(): its clock
         // holds a little more than the traced stretch, never less.
         assert!(runtime_of_spinner > 0, "no runtime record of the spinner");
         assert!(

@@ -17,6 +17,8 @@
 //! BPF syscall, no permission — [`InKernel::open`] says why and the collector keeps its
 //! perf rings for these tracepoints too.
 
+mod attach;
+pub mod program_time;
 pub mod records;
 
 use std::os::fd::{AsFd, AsRawFd, OwnedFd, RawFd};
@@ -25,18 +27,30 @@ use aya::maps::{Array, ArrayOfMaps, Map, MapData, PerCpuArray, PerCpuValues, Rin
 use aya::programs::BtfTracePoint;
 use aya::{Btf, Ebpf, EbpfLoader};
 
+pub use program_time::{ProgramTime, ProgramTimes};
 pub use records::Kind;
 
 /// The compiled programs; aligned as aya's ELF reader needs.
 static OBJECT: &[u8] = aya::include_bytes_aligned!("powerlens.bpf.o");
 
-/// The BPF programs, the tracepoint each is attached to, and the kinds that need it: the
+/// The BPF programs, the tracepoint each is attached to, the kinds that need it (the
 /// CPU-time sums are written when their thread switches out, so collecting them needs
-/// the switch program too.
-const PROGRAMS: [(&str, &str, &[Kind]); 3] = [
-    ("on_switch", "sched_switch", &[Kind::Switch, Kind::Runtime]),
-    ("on_waking", "sched_waking", &[Kind::Waking]),
-    ("on_runtime", "sched_stat_runtime", &[Kind::Runtime]),
+/// the switch program too), and the kind whose run time it is ([`InKernel::program_times`]:
+/// folding the sums into switch records is the switch's work).
+const PROGRAMS: [(&str, &str, &[Kind], Kind); 3] = [
+    (
+        "on_switch",
+        "sched_switch",
+        &[Kind::Switch, Kind::Runtime],
+        Kind::Switch,
+    ),
+    ("on_waking", "sched_waking", &[Kind::Waking], Kind::Waking),
+    (
+        "on_runtime",
+        "sched_stat_runtime",
+        &[Kind::Runtime],
+        Kind::Runtime,
+    ),
 ];
 
 /// A CPU's unwritten CPU time, as `struct runtime_sum` in the programs.
@@ -77,7 +91,7 @@ pub const NO_STACKS: u64 = u64::MAX;
 /// off; dropping it detaches the programs.
 pub struct InKernel {
     /// Keeps the programs attached (and the maps alive).
-    _ebpf: Ebpf,
+    ebpf: Ebpf,
     kinds: Vec<Kind>,
     /// The least time between two stacks of a kind on a CPU, as the recording asked
     /// (0: every event), when switches' and wake-ups' stacks are taken here.
@@ -93,6 +107,12 @@ pub struct InKernel {
     rings: Vec<(u32, RingBuf<MapData>)>,
     /// Runtime records made from the sums when collection stopped, for the next copy.
     leftover: Vec<u8>,
+    /// The programs' attachments, shared with the window switches.
+    attachments: attach::Shared,
+    /// Holds the kernel's BPF run-time statistics on ([`InKernel::time_programs`]).
+    timing: Option<OwnedFd>,
+    /// The records read out so far, by kind ([`InKernel::program_times`]).
+    read_out: ProgramTimes,
 }
 
 impl std::fmt::Debug for InKernel {
@@ -130,12 +150,15 @@ impl InKernel {
             .map_max_entries("rings", slots)
             .load(OBJECT)
             .map_err(|e| format!("the BPF programs could not be loaded: {}", chain(&e)))?;
-        for &(program, tracepoint, needed_by) in &PROGRAMS {
+        let mut attachments = attach::Attachments::default();
+        for &(program, tracepoint, needed_by, _) in &PROGRAMS {
             if !needed_by.iter().any(|k| kinds.contains(k)) {
                 continue;
             }
-            attach(&mut ebpf, &btf, program, tracepoint)
+            let fd = load(&mut ebpf, &btf, program, tracepoint)
                 .map_err(|e| format!("the BPF program for {tracepoint}: {e}"))?;
+            // Only the kinds loaded count as needing it.
+            attachments.add(needed_by, tracepoint, fd);
         }
         let map = |ebpf: &mut Ebpf, name: &str| {
             ebpf.take_map(name)
@@ -170,7 +193,7 @@ impl InKernel {
             rings.push((cpu, ring));
         }
         Ok(InKernel {
-            _ebpf: ebpf,
+            ebpf,
             kinds: kinds.to_vec(),
             stack_interval_ns: stacks.map(|(ns, _)| ns),
             control,
@@ -181,7 +204,33 @@ impl InKernel {
             lost,
             rings,
             leftover: Vec::new(),
+            attachments: std::sync::Arc::new(std::sync::Mutex::new(attachments)),
+            timing: None,
+            read_out: ProgramTimes::default(),
         })
+    }
+
+    /// Attaches the programs `kinds` need that are not attached yet.
+    fn attach_for(&mut self, kinds: &[Kind]) -> Result<(), String> {
+        let loaded: Vec<Kind> = kinds
+            .iter()
+            .copied()
+            .filter(|k| self.kinds.contains(k))
+            .collect();
+        lock(&self.attachments).attach_for(&loaded)
+    }
+
+    /// Turns the kernel's timing of the programs (BPF run-time statistics) on or off;
+    /// returns whether it is on. It is not free: two clock reads around each run, about
+    /// 50 ns a run on this project's VMs, so it is on only while a cost is measured. It
+    /// goes off when this is dropped, unless something else holds it on.
+    pub fn time_programs(&mut self, on: bool) -> bool {
+        if !on {
+            self.timing = None;
+        } else if self.timing.is_none() {
+            self.timing = aya::sys::enable_stats(aya::sys::Stats::RunTime).ok();
+        }
+        self.timing.is_some()
     }
 
     /// The kinds loaded.
@@ -189,9 +238,11 @@ impl InKernel {
         &self.kinds
     }
 
-    /// Switches on each of `kinds` that was loaded (the others are left as they are); the
-    /// CPU-time sums start empty. Returns how many were switched on.
+    /// Switches on each of `kinds` that was loaded (the others are left as they are),
+    /// attaching the programs they need; the CPU-time sums start empty. Returns how many
+    /// were switched on.
     pub fn enable(&mut self, kinds: &[Kind]) -> Result<usize, String> {
+        self.attach_for(kinds)?;
         if kinds.contains(&Kind::Runtime) {
             self.clear_sums()?;
         }
@@ -253,9 +304,9 @@ impl InKernel {
         )
     }
 
-    /// Switches every kind off; what the CPU-time sums still hold becomes runtime records
-    /// (at `now_ns`) for the next [`InKernel::copy_out`], so that a thread running when
-    /// collection stopped keeps its last stretch.
+    /// Switches every kind off and detaches the programs; what the CPU-time sums still
+    /// hold becomes runtime records (at `now_ns`) for the next [`InKernel::copy_out`], so
+    /// that a thread running when collection stopped keeps its last stretch.
     pub fn disable(&mut self, now_ns: u64) -> Result<(), String> {
         let running = self.kinds.iter().any(|k| {
             self.control
@@ -277,6 +328,7 @@ impl InKernel {
             }
             self.clear_sums()?;
         }
+        lock(&self.attachments).detach_all();
         Ok(())
     }
 
@@ -295,11 +347,31 @@ impl InKernel {
         let before = out.len();
         for (_, ring) in &mut self.rings {
             while let Some(item) = ring.next() {
+                self.read_out.count_record(&item);
                 records::push_framed(out, &item);
             }
         }
+        records::framed(&self.leftover, &mut 0, |r| self.read_out.count_record(r));
         out.append(&mut self.leftover);
         out.len() - before
+    }
+
+    /// Each kind's program run time and runs, as the kernel timed them while
+    /// [`InKernel::time_programs`] was on, and the records read out of its kind, since the
+    /// programs were loaded.
+    pub fn program_times(&self) -> ProgramTimes {
+        let mut times = self.read_out;
+        for &(program, _, _, kind) in &PROGRAMS {
+            let Some(info) = self.ebpf.program(program).and_then(|p| p.info().ok()) else {
+                continue;
+            };
+            let Some(slot) = program_time::KINDS.iter().position(|&k| k == kind) else {
+                continue;
+            };
+            times.kinds[slot].run_ns = info.run_time().as_nanos() as u64;
+            times.kinds[slot].runs = info.run_count();
+        }
+        times
     }
 
     /// Records that found the ring full, per CPU (possible CPUs, in order).
@@ -325,6 +397,7 @@ impl InKernel {
                 .try_clone()
                 .map_err(|e| format!("dup of the control map: {e}"))?,
             kinds: self.kinds.clone(),
+            attachments: self.attachments.clone(),
         })
     }
 
@@ -341,16 +414,32 @@ impl InKernel {
 pub struct ControlSwitch {
     fd: OwnedFd,
     kinds: Vec<Kind>,
+    attachments: attach::Shared,
 }
 
 impl ControlSwitch {
-    /// Every kind loaded on (`true`) or off.
+    /// Every kind loaded on (`true`: its programs attached first) or off (its programs
+    /// detached after).
     pub fn set(&self, on: bool) -> std::io::Result<()> {
+        if on {
+            lock(&self.attachments)
+                .attach_for(&self.kinds)
+                .map_err(std::io::Error::other)?;
+        }
         for kind in &self.kinds {
             update_u32(&self.fd, kind.control_index(), u32::from(on))?;
         }
+        if !on {
+            lock(&self.attachments).detach_all();
+        }
         Ok(())
     }
+}
+
+/// The attachments, whatever a thread that panicked holding them left: they are a list of
+/// descriptors, consistent at every step.
+fn lock(shared: &attach::Shared) -> std::sync::MutexGuard<'_, attach::Attachments> {
+    shared.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 /// `bpf(BPF_MAP_UPDATE_ELEM)` of a u32 array element: the one call a [`ControlSwitch`]
@@ -389,7 +478,6 @@ fn update_u32(map: &OwnedFd, index: u32, value: u32) -> std::io::Result<()> {
     Ok(())
 }
 
-/// Loads `program` of `ebpf` for `tracepoint` and attaches it.
 /// A BPF ring buffer of `bytes` (a power of two pages), for one CPU.
 fn new_ring(bytes: u32) -> Result<RingBuf<MapData>, String> {
     let def = aya_obj::Map::new_from_params(RINGBUF_MAP_TYPE, 0, 0, bytes, 0);
@@ -400,15 +488,23 @@ fn new_ring(bytes: u32) -> Result<RingBuf<MapData>, String> {
 /// BPF_MAP_TYPE_RINGBUF.
 const RINGBUF_MAP_TYPE: u32 = 27;
 
-fn attach(ebpf: &mut Ebpf, btf: &Btf, program: &str, tracepoint: &str) -> Result<(), String> {
-    let p: &mut BtfTracePoint = ebpf
-        .program_mut(program)
-        .ok_or("missing from the object")?
-        .try_into()
-        .map_err(|e| chain(&e))?;
+/// Loads `program` for `tracepoint` (the verifier checks it here) and returns its own
+/// descriptor: it is attached when its kind is switched on ([`attach`]).
+fn load(ebpf: &mut Ebpf, btf: &Btf, program: &str, tracepoint: &str) -> Result<OwnedFd, String> {
+    let p = btf_program(ebpf, program)?;
     p.load(tracepoint, btf).map_err(|e| chain(&e))?;
-    p.attach().map_err(|e| chain(&e))?;
-    Ok(())
+    p.fd()
+        .map_err(|e| chain(&e))?
+        .as_fd()
+        .try_clone_to_owned()
+        .map_err(|e| format!("dup of the program {program}: {e}"))
+}
+
+fn btf_program<'a>(ebpf: &'a mut Ebpf, program: &str) -> Result<&'a mut BtfTracePoint, String> {
+    ebpf.program_mut(program)
+        .ok_or_else(|| format!("the BPF object has no program {program}"))?
+        .try_into()
+        .map_err(|e| chain(&e))
 }
 
 /// An error and its causes, as one line: aya's errors keep the kernel's reason (the
@@ -444,18 +540,73 @@ fn short_verifier_log(s: &str) -> String {
 mod tests {
     use super::*;
 
-    /// A thread pinned to `cpu` that sleeps `n` times: each sleep is a switch there.
-    fn switches_on(cpu: usize, n: usize) -> u32 {
-        std::thread::spawn(move || {
+    /// A thread pinned to `cpu` that sleeps `n` times once `start` has run (after it is on
+    /// `cpu`): each sleep is a switch there. Its tid.
+    fn switches_on(cpu: usize, n: usize, start: impl FnOnce()) -> u32 {
+        let (pinned_tx, pinned) = std::sync::mpsc::channel();
+        let (go, go_rx) = std::sync::mpsc::channel::<()>();
+        let thread = std::thread::spawn(move || {
             crate::thread::pin_to_cpu(cpu).unwrap();
+            // Off the CPU it started on before anything is traced.
+            std::thread::sleep(std::time::Duration::from_millis(1));
+            pinned_tx.send(()).unwrap();
+            go_rx.recv().unwrap();
             for _ in 0..n {
                 std::thread::sleep(std::time::Duration::from_micros(200));
             }
             // SAFETY: gettid has no preconditions.
             unsafe { libc::gettid() as u32 }
-        })
-        .join()
-        .unwrap()
+        });
+        pinned.recv().unwrap();
+        start();
+        go.send(()).unwrap();
+        thread.join().unwrap()
+    }
+
+    /// Programs are attached only while a kind they serve is on, by the collector or its
+    /// window switch, and never twice: a switched-off tracepoint costs its hits nothing.
+    /// The switches of a sleeping thread are read back only while attached.
+    #[test]
+    fn live_programs_are_attached_only_while_their_kinds_are_on() {
+        if !std::path::Path::new("/sys/kernel/btf/vmlinux").exists() {
+            eprintln!("skipped: no BTF");
+            return;
+        }
+        let all = [Kind::Switch, Kind::Waking, Kind::Runtime];
+        let mut k = InKernel::open(&all, &[0, 1], 1 << 20).unwrap();
+        let attached = |k: &InKernel| lock(&k.attachments).attached();
+        assert_eq!(attached(&k), 0, "loaded, not attached");
+        k.enable(&[Kind::Waking]).unwrap();
+        assert_eq!(attached(&k), 1);
+        k.enable(&[Kind::Runtime]).unwrap();
+        assert_eq!(
+            attached(&k),
+            3,
+            "the CPU-time sums need the switch program too"
+        );
+        k.disable(0).unwrap();
+        assert_eq!(attached(&k), 0);
+        let switch = k.control_switch().unwrap();
+        let switches = |k: &mut InKernel| {
+            let tid = switches_on(0, 20, || {});
+            let mut out = Vec::new();
+            k.copy_out(&mut out);
+            let mut n = 0;
+            records::framed(&out, &mut 0, |bytes| {
+                let r = records::read(bytes).unwrap();
+                if r.kind == Kind::Switch && r.tid == tid {
+                    n += 1;
+                }
+            });
+            n
+        };
+        assert_eq!(switches(&mut k), 0, "nothing attached, nothing written");
+        switch.set(true).unwrap();
+        switch.set(true).unwrap();
+        assert_eq!(attached(&k), 3, "attached once");
+        assert!(switches(&mut k) >= 20);
+        switch.set(false).unwrap();
+        assert_eq!(attached(&k), 0);
     }
 
     /// Each CPU writes to its own ring: the switches of a thread pinned to CPU 1 are read
@@ -471,8 +622,7 @@ mod tests {
         }
         let count = |cpus: &[u32]| {
             let mut k = InKernel::open(&[Kind::Switch], cpus, 1 << 20).unwrap();
-            k.start().unwrap();
-            let tid = switches_on(1, 50);
+            let tid = switches_on(1, 50, || k.start().unwrap());
             k.disable(0).unwrap();
             let mut out = Vec::new();
             k.copy_out(&mut out);

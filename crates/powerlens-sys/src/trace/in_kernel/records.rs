@@ -231,11 +231,11 @@ pub fn framed<'a>(mut bytes: &'a [u8], lost: &mut u64, mut f: impl FnMut(&'a [u8
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
     /// A switch record as `on_switch` lays it out.
-    fn switch(prev: i32, state: i64, next: i32, runtime_ns: u64) -> Vec<u8> {
+    pub(crate) fn switch(prev: i32, state: i64, next: i32, runtime_ns: u64) -> Vec<u8> {
         let mut r = Vec::new();
         r.extend_from_slice(&1_000u64.to_le_bytes());
         r.extend_from_slice(&1u32.to_le_bytes());
