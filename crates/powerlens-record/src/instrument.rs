@@ -22,6 +22,14 @@
 //! perf records like `sched_stat_runtime` and are costed as one (as a timer arming where
 //! runtime records are collected in the kernel, and are no perf records).
 //!
+//! Collected in the kernel (BPF), a kind's programs are attached only for its traced runs,
+//! so the bare runs pay nothing for them; the CPU-time updates, summed into the switch
+//! records, are measured on top of the switches (the bare run collects switches alone);
+//! and the kernel times each kind's program in a run of its own (BPF run-time statistics,
+//! which cost too much to be on in the other runs). A kind costs at least its program's
+//! run time per record: the program runs in the thread's context, and a CPU-time
+//! difference that reads less (a wake-up's did, by half) is noise.
+//!
 //! What this measures is each event's direct cost. The indirect costs (caches the handlers
 //! evict, the drainer's wake-ups, wake-ups that cross CPUs through the idle loop) are not
 //! in it: on an unpinned ping-pong here the estimate was about half of the CPU time that
@@ -34,6 +42,7 @@ use powerlens_core::sched::tracing_cost::{
     EventCosts, StackedKind, CPU_SAMPLE, OTHER, RUNTIME, SWITCH, TIMER_ARM, WAKING,
 };
 use powerlens_sys::thread::{cpu_time_ns, current_cpu, pin_to_cpu};
+use powerlens_sys::trace::in_kernel::Kind;
 use powerlens_sys::trace::{monotonic_now_ns, Collected, Collector, CPU_CLOCK_EVENT};
 
 /// The calling thread's CPU time; 0 where the clock cannot be read (never on Linux), which
@@ -99,6 +108,26 @@ pub fn calibrate(collector: &mut Collector, stacks: bool) -> EventCosts {
     let mut kinds: Vec<(&str, &str, LoadFn)> = vec![(RUNTIME, RUNTIME_EVENT, &pingpong)];
     kinds.retain(|(_, event, _)| has(event));
     kinds.extend(stacked);
+    // Collected in the kernel with the switches, the CPU-time updates are summed into the
+    // switch records: what they cost is measured on top of the switches (the bare run
+    // collects switches alone), not as runtime records of their own, which a recording
+    // writes only for a thread that does not switch.
+    let in_kernel = collector.in_kernel_events();
+    let runtime_baseline: &[&str] = if [RUNTIME_EVENT, SWITCH_EVENT]
+        .iter()
+        .all(|e| in_kernel.iter().any(|k| k == e))
+    {
+        &[SWITCH_EVENT]
+    } else {
+        &[]
+    };
+    let baseline = |event: &str| {
+        if event == RUNTIME_EVENT {
+            runtime_baseline
+        } else {
+            &[]
+        }
+    };
     // With sampled stacks, each kind is measured without its stack (its twin counts and
     // never samples) and then with a stack on every event: the report charges the
     // difference to each event that carried a stack.
@@ -106,7 +135,15 @@ pub fn calibrate(collector: &mut Collector, stacks: bool) -> EventCosts {
         .set_stack_sample_period(NO_STACKS)
         .unwrap_or(false);
     for &(kind, event, load) in &kinds {
-        measure_into(&mut costs, collector, kind, event, cpu, load);
+        measure_into(
+            &mut costs,
+            collector,
+            kind,
+            event,
+            baseline(event),
+            cpu,
+            load,
+        );
     }
     if collector.has_cpu_clock() {
         record_measure(
@@ -125,11 +162,20 @@ pub fn calibrate(collector: &mut Collector, stacks: bool) -> EventCosts {
             if !STACKED_KINDS.iter().any(|&(k, _)| k.key() == kind) {
                 continue;
             }
-            match measure_kind(collector, event, cpu, load) {
-                Ok((with, _)) => {
-                    costs
-                        .stack_cost_ns
-                        .insert(kind.to_string(), (with - without).max(0.0));
+            match measure_kind(collector, event, &[], cpu, load) {
+                Ok(with) => {
+                    // Collected in the kernel: at least what the stack added to the
+                    // program's own run time.
+                    let program = match (with.program_ns, costs.program_ns.get(kind)) {
+                        (Some(with), Some(&without)) => Some((with - without).max(0.0)),
+                        _ => None,
+                    };
+                    let mut stack = (with.cost_ns - without).max(0.0);
+                    if let Some(program) = program {
+                        costs.program_stack_ns.insert(kind.to_string(), program);
+                        stack = stack.max(program);
+                    }
+                    costs.stack_cost_ns.insert(kind.to_string(), stack);
                 }
                 Err(why) => {
                     // The estimate then leaves this kind's stacks out: said where its
@@ -146,7 +192,6 @@ pub fn calibrate(collector: &mut Collector, stacks: bool) -> EventCosts {
     // The other records have no load of their own: they are plain perf records, as a
     // runtime record is through perf; collected in the kernel, a runtime record is not,
     // and a timer arming is the nearest.
-    let in_kernel = collector.in_kernel_events();
     let plain = if in_kernel.iter().any(|e| e == RUNTIME_EVENT) {
         TIMER_ARM
     } else {
@@ -198,6 +243,8 @@ const STACKED_KINDS: [(StackedKind, &[&str]); 3] = [
 
 /// The scheduler's CPU-time updates, the runtime kind's tracepoint.
 const RUNTIME_EVENT: &str = "sched/sched_stat_runtime";
+/// The switches, which runtime records collected in the kernel are summed into.
+const SWITCH_EVENT: &str = "sched/sched_switch";
 
 /// A calibration load: runs one round pinned to a CPU.
 type LoadFn<'a> = &'a dyn Fn(u32) -> Load;
@@ -205,17 +252,45 @@ type LoadFn<'a> = &'a dyn Fn(u32) -> Load;
 /// A stack-sample period that never samples within a calibration's loads.
 const NO_STACKS: u64 = 1 << 40;
 
-/// Measures `kind` (`event` alone on `load`) into `costs`, or says why not.
+/// Measures `kind` (`event` alone on `load`) into `costs`, or says why not. Collected in
+/// the kernel, the kind costs at least what its program ran per record, by the kernel's
+/// own timing: it ran in the thread's context, and a difference of two runs' CPU time
+/// that reads less is noise.
 fn measure_into(
     costs: &mut EventCosts,
     collector: &mut Collector,
     kind: &str,
     event: &str,
+    baseline: &[&str],
     cpu: u32,
     load: &dyn Fn(u32) -> Load,
 ) {
-    let how = format!("{event} alone on its load");
-    record_measure(costs, kind, measure_kind(collector, event, cpu, load), &how);
+    let how = match baseline {
+        [] => format!("{event} alone on its load"),
+        _ => format!(
+            "{event} on its load, on top of {} (summed into their records)",
+            baseline.join(", ")
+        ),
+    };
+    let measured = measure_kind(collector, event, baseline, cpu, load);
+    let program_ns = measured.as_ref().ok().and_then(|m| m.program_ns);
+    record_measure(costs, kind, measured.map(|m| (m.cost_ns, m.count)), &how);
+    if let Some(program) = program_ns {
+        costs.program_ns.insert(kind.to_string(), program);
+        if let Some(cost) = costs.event_cost_ns.get_mut(kind) {
+            if *cost < program {
+                let note = format!(
+                    "; raised from {cost:.0} ns to its BPF program's own run time, {program:.0} ns a record (the kernel's BPF run-time statistics)"
+                );
+                *cost = program;
+                costs
+                    .method
+                    .entry(kind.to_string())
+                    .or_default()
+                    .push_str(&note);
+            }
+        }
+    }
 }
 
 /// Puts one kind's measured cost (per event, and over how many events) into `costs`,
@@ -247,61 +322,145 @@ struct Load {
     tids: Vec<u32>,
 }
 
-/// The cost of one `event` and how many the traced rounds recorded: the median over
-/// rounds of the traced run's CPU time minus the bare run's, over the events it recorded.
+/// One kind measured on its load.
+struct Measured {
+    /// The median over rounds of the traced run's CPU time minus the bare run's, over the
+    /// events it recorded.
+    cost_ns: f64,
+    /// The events a traced round recorded (median).
+    count: u64,
+    /// Collected in the kernel, where the kernel times its programs: the kind's program
+    /// run time per record it wrote (every thread's), over [`PROGRAM_ROUNDS`] runs.
+    program_ns: Option<f64>,
+}
+
+/// Traced runs whose programs the kernel times, apart from the rounds that measure the
+/// cost: the timing itself costs each run of a program about 50 ns here, which would be
+/// in the cost. One is enough: the kernel's timing of a thousand runs moved by less than a
+/// tenth from one calibration to the next here (a switch's program 154–170 ns), where
+/// the rounds' CPU-time differences move by half.
+const PROGRAM_ROUNDS: usize = 1;
+
+/// The cost of one `event`, how many the traced rounds recorded, and its program's run
+/// time where it is collected in the kernel. The bare run has `baseline` enabled (nothing,
+/// or the events `event` is measured on top of), the traced run `baseline` and `event`.
 fn measure_kind(
     collector: &mut Collector,
     event: &str,
+    baseline: &[&str],
     cpu: u32,
     load: &dyn Fn(u32) -> Load,
-) -> Result<(f64, u64), String> {
+) -> Result<Measured, String> {
     let mut per_event = Vec::with_capacity(ROUNDS);
     let mut counts = Vec::with_capacity(ROUNDS);
+    let traced_events: Vec<&str> = baseline.iter().copied().chain([event]).collect();
+    let bare_run = |collector: &mut Collector| -> Result<u64, String> {
+        if baseline.is_empty() {
+            Ok(load(cpu).cpu_ns)
+        } else {
+            Ok(traced_run(collector, baseline, event, cpu, load)?.cpu_ns)
+        }
+    };
     for round in 0..ROUNDS {
         let bare_first = round % 2 == 0;
         let mut bare = 0;
         if bare_first {
-            bare = load(cpu).cpu_ns;
+            bare = bare_run(collector)?;
         }
-        let (traced, n) = traced_run(collector, event, cpu, load)?;
+        let traced = traced_run(collector, &traced_events, event, cpu, load)?;
         if !bare_first {
-            bare = load(cpu).cpu_ns;
+            bare = bare_run(collector)?;
         }
+        let n = traced.events;
         if n > 0 {
-            per_event.push((traced as f64 - bare as f64) / n as f64);
+            per_event.push((traced.cpu_ns as f64 - bare as f64) / n as f64);
         }
         counts.push(n as f64);
     }
     if per_event.is_empty() {
         return Err(format!("the load recorded no {event} events"));
     }
+    let program_ns = match Kind::for_tracepoint(event) {
+        Some(kind) if collector.in_kernel_events().iter().any(|e| e == event) => {
+            program_time(collector, &traced_events, kind, cpu, load)
+        }
+        _ => None,
+    };
     // A cost below zero is noise, not a measurement: the event's cost is below what this
     // load can resolve.
-    Ok((median(&mut per_event).max(0.0), median(&mut counts) as u64))
+    Ok(Measured {
+        cost_ns: median(&mut per_event).max(0.0),
+        count: median(&mut counts) as u64,
+        program_ns,
+    })
 }
 
-/// One run of `load` with `event` alone enabled: the load's CPU time and how many of
-/// `event` its threads recorded.
-fn traced_run(
+/// The run time of `kind`'s program per record it wrote, timed by the kernel over
+/// [`PROGRAM_ROUNDS`] traced runs (their median); `None` where the kernel does not time
+/// them.
+fn program_time(
     collector: &mut Collector,
-    event: &str,
+    events: &[&str],
+    kind: Kind,
     cpu: u32,
     load: &dyn Fn(u32) -> Load,
-) -> Result<(u64, u64), String> {
-    if collector.enable_only(&[event]).map_err(|e| e.to_string())? == 0 {
-        return Err(format!("{event} is not recorded"));
+) -> Option<f64> {
+    if !collector.time_in_kernel_programs(true) {
+        return None;
+    }
+    let mut per_record = Vec::with_capacity(PROGRAM_ROUNDS);
+    for _ in 0..PROGRAM_ROUNDS {
+        let Some(before) = collector.in_kernel_program_times() else {
+            break;
+        };
+        if traced_run(collector, events, kind.tracepoint(), cpu, load).is_err() {
+            break;
+        }
+        let Some(after) = collector.in_kernel_program_times() else {
+            break;
+        };
+        let d = *after.since(&before).of(kind);
+        if d.records > 0 && d.run_ns > 0 {
+            per_record.push(d.run_ns as f64 / d.records as f64);
+        }
+    }
+    collector.time_in_kernel_programs(false);
+    (!per_record.is_empty()).then(|| median(&mut per_record))
+}
+
+/// One traced run of a load.
+struct TracedRun {
+    /// The load's CPU time.
+    cpu_ns: u64,
+    /// The events of `counted` its threads recorded.
+    events: u64,
+}
+
+/// One run of `load` with `events` alone enabled, counting the load's `counted` events.
+fn traced_run(
+    collector: &mut Collector,
+    events: &[&str],
+    counted: &str,
+    cpu: u32,
+    load: &dyn Fn(u32) -> Load,
+) -> Result<TracedRun, String> {
+    if collector.enable_only(events).map_err(|e| e.to_string())? < events.len() {
+        return Err(format!("{} is not recorded", events.join(", ")));
     }
     let run = load(cpu);
     collector.disable().map_err(|e| e.to_string())?;
     let mut n = 0u64;
     collector.drain_all(|c| {
         if let Collected::Trace(r) = &c {
-            if r.format.full_name() == event && run.tids.contains(&r.tid) {
+            if r.format.full_name() == counted && run.tids.contains(&r.tid) {
                 n += 1;
             }
         }
     });
-    Ok((run.cpu_ns, n))
+    Ok(TracedRun {
+        cpu_ns: run.cpu_ns,
+        events: n,
+    })
 }
 
 fn median(v: &mut [f64]) -> f64 {
