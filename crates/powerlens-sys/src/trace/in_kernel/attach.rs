@@ -11,10 +11,11 @@
 //! The attachments are shared by the collector and its [`super::ControlSwitch`] (an
 //! agent's window switch, on another thread), so that a program is never attached twice.
 
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::fd::OwnedFd;
 use std::sync::{Arc, Mutex};
 
 use super::records::Kind;
+use super::syscall::raw_tracepoint_open;
 
 /// One loaded program: the kinds it serves, its descriptor, and its attachment.
 #[derive(Debug)]
@@ -74,38 +75,4 @@ impl Attachments {
     pub(super) fn attached(&self) -> usize {
         self.programs.iter().filter(|p| p.link.is_some()).count()
     }
-}
-
-/// `bpf(BPF_RAW_TRACEPOINT_OPEN)` of a `tp_btf` program (its tracepoint was named at
-/// load): the link's descriptor, which detaches it when closed.
-fn raw_tracepoint_open(prog: &OwnedFd) -> std::io::Result<OwnedFd> {
-    // The kernel's `union bpf_attr` for BPF_RAW_TRACEPOINT_OPEN: name (NULL: the
-    // program's own), prog_fd.
-    #[repr(C)]
-    struct RawTracepointAttr {
-        name: u64,
-        prog_fd: u32,
-        _pad: u32,
-    }
-    const BPF_RAW_TRACEPOINT_OPEN: libc::c_long = 17;
-    let attr = RawTracepointAttr {
-        name: 0,
-        prog_fd: prog.as_raw_fd() as u32,
-        _pad: 0,
-    };
-    // SAFETY: `attr` is a valid bpf_attr prefix for BPF_RAW_TRACEPOINT_OPEN (no pointers:
-    // the name is NULL); the size passed is its own.
-    let rc = unsafe {
-        libc::syscall(
-            libc::SYS_bpf,
-            BPF_RAW_TRACEPOINT_OPEN,
-            &attr as *const RawTracepointAttr,
-            std::mem::size_of::<RawTracepointAttr>(),
-        )
-    };
-    if rc < 0 {
-        return Err(std::io::Error::last_os_error());
-    }
-    // SAFETY: the kernel returned a new descriptor that nothing else owns.
-    Ok(unsafe { OwnedFd::from_raw_fd(rc as i32) })
 }

@@ -20,6 +20,7 @@
 mod attach;
 pub mod program_time;
 pub mod records;
+mod syscall;
 
 use std::os::fd::{AsFd, AsRawFd, OwnedFd, RawFd};
 
@@ -427,7 +428,7 @@ impl ControlSwitch {
                 .map_err(std::io::Error::other)?;
         }
         for kind in &self.kinds {
-            update_u32(&self.fd, kind.control_index(), u32::from(on))?;
+            syscall::update_u32(&self.fd, kind.control_index(), u32::from(on))?;
         }
         if !on {
             lock(&self.attachments).detach_all();
@@ -440,42 +441,6 @@ impl ControlSwitch {
 /// descriptors, consistent at every step.
 fn lock(shared: &attach::Shared) -> std::sync::MutexGuard<'_, attach::Attachments> {
     shared.lock().unwrap_or_else(|e| e.into_inner())
-}
-
-/// `bpf(BPF_MAP_UPDATE_ELEM)` of a u32 array element: the one call a [`ControlSwitch`]
-/// makes, without a map object (aya's maps are not shared across threads).
-fn update_u32(map: &OwnedFd, index: u32, value: u32) -> std::io::Result<()> {
-    // The kernel's `union bpf_attr` for element commands: map_fd, key, value, flags.
-    #[repr(C)]
-    struct ElemAttr {
-        map_fd: u32,
-        _pad: u32,
-        key: u64,
-        value: u64,
-        flags: u64,
-    }
-    const BPF_MAP_UPDATE_ELEM: libc::c_long = 2;
-    let attr = ElemAttr {
-        map_fd: map.as_raw_fd() as u32,
-        _pad: 0,
-        key: &index as *const u32 as u64,
-        value: &value as *const u32 as u64,
-        flags: 0,
-    };
-    // SAFETY: `attr` is a valid bpf_attr prefix for BPF_MAP_UPDATE_ELEM whose key and
-    // value point at live u32s of the map's key and value size; the size passed is its own.
-    let rc = unsafe {
-        libc::syscall(
-            libc::SYS_bpf,
-            BPF_MAP_UPDATE_ELEM,
-            &attr as *const ElemAttr,
-            std::mem::size_of::<ElemAttr>(),
-        )
-    };
-    if rc < 0 {
-        return Err(std::io::Error::last_os_error());
-    }
-    Ok(())
 }
 
 /// A BPF ring buffer of `bytes` (a power of two pages), for one CPU.
