@@ -84,6 +84,10 @@ pub fn read(header: &Header) -> RecordingContext {
         unavailable_events,
         span: span(header),
         tracing_path: tracing_path(header),
+        recorder_pid: header
+            .meta(meta::START)
+            .and_then(|s| s["recorder_pid"].as_u64())
+            .and_then(|p| u32::try_from(p).ok()),
         tracing_cost: match header.meta(meta::TRACING_COST) {
             None => Err("the recording has no measured cost per traced event (made before powerlens measured it)".to_string()),
             Some(v) => serde_json::from_value(v.clone()).map_err(|e| {

@@ -16,8 +16,9 @@ use powerlens_store::StoreError;
 use crate::{meta, sampler};
 
 /// The metadata the analysis reads.
-const META_KEYS: [&str; 12] = [
+const META_KEYS: [&str; 13] = [
     meta::MODE,
+    meta::START,
     meta::MACHINE,
     meta::TARGET,
     meta::STOP,

@@ -27,7 +27,7 @@ use powerlens_core::monitor::{
 use powerlens_core::provenance::Provenance;
 use powerlens_core::sched::analysis::WakeupCauses;
 use powerlens_core::sched::event::EventKind;
-use powerlens_core::sched::tracing_cost::{EventCosts, PATH_BPF, PATH_PERF_RING};
+use powerlens_core::sched::tracing_cost::{bare_names, EventCosts, PATH_BPF, PATH_PERF_RING};
 use powerlens_sys::taskstats::{ExitListener, ExitScope, TaskExit};
 use powerlens_sys::trace::{monotonic_now_ns, Collector, CollectorOptions, TraceSwitch};
 use powerlens_sys::{cpuidle, procfs, topology, Roots, SysError};
@@ -312,11 +312,7 @@ impl LiveSession {
             ),
             (events, _) => format!(
                 "tracing: {} collected in the kernel (BPF), the other events through perf ring buffers",
-                events
-                    .iter()
-                    .map(|e| e.rsplit('/').next().unwrap_or(e))
-                    .collect::<Vec<_>>()
-                    .join(", ")
+                bare_names(events)
             ),
         })
     }

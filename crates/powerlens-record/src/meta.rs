@@ -123,6 +123,9 @@ pub(crate) fn write_start(
                 .map(|d| d.as_secs_f64())
                 .unwrap_or(0.0),
             "powerlens_version": env!("CARGO_PKG_VERSION"),
+            // Its own threads are in the recording like any other: the report says what
+            // they used beside the target.
+            "recorder_pid": std::process::id(),
         }),
     )?;
     w.set_meta(SAMPLE_INTERVAL, &json!(opts.sample_interval.as_secs_f64()))?;

@@ -661,6 +661,9 @@ pub fn page(input: &HtmlInput<'_>) -> Result<String, UnknownColumn> {
         } else {
             page.p(&format!("Perturbation: {}.", p.text));
         }
+        if let Some(beside) = p.recorder_text() {
+            page.p(&format!("Beside it, {beside}."));
+        }
     }
     if let Some(path) = &r.system.tracing_path {
         page.p(&format!("Tracing path: {}.", path.describe()));

@@ -521,6 +521,16 @@ fn live_tracing_cost_covers_each_threads_own_switches() {
             .starts_with("tracing cost the target an estimated"),
         "{p}"
     );
+    // The recorder's own threads are recorded like any other: what they ran beside the
+    // target is said, within the CPUs' busy time.
+    let recorder = p["recorder_cpu_s"]
+        .as_f64()
+        .expect("the recording names its recorder");
+    let busy = report["system"]["busy_s"].as_f64().unwrap();
+    assert!(
+        recorder > 0.0 && recorder < busy,
+        "{recorder} of {busy}: {p}"
+    );
 }
 
 /// Issue 28: a default recording collects the scheduler's switches, wake-ups and CPU-time

@@ -697,6 +697,7 @@ pub(super) fn three_thread_context() -> super::report::RecordingContext {
         span: None,
         tracing_cost: Err("not measured in this fixture".into()),
         tracing_path: None,
+        recorder_pid: None,
     }
 }
 
@@ -1394,4 +1395,43 @@ fn sampled_stacks_are_counted_against_the_event_they_follow() {
         "{}",
         tb.cpu_s(&costs)
     );
+}
+
+/// Issue 28: the perturbation line says what the recorder's own process ran beside the
+/// target (every thread of its pid, as the analysis counted them), and nothing when the
+/// recording does not name it or names the target itself.
+#[test]
+fn the_perturbation_holds_the_recorders_own_cpu_time() {
+    use super::tracing_cost::EventCosts;
+    let report_with = |recorder_pid| {
+        let mut ctx = three_thread_context();
+        ctx.tracing_cost = Ok(EventCosts::default());
+        ctx.recorder_pid = recorder_pid;
+        let mut a = ctx.analysis();
+        for e in three_thread_stream() {
+            a.feed(&e);
+        }
+        let summary = a.finish(100 * MS);
+        let logger_s: f64 = summary
+            .threads
+            .iter()
+            .filter(|t| [200, 300].contains(&t.tid))
+            .map(|t| t.cpu_time_ns as f64 / 1e9)
+            .sum();
+        (super::report::build(&summary, &ctx), logger_s)
+    };
+    // The "logger" process (pid 200: threads 200 and 300) as the recorder.
+    let (r, logger_s) = report_with(Some(200));
+    let p = r.system.perturbation.expect("costs were measured");
+    assert!(logger_s > 0.0);
+    assert_eq!(p.recorder_cpu_s, Some(logger_s));
+    assert!(p.recorder_text().is_some());
+    for pid in [None, Some(100)] {
+        let (r, _) = report_with(pid);
+        assert_eq!(
+            r.system.perturbation.unwrap().recorder_cpu_s,
+            None,
+            "{pid:?}"
+        );
+    }
 }

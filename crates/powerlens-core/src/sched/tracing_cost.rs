@@ -238,17 +238,10 @@ impl TracingPath {
     pub fn describe(&self) -> String {
         let events = match self.events.as_str() {
             PATH_PERF_RING => "perf ring buffers, one per CPU".to_string(),
-            PATH_BPF => {
-                let names: Vec<&str> = self
-                    .in_kernel_events
-                    .iter()
-                    .map(|e| e.rsplit('/').next().unwrap_or(e))
-                    .collect();
-                format!(
-                    "{} collected in the kernel (BPF), the other events through perf ring buffers, one per CPU",
-                    names.join(", ")
-                )
-            }
+            PATH_BPF => format!(
+                "{} collected in the kernel (BPF), the other events through perf ring buffers, one per CPU",
+                bare_names(&self.in_kernel_events)
+            ),
             other => other.to_string(),
         };
         let bytes = self
@@ -281,6 +274,16 @@ impl TracingPath {
     }
 }
 
+/// Tracepoints by their bare names, for a line a user reads: `sched/sched_switch` →
+/// `sched_switch`, joined by commas.
+pub fn bare_names(events: &[String]) -> String {
+    events
+        .iter()
+        .map(|e| e.rsplit('/').next().unwrap_or(e))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
 /// How much the tracing weighed on the target, for the report's `perturbation` line.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Perturbation {
@@ -294,6 +297,11 @@ pub struct Perturbation {
     pub untraced_cpu_s: f64,
     /// Whether `tracing_pct` is past [`PERTURBATION_WARN_PCT`].
     pub slowed: bool,
+    /// CPU time the recorder's own threads used beside the target (decoding, encoding
+    /// and writing the recording), which `tracing_cpu_s` does not hold; `None` when the
+    /// recording does not say which process recorded it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub recorder_cpu_s: Option<f64>,
     /// The line, in words: what the figures describe and, when slowed, what to do.
     pub text: String,
 }
@@ -335,8 +343,27 @@ impl Perturbation {
             tracing_pct,
             untraced_cpu_s,
             slowed,
+            recorder_cpu_s: None,
             text,
         }
+    }
+
+    /// Adds what the recorder's own threads used beside the target (`None`: unknown).
+    pub fn beside_recorder(mut self, recorder_cpu_s: Option<f64>) -> Perturbation {
+        self.recorder_cpu_s = recorder_cpu_s;
+        self
+    }
+
+    /// What the recorder's own threads used beside the target, in words, when known and
+    /// not nothing. The estimate holds what each event cost the thread it fired in; the
+    /// recorder's work runs on the same CPUs, and where the target keeps them busy it
+    /// slows the target too (on this project's 2-CPU VMs it was most of what a recording
+    /// added to a pipe load busy on both CPUs: docs/RECORD.md, "The cost of tracing").
+    pub fn recorder_text(&self) -> Option<String> {
+        let s = self.recorder_cpu_s.filter(|&s| s > 0.0)?;
+        Some(format!(
+            "powerlens's own threads used {s:.3} s of CPU time beside the target (decoding and writing the recording), which the estimate above does not hold: where the target keeps every CPU busy, that work slows it too"
+        ))
     }
 }
 
@@ -442,5 +469,22 @@ mod tests {
             .contains("--no-stacks"));
         // Exactly at the threshold is not past it.
         assert!(!Perturbation::new(1.0, 0.1, true).slowed);
+    }
+
+    #[test]
+    fn the_line_says_what_the_recorders_own_threads_used_beside_the_target() {
+        let plain = Perturbation::new(1.0, 0.05, true);
+        let p = plain.clone().beside_recorder(Some(0.2));
+        assert_eq!(p.recorder_cpu_s, Some(0.2));
+        assert_eq!(
+            p.recorder_text().unwrap(),
+            "powerlens's own threads used 0.200 s of CPU time beside the target (decoding and writing the recording), which the estimate above does not hold: where the target keeps every CPU busy, that work slows it too"
+        );
+        // It does not move the estimate, its line or the warning.
+        assert_eq!((p.text.as_str(), p.slowed), (plain.text.as_str(), false));
+        // Unknown (an older recording) or nothing: no words.
+        assert_eq!(plain.clone().beside_recorder(None), plain);
+        assert_eq!(plain.recorder_text(), None);
+        assert_eq!(plain.beside_recorder(Some(0.0)).recorder_text(), None);
     }
 }

@@ -80,6 +80,9 @@ pub fn system_items(report: &RecordingReport) -> Vec<(&'static str, String)> {
             format!("{}{whole}", p.text)
         };
         line(&mut out, "perturbation", line_text);
+        if let Some(beside) = p.recorder_text() {
+            line(&mut out, "beside it", beside);
+        }
     }
     if let Some(path) = &s.tracing_path {
         line(&mut out, "tracing path", path.describe());

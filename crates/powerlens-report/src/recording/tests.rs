@@ -127,6 +127,7 @@ fn context(energy: bool) -> RecordingContext {
         span: None,
         tracing_cost: Err("not measured in this fixture".into()),
         tracing_path: None,
+        recorder_pid: None,
     }
 }
 
@@ -197,6 +198,8 @@ fn traced_report_with_stacks(
         stacks: true,
         ..Default::default()
     });
+    // The logger process as the recorder: 200 runs 60..70 on cpu0 and 90..100 on cpu1.
+    ctx.recorder_pid = Some(200);
     let mut a = ctx.analysis();
     for e in stream() {
         a.feed(&e);
@@ -246,6 +249,14 @@ fn the_perturbation_line_warns_past_its_threshold_in_text_json_and_html() {
     assert!(text.contains("--no-stacks"), "{text}");
     let v: serde_json::Value = serde_json::from_str(&json(&heavy)).unwrap();
     assert_eq!(v["system"]["perturbation"]["slowed"], true);
+    // What the recorder (here the logger, by hand 20 ms) ran beside the target, apart.
+    let recorder = v["system"]["perturbation"]["recorder_cpu_s"]
+        .as_f64()
+        .unwrap();
+    assert!((recorder - 0.020).abs() < 1e-12, "{recorder}");
+    let beside =
+        "beside it              powerlens's own threads used 0.020 s of CPU time beside the target";
+    assert!(text.contains(beside), "{text}");
     assert_eq!(v["system"]["tracing_event_cost_ns"]["sched_switch"], 10e6);
     // The whole recording: also the logger's 2 switches (0 and 70 ms) and the idle
     // task's 2 switches and wake-up.
@@ -280,6 +291,10 @@ fn the_perturbation_line_warns_past_its_threshold_in_text_json_and_html() {
     .unwrap();
     assert!(
         html.contains("Perturbation — WARNING: tracing cost the target an estimated 0.040 s"),
+        "{html}"
+    );
+    assert!(
+        html.contains("Beside it, powerlens&#39;s own threads used 0.020 s of CPU time"),
         "{html}"
     );
     // Every traced recording says which path it took, in each form.

@@ -176,6 +176,24 @@ pub fn build(summary: &SchedSummary, ctx: &RecordingContext) -> RecordingReport 
         );
     }
 
+    // What the recorder's own threads ran (they are recorded like any other), when the
+    // recording names its process and that is not the target.
+    let recorder_cpu_s = ctx
+        .recorder_pid
+        .filter(|&pid| {
+            ctx.target_pids
+                .as_ref()
+                .is_none_or(|set| !set.contains(&pid))
+        })
+        .map(|pid| {
+            summary
+                .threads
+                .iter()
+                .filter(|t| pid_of(t) == Some(pid))
+                .map(|t| secs(t.cpu_time_ns))
+                .sum::<f64>()
+        });
+
     // Thread rows.
     let threads: Vec<ThreadRow> = summary
         .threads
@@ -490,6 +508,7 @@ pub fn build(summary: &SchedSummary, ctx: &RecordingContext) -> RecordingReport 
                 threads.iter().filter_map(|t| t.tracing_cpu_s).sum(),
                 c.stacks,
             )
+            .beside_recorder(recorder_cpu_s)
         }),
         tracing_path: ctx.tracing_path.clone().filter(|_| traced),
     };

@@ -77,6 +77,9 @@ pub struct RecordingContext {
     pub tracing_cost: Result<EventCosts, String>,
     /// How the recording traced; `None` for a reduced recording (it traced nothing).
     pub tracing_path: Option<TracingPath>,
+    /// The recorder's own process, whose threads are recorded like any other's; `None`
+    /// in a recording that does not say (made before it did).
+    pub recorder_pid: Option<u32>,
 }
 
 /// What stretch of time a recording covers, which decides whether its energy is the energy
