@@ -134,16 +134,14 @@ pub fn calibrate(collector: &mut Collector, stacks: bool) -> EventCosts {
     let sampled = collector
         .set_stack_sample_period(NO_STACKS)
         .unwrap_or(false);
+    // Collected in the kernel: each kind's program run time per record, which a stack's
+    // cost is floored at too.
+    let mut programs = std::collections::BTreeMap::new();
     for &(kind, event, load) in &kinds {
-        measure_into(
-            &mut costs,
-            collector,
-            kind,
-            event,
-            baseline(event),
-            cpu,
-            load,
-        );
+        let base = baseline(event);
+        if let Some(ns) = measure_into(&mut costs, collector, kind, event, base, cpu, load) {
+            programs.insert(kind, ns);
+        }
     }
     if collector.has_cpu_clock() {
         record_measure(
@@ -166,14 +164,17 @@ pub fn calibrate(collector: &mut Collector, stacks: bool) -> EventCosts {
                 Ok(with) => {
                     // Collected in the kernel: at least what the stack added to the
                     // program's own run time.
-                    let program = match (with.program_ns, costs.program_ns.get(kind)) {
+                    let program = match (with.program_ns, programs.get(kind)) {
                         (Some(with), Some(&without)) => Some((with - without).max(0.0)),
                         _ => None,
                     };
                     let mut stack = (with.cost_ns - without).max(0.0);
-                    if let Some(program) = program {
-                        costs.program_stack_ns.insert(kind.to_string(), program);
-                        stack = stack.max(program);
+                    if let Some(program) = program.filter(|&p| p > stack) {
+                        let note = format!(
+                            "; its stack's cost raised from {stack:.0} ns to what the stack added to its BPF program's run time, {program:.0} ns"
+                        );
+                        costs.method.entry(kind.to_string()).or_default().push_str(&note);
+                        stack = program;
                     }
                     costs.stack_cost_ns.insert(kind.to_string(), stack);
                 }
@@ -255,7 +256,7 @@ const NO_STACKS: u64 = 1 << 40;
 /// Measures `kind` (`event` alone on `load`) into `costs`, or says why not. Collected in
 /// the kernel, the kind costs at least what its program ran per record, by the kernel's
 /// own timing: it ran in the thread's context, and a difference of two runs' CPU time
-/// that reads less is noise.
+/// that reads less is noise. Returns that program time.
 fn measure_into(
     costs: &mut EventCosts,
     collector: &mut Collector,
@@ -264,7 +265,7 @@ fn measure_into(
     baseline: &[&str],
     cpu: u32,
     load: &dyn Fn(u32) -> Load,
-) {
+) -> Option<f64> {
     let how = match baseline {
         [] => format!("{event} alone on its load"),
         _ => format!(
@@ -276,7 +277,6 @@ fn measure_into(
     let program_ns = measured.as_ref().ok().and_then(|m| m.program_ns);
     record_measure(costs, kind, measured.map(|m| (m.cost_ns, m.count)), &how);
     if let Some(program) = program_ns {
-        costs.program_ns.insert(kind.to_string(), program);
         if let Some(cost) = costs.event_cost_ns.get_mut(kind) {
             if *cost < program {
                 let note = format!(
@@ -291,6 +291,7 @@ fn measure_into(
             }
         }
     }
+    program_ns
 }
 
 /// Puts one kind's measured cost (per event, and over how many events) into `costs`,

@@ -58,15 +58,6 @@ pub struct EventCosts {
     /// one's one in N.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub stack_cost_ns: BTreeMap<String, f64>,
-    /// Kinds collected in the kernel: what their BPF program ran per record on the
-    /// calibration load, by the kernel's own timing (BPF run-time statistics), without a
-    /// stack, and what a stack added to it. A kind never costs less than its program's own
-    /// run time (it runs in the thread's context): the calibration raises a cost that
-    /// read less, and says so in `method`.
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    pub program_ns: BTreeMap<String, f64>,
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    pub program_stack_ns: BTreeMap<String, f64>,
 }
 
 impl EventCosts {
