@@ -173,7 +173,11 @@ pub fn calibrate(collector: &mut Collector, stacks: bool) -> EventCosts {
                         let note = format!(
                             "; its stack's cost raised from {stack:.0} ns to what the stack added to its BPF program's run time, {program:.0} ns"
                         );
-                        costs.method.entry(kind.to_string()).or_default().push_str(&note);
+                        costs
+                            .method
+                            .entry(kind.to_string())
+                            .or_default()
+                            .push_str(&note);
                         stack = program;
                     }
                     costs.stack_cost_ns.insert(kind.to_string(), stack);

@@ -28,7 +28,7 @@ use aya::maps::{Array, ArrayOfMaps, Map, MapData, PerCpuArray, PerCpuValues, Rin
 use aya::programs::BtfTracePoint;
 use aya::{Btf, Ebpf, EbpfLoader};
 
-pub use program_time::{ProgramTime, ProgramTimes};
+pub use program_time::ProgramTimes;
 pub use records::Kind;
 
 /// The compiled programs; aligned as aya's ELF reader needs.
@@ -88,10 +88,10 @@ const CONFIG_STACK_BYTES: u32 = 1;
 /// A stack interval that never takes a stack.
 pub const NO_STACKS: u64 = u64::MAX;
 
-/// The loaded and attached programs, and their maps. Starts with every kind switched
-/// off; dropping it detaches the programs.
+/// The loaded programs, and their maps. Starts with every kind switched off and no
+/// program attached; dropping it detaches the programs.
 pub struct InKernel {
-    /// Keeps the programs attached (and the maps alive).
+    /// Keeps the programs loaded (and the maps alive).
     ebpf: Ebpf,
     kinds: Vec<Kind>,
     /// The least time between two stacks of a kind on a CPU, as the recording asked
@@ -126,8 +126,8 @@ impl std::fmt::Debug for InKernel {
 
 impl InKernel {
     /// Loads the programs of `kinds` with a ring for each of `cpus` of about `ring_bytes`
-    /// (rounded up to a power of two pages) and attaches them, switched off. The error
-    /// says why in words a user can act on.
+    /// (rounded up to a power of two pages), switched off and not yet attached (switching
+    /// a kind on attaches its programs). The error says why in words a user can act on.
     pub fn open(kinds: &[Kind], cpus: &[u32], ring_bytes: usize) -> Result<InKernel, String> {
         Self::open_with_stacks(kinds, cpus, ring_bytes, None)
     }
@@ -158,7 +158,6 @@ impl InKernel {
             }
             let fd = load(&mut ebpf, &btf, program, tracepoint)
                 .map_err(|e| format!("the BPF program for {tracepoint}: {e}"))?;
-            // Only the kinds loaded count as needing it.
             attachments.add(needed_by, tracepoint, fd);
         }
         let map = |ebpf: &mut Ebpf, name: &str| {
@@ -357,7 +356,7 @@ impl InKernel {
         out.len() - before
     }
 
-    /// Each kind's program run time and runs, as the kernel timed them while
+    /// Each kind's program run time, as the kernel timed it while
     /// [`InKernel::time_programs`] was on, and the records read out of its kind, since the
     /// programs were loaded.
     pub fn program_times(&self) -> ProgramTimes {
@@ -366,11 +365,7 @@ impl InKernel {
             let Some(info) = self.ebpf.program(program).and_then(|p| p.info().ok()) else {
                 continue;
             };
-            let Some(slot) = program_time::KINDS.iter().position(|&k| k == kind) else {
-                continue;
-            };
-            times.kinds[slot].run_ns = info.run_time().as_nanos() as u64;
-            times.kinds[slot].runs = info.run_count();
+            times.of_mut(kind).run_ns = info.run_time().as_nanos() as u64;
         }
         times
     }
@@ -456,20 +451,17 @@ const RINGBUF_MAP_TYPE: u32 = 27;
 /// Loads `program` for `tracepoint` (the verifier checks it here) and returns its own
 /// descriptor: it is attached when its kind is switched on ([`attach`]).
 fn load(ebpf: &mut Ebpf, btf: &Btf, program: &str, tracepoint: &str) -> Result<OwnedFd, String> {
-    let p = btf_program(ebpf, program)?;
+    let p: &mut BtfTracePoint = ebpf
+        .program_mut(program)
+        .ok_or_else(|| format!("the BPF object has no program {program}"))?
+        .try_into()
+        .map_err(|e| chain(&e))?;
     p.load(tracepoint, btf).map_err(|e| chain(&e))?;
     p.fd()
         .map_err(|e| chain(&e))?
         .as_fd()
         .try_clone_to_owned()
         .map_err(|e| format!("dup of the program {program}: {e}"))
-}
-
-fn btf_program<'a>(ebpf: &'a mut Ebpf, program: &str) -> Result<&'a mut BtfTracePoint, String> {
-    ebpf.program_mut(program)
-        .ok_or_else(|| format!("the BPF object has no program {program}"))?
-        .try_into()
-        .map_err(|e| chain(&e))
 }
 
 /// An error and its causes, as one line: aya's errors keep the kernel's reason (the
