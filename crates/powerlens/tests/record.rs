@@ -531,6 +531,8 @@ fn live_tracing_cost_covers_each_threads_own_switches() {
         recorder > 0.0 && recorder < busy,
         "{recorder} of {busy}: {p}"
     );
+    // A command's recording: the recorder ran beside it, not inside it.
+    assert_eq!(p["recorder_in_target"], false, "{p}");
 }
 
 /// Issue 28: a default recording collects the scheduler's switches, wake-ups and CPU-time

@@ -1397,41 +1397,59 @@ fn sampled_stacks_are_counted_against_the_event_they_follow() {
     );
 }
 
-/// Issue 28: the perturbation line says what the recorder's own process ran beside the
-/// target (every thread of its pid, as the analysis counted them), and nothing when the
-/// recording does not name it or names the target itself.
+/// Issue 28: the perturbation line says what the recorder's own process ran (every thread
+/// of its pid, as the analysis counted them), whether that process is beside the target or
+/// part of it (a whole-system recording, or a target set that names it), and nothing when
+/// the recording does not name it.
 #[test]
 fn the_perturbation_holds_the_recorders_own_cpu_time() {
     use super::tracing_cost::EventCosts;
-    let report_with = |recorder_pid| {
+    let report_with = |recorder_pid, whole_system: bool| {
         let mut ctx = three_thread_context();
         ctx.tracing_cost = Ok(EventCosts::default());
         ctx.recorder_pid = recorder_pid;
+        if whole_system {
+            ctx.target_pids = None;
+        }
         let mut a = ctx.analysis();
         for e in three_thread_stream() {
             a.feed(&e);
         }
         let summary = a.finish(100 * MS);
-        let logger_s: f64 = summary
-            .threads
-            .iter()
-            .filter(|t| [200, 300].contains(&t.tid))
-            .map(|t| t.cpu_time_ns as f64 / 1e9)
-            .sum();
-        (super::report::build(&summary, &ctx), logger_s)
+        let cpu_s_of = |tids: [u32; 2]| -> f64 {
+            summary
+                .threads
+                .iter()
+                .filter(|t| tids.contains(&t.tid))
+                .map(|t| t.cpu_time_ns as f64 / 1e9)
+                .sum()
+        };
+        let logger_s = cpu_s_of([200, 300]);
+        let p = super::report::build(&summary, &ctx).system.perturbation;
+        (p.expect("costs were measured"), logger_s)
     };
-    // The "logger" process (pid 200: threads 200 and 300) as the recorder.
-    let (r, logger_s) = report_with(Some(200));
-    let p = r.system.perturbation.expect("costs were measured");
+    // The "logger" process (pid 200: threads 200 and 300) as the recorder, beside the target.
+    let (p, logger_s) = report_with(Some(200), false);
     assert!(logger_s > 0.0);
     assert_eq!(p.recorder_cpu_s, Some(logger_s));
-    assert!(p.recorder_text().is_some());
-    for pid in [None, Some(100)] {
-        let (r, _) = report_with(pid);
-        assert_eq!(
-            r.system.perturbation.unwrap().recorder_cpu_s,
-            None,
-            "{pid:?}"
-        );
-    }
+    assert_eq!(p.recorder_in_target, Some(false));
+    assert!(p.recorder_text().unwrap().contains("beside the target"));
+    // The same recorder in a whole-system recording: its time is in the target's.
+    let (p, logger_s) = report_with(Some(200), true);
+    assert_eq!(
+        (p.recorder_cpu_s, p.recorder_in_target),
+        (Some(logger_s), Some(true))
+    );
+    assert!(p.target_cpu_s >= logger_s);
+    assert!(!p.recorder_text().unwrap().contains("beside"));
+    // A target set that names the recorder's own process (pid 100, the whole target).
+    let (p, _) = report_with(Some(100), false);
+    assert!(p.target_cpu_s > 0.0);
+    assert_eq!(
+        (p.recorder_cpu_s, p.recorder_in_target),
+        (Some(p.target_cpu_s), Some(true))
+    );
+    // An older recording that does not name its recorder.
+    let (p, _) = report_with(None, false);
+    assert_eq!((p.recorder_cpu_s, p.recorder_in_target), (None, None));
 }

@@ -288,11 +288,16 @@ pub struct Perturbation {
     pub untraced_cpu_s: f64,
     /// Whether `tracing_pct` is past [`PERTURBATION_WARN_PCT`].
     pub slowed: bool,
-    /// CPU time the recorder's own threads used beside the target (decoding, encoding
-    /// and writing the recording), which `tracing_cpu_s` does not hold; `None` when the
-    /// recording does not say which process recorded it.
+    /// CPU time the recorder's own threads used (decoding, encoding and writing the
+    /// recording), which `tracing_cpu_s` does not hold; `None` when the recording does not
+    /// say which process recorded it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub recorder_cpu_s: Option<f64>,
+    /// Whether the recorder's threads are part of the target (a whole-system recording, or
+    /// a target that names powerlens's own process), so that `target_cpu_s` holds
+    /// `recorder_cpu_s`; otherwise they ran beside it. Present with `recorder_cpu_s`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub recorder_in_target: Option<bool>,
     /// The line, in words: what the figures describe and, when slowed, what to do.
     pub text: String,
 }
@@ -335,27 +340,44 @@ impl Perturbation {
             untraced_cpu_s,
             slowed,
             recorder_cpu_s: None,
+            recorder_in_target: None,
             text,
         }
     }
 
-    /// Adds what the recorder's own threads used beside the target (`None`: unknown).
-    pub fn beside_recorder(mut self, recorder_cpu_s: Option<f64>) -> Perturbation {
-        self.recorder_cpu_s = recorder_cpu_s;
+    /// Adds what the recorder's own threads used (`None`: unknown).
+    pub fn beside_recorder(mut self, recorder: Option<RecorderShare>) -> Perturbation {
+        self.recorder_cpu_s = recorder.map(|r| r.cpu_s);
+        self.recorder_in_target = recorder.map(|r| r.in_target);
         self
     }
 
-    /// What the recorder's own threads used beside the target, in words, when known and
-    /// not nothing. The estimate holds what each event cost the thread it fired in; the
-    /// recorder's work runs on the same CPUs, and where the target keeps them busy it
-    /// slows the target too (on this project's 2-CPU VMs it was most of what a recording
-    /// added to a pipe load busy on both CPUs: docs/RECORD.md, "The cost of tracing").
+    /// What the recorder's own threads used, in words, when known and not nothing. The
+    /// estimate holds what each event cost the thread it fired in; the recorder's work runs
+    /// on the same CPUs, and where the target keeps them busy it slows the target too (on
+    /// this project's 2-CPU VMs it was most of what a recording added to a pipe load busy
+    /// on both CPUs: docs/RECORD.md, "The cost of tracing"). In a whole-system recording
+    /// the recorder is itself part of what was recorded, and its time is in the target's.
     pub fn recorder_text(&self) -> Option<String> {
         let s = self.recorder_cpu_s.filter(|&s| s > 0.0)?;
-        Some(format!(
-            "powerlens's own threads used {s:.3} s of CPU time beside the target (decoding and writing the recording), which the estimate above does not hold: where the target keeps every CPU busy, that work slows it too"
-        ))
+        Some(if self.recorder_in_target == Some(true) {
+            format!(
+                "powerlens's own threads used {s:.3} s of CPU time (decoding and writing the recording), which the estimate above does not hold: they are part of what was recorded, so the target's CPU time above includes them"
+            )
+        } else {
+            format!(
+                "powerlens's own threads used {s:.3} s of CPU time beside the target (decoding and writing the recording), which the estimate above does not hold: where the target keeps every CPU busy, that work slows it too"
+            )
+        })
     }
+}
+
+/// The recorder's own threads' share of a recording: their CPU time, and whether they are
+/// part of the target.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct RecorderShare {
+    pub cpu_s: f64,
+    pub in_target: bool,
 }
 
 #[cfg(test)]
@@ -464,9 +486,18 @@ mod tests {
 
     #[test]
     fn the_line_says_what_the_recorders_own_threads_used_beside_the_target() {
+        let beside = |cpu_s| {
+            Some(RecorderShare {
+                cpu_s,
+                in_target: false,
+            })
+        };
         let plain = Perturbation::new(1.0, 0.05, true);
-        let p = plain.clone().beside_recorder(Some(0.2));
-        assert_eq!(p.recorder_cpu_s, Some(0.2));
+        let p = plain.clone().beside_recorder(beside(0.2));
+        assert_eq!(
+            (p.recorder_cpu_s, p.recorder_in_target),
+            (Some(0.2), Some(false))
+        );
         assert_eq!(
             p.recorder_text().unwrap(),
             "powerlens's own threads used 0.200 s of CPU time beside the target (decoding and writing the recording), which the estimate above does not hold: where the target keeps every CPU busy, that work slows it too"
@@ -476,6 +507,23 @@ mod tests {
         // Unknown (an older recording) or nothing: no words.
         assert_eq!(plain.clone().beside_recorder(None), plain);
         assert_eq!(plain.recorder_text(), None);
-        assert_eq!(plain.beside_recorder(Some(0.0)).recorder_text(), None);
+        assert_eq!(plain.beside_recorder(beside(0.0)).recorder_text(), None);
+    }
+
+    /// In a whole-system recording the recorder is part of the target: the line must not
+    /// say "beside", and says the target's CPU time holds it.
+    #[test]
+    fn a_recorder_inside_the_target_is_said_to_be_in_its_cpu_time() {
+        let p = Perturbation::new(1.0, 0.05, true).beside_recorder(Some(RecorderShare {
+            cpu_s: 0.2,
+            in_target: true,
+        }));
+        assert_eq!(p.recorder_in_target, Some(true));
+        let text = p.recorder_text().unwrap();
+        assert!(!text.contains("beside"), "{text}");
+        assert!(
+            text.contains("0.200 s") && text.contains("the target's CPU time above includes them"),
+            "{text}"
+        );
     }
 }

@@ -14,7 +14,7 @@ use crate::sched::analysis::{SchedSummary, ThreadStats};
 use crate::sched::attribution::{attribute_weighted, frequency_weights};
 use crate::sched::cpu_accounts::cpu_time_accounts;
 use crate::sched::event::Tid;
-use crate::sched::tracing_cost::{EventCosts, Perturbation};
+use crate::sched::tracing_cost::{EventCosts, Perturbation, RecorderShare};
 use crate::sched::wakeups::WakeupCause;
 
 pub(super) fn secs(ns: u64) -> f64 {
@@ -176,23 +176,21 @@ pub fn build(summary: &SchedSummary, ctx: &RecordingContext) -> RecordingReport 
         );
     }
 
-    // What the recorder's own threads ran (they are recorded like any other), when the
-    // recording names its process and that is not the target.
-    let recorder_cpu_s = ctx
-        .recorder_pid
-        .filter(|&pid| {
-            ctx.target_pids
-                .as_ref()
-                .is_none_or(|set| !set.contains(&pid))
-        })
-        .map(|pid| {
-            summary
-                .threads
-                .iter()
-                .filter(|t| pid_of(t) == Some(pid))
-                .map(|t| secs(t.cpu_time_ns))
-                .sum::<f64>()
-        });
+    // What the recorder's own threads ran (they are recorded like any other), and whether
+    // they are part of the target (a whole-system recording holds its own recorder).
+    let recorder = ctx.recorder_pid.map(|pid| {
+        let cpu_s = summary
+            .threads
+            .iter()
+            .filter(|t| pid_of(t) == Some(pid))
+            .map(|t| secs(t.cpu_time_ns))
+            .sum::<f64>();
+        let in_target = match &ctx.target_pids {
+            None => true,
+            Some(set) => set.contains(&pid),
+        };
+        RecorderShare { cpu_s, in_target }
+    });
 
     // Thread rows.
     let threads: Vec<ThreadRow> = summary
@@ -508,7 +506,7 @@ pub fn build(summary: &SchedSummary, ctx: &RecordingContext) -> RecordingReport 
                 threads.iter().filter_map(|t| t.tracing_cpu_s).sum(),
                 c.stacks,
             )
-            .beside_recorder(recorder_cpu_s)
+            .beside_recorder(recorder)
         }),
         tracing_path: ctx.tracing_path.clone().filter(|_| traced),
     };
