@@ -922,7 +922,10 @@ impl Collector {
     }
 
     /// Blocks until some CPU's ring is half full or `timeout` passes, so that a recorder
-    /// drains when there is work instead of spinning. Returns whether a ring is ready.
+    /// drains when there is work instead of spinning. Returns whether a ring is ready. A
+    /// BPF ring that already holds records when the wait begins (they came after the last
+    /// copy) ends it at once, whatever its fill: the kernel checks for data before it
+    /// sleeps, and afterwards only the wake-up its programs force at half full ends it.
     pub fn wait(&self, timeout: std::time::Duration) -> Result<bool, SysError> {
         let in_kernel = self.in_kernel.iter().flat_map(|(k, _)| k.fds());
         let mut fds: Vec<libc::pollfd> = self
