@@ -80,9 +80,10 @@ struct StackPace {
 // SAFETY: plain integers, no padding: any bytes are a valid value.
 unsafe impl aya::Pod for StackPace {}
 
-/// The most user-stack bytes the programs copy per stack (their scratch buffer's room).
+/// The most user-stack bytes the programs copy per stack (their scratch buffer's room;
+/// `MAX_STACK` in the programs).
 pub const MAX_STACK_BYTES: u32 = 4096;
-/// `config` indexes, as in the programs.
+/// `config` indexes, as in the programs (a test checks both against their source).
 const CONFIG_STACK_INTERVAL: u32 = 0;
 const CONFIG_STACK_BYTES: u32 = 1;
 /// A stack interval that never takes a stack.
@@ -496,6 +497,23 @@ fn short_verifier_log(s: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The settings the recorder writes into the programs' `config` map, and the stack
+    /// room it caps them at, are the programs' own (`powerlens.bpf.c`): an index off by one
+    /// would set the stack interval from the byte count.
+    #[test]
+    fn the_config_slots_and_stack_room_are_the_programs() {
+        use records::tests::c_constant;
+        assert_eq!(
+            u64::from(CONFIG_STACK_INTERVAL),
+            c_constant("CONFIG_STACK_INTERVAL")
+        );
+        assert_eq!(
+            u64::from(CONFIG_STACK_BYTES),
+            c_constant("CONFIG_STACK_BYTES")
+        );
+        assert_eq!(u64::from(MAX_STACK_BYTES), c_constant("MAX_STACK"));
+    }
 
     /// A thread pinned to `cpu` that sleeps `n` times once `start` has run (after it is on
     /// `cpu`): each sleep is a switch there. Its tid.

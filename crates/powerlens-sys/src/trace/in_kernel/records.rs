@@ -32,22 +32,26 @@ pub enum Kind {
 }
 
 impl Kind {
-    fn from_word(word: u32) -> Option<Kind> {
-        match word {
-            1 => Some(Kind::Switch),
-            2 => Some(Kind::Waking),
-            3 => Some(Kind::Runtime),
-            _ => None,
-        }
-    }
+    const ALL: [Kind; 3] = [Kind::Switch, Kind::Waking, Kind::Runtime];
 
-    /// The index of this kind in the collector's `control` map.
-    pub fn control_index(self) -> u32 {
+    /// The kind word the programs write after a record's time (`KIND_*` in
+    /// `powerlens.bpf.c`, checked by a test against that source).
+    fn word(self) -> u32 {
         match self {
             Kind::Switch => 1,
             Kind::Waking => 2,
             Kind::Runtime => 3,
         }
+    }
+
+    fn from_word(word: u32) -> Option<Kind> {
+        Kind::ALL.into_iter().find(|k| k.word() == word)
+    }
+
+    /// The index of this kind in the collector's `control` map: its kind word, as the
+    /// programs index it.
+    pub fn control_index(self) -> u32 {
+        self.word()
     }
 
     /// The tracepoint this kind stands in for.
@@ -61,9 +65,7 @@ impl Kind {
 
     /// The kind that stands in for `tracepoint`, if any.
     pub fn for_tracepoint(tracepoint: &str) -> Option<Kind> {
-        [Kind::Switch, Kind::Waking, Kind::Runtime]
-            .into_iter()
-            .find(|k| k.tracepoint() == tracepoint)
+        Kind::ALL.into_iter().find(|k| k.tracepoint() == tracepoint)
     }
 
     /// The format of this kind's payload (for a switch, of its sched_switch part).
@@ -233,6 +235,37 @@ pub fn framed<'a>(mut bytes: &'a [u8], lost: &mut u64, mut f: impl FnMut(&'a [u8
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
+
+    /// The programs' `#define NAME VALUE` constants, read from their C source.
+    pub(crate) fn c_constant(name: &str) -> u64 {
+        let source = include_str!("powerlens.bpf.c");
+        let value = source
+            .lines()
+            .filter_map(|l| l.strip_prefix("#define "))
+            .find_map(|l| l.strip_prefix(name)?.strip_prefix(' '))
+            .unwrap_or_else(|| panic!("powerlens.bpf.c defines no {name}"));
+        let value = value.split_whitespace().next().unwrap();
+        match value.strip_prefix("0x") {
+            Some(hex) => u64::from_str_radix(hex, 16),
+            None => value.trim_end_matches("ULL").parse(),
+        }
+        .unwrap_or_else(|e| panic!("{name} = {value}: {e}"))
+    }
+
+    /// The kind words are written in C and read in Rust: the two must agree, or every
+    /// record would be read as another kind (or dropped as unknown).
+    #[test]
+    fn the_kind_words_are_the_programs() {
+        for (kind, name) in [
+            (Kind::Switch, "KIND_SWITCH"),
+            (Kind::Waking, "KIND_WAKING"),
+            (Kind::Runtime, "KIND_RUNTIME"),
+        ] {
+            assert_eq!(u64::from(kind.word()), c_constant(name), "{kind:?}");
+            assert_eq!(Kind::from_word(kind.word()), Some(kind));
+        }
+        assert_eq!(Kind::from_word(0), None);
+    }
 
     /// A switch record as `on_switch` lays it out.
     pub(crate) fn switch(prev: i32, state: i64, next: i32, runtime_ns: u64) -> Vec<u8> {
