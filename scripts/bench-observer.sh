@@ -15,6 +15,12 @@
 # tracing's cost (system.tracing_cpu_s, and the target's share) against the CPU time
 # recording added to the load (traced − bare, paired).
 #
+# Then, in rounds of their own (bare and `record`, paired), the in-kernel programs' own run
+# time, as the kernel times it (kernel.bpf_stats_enabled, read from the recorder's BPF
+# program descriptors' fdinfo): what the events cost where they fired, beside the
+# estimate and the CPU time recording added. The statistics cost each run a clock read
+# (~25–50 ns here), so these rounds' added time reads a little high; SPLIT=0 skips them.
+#
 # The agent is measured apart, on the load repeated AGENT_REPEAT times back to back (20:
 # several seconds), with the agent started before the round: by default it traces 5% of
 # each 1 s interval at a random place, so a load shorter than an interval would mostly
@@ -41,7 +47,10 @@ pl=$PWD/target/release/powerlens
 command -v perf >/dev/null || { echo "bench-observer.sh: needs perf (apt-get install linux-perf)" >&2; exit 1; }
 dir=$(mktemp -d)
 agent_pid=""
+stats=/proc/sys/kernel/bpf_stats_enabled
+stats_were=$(cat "$stats" 2>/dev/null || echo 0)
 cleanup() {
+    [ -w "$stats" ] && echo "$stats_were" >"$stats" 2>/dev/null || true
     [ -n "$agent_pid" ] && kill "$agent_pid" 2>/dev/null || true
     wait 2>/dev/null || true
     rm -rf "$dir"
@@ -56,6 +65,27 @@ wall = time.perf_counter() - t
 r = resource.getrusage(resource.RUSAGE_CHILDREN)
 with open(sys.argv[1], "a") as f:
     f.write(f"{wall:.6f} {r.ru_utime:.6f} {r.ru_stime:.6f}\n")
+PY
+# progtime.py OUT CMD...: runs CMD (a `powerlens record`) and appends to OUT the run time
+# of its BPF programs, summed from their descriptors' fdinfo (run_time_ns), which the
+# kernel counts while kernel.bpf_stats_enabled is 1. Read until the recorder exits: the
+# programs are detached once the load ends, so the last reading is the whole recording's.
+cat >"$dir/progtime.py" <<'PY'
+import glob, subprocess, sys, time
+p = subprocess.Popen(sys.argv[2:], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+seen = {}
+while p.poll() is None:
+    for f in glob.glob(f"/proc/{p.pid}/fdinfo/*"):
+        try:
+            text = open(f).read()
+        except OSError:
+            continue
+        if "prog_type:" in text and "run_time_ns:" in text:
+            ns = int(text.split("run_time_ns:")[1].split()[0])
+            seen[f] = max(seen.get(f, 0), ns)
+    time.sleep(0.02)
+with open(sys.argv[1], "a") as f:
+    f.write(f"{sum(seen.values()) / 1e9:.6f}\n")
 PY
 cat >"$dir/pipes.py" <<'PY'
 import os, sys
@@ -164,6 +194,30 @@ rounds_of() {
     done
 }
 
+# Paired rounds of bare and `record` with the kernel timing the BPF programs: the CPU time
+# recording added, the programs' own run time and the report's estimate (the target's
+# tracing_cpu_s), medians over the rounds.
+split_rounds() {
+    local load=$1 cmd
+    cmd=$(timed "$dir/split.times" "$load")
+    : >"$dir/split.times"; : >"$dir/split.programs"; : >"$dir/split.estimate"
+    echo 1 >"$stats"
+    for round in $(seq "$rounds"); do
+        sh -c "$cmd"
+        python3 "$dir/progtime.py" "$dir/split.programs" "$pl" record -o "$dir/s.rec" -- sh -c "$cmd"
+        "$pl" report "$dir/s.rec" --json 2>/dev/null | python3 -c 'import json,sys; p=json.load(sys.stdin)["system"].get("perturbation") or {}; print(p.get("tracing_cpu_s", "nan"))' >>"$dir/split.estimate"
+        rm -f "$dir/s.rec"
+    done
+    echo "$stats_were" >"$stats"
+    # split.times alternates bare and recorded lines.
+    paste - - <"$dir/split.times" | paste - "$dir/split.programs" "$dir/split.estimate" | awk '
+        { a[NR] = ($5 + $6) - ($2 + $3); p[NR] = $7; e[NR] = $8 }
+        function med(v, n,   i, j, t, b) { for (i = 1; i <= n; i++) b[i] = v[i]
+            for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (b[j] < b[i]) { t = b[i]; b[i] = b[j]; b[j] = t }
+            return n % 2 ? b[(n + 1) / 2] : (b[n / 2] + b[n / 2 + 1]) / 2 }
+        END { printf "split (%d rounds, BPF statistics on): CPU added %.3f s, the programs ran %.3f s (kernel-timed), estimated %.3f s\n", NR, med(a, NR), med(p, NR), med(e, NR) }'
+}
+
 agent_repeat=${AGENT_REPEAT:-20}
 configs=(bare record perfrings everystack fullstacks nostacks perf)
 echo "# bench-observer.sh: $rounds paired rounds per load, $(nproc) CPUs, $(uname -r), $(date -u +%F)"
@@ -209,6 +263,9 @@ PY
         done
         sort -g "$dir/players" | awk '{ r[NR] = $1; a[NR] = $2; e[NR] = $3 }
             END { m = int((NR + 1) / 2); printf "players (ping, pong) only: tracing_cpu_s / CPU added: median %.2f (added %.3f s, estimated %.3f s)\n", r[m], a[m], e[m] }'
+    fi
+    if [ "${SPLIT:-1}" = 1 ] && [ -w "$stats" ]; then
+        split_rounds "$load"
     fi
     # The agent, on the load repeated: several of its intervals.
     rm -f "$dir"/*.times
