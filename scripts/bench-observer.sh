@@ -19,7 +19,9 @@
 # time, as the kernel times it (kernel.bpf_stats_enabled, read from the recorder's BPF
 # program descriptors' fdinfo): what the events cost where they fired, beside the
 # estimate and the CPU time recording added. The statistics cost each run a clock read
-# (~25–50 ns here), so these rounds' added time reads a little high; SPLIT=0 skips them.
+# (~25–50 ns here), so these rounds' added time and the programs' run time read a little
+# high; the programs run in every context (the idle task's switches too), so they are
+# set beside the estimate for every context. SPLIT=0 skips them.
 #
 # The agent is measured apart, on the load repeated AGENT_REPEAT times back to back (20:
 # several seconds), with the agent started before the round: by default it traces 5% of
@@ -205,17 +207,17 @@ split_rounds() {
     for round in $(seq "$rounds"); do
         sh -c "$cmd"
         python3 "$dir/progtime.py" "$dir/split.programs" "$pl" record -o "$dir/s.rec" -- sh -c "$cmd"
-        "$pl" report "$dir/s.rec" --json 2>/dev/null | python3 -c 'import json,sys; p=json.load(sys.stdin)["system"].get("perturbation") or {}; print(p.get("tracing_cpu_s", "nan"))' >>"$dir/split.estimate"
+        "$pl" report "$dir/s.rec" --json 2>/dev/null | python3 -c 'import json,sys; s=json.load(sys.stdin)["system"]; p=s.get("perturbation") or {}; print(s.get("tracing_cpu_s", "nan"), p.get("tracing_cpu_s", "nan"))' >>"$dir/split.estimate"
         rm -f "$dir/s.rec"
     done
     echo "$stats_were" >"$stats"
     # split.times alternates bare and recorded lines.
     paste - - <"$dir/split.times" | paste - "$dir/split.programs" "$dir/split.estimate" | awk '
-        { a[NR] = ($5 + $6) - ($2 + $3); p[NR] = $7; e[NR] = $8 }
+        { a[NR] = ($5 + $6) - ($2 + $3); p[NR] = $7; w[NR] = $8; e[NR] = $9 }
         function med(v, n,   i, j, t, b) { for (i = 1; i <= n; i++) b[i] = v[i]
             for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (b[j] < b[i]) { t = b[i]; b[i] = b[j]; b[j] = t }
             return n % 2 ? b[(n + 1) / 2] : (b[n / 2] + b[n / 2 + 1]) / 2 }
-        END { printf "split (%d rounds, BPF statistics on): CPU added %.3f s, the programs ran %.3f s (kernel-timed), estimated %.3f s\n", NR, med(a, NR), med(p, NR), med(e, NR) }'
+        END { printf "split (%d rounds, BPF statistics on): CPU added %.3f s; the programs ran %.3f s (kernel-timed, every context), estimated %.3f s in every context, %.3f s in the target\n", NR, med(a, NR), med(p, NR), med(w, NR), med(e, NR) }'
 }
 
 agent_repeat=${AGENT_REPEAT:-20}
