@@ -27,8 +27,9 @@ const CACHE_DIR: &str = "/run/powerlens";
 /// earlier powerlens in this boot are measured again: 2 measures the stacked kinds with
 /// and without their stacks (sampled stacks); 3 takes the median of paired rounds; 4 no
 /// longer gives a plain record a stack cost; 5 times the in-kernel programs (their run
-/// time per record, which the recording scales their costs by).
-const CALIBRATION_METHOD: u32 = 5;
+/// time per record, which each kind's cost is floored at); 6 adds each kind's confidence
+/// interval.
+const CALIBRATION_METHOD: u32 = 6;
 
 #[derive(Serialize, Deserialize)]
 struct Entry {

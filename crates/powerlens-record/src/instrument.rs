@@ -39,7 +39,7 @@ use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::time::Instant;
 
 use powerlens_core::sched::tracing_cost::{
-    EventCosts, StackedKind, CPU_SAMPLE, OTHER, RUNTIME, SWITCH, TIMER_ARM, WAKING,
+    median_interval, EventCosts, StackedKind, CPU_SAMPLE, OTHER, RUNTIME, SWITCH, TIMER_ARM, WAKING,
 };
 use powerlens_sys::thread::{cpu_time_ns, current_cpu, pin_to_cpu};
 use powerlens_sys::trace::in_kernel::Kind;
@@ -220,6 +220,11 @@ pub fn calibrate(collector: &mut Collector, stacks: bool) -> EventCosts {
                     .method
                     .insert(kind.to_string(), format!("as {like} ({why})"));
             }
+            if let Some(&interval) = costs.event_cost_interval_ns.get(like) {
+                costs
+                    .event_cost_interval_ns
+                    .insert(kind.to_string(), interval);
+            }
             // Only a stacked kind has a stack to cost: a plain record costed as a timer
             // arming takes the arming's cost, not its stack's.
             let stacked = STACKED_KINDS.iter().any(|&(k, _)| k.key() == kind);
@@ -279,6 +284,13 @@ fn measure_into(
     };
     let measured = measure_kind(collector, event, baseline, cpu, load);
     let program_ns = measured.as_ref().ok().and_then(|m| m.program_ns);
+    if let Some(interval) = measured.as_ref().ok().and_then(|m| m.interval_ns) {
+        // Floored as the figure is (below).
+        let floor = program_ns.unwrap_or(0.0);
+        costs
+            .event_cost_interval_ns
+            .insert(kind.to_string(), interval.map(|end| end.max(floor)));
+    }
     record_measure(costs, kind, measured.map(|m| (m.cost_ns, m.count)), &how);
     if let Some(program) = program_ns {
         if let Some(cost) = costs.event_cost_ns.get_mut(kind) {
@@ -332,6 +344,9 @@ struct Measured {
     /// The median over rounds of the traced run's CPU time minus the bare run's, over the
     /// events it recorded.
     cost_ns: f64,
+    /// A confidence interval of that median (the rounds' order statistics), where there
+    /// were rounds enough.
+    interval_ns: Option<[f64; 2]>,
     /// The events a traced round recorded (median).
     count: u64,
     /// Collected in the kernel, where the kernel times its programs: the kind's program
@@ -393,8 +408,11 @@ fn measure_kind(
     };
     // A cost below zero is noise, not a measurement: the event's cost is below what this
     // load can resolve.
+    let cost_ns = median(&mut per_event).max(0.0);
+    let interval_ns = median_interval(&per_event).map(|(ends, _)| ends.map(|e| e.max(0.0)));
     Ok(Measured {
-        cost_ns: median(&mut per_event).max(0.0),
+        cost_ns,
+        interval_ns,
         count: median(&mut counts) as u64,
         program_ns,
     })

@@ -533,6 +533,30 @@ fn live_tracing_cost_covers_each_threads_own_switches() {
     );
     // A command's recording: the recorder ran beside it, not inside it.
     assert_eq!(p["recorder_in_target"], false, "{p}");
+    // The calibration's confidence interval of a switch's cost holds its figure, and the
+    // estimate's interval holds the estimate; the line says it.
+    let [low, high] = [0, 1].map(|i| {
+        report["system"]["tracing_event_cost_interval_ns"]["sched_switch"][i]
+            .as_f64()
+            .expect("a switch's cost has a confidence interval")
+    });
+    assert!(
+        low <= switch_ns && switch_ns <= high,
+        "{low} {switch_ns} {high}"
+    );
+    let estimate = p["tracing_cpu_s"].as_f64().unwrap();
+    let [low, high] = [0, 1].map(|i| p["tracing_cpu_interval_s"][i].as_f64().unwrap());
+    assert!(
+        low <= estimate && estimate <= high,
+        "{low} {estimate} {high}: {p}"
+    );
+    assert!(
+        p["text"]
+            .as_str()
+            .unwrap()
+            .contains("within the calibration's confidence intervals"),
+        "{p}"
+    );
 }
 
 /// Issue 28: a default recording collects the scheduler's switches, wake-ups and CPU-time
@@ -639,7 +663,9 @@ fn live_the_schedulers_events_are_collected_in_the_kernel_unless_told_not_to() {
 /// so its added CPU time is its share of a longer run, not the cost of its events.
 ///
 /// The issue's bound is 25%, which the benchmark (scripts/bench-observer.sh, 7 rounds)
-/// checks. Here 7 rounds on a shared VM hold the median ratio within 0.6–2.0. Through
+/// checks. Here 11 rounds on a shared VM hold the median ratio within 0.6–2.0 (7 were too
+/// few: the estimate moved by 2% from round to round, and what recording added, a few
+/// tens of milliseconds, by 3×, upwards, in 4 rounds of 7 in one run of the suite). Through
 /// perf rings it read 0.9–1.0; collected in the kernel, since the calibration's bare runs
 /// have no program attached and no kind costs less than its program's kernel-timed run
 /// time (which holds part of the timing's own cost), 0.80–1.07 in release runs of 7 and
@@ -674,7 +700,7 @@ fn live_tracing_cost_estimate_holds_what_recording_adds() {
             .sum()
     };
     let mut ratios = Vec::new();
-    for round in 0..7 {
+    for round in 0..11 {
         let bare_run = || -> f64 {
             let out = live().args(&command[1..]).output().unwrap();
             players(&serde_json::from_slice(&ok(&out).stdout).unwrap())
@@ -705,7 +731,7 @@ fn live_tracing_cost_estimate_holds_what_recording_adds() {
             ratios.push(estimated / added);
         }
     }
-    assert!(ratios.len() >= 5, "recording added no CPU time: {ratios:?}");
+    assert!(ratios.len() >= 8, "recording added no CPU time: {ratios:?}");
     ratios.sort_by(f64::total_cmp);
     let median = ratios[ratios.len() / 2];
     assert!(

@@ -58,6 +58,38 @@ pub struct EventCosts {
     /// one's one in N.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub stack_cost_ns: BTreeMap<String, f64>,
+    /// For each kind measured over enough rounds: a confidence interval of its cost (ns,
+    /// low and high), the order statistics of the rounds' costs that hold their median
+    /// with at least [`COST_INTERVAL_CONFIDENCE`] (distribution-free: the 2nd and 8th of 9
+    /// rounds hold it with 96%). How far the calibration's own noise moves each figure;
+    /// what the events cost beside their own run time is not in it.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub event_cost_interval_ns: BTreeMap<String, [f64; 2]>,
+}
+
+/// The least confidence of [`EventCosts::event_cost_interval_ns`].
+pub const COST_INTERVAL_CONFIDENCE: f64 = 0.95;
+
+/// The confidence interval of the median of `sorted` (ascending): the widest-inward pair of
+/// order statistics `sorted[j]`, `sorted[n-1-j]` that holds the median with at least
+/// [`COST_INTERVAL_CONFIDENCE`], and that confidence; `None` for too few values (fewer
+/// than 6 cannot reach it).
+pub fn median_interval(sorted: &[f64]) -> Option<([f64; 2], f64)> {
+    let n = sorted.len();
+    // P(Binomial(n, 1/2) ≤ j): the chance that j or fewer values fall below the median.
+    let mut below = 0.0;
+    let mut choose = 1.0; // C(n, j)
+    let mut found = None;
+    for j in 0..n / 2 {
+        below += choose / 2f64.powi(n as i32);
+        choose = choose * (n - j) as f64 / (j + 1) as f64;
+        let confidence = 1.0 - 2.0 * below;
+        if confidence < COST_INTERVAL_CONFIDENCE {
+            break;
+        }
+        found = Some(([sorted[j], sorted[n - 1 - j]], confidence));
+    }
+    found
 }
 
 impl EventCosts {
@@ -75,6 +107,20 @@ impl EventCosts {
             Some(_) => self.ns(RUNTIME),
             None => self.ns(OTHER),
         }
+    }
+
+    /// These costs with each kind that has a confidence interval at its low (`high` false)
+    /// or high end; `None` when no kind has one (a calibration before intervals).
+    pub fn at_interval_end(&self, high: bool) -> Option<EventCosts> {
+        if self.event_cost_interval_ns.is_empty() {
+            return None;
+        }
+        let mut end = self.clone();
+        for (kind, [low, hi]) in &self.event_cost_interval_ns {
+            end.event_cost_ns
+                .insert(kind.clone(), if high { *hi } else { *low });
+        }
+        Some(end)
     }
 
     /// What a stack adds to an event of `kind` apart from the event's own cost (0 when
@@ -282,6 +328,11 @@ pub struct Perturbation {
     pub target_cpu_s: f64,
     /// The part of it tracing added (estimated).
     pub tracing_cpu_s: f64,
+    /// `tracing_cpu_s` with every kind's cost at the low and at the high end of its
+    /// confidence interval ([`EventCosts::event_cost_interval_ns`]); `None` when the
+    /// calibration has none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tracing_cpu_interval_s: Option<[f64; 2]>,
     /// `tracing_cpu_s` / `target_cpu_s` × 100.
     pub tracing_pct: f64,
     /// The target's CPU time without the tracing's share (estimated).
@@ -313,12 +364,49 @@ impl Perturbation {
         } else {
             0.0
         };
-        let untraced_cpu_s = target_cpu_s - tracing_cpu_s;
-        let slowed = tracing_pct > PERTURBATION_WARN_PCT;
+        let mut p = Perturbation {
+            target_cpu_s,
+            tracing_cpu_s,
+            tracing_cpu_interval_s: None,
+            tracing_pct,
+            untraced_cpu_s: target_cpu_s - tracing_cpu_s,
+            slowed: tracing_pct > PERTURBATION_WARN_PCT,
+            recorder_cpu_s: None,
+            recorder_in_target: None,
+            text: String::new(),
+        };
+        p.text = p.words(stacks);
+        p
+    }
+
+    /// Adds the estimate's confidence interval (`None`: the calibration has none); the
+    /// line then says it.
+    pub fn within(mut self, interval: Option<[f64; 2]>, stacks: bool) -> Perturbation {
+        self.tracing_cpu_interval_s = interval.map(|[low, high]| {
+            [
+                low.clamp(0.0, self.target_cpu_s),
+                high.clamp(0.0, self.target_cpu_s),
+            ]
+        });
+        self.text = self.words(stacks);
+        self
+    }
+
+    /// The line, in words.
+    fn words(&self, stacks: bool) -> String {
+        let (target_cpu_s, tracing_cpu_s, tracing_pct) =
+            (self.target_cpu_s, self.tracing_cpu_s, self.tracing_pct);
+        let interval = self
+            .tracing_cpu_interval_s
+            .map(|[low, high]| {
+                format!(" ({low:.3}–{high:.3} s within the calibration's confidence intervals)")
+            })
+            .unwrap_or_default();
         let mut text = format!(
-            "tracing cost the target an estimated {tracing_cpu_s:.3} s of its {target_cpu_s:.3} s of CPU time ({tracing_pct:.0}%)"
+            "tracing cost the target an estimated {tracing_cpu_s:.3} s{interval} of its {target_cpu_s:.3} s of CPU time ({tracing_pct:.0}%)"
         );
-        if slowed {
+        if self.slowed {
+            let untraced_cpu_s = self.untraced_cpu_s;
             let factor = if untraced_cpu_s > 0.0 {
                 target_cpu_s / untraced_cpu_s
             } else {
@@ -333,16 +421,7 @@ impl Perturbation {
                 ". To measure the program as it runs, use `powerlens run` (no tracing)"
             };
         }
-        Perturbation {
-            target_cpu_s,
-            tracing_cpu_s,
-            tracing_pct,
-            untraced_cpu_s,
-            slowed,
-            recorder_cpu_s: None,
-            recorder_in_target: None,
-            text,
-        }
+        text
     }
 
     /// Adds what the recorder's own threads used (`None`: unknown).
@@ -508,6 +587,64 @@ mod tests {
         assert_eq!(plain.clone().beside_recorder(None), plain);
         assert_eq!(plain.recorder_text(), None);
         assert_eq!(plain.beside_recorder(beside(0.0)).recorder_text(), None);
+    }
+
+    /// The distribution-free interval of a median: of 9 rounds the 2nd and 8th hold it with
+    /// 1 − 2·P(Binomial(9, ½) ≤ 1) = 1 − 20/512; of 6 the extremes, 1 − 2/64; of 5 no pair
+    /// reaches 95% (1 − 2/32).
+    #[test]
+    fn a_median_interval_is_the_order_statistics_that_hold_it() {
+        let nine: Vec<f64> = (1..=9).map(f64::from).collect();
+        let (ends, confidence) = median_interval(&nine).unwrap();
+        assert_eq!(ends, [2.0, 8.0]);
+        assert!(
+            (confidence - (1.0 - 20.0 / 512.0)).abs() < 1e-12,
+            "{confidence}"
+        );
+        let six: Vec<f64> = (1..=6).map(f64::from).collect();
+        let (ends, confidence) = median_interval(&six).unwrap();
+        assert_eq!(ends, [1.0, 6.0]);
+        assert!(
+            (confidence - (1.0 - 2.0 / 64.0)).abs() < 1e-12,
+            "{confidence}"
+        );
+        assert_eq!(median_interval(&[1.0, 2.0, 3.0, 4.0, 5.0]), None);
+        assert_eq!(median_interval(&[]), None);
+    }
+
+    /// Each end of the interval replaces the figure of the kinds that have one, and only
+    /// those; the estimate at the ends holds the estimate, and the line says the interval.
+    #[test]
+    fn the_estimate_at_the_ends_of_the_cost_intervals() {
+        let mut c = costs();
+        c.event_cost_interval_ns
+            .insert(SWITCH.to_string(), [2000.0, 4500.0]);
+        let (low, high) = (
+            c.at_interval_end(false).unwrap(),
+            c.at_interval_end(true).unwrap(),
+        );
+        assert_eq!((low.ns(SWITCH), high.ns(SWITCH)), (2000.0, 4500.0));
+        assert_eq!((low.ns(WAKING), high.ns(WAKING)), (2000.0, 2000.0));
+        let events = TracedEvents {
+            switches: 100_000,
+            wakings: 10_000,
+            ..Default::default()
+        };
+        // 100,000 × 3000 + 10,000 × 2000 ns, and the switches at 2000 and 4500.
+        assert!((events.cpu_s(&c) - 0.32).abs() < 1e-9);
+        let ends = [events.cpu_s(&low), events.cpu_s(&high)];
+        assert!((ends[0] - 0.22).abs() < 1e-9 && (ends[1] - 0.47).abs() < 1e-9);
+        let p = Perturbation::new(1.0, events.cpu_s(&c), false).within(Some(ends), false);
+        assert_eq!(p.tracing_cpu_interval_s, Some(ends));
+        assert!(
+            p.text.starts_with("tracing cost the target an estimated 0.320 s (0.220–0.470 s within the calibration's confidence intervals) of its 1.000 s of CPU time (32%): these figures describe"),
+            "{}",
+            p.text
+        );
+        // A calibration without intervals: none.
+        assert_eq!(costs().at_interval_end(false), None);
+        let plain = Perturbation::new(1.0, 0.001, false);
+        assert_eq!(plain.clone().within(None, false), plain);
     }
 
     /// In a whole-system recording the recorder is part of the target: the line must not

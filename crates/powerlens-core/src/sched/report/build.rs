@@ -496,16 +496,34 @@ pub fn build(summary: &SchedSummary, ctx: &RecordingContext) -> RecordingReport 
         tracing_stack_cost_ns: tracing_cost
             .filter(|c| !c.stack_cost_ns.is_empty())
             .map(|c| c.stack_cost_ns.clone()),
+        tracing_event_cost_interval_ns: tracing_cost
+            .filter(|c| !c.event_cost_interval_ns.is_empty())
+            .map(|c| c.event_cost_interval_ns.clone()),
         tracing_energy_j: tracing_cost
             .and(energy.total_j)
             .map(|_| threads.iter().filter_map(|t| t.tracing_energy_j).sum()),
         tracing_provenance: tracing_cost.map(|c| tracing_provenance(c, &energy.provenance)),
         perturbation: tracing_cost.map(|c| {
+            // The target's estimate again with every kind's cost at either end of its
+            // confidence interval.
+            let target_at = |costs: EventCosts| -> f64 {
+                summary
+                    .threads
+                    .iter()
+                    .filter(|t| is_target(t))
+                    .map(|t| t.traced_events.cpu_s(&costs))
+                    .sum()
+            };
+            let interval = c
+                .at_interval_end(false)
+                .zip(c.at_interval_end(true))
+                .map(|(low, high)| [target_at(low), target_at(high)]);
             Perturbation::new(
                 threads.iter().map(|t| t.cpu_time_s).sum(),
                 threads.iter().filter_map(|t| t.tracing_cpu_s).sum(),
                 c.stacks,
             )
+            .within(interval, c.stacks)
             .beside_recorder(recorder)
         }),
         tracing_path: ctx.tracing_path.clone().filter(|_| traced),

@@ -432,6 +432,11 @@ pub struct SystemReport {
     /// stack (its cost is in the event's) or none did.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tracing_stack_cost_ns: Option<BTreeMap<String, f64>>,
+    /// A confidence interval of each measured kind's cost (`[low, high]` ns: the
+    /// calibration rounds' order statistics that hold its median with at least 95%);
+    /// `None` for a calibration without them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tracing_event_cost_interval_ns: Option<BTreeMap<String, [f64; 2]>>,
     /// The energy of the target's tracing time: Σ of the target rows' `tracing_energy_j`.
     #[serde(default)]
     pub tracing_energy_j: Option<f64>,
