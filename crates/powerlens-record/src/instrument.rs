@@ -409,6 +409,7 @@ fn measure_kind(
     // A cost below zero is noise, not a measurement: the event's cost is below what this
     // load can resolve.
     let cost_ns = median(&mut per_event).max(0.0);
+    // `median` sorted the rounds, as `median_interval` needs them.
     let interval_ns = median_interval(&per_event).map(|(ends, _)| ends.map(|e| e.max(0.0)));
     Ok(Measured {
         cost_ns,
