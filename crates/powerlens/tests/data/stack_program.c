@@ -67,8 +67,10 @@ int main(void) {
     pthread_create(&waiter, 0, waiter_thread, 0);
     pthread_create(&spin, 0, spinner_thread, 0);
     long before = voluntary();
-    short_sleeper(300);
+    int sleeps = 300;
+    short_sleeper(sleeps);
     printf("short_sleeper_voluntary=%ld\n", voluntary() - before);
+    printf("short_sleeper_calls=%d\n", sleeps);
     condvar_signaller(100);
     pthread_join(waiter, 0);
     pthread_join(spin, 0);
