@@ -10,9 +10,6 @@
 
 use super::records::{self, Kind};
 
-/// The kinds, in the order of [`ProgramTimes::kinds`].
-pub const KINDS: [Kind; 3] = [Kind::Switch, Kind::Waking, Kind::Runtime];
-
 /// One kind's program, counted since the programs were loaded.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct ProgramTime {
@@ -23,7 +20,7 @@ pub struct ProgramTime {
     pub records: u64,
 }
 
-/// Per kind (index: position in [`KINDS`]).
+/// Per kind (index: position in [`Kind::ALL`]).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct ProgramTimes {
     pub kinds: [ProgramTime; 3],
@@ -66,7 +63,7 @@ impl ProgramTimes {
 }
 
 fn slot(kind: Kind) -> usize {
-    KINDS.iter().position(|&k| k == kind).unwrap_or(0)
+    Kind::ALL.iter().position(|&k| k == kind).unwrap_or(0)
 }
 
 #[cfg(test)]

@@ -32,7 +32,8 @@ pub enum Kind {
 }
 
 impl Kind {
-    const ALL: [Kind; 3] = [Kind::Switch, Kind::Waking, Kind::Runtime];
+    /// Every kind, in kind-word order.
+    pub const ALL: [Kind; 3] = [Kind::Switch, Kind::Waking, Kind::Runtime];
 
     /// The kind word the programs write after a record's time (`KIND_*` in
     /// `powerlens.bpf.c`, checked by a test against that source).
