@@ -70,7 +70,7 @@ pub struct EventCosts {
 /// The least confidence of [`EventCosts::event_cost_interval_ns`].
 pub const COST_INTERVAL_CONFIDENCE: f64 = 0.95;
 
-/// The confidence interval of the median of `sorted` (ascending): the widest-inward pair of
+/// The confidence interval of the median of `sorted` (ascending): the narrowest pair of
 /// order statistics `sorted[j]`, `sorted[n-1-j]` that holds the median with at least
 /// [`COST_INTERVAL_CONFIDENCE`], and that confidence; `None` for too few values (fewer
 /// than 6 cannot reach it).
@@ -109,18 +109,19 @@ impl EventCosts {
         }
     }
 
-    /// These costs with each kind that has a confidence interval at its low (`high` false)
-    /// or high end; `None` when no kind has one (a calibration before intervals).
-    pub fn at_interval_end(&self, high: bool) -> Option<EventCosts> {
+    /// These costs with each kind that has a confidence interval at its low end, and at its
+    /// high end; `None` when no kind has one (a calibration before intervals).
+    pub fn interval_ends(&self) -> Option<[EventCosts; 2]> {
         if self.event_cost_interval_ns.is_empty() {
             return None;
         }
-        let mut end = self.clone();
-        for (kind, [low, hi]) in &self.event_cost_interval_ns {
-            end.event_cost_ns
-                .insert(kind.clone(), if high { *hi } else { *low });
-        }
-        Some(end)
+        Some([0, 1].map(|end| {
+            let mut costs = self.clone();
+            for (kind, interval) in &self.event_cost_interval_ns {
+                costs.event_cost_ns.insert(kind.clone(), interval[end]);
+            }
+            costs
+        }))
     }
 
     /// What a stack adds to an event of `kind` apart from the event's own cost (0 when
@@ -355,10 +356,17 @@ pub struct Perturbation {
 
 impl Perturbation {
     /// The perturbation of a target that used `target_cpu_s` of CPU, `tracing_cpu_s` of it
-    /// spent in the tracing; `stacks` whether the recording had call stacks (the advice
+    /// spent in the tracing (estimated, within `interval` when the calibration has one:
+    /// the line then says it); `stacks` whether the recording had call stacks (the advice
     /// differs).
-    pub fn new(target_cpu_s: f64, tracing_cpu_s: f64, stacks: bool) -> Perturbation {
-        let tracing_cpu_s = tracing_cpu_s.min(target_cpu_s).max(0.0);
+    pub fn new(
+        target_cpu_s: f64,
+        tracing_cpu_s: f64,
+        interval: Option<[f64; 2]>,
+        stacks: bool,
+    ) -> Perturbation {
+        let clamp = |s: f64| s.clamp(0.0, target_cpu_s.max(0.0));
+        let tracing_cpu_s = clamp(tracing_cpu_s);
         let tracing_pct = if target_cpu_s > 0.0 {
             tracing_cpu_s / target_cpu_s * 100.0
         } else {
@@ -367,7 +375,7 @@ impl Perturbation {
         let mut p = Perturbation {
             target_cpu_s,
             tracing_cpu_s,
-            tracing_cpu_interval_s: None,
+            tracing_cpu_interval_s: interval.map(|ends| ends.map(clamp)),
             tracing_pct,
             untraced_cpu_s: target_cpu_s - tracing_cpu_s,
             slowed: tracing_pct > PERTURBATION_WARN_PCT,
@@ -377,19 +385,6 @@ impl Perturbation {
         };
         p.text = p.words(stacks);
         p
-    }
-
-    /// Adds the estimate's confidence interval (`None`: the calibration has none); the
-    /// line then says it.
-    pub fn within(mut self, interval: Option<[f64; 2]>, stacks: bool) -> Perturbation {
-        self.tracing_cpu_interval_s = interval.map(|[low, high]| {
-            [
-                low.clamp(0.0, self.target_cpu_s),
-                high.clamp(0.0, self.target_cpu_s),
-            ]
-        });
-        self.text = self.words(stacks);
-        self
     }
 
     /// The line, in words.
@@ -433,10 +428,10 @@ impl Perturbation {
 
     /// What the recorder's own threads used, in words, when known and not nothing. The
     /// estimate holds what each event cost the thread it fired in; the recorder's work runs
-    /// on the same CPUs, and where the target keeps them busy it slows the target too (on
-    /// this project's 2-CPU VMs it was most of what a recording added to a pipe load busy
-    /// on both CPUs: docs/RECORD.md, "The cost of tracing"). In a whole-system recording
-    /// the recorder is itself part of what was recorded, and its time is in the target's.
+    /// on the same CPUs, and where the target keeps them busy it competes with the target
+    /// (docs/RECORD.md, "The cost of tracing", says what else a recording changes on such a
+    /// load). In a whole-system recording the recorder is itself part of what was recorded,
+    /// and its time is in the target's.
     pub fn recorder_text(&self) -> Option<String> {
         let s = self.recorder_cpu_s.filter(|&s| s > 0.0)?;
         Some(if self.recorder_in_target == Some(true) {
@@ -539,13 +534,13 @@ mod tests {
 
     #[test]
     fn the_line_warns_past_the_threshold_only() {
-        let light = Perturbation::new(1.0, 0.05, true);
+        let light = Perturbation::new(1.0, 0.05, None, true);
         assert!(!light.slowed);
         assert_eq!(
             light.text,
             "tracing cost the target an estimated 0.050 s of its 1.000 s of CPU time (5%)"
         );
-        let heavy = Perturbation::new(0.8, 0.6, true);
+        let heavy = Perturbation::new(0.8, 0.6, None, true);
         assert!(heavy.slowed);
         assert!((heavy.tracing_pct - 75.0).abs() < 1e-9);
         assert!(
@@ -556,11 +551,11 @@ mod tests {
             heavy.text
         );
         assert!(heavy.text.contains("--no-stacks"), "{}", heavy.text);
-        assert!(!Perturbation::new(0.8, 0.6, false)
+        assert!(!Perturbation::new(0.8, 0.6, None, false)
             .text
             .contains("--no-stacks"));
         // Exactly at the threshold is not past it.
-        assert!(!Perturbation::new(1.0, 0.1, true).slowed);
+        assert!(!Perturbation::new(1.0, 0.1, None, true).slowed);
     }
 
     #[test]
@@ -571,7 +566,7 @@ mod tests {
                 in_target: false,
             })
         };
-        let plain = Perturbation::new(1.0, 0.05, true);
+        let plain = Perturbation::new(1.0, 0.05, None, true);
         let p = plain.clone().beside_recorder(beside(0.2));
         assert_eq!(
             (p.recorder_cpu_s, p.recorder_in_target),
@@ -594,20 +589,18 @@ mod tests {
     /// reaches 95% (1 − 2/32).
     #[test]
     fn a_median_interval_is_the_order_statistics_that_hold_it() {
-        let nine: Vec<f64> = (1..=9).map(f64::from).collect();
-        let (ends, confidence) = median_interval(&nine).unwrap();
-        assert_eq!(ends, [2.0, 8.0]);
-        assert!(
-            (confidence - (1.0 - 20.0 / 512.0)).abs() < 1e-12,
-            "{confidence}"
-        );
-        let six: Vec<f64> = (1..=6).map(f64::from).collect();
-        let (ends, confidence) = median_interval(&six).unwrap();
-        assert_eq!(ends, [1.0, 6.0]);
-        assert!(
-            (confidence - (1.0 - 2.0 / 64.0)).abs() < 1e-12,
-            "{confidence}"
-        );
+        for (n, ends, confidence) in [
+            (9, [2.0, 8.0], 1.0 - 20.0 / 512.0),
+            (6, [1.0, 6.0], 1.0 - 2.0 / 64.0),
+        ] {
+            let sorted: Vec<f64> = (1..=n).map(f64::from).collect();
+            let (got, got_confidence) = median_interval(&sorted).unwrap();
+            assert_eq!(got, ends, "{n}");
+            assert!(
+                (got_confidence - confidence).abs() < 1e-12,
+                "{n}: {got_confidence}"
+            );
+        }
         assert_eq!(median_interval(&[1.0, 2.0, 3.0, 4.0, 5.0]), None);
         assert_eq!(median_interval(&[]), None);
     }
@@ -619,10 +612,7 @@ mod tests {
         let mut c = costs();
         c.event_cost_interval_ns
             .insert(SWITCH.to_string(), [2000.0, 4500.0]);
-        let (low, high) = (
-            c.at_interval_end(false).unwrap(),
-            c.at_interval_end(true).unwrap(),
-        );
+        let [low, high] = c.interval_ends().unwrap();
         assert_eq!((low.ns(SWITCH), high.ns(SWITCH)), (2000.0, 4500.0));
         assert_eq!((low.ns(WAKING), high.ns(WAKING)), (2000.0, 2000.0));
         let events = TracedEvents {
@@ -634,7 +624,7 @@ mod tests {
         assert!((events.cpu_s(&c) - 0.32).abs() < 1e-9);
         let ends = [events.cpu_s(&low), events.cpu_s(&high)];
         assert!((ends[0] - 0.22).abs() < 1e-9 && (ends[1] - 0.47).abs() < 1e-9);
-        let p = Perturbation::new(1.0, events.cpu_s(&c), false).within(Some(ends), false);
+        let p = Perturbation::new(1.0, events.cpu_s(&c), Some(ends), false);
         assert_eq!(p.tracing_cpu_interval_s, Some(ends));
         assert!(
             p.text.starts_with("tracing cost the target an estimated 0.320 s (0.220–0.470 s within the calibration's confidence intervals) of its 1.000 s of CPU time (32%): these figures describe"),
@@ -642,16 +632,17 @@ mod tests {
             p.text
         );
         // A calibration without intervals: none.
-        assert_eq!(costs().at_interval_end(false), None);
-        let plain = Perturbation::new(1.0, 0.001, false);
-        assert_eq!(plain.clone().within(None, false), plain);
+        assert_eq!(costs().interval_ends(), None);
+        let plain = Perturbation::new(1.0, 0.001, None, false);
+        assert_eq!(plain.tracing_cpu_interval_s, None);
+        assert!(!plain.text.contains("confidence"), "{}", plain.text);
     }
 
     /// In a whole-system recording the recorder is part of the target: the line must not
     /// say "beside", and says the target's CPU time holds it.
     #[test]
     fn a_recorder_inside_the_target_is_said_to_be_in_its_cpu_time() {
-        let p = Perturbation::new(1.0, 0.05, true).beside_recorder(Some(RecorderShare {
+        let p = Perturbation::new(1.0, 0.05, None, true).beside_recorder(Some(RecorderShare {
             cpu_s: 0.2,
             in_target: true,
         }));

@@ -506,24 +506,21 @@ pub fn build(summary: &SchedSummary, ctx: &RecordingContext) -> RecordingReport 
         perturbation: tracing_cost.map(|c| {
             // The target's estimate again with every kind's cost at either end of its
             // confidence interval.
-            let target_at = |costs: EventCosts| -> f64 {
+            let target_at = |costs: &EventCosts| -> f64 {
                 summary
                     .threads
                     .iter()
                     .filter(|t| is_target(t))
-                    .map(|t| t.traced_events.cpu_s(&costs))
+                    .map(|t| t.traced_events.cpu_s(costs))
                     .sum()
             };
-            let interval = c
-                .at_interval_end(false)
-                .zip(c.at_interval_end(true))
-                .map(|(low, high)| [target_at(low), target_at(high)]);
             Perturbation::new(
                 threads.iter().map(|t| t.cpu_time_s).sum(),
                 threads.iter().filter_map(|t| t.tracing_cpu_s).sum(),
+                c.interval_ends()
+                    .map(|ends| ends.map(|costs| target_at(&costs))),
                 c.stacks,
             )
-            .within(interval, c.stacks)
             .beside_recorder(recorder)
         }),
         tracing_path: ctx.tracing_path.clone().filter(|_| traced),
