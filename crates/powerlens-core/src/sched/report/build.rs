@@ -139,10 +139,12 @@ pub fn build(summary: &SchedSummary, ctx: &RecordingContext) -> RecordingReport 
     let elapsed_s = secs(elapsed_ns);
     let table: HashMap<Tid, &ThreadInfo> = ctx.threads.iter().map(|t| (t.tid, t)).collect();
     let pid_of = |t: &ThreadStats| t.pid.or_else(|| table.get(&t.tid).map(|i| i.pid));
-    let is_target = |t: &ThreadStats| match &ctx.target_pids {
+    // Whether a process is the target's (every process is, in a whole-system recording).
+    let targets_pid = |pid: Option<u32>| match &ctx.target_pids {
         None => true,
-        Some(set) => pid_of(t).is_some_and(|p| set.contains(&p)),
+        Some(set) => pid.is_some_and(|p| set.contains(&p)),
     };
+    let is_target = |t: &ThreadStats| targets_pid(pid_of(t));
     let comm_of = |t: &ThreadStats| {
         table
             .get(&t.tid)
@@ -185,11 +187,10 @@ pub fn build(summary: &SchedSummary, ctx: &RecordingContext) -> RecordingReport 
             .filter(|t| pid_of(t) == Some(pid))
             .map(|t| secs(t.cpu_time_ns))
             .sum::<f64>();
-        let in_target = match &ctx.target_pids {
-            None => true,
-            Some(set) => set.contains(&pid),
-        };
-        RecorderShare { cpu_s, in_target }
+        RecorderShare {
+            cpu_s,
+            in_target: targets_pid(Some(pid)),
+        }
     });
 
     // Thread rows.
