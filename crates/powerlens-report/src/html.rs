@@ -661,8 +661,8 @@ pub fn page(input: &HtmlInput<'_>) -> Result<String, UnknownColumn> {
         } else {
             page.p(&format!("Perturbation: {}.", p.text));
         }
-        if let Some(beside) = p.recorder_text() {
-            page.p(&format!("Beside it, {beside}."));
+        if let Some(recorder) = p.recorder_text() {
+            page.p(&format!("Recorder: {recorder}."));
         }
     }
     if let Some(path) = &r.system.tracing_path {

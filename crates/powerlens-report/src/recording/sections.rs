@@ -80,8 +80,10 @@ pub fn system_items(report: &RecordingReport) -> Vec<(&'static str, String)> {
             format!("{}{whole}", p.text)
         };
         line(&mut out, "perturbation", line_text);
-        if let Some(beside) = p.recorder_text() {
-            line(&mut out, "beside it", beside);
+        // Labelled for what it is, not "beside it": in a whole-system recording the
+        // recorder is part of the target.
+        if let Some(recorder) = p.recorder_text() {
+            line(&mut out, "recorder", recorder);
         }
     }
     if let Some(path) = &s.tracing_path {

@@ -254,9 +254,9 @@ fn the_perturbation_line_warns_past_its_threshold_in_text_json_and_html() {
         .as_f64()
         .unwrap();
     assert!((recorder - 0.020).abs() < 1e-12, "{recorder}");
-    let beside =
-        "beside it              powerlens's own threads used 0.020 s of CPU time beside the target";
-    assert!(text.contains(beside), "{text}");
+    let recorder_line =
+        "recorder               powerlens's own threads used 0.020 s of CPU time beside the target";
+    assert!(text.contains(recorder_line), "{text}");
     assert_eq!(v["system"]["tracing_event_cost_ns"]["sched_switch"], 10e6);
     // The whole recording: also the logger's 2 switches (0 and 70 ms) and the idle
     // task's 2 switches and wake-up.
@@ -294,7 +294,7 @@ fn the_perturbation_line_warns_past_its_threshold_in_text_json_and_html() {
         "{html}"
     );
     assert!(
-        html.contains("Beside it, powerlens&#39;s own threads used 0.020 s of CPU time"),
+        html.contains("Recorder: powerlens&#39;s own threads used 0.020 s of CPU time"),
         "{html}"
     );
     // Every traced recording says which path it took, in each form.
