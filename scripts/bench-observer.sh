@@ -204,12 +204,11 @@ rounds_of() {
 # over the rounds. (No bare runs: what these recordings add is not comparable, the poller
 # and the statistics' clock reads being part of them.)
 split_rounds() {
-    local load=$1 cmd
-    cmd=$(timed "$dir/split.times" "$load")
+    local load=$1
     : >"$dir/split.programs"; : >"$dir/split.estimate"
     echo 1 >"$stats"
     for _ in $(seq "$rounds"); do
-        python3 "$dir/progtime.py" "$dir/split.programs" "$pl" record -o "$dir/s.rec" -- sh -c "$cmd"
+        python3 "$dir/progtime.py" "$dir/split.programs" "$pl" record -o "$dir/s.rec" -- sh -c "$load"
         "$pl" report "$dir/s.rec" --json 2>/dev/null | python3 -c 'import json,sys; s=json.load(sys.stdin)["system"]; p=s.get("perturbation") or {}; print(s.get("tracing_cpu_s", "nan"), p.get("tracing_cpu_s", "nan"))' >>"$dir/split.estimate"
         rm -f "$dir/s.rec"
     done
