@@ -630,8 +630,11 @@ fn live_the_schedulers_events_are_collected_in_the_kernel_unless_told_not_to() {
                 row["cpu_time_s"].as_f64().unwrap(),
                 t["cpu_clock_s"].as_f64().unwrap(),
             );
+            // 2%, or 0.2 ms of a thread this short (6 ms): it reads its clock before it
+            // prints and exits, which the trace counts too (one run through perf rings read
+            // 0.127 ms over, 2.04%).
             assert!(
-                within(ours, kernel, 0.02, 0.0),
+                within(ours, kernel, 0.02, 0.000_2),
                 "{in_kernel}: {ours} vs {kernel}"
             );
         }
