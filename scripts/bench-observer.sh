@@ -69,25 +69,34 @@ r = resource.getrusage(resource.RUSAGE_CHILDREN)
 with open(sys.argv[1], "a") as f:
     f.write(f"{wall:.6f} {r.ru_utime:.6f} {r.ru_stime:.6f}\n")
 PY
-# progtime.py OUT CMD...: runs CMD (a `powerlens record`) and appends to OUT the run time
+# progtime.py OUT CMD...: runs CMD (a `powerlens record`, or the reference counter) and appends to OUT the run time
 # of its BPF programs, summed from their descriptors' fdinfo (run_time_ns), which the
-# kernel counts while kernel.bpf_stats_enabled is 1. Read until the recorder exits: the
+# kernel counts while kernel.bpf_stats_enabled is 1 (a program held by two descriptors
+# counted once). Read until the tracer exits: the
 # programs are detached once the load ends, so the last reading is the whole recording's.
-# Once the programs' descriptors are found only they are read, and not often: this poller
-# shares the load's CPUs (a spinner there loses what it takes).
+# Only the descriptors that link to a BPF program are read, and not often: this poller
+# shares the load's CPUs (a spinner there loses what it takes). The listing is read every
+# time: a tracer may load its programs one by one.
 cat >"$dir/progtime.py" <<'PY'
-import glob, subprocess, sys, time
+import os, subprocess, sys, time
 p = subprocess.Popen(sys.argv[2:], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 seen = {}
 while p.poll() is None:
-    for f in list(seen) or glob.glob(f"/proc/{p.pid}/fdinfo/*"):
+    try:
+        fds = os.listdir(f"/proc/{p.pid}/fd")
+    except OSError:
+        fds = []
+    for fd in fds:
         try:
-            text = open(f).read()
+            if os.readlink(f"/proc/{p.pid}/fd/{fd}") != "anon_inode:bpf-prog":
+                continue
+            text = open(f"/proc/{p.pid}/fdinfo/{fd}").read()
         except OSError:
             continue
-        if "prog_type:" in text and "run_time_ns:" in text:
+        if "run_time_ns:" in text:
+            prog = text.split("prog_id:")[1].split()[0] if "prog_id:" in text else fd
             ns = int(text.split("run_time_ns:")[1].split()[0])
-            seen[f] = max(seen.get(f, 0), ns)
+            seen[prog] = max(seen.get(prog, 0), ns)
     time.sleep(0.05)
 with open(sys.argv[1], "a") as f:
     f.write(f"{sum(seen.values()) / 1e9:.6f}\n")
