@@ -37,7 +37,15 @@
 #             is a wake-up and a switch between address spaces
 #   pinned    `powerlens workload pingpong --iterations 20000 --pin 0,0 --spinner 0`
 #
-# Needs root (the tracepoints), perf (linux-perf) and curl. Usage:
+# Where bpftrace is installed, a reference tracer runs in the rounds too: `counter`, a
+# bpftrace script that only counts sched_switch and sched_waking in BPF maps (the cheapest
+# tracer the issue measured), and its programs' own run time is read as the recorder's
+# is. Its added CPU time over its programs' run time says how much more than the events'
+# direct cost a load pays for being traced at all: an estimate exact to that direct cost
+# would read its inverse against "CPU added by recording" on that load.
+#
+# Needs root (the tracepoints), perf (linux-perf) and curl; bpftrace for the reference.
+# Usage:
 #   scripts/bench-observer.sh                     ROUNDS=7 LOADS="pingpong pipes pinned"
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -101,6 +109,11 @@ while p.poll() is None:
 with open(sys.argv[1], "a") as f:
     f.write(f"{sum(seen.values()) / 1e9:.6f}\n")
 PY
+# The reference tracer: counts in BPF maps, prints them at exit (discarded).
+cat >"$dir/count.bt" <<'BT'
+tracepoint:sched:sched_switch { @switches[cpu] = count(); }
+tracepoint:sched:sched_waking { @wakings[cpu] = count(); }
+BT
 cat >"$dir/pipes.py" <<'PY'
 import os, sys
 pairs, trips = int(sys.argv[1]), int(sys.argv[2])
@@ -171,6 +184,12 @@ run_config() {
         fullstacks) "$pl" record --every-stack --full-stacks -o "$dir/f.rec" -- sh -c "$cmd" >/dev/null 2>&1; rm -f "$dir/f.rec" ;;
         nostacks) "$pl" record --no-stacks -o "$dir/n.rec" -- sh -c "$cmd" >/dev/null 2>&1; rm -f "$dir/n.rec" ;;
         perfrings) "$pl" record --perf-rings -o "$dir/p.rec" -- sh -c "$cmd" >/dev/null 2>&1; rm -f "$dir/p.rec" ;;
+        counter)
+            # bpftrace runs -c's command without a shell, and wants a path to one binary: the
+            # load goes in a script.
+            echo "$cmd" >"$dir/counter.sh"
+            bpftrace -o /dev/null -c "/bin/sh $dir/counter.sh" "$dir/count.bt" >/dev/null 2>&1
+            ;;
         perf) perf sched record -o "$dir/perf.data" -- sh -c "$cmd" >/dev/null 2>&1; rm -f "$dir/perf.data" ;;
         agent) start_agent; sh -c "$cmd"; stop_agent ;;
         agent100) start_agent --trace-duty 100; sh -c "$cmd"; stop_agent ;;
@@ -230,8 +249,31 @@ split_rounds() {
         END { printf "split (%d recordings, BPF statistics on): the programs ran %.3f s (kernel-timed, every context); estimated %.3f s in every context (%.2f of it), %.3f s in the target\n", NR, med(p, NR), med(w, NR), med(r, NR), med(e, NR) }'
 }
 
+# The reference counter's programs' run time (kernel-timed, as split_rounds times the
+# recorder's), against the CPU time it added in the paired rounds.
+counter_reference() {
+    local load=$1
+    : >"$dir/counter.programs"
+    echo "$load" >"$dir/counter.sh"
+    echo 1 >"$stats"
+    for _ in $(seq "$rounds"); do
+        python3 "$dir/progtime.py" "$dir/counter.programs" bpftrace -o /dev/null -c "/bin/sh $dir/counter.sh" "$dir/count.bt"
+    done
+    echo "$stats_were" >"$stats"
+    paste "$dir/bare.times" "$dir/counter.times" | awk '{ print ($4 + $5) - ($2 + $3) }' >"$dir/counter.added"
+    awk 'function med(v, n,   i, j, t, b) { for (i = 1; i <= n; i++) b[i] = v[i]
+            for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (b[j] < b[i]) { t = b[i]; b[i] = b[j]; b[j] = t }
+            return n % 2 ? b[(n + 1) / 2] : (b[n / 2] + b[n / 2 + 1]) / 2 }
+        FNR == NR { a[++na] = $1; next } { p[++np] = $1 }
+        END { added = med(a, na); ran = med(p, np)
+              printf "reference, a bpftrace counter on sched_switch + sched_waking: added %.3f s of CPU (paired median); its programs ran %.3f s (kernel-timed, every context)", added, ran
+              if (added > 0) printf ": an estimate exact to its direct cost would read %.2f of what it added", ran / added
+              print "" }' "$dir/counter.added" "$dir/counter.programs"
+}
+
 agent_repeat=${AGENT_REPEAT:-20}
 configs=(bare record perfrings everystack fullstacks nostacks perf)
+command -v bpftrace >/dev/null && configs+=(counter)
 echo "# bench-observer.sh: $rounds paired rounds per load, $(nproc) CPUs, $(uname -r), $(date -u +%F)"
 for load_name in $loads; do
     load=$(load_cmd "$load_name")
@@ -278,6 +320,7 @@ PY
     fi
     if [ "${SPLIT:-1}" = 1 ] && [ -w "$stats" ]; then
         split_rounds "$load"
+        [ -f "$dir/counter.times" ] && counter_reference "$load"
     fi
     # The agent, on the load repeated: several of its intervals.
     rm -f "$dir"/*.times
