@@ -260,7 +260,7 @@ counter_reference() {
         python3 "$dir/progtime.py" "$dir/counter.programs" bpftrace -o /dev/null -c "/bin/sh $dir/counter.sh" "$dir/count.bt"
     done
     echo "$stats_were" >"$stats"
-    paste "$dir/bare.times" "$dir/counter.times" | awk '{ print ($4 + $5) - ($2 + $3) }' >"$dir/counter.added"
+    paste "$dir/bare.times" "$dir/counter.times" | awk '{ print ($5 + $6) - ($2 + $3) }' >"$dir/counter.added"
     awk 'function med(v, n,   i, j, t, b) { for (i = 1; i <= n; i++) b[i] = v[i]
             for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (b[j] < b[i]) { t = b[i]; b[i] = b[j]; b[j] = t }
             return n % 2 ? b[(n + 1) / 2] : (b[n / 2] + b[n / 2 + 1]) / 2 }
