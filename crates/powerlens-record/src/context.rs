@@ -19,6 +19,7 @@ use powerlens_core::sched::report::{
 use powerlens_core::sched::tracing_cost::{
     TracingPath, PATH_BPF, PATH_PERF_RING, UNWIND_STACK_COPY_AND_FRAME_POINTERS,
 };
+use powerlens_core::sched::untraced::UntracedRecord;
 use powerlens_core::window::CounterWindow;
 use powerlens_store::recording::ThreadRow;
 
@@ -88,6 +89,15 @@ pub fn read(header: &Header) -> RecordingContext {
             .meta(meta::START)
             .and_then(|s| s["recorder_pid"].as_u64())
             .and_then(|p| u32::try_from(p).ok()),
+        untraced: UntracedRecord {
+            runs: header
+                .meta(meta::UNTRACED_RUNS)
+                .and_then(|v| serde_json::from_value(v.clone()).ok())
+                .unwrap_or_default(),
+            recorded_cpu_s: header
+                .meta(meta::STOP)
+                .and_then(|s| s["command_cpu_s"].as_f64()),
+        },
         tracing_cost: match header.meta(meta::TRACING_COST) {
             None => Err("the recording has no measured cost per traced event (made before powerlens measured it)".to_string()),
             Some(v) => serde_json::from_value(v.clone()).map_err(|e| {

@@ -52,6 +52,10 @@ pub enum RecordError {
     Wait { pid: i32, cause: std::io::Error },
     #[error("wait4 returned no child")]
     NoChild,
+    #[error(
+        "interrupted during the command's untraced runs (--untraced-runs): nothing was recorded"
+    )]
+    InterruptedUntraced,
     #[error("no process with pid {pid} (is it still running? `ps -p {pid}`)")]
     NoSuchProcess { pid: u32 },
     #[error("{} exists and cannot be moved aside to {}", from.display(), to.display())]

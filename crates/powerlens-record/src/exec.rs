@@ -69,6 +69,12 @@ pub fn try_wait(pid: u32) -> Result<Option<(ExitStatus, f64)>, RecordError> {
     wait4(pid as libc::pid_t, libc::WNOHANG)
 }
 
+/// Waits for a command started with [`spawn`] to end: how it ended and the CPU time it
+/// used.
+pub fn wait(pid: u32) -> Result<(ExitStatus, f64), RecordError> {
+    wait4(pid as libc::pid_t, 0)?.ok_or(RecordError::NoChild)
+}
+
 /// Runs a shell command line (`--prepare`), output hidden unless `show_output`.
 pub fn run_shell(line: &str, show_output: bool) -> Result<ExitStatus, RecordError> {
     Ok(run(&["sh".into(), "-c".into(), line.into()], show_output, None)?.exit)

@@ -16,7 +16,7 @@ use powerlens_store::StoreError;
 use crate::{meta, sampler};
 
 /// The metadata the analysis reads.
-const META_KEYS: [&str; 13] = [
+const META_KEYS: [&str; 14] = [
     meta::MODE,
     meta::START,
     meta::MACHINE,
@@ -30,6 +30,7 @@ const META_KEYS: [&str; 13] = [
     meta::TRACING_COST,
     meta::UNWIND,
     meta::IN_KERNEL,
+    meta::UNTRACED_RUNS,
 ];
 
 /// The sample kinds the analysis reads (`THREADS` only reduced recordings have).

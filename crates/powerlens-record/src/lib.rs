@@ -43,6 +43,7 @@ pub mod stacks;
 pub mod symbols;
 pub mod threads;
 mod tournament;
+mod untraced;
 
 pub use error::RecordError;
 pub use meta::{MODE_REDUCED, MODE_TRACE};

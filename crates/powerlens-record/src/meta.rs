@@ -47,6 +47,10 @@ pub const TRACING_COST: &str = "tracing_cost";
 /// why none were where it was asked for: `{"events": [..], "refused": string | null}`;
 /// absent in reduced recordings and those made before in-kernel collection.
 pub const IN_KERNEL: &str = "in_kernel";
+/// The command's runs untraced before the recording (`--untraced-runs`), each
+/// `powerlens_core::sched::untraced::UntracedRun`; absent without them. The recorded
+/// run's CPU time, measured the same way, is the `stop` metadata's `command_cpu_s`.
+pub const UNTRACED_RUNS: &str = "untraced_runs";
 
 /// A full recording (trace) or the procfs fallback.
 pub const MODE_TRACE: &str = "trace";

@@ -57,6 +57,10 @@ pub struct RecordOptions {
     /// Variables set in the command's environment on top of powerlens's own: what makes
     /// managed runtimes write perf maps (`--jit-names`, [`jit_env`]).
     pub command_env: Vec<(String, String)>,
+    /// Run the command this many times untraced before recording it, keeping each run's
+    /// CPU time, so that the report can set what recording added, measured, beside the
+    /// estimate (`--untraced-runs`); 0 for none. Only for a command.
+    pub untraced_runs: u32,
     /// Shows a long phase under way (the idle baseline, symbolizing): a spinner in the
     /// CLI, [`no_phase`] for a caller with no terminal.
     pub show_phase: fn(&str) -> Phase,

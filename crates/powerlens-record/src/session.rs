@@ -24,7 +24,8 @@ use crate::sampler::{Sampler, SamplerConfig, ThreadScope};
 use crate::stacks::StackRecorder;
 use crate::threads::ThreadTable;
 use crate::{
-    cost_cache, exec, interrupt, stacks, symbols, Phase, RecordOptions, RecordSummary, Target,
+    cost_cache, exec, interrupt, stacks, symbols, untraced, Phase, RecordOptions, RecordSummary,
+    Target,
 };
 
 /// How much larger the rings are when records carry stacks (a call chain and a
@@ -39,6 +40,9 @@ const FLUSH_EVERY: Duration = Duration::from_secs(1);
 /// Records what `opts` asks into `opts.output`, and tells how it went.
 pub fn record(roots: &Roots, opts: &RecordOptions) -> Result<RecordSummary, RecordError> {
     let mut notes = Vec::new();
+    // The untraced runs come before any tracepoint is open: they run as the command runs
+    // without powerlens. They start no thread here, which tracing's private mount needs.
+    let untraced_runs = untraced::run(opts)?;
     // Tracing first: mounting tracefs privately must happen before any thread starts.
     let mut collector = if opts.reduced {
         notes.push("reduced recording requested (--reduced): procfs samples only".to_string());
@@ -84,6 +88,9 @@ pub fn record(roots: &Roots, opts: &RecordOptions) -> Result<RecordSummary, Reco
         &meter,
         baseline_w,
     )?;
+    if !untraced_runs.is_empty() {
+        writer.set_meta(meta::UNTRACED_RUNS, &serde_json::to_value(&untraced_runs)?)?;
+    }
     let mut threads = ThreadTable::default();
     threads.scan_procfs(roots);
     let recorder_threads = threads.len();
@@ -180,6 +187,8 @@ pub fn record(roots: &Roots, opts: &RecordOptions) -> Result<RecordSummary, Reco
         .set_meta(meta::TARGET, &meta::target(&opts.target, root_pid))?;
     // The loop: take the drained events as they come, commit every second.
     let mut exit = None;
+    // The command's CPU time (getrusage) when it exits while recorded.
+    let mut command_cpu_s = None;
     let mut stopped_early = None;
     let mut write_failed = false;
     let mut last_flush = Instant::now();
@@ -193,8 +202,9 @@ pub fn record(roots: &Roots, opts: &RecordOptions) -> Result<RecordSummary, Reco
             None => std::thread::sleep(Duration::from_millis(50)),
         }
         if let Some(pid) = child {
-            if let Some((status, _cpu)) = exec::try_wait(pid)? {
+            if let Some((status, cpu_s)) = exec::try_wait(pid)? {
                 exit = Some(status);
+                command_cpu_s = Some(cpu_s);
                 break;
             }
         }
@@ -269,6 +279,7 @@ pub fn record(roots: &Roots, opts: &RecordOptions) -> Result<RecordSummary, Reco
         "monotonic_ns": stop_ns,
         "elapsed_s": (stop_ns - start_ns) as f64 / 1e9,
         "exit": exit,
+        "command_cpu_s": command_cpu_s,
         "stopped_early": stopped_early,
     });
     // After a write error the file keeps what the last flush committed; writing more

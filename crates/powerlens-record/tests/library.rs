@@ -30,6 +30,7 @@ fn options(output: std::path::PathBuf, command: &[&str]) -> RecordOptions {
         stack_samples_per_s: Some(10_000),
         in_kernel: true,
         command_env: Vec::new(),
+        untraced_runs: 0,
         show_phase: no_phase,
         tell_now: tell_nobody,
     }

@@ -664,6 +664,9 @@ pub fn page(input: &HtmlInput<'_>) -> Result<String, UnknownColumn> {
         if let Some(recorder) = p.recorder_text() {
             page.p(&format!("Recorder: {recorder}."));
         }
+        if let Some(untraced) = &p.untraced_runs {
+            page.p(&format!("Untraced runs: {}.", untraced.text));
+        }
     }
     if let Some(path) = &r.system.tracing_path {
         page.p(&format!("Tracing path: {}.", path.describe()));

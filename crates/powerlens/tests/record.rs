@@ -743,6 +743,95 @@ fn live_tracing_cost_estimate_holds_what_recording_adds() {
     );
 }
 
+/// Issue 28: `--untraced-runs` runs the command untraced before recording it, and the
+/// report sets the recorded run's CPU time against theirs. Oracles: a one-thread spin of
+/// 150 ms uses about 150 ms of CPU time untraced (its own clock, and the kernel's getrusage
+/// of the process); the recorded run's figure is getrusage of the command, which holds
+/// its thread's own account (RUSAGE_THREAD, as the workload prints it) and little more.
+#[test]
+fn live_untraced_runs_set_what_recording_added_beside_the_estimate() {
+    let Some(_serial) = live_recording() else {
+        return;
+    };
+    let (_dir, rec) = scratch();
+    let command = [
+        bin(),
+        "workload",
+        "spin",
+        "--threads",
+        "1",
+        "--duration",
+        "150ms",
+        "--json",
+    ];
+    let out = record_live(&rec, &["--untraced-runs", "3"], &command, &[]);
+    let err = stderr(ok(&out));
+    for k in 1..=3 {
+        assert!(
+            err.contains(&format!("running the command untraced, {k} of 3")),
+            "{err}"
+        );
+    }
+    // The recorded run's output is shown, the untraced runs' are not: one JSON object.
+    let workload: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let own: f64 = workload["threads"][0]["cpu_s"].as_f64().unwrap();
+    let report = report_json(&rec, &[]);
+    let u = &report["system"]["perturbation"]["untraced_runs"];
+    assert_eq!(u["runs"], 3, "{u}");
+    for (cpu_s, wall_s) in u["cpu_s"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .zip(u["wall_s"].as_array().unwrap())
+    {
+        let (cpu_s, wall_s) = (cpu_s.as_f64().unwrap(), wall_s.as_f64().unwrap());
+        assert!((0.14..0.20).contains(&cpu_s), "an untraced run: {u}");
+        assert!(
+            wall_s >= 0.15 && wall_s >= cpu_s * 0.9,
+            "an untraced run: {u}"
+        );
+    }
+    let recorded = u["recorded_cpu_s"].as_f64().unwrap();
+    assert!(
+        recorded >= own && recorded <= own + 0.03,
+        "recorded {recorded} s against the thread's own {own} s: {u}"
+    );
+    assert_eq!(u["failed_runs"], 0);
+    assert!(u["text"]
+        .as_str()
+        .unwrap()
+        .starts_with("measured against 3 untraced runs of the command (getrusage)"));
+}
+
+/// `--untraced-runs` needs a command it can run again: refused for -p and -a, before
+/// anything is recorded.
+#[test]
+fn untraced_runs_need_a_command() {
+    let dir = tempfile::tempdir().unwrap();
+    let rec = dir.path().join("r.rec");
+    let targets: [&[&str]; 2] = [&["-a", "--duration", "1"], &["-p", "1", "--duration", "1"]];
+    for target in targets {
+        let out = live()
+            .args([
+                "record",
+                "-o",
+                rec.to_str().unwrap(),
+                "--untraced-runs",
+                "2",
+            ])
+            .args(target)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+        let err = stderr(&out);
+        assert!(
+            err.contains("--untraced-runs") && err.contains("cannot be used with"),
+            "{err}"
+        );
+        assert!(!rec.exists());
+    }
+}
+
 /// Issue 14's oracle: a ping-pong pinned to cpu0 and cpu1, with a spinner sharing cpu1.
 /// Every thread's `cpu_time_s` is its own CLOCK_THREAD_CPUTIME_ID (read by the thread at
 /// its end) within 2%. On this project's VMs the switch intervals split cpu1 differently

@@ -11,6 +11,7 @@ pub mod report;
 pub mod summary;
 pub(crate) mod tid_table;
 pub mod tracing_cost;
+pub mod untraced;
 pub mod wakeups;
 
 #[cfg(test)]

@@ -13,6 +13,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use super::event::EventKind;
+use super::untraced::{UntracedComparison, UntracedRun};
 
 /// Cost kinds, the keys of [`EventCosts::event_cost_ns`] and of the report's
 /// `system.tracing_event_cost_ns` (a JSON contract).
@@ -338,7 +339,8 @@ pub struct Perturbation {
     pub tracing_pct: f64,
     /// The target's CPU time without the tracing's share (estimated).
     pub untraced_cpu_s: f64,
-    /// Whether `tracing_pct` is past [`PERTURBATION_WARN_PCT`].
+    /// Whether `tracing_pct` is past [`PERTURBATION_WARN_PCT`], or what recording added
+    /// to the command, measured against its untraced runs (`untraced_runs`), is.
     pub slowed: bool,
     /// CPU time the recorder's own threads used (decoding, encoding and writing the
     /// recording), which `tracing_cpu_s` does not hold; `None` when the recording does not
@@ -350,8 +352,15 @@ pub struct Perturbation {
     /// `recorder_cpu_s`; otherwise they ran beside it. Present with `recorder_cpu_s`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub recorder_in_target: Option<bool>,
+    /// The command's untraced runs against the recorded run: what recording added,
+    /// measured (`record --untraced-runs`); `None` without them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub untraced_runs: Option<UntracedComparison>,
     /// The line, in words: what the figures describe and, when slowed, what to do.
     pub text: String,
+    /// Whether the recording had call stacks: the advice when slowed differs.
+    #[serde(skip)]
+    stacks: bool,
 }
 
 impl Perturbation {
@@ -381,14 +390,26 @@ impl Perturbation {
             slowed: tracing_pct > PERTURBATION_WARN_PCT,
             recorder_cpu_s: None,
             recorder_in_target: None,
+            untraced_runs: None,
             text: String::new(),
+            stacks,
         };
-        p.text = p.words(stacks);
+        p.text = p.words();
         p
     }
 
+    /// How many times the CPU time the command used untraced the recorded run used, and
+    /// that time, when the untraced runs measured it past [`PERTURBATION_WARN_PCT`] and
+    /// apart from their own spread.
+    fn measured_slowdown(&self) -> Option<(f64, f64)> {
+        let u = self.untraced_runs.as_ref().filter(|u| !u.within_spread)?;
+        u.added_pct
+            .filter(|&pct| pct > PERTURBATION_WARN_PCT)
+            .map(|_| (u.recorded_cpu_s / u.median_cpu_s, u.median_cpu_s))
+    }
+
     /// The line, in words.
-    fn words(&self, stacks: bool) -> String {
+    fn words(&self) -> String {
         let (target_cpu_s, tracing_cpu_s, tracing_pct) =
             (self.target_cpu_s, self.tracing_cpu_s, self.tracing_pct);
         let interval = self
@@ -401,20 +422,28 @@ impl Perturbation {
             "tracing cost the target an estimated {tracing_cpu_s:.3} s{interval} of its {target_cpu_s:.3} s of CPU time ({tracing_pct:.0}%)"
         );
         if self.slowed {
-            let untraced_cpu_s = self.untraced_cpu_s;
-            let factor = if untraced_cpu_s > 0.0 {
-                target_cpu_s / untraced_cpu_s
+            if let Some((factor, untraced_s)) = self.measured_slowdown() {
+                text += &format!(
+                    ": these figures describe a run slowed by recording (measured: {factor:.1}× the CPU time the command used untraced, {untraced_s:.3} s; the untraced line says more); its CPU time, energy and waits are inflated by it"
+                );
             } else {
-                f64::INFINITY
-            };
-            text += &format!(
-                ": these figures describe a run slowed by the tracing (about {factor:.1}× the CPU time it needs untraced, {untraced_cpu_s:.3} s); its CPU time, energy and waits are inflated by it"
-            );
-            text += if stacks {
-                ". To measure the program as it runs, use `powerlens run` (no tracing); to trace it more lightly, record with --no-stacks"
-            } else {
-                ". To measure the program as it runs, use `powerlens run` (no tracing)"
-            };
+                let untraced_cpu_s = self.untraced_cpu_s;
+                let factor = if untraced_cpu_s > 0.0 {
+                    target_cpu_s / untraced_cpu_s
+                } else {
+                    f64::INFINITY
+                };
+                text += &format!(
+                    ": these figures describe a run slowed by the tracing (about {factor:.1}× the CPU time it needs untraced, {untraced_cpu_s:.3} s); its CPU time, energy and waits are inflated by it"
+                );
+            }
+            text += ". To measure the program as it runs, use `powerlens run` (no tracing)";
+            if self.untraced_runs.is_none() {
+                text += "; to measure what recording adds to it, record with --untraced-runs 3";
+            }
+            if self.stacks {
+                text += "; to trace it more lightly, record with --no-stacks";
+            }
         }
         text
     }
@@ -423,6 +452,22 @@ impl Perturbation {
     pub fn beside_recorder(mut self, recorder: Option<RecorderShare>) -> Perturbation {
         self.recorder_cpu_s = recorder.map(|r| r.cpu_s);
         self.recorder_in_target = recorder.map(|r| r.in_target);
+        self
+    }
+
+    /// Adds the command's untraced runs against the recorded run, which used
+    /// `recorded_cpu_s` (getrusage, as the untraced runs; `None`: not known, and then
+    /// there is no comparison).
+    pub fn against_untraced(
+        mut self,
+        runs: &[UntracedRun],
+        recorded_cpu_s: Option<f64>,
+    ) -> Perturbation {
+        self.untraced_runs = recorded_cpu_s
+            .and_then(|cpu_s| UntracedComparison::new(runs, cpu_s, self.tracing_cpu_s));
+        // A measured slowdown past the threshold warns, whatever the estimate says.
+        self.slowed |= self.measured_slowdown().is_some();
+        self.text = self.words();
         self
     }
 
@@ -556,6 +601,58 @@ mod tests {
             .contains("--no-stacks"));
         // Exactly at the threshold is not past it.
         assert!(!Perturbation::new(1.0, 0.1, None, true).slowed);
+        // Without untraced runs the advice offers them.
+        assert!(
+            heavy.text.contains("record with --untraced-runs 3"),
+            "{}",
+            heavy.text
+        );
+    }
+
+    #[test]
+    fn a_measured_slowdown_warns_whatever_the_estimate_says() {
+        use crate::run::ExitStatus;
+        let runs: Vec<UntracedRun> = [0.27, 0.28, 0.30]
+            .map(|cpu_s| UntracedRun {
+                cpu_s,
+                wall_s: 0.2,
+                exit: ExitStatus {
+                    code: Some(0),
+                    signal: None,
+                },
+            })
+            .to_vec();
+        // The estimate: 0.047 s of 0.633 s, 7%, under the threshold; measured: 0.633 s
+        // against a median 0.28 s untraced, 2.3×.
+        let light = Perturbation::new(0.633, 0.047, None, true);
+        assert!(!light.slowed);
+        let measured = light.clone().against_untraced(&runs, Some(0.633));
+        assert!(measured.slowed);
+        assert!(
+            measured.text.contains(
+                "of its 0.633 s of CPU time (7%): these figures describe a run slowed by recording (measured: 2.3× the CPU time the command used untraced, 0.280 s; the untraced line says more)"
+            ),
+            "{}",
+            measured.text
+        );
+        assert!(
+            !measured.text.contains("--untraced-runs"),
+            "{}",
+            measured.text
+        );
+        // Within the untraced runs' own spread, or below their median: no warning from it.
+        assert!(!light.clone().against_untraced(&runs, Some(0.29)).slowed);
+        assert!(!light.clone().against_untraced(&runs, Some(0.2)).slowed);
+        // Not known (the command did not exit while recorded): as without runs.
+        assert_eq!(light.clone().against_untraced(&runs, None), light);
+        // A heavy estimate still warns when the measurement shows no slowdown.
+        let heavy = Perturbation::new(0.8, 0.6, None, true).against_untraced(&runs, Some(0.29));
+        assert!(heavy.slowed);
+        assert!(
+            heavy.text.contains("slowed by the tracing (about 4.0×"),
+            "{}",
+            heavy.text
+        );
     }
 
     #[test]

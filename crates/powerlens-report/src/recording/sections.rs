@@ -85,6 +85,9 @@ pub fn system_items(report: &RecordingReport) -> Vec<(&'static str, String)> {
         if let Some(recorder) = p.recorder_text() {
             line(&mut out, "recorder", recorder);
         }
+        if let Some(untraced) = &p.untraced_runs {
+            line(&mut out, "untraced", untraced.text.clone());
+        }
     }
     if let Some(path) = &s.tracing_path {
         line(&mut out, "tracing path", path.describe());

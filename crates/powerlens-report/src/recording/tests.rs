@@ -128,6 +128,7 @@ fn context(energy: bool) -> RecordingContext {
         tracing_cost: Err("not measured in this fixture".into()),
         tracing_path: None,
         recorder_pid: None,
+        untraced: Default::default(),
     }
 }
 
@@ -172,6 +173,35 @@ fn traced_report_with_stacks(
     waking_ns: f64,
     stack_ns: Option<f64>,
 ) -> RecordingReport {
+    report_of(&traced_context(switch_ns, waking_ns, stack_ns))
+}
+
+/// The HTML page of a report of the fixture stream, by thread, without counters.
+fn html_of(report: &RecordingReport) -> String {
+    let timeline = crate::html::TimelineBuilder::new(0, 100 * MS, &[], 10).finish();
+    crate::html::page(&crate::html::HtmlInput {
+        title: "t",
+        report,
+        grid: &opts(By::Thread, None, None, &[], &[]),
+        counters: &[],
+        counters_missing: "no meter",
+        timeline: &timeline,
+        frequency_samples: &[],
+    })
+    .unwrap()
+}
+
+/// The fixture stream's report with `ctx`.
+fn report_of(ctx: &RecordingContext) -> RecordingReport {
+    let mut a = ctx.analysis();
+    for e in stream() {
+        a.feed(&e);
+    }
+    build(&a.finish(100 * MS), ctx)
+}
+
+/// The context of [`traced_report_with_stacks`].
+fn traced_context(switch_ns: f64, waking_ns: f64, stack_ns: Option<f64>) -> RecordingContext {
     use powerlens_core::sched::tracing_cost::{
         EventCosts, TracingPath, PATH_PERF_RING, SWITCH, UNWIND_STACK_COPY, WAKING,
     };
@@ -200,11 +230,80 @@ fn traced_report_with_stacks(
     });
     // The logger process as the recorder: 200 runs 60..70 on cpu0 and 90..100 on cpu1.
     ctx.recorder_pid = Some(200);
-    let mut a = ctx.analysis();
-    for e in stream() {
-        a.feed(&e);
-    }
-    build(&a.finish(100 * MS), &ctx)
+    ctx
+}
+
+/// Issue 28: with the command's untraced runs (`record --untraced-runs`), the report sets
+/// what recording added, measured, beside the estimate, in text, JSON and HTML; and says
+/// why not when the recorded run's CPU time is not known.
+#[test]
+fn untraced_runs_set_what_recording_added_beside_the_estimate() {
+    use powerlens_core::run::ExitStatus;
+    use powerlens_core::sched::untraced::{UntracedRecord, UntracedRun};
+    let run = |cpu_s| UntracedRun {
+        cpu_s,
+        wall_s: 0.1,
+        exit: ExitStatus {
+            code: Some(0),
+            signal: None,
+        },
+    };
+    let mut ctx = traced_context(10e6, 5e6, None);
+    ctx.untraced = UntracedRecord {
+        runs: vec![run(0.05), run(0.07), run(0.06)],
+        recorded_cpu_s: Some(0.12),
+    };
+    let r = report_of(&ctx);
+    // By hand: the median 0.06 s; 0.12 − 0.06 = 0.06 s added (100%); the target's
+    // estimate is 0.040 s (3 switches × 10 ms + 2 wake-ups × 5 ms), 67% of it.
+    let v: serde_json::Value = serde_json::from_str(&json(&r)).unwrap();
+    let u = &v["system"]["perturbation"]["untraced_runs"];
+    assert_eq!(u["runs"], 3);
+    assert_eq!(u["median_cpu_s"], 0.06);
+    assert_eq!(u["recorded_cpu_s"], 0.12);
+    assert!(
+        (u["added_cpu_s"].as_f64().unwrap() - 0.06).abs() < 1e-12,
+        "{u}"
+    );
+    assert!(
+        (u["estimate_share"].as_f64().unwrap() - 0.04 / 0.06).abs() < 1e-9,
+        "{u}"
+    );
+    let text = system(&r);
+    let line = "untraced               measured against 3 untraced runs of the command (getrusage): recorded, it used 0.120 s of CPU time, untraced a median 0.060 s (0.050–0.070 s): recording added 0.060 s (100%), and the estimate above is 67% of it. The rest is not the events' own cost";
+    assert!(text.contains(line), "{text}");
+    let html = html_of(&r);
+    assert!(
+        html.contains("Untraced runs: measured against 3 untraced runs of the command"),
+        "{html}"
+    );
+    // Without them: no key, no line.
+    let plain: serde_json::Value = serde_json::from_str(&json(&traced_report(10e6, 5e6))).unwrap();
+    assert!(plain["system"]["perturbation"]
+        .get("untraced_runs")
+        .is_none());
+    assert!(!system(&traced_report(10e6, 5e6)).contains("untraced   "));
+    // A command that did not exit while recorded: no comparison, and the report says why.
+    ctx.untraced.recorded_cpu_s = None;
+    let cut = report_of(&ctx);
+    assert!(cut
+        .system
+        .perturbation
+        .as_ref()
+        .unwrap()
+        .untraced_runs
+        .is_none());
+    let missing = cut
+        .unavailable
+        .iter()
+        .find(|u| u.figure.contains("perturbation.untraced_runs"))
+        .expect("the comparison is said to be unavailable");
+    assert!(
+        missing
+            .reason
+            .contains("did not exit while it was recorded"),
+        "{missing:?}"
+    );
 }
 
 /// Issue 28: with sampled stacks the report gives what a stack adds apart
@@ -278,17 +377,7 @@ fn the_perturbation_line_warns_past_its_threshold_in_text_json_and_html() {
         .as_str()
         .unwrap()
         .starts_with("estimated: "));
-    let timeline = crate::html::TimelineBuilder::new(0, 100 * MS, &[], 10).finish();
-    let html = crate::html::page(&crate::html::HtmlInput {
-        title: "t",
-        report: &heavy,
-        grid: &opts(By::Thread, None, None, &[], &[]),
-        counters: &[],
-        counters_missing: "no meter",
-        timeline: &timeline,
-        frequency_samples: &[],
-    })
-    .unwrap();
+    let html = html_of(&heavy);
     assert!(
         html.contains("Perturbation — WARNING: tracing cost the target an estimated 0.040 s"),
         "{html}"

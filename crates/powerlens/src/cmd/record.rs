@@ -149,6 +149,17 @@ pub struct RecordArgs {
           value_parser = clap::builder::FalseyValueParser::new())]
     pub perf_rings: bool,
 
+    /// Before recording, run the command this many times untraced (output hidden) and keep
+    /// each run's CPU time (getrusage), so that the report sets what recording added,
+    /// measured, beside its estimate of the tracing's cost (the `perturbation` line's
+    /// `untraced` line). The estimate holds what each traced event cost; this holds also
+    /// how the load answered being traced, which on work handed between threads across
+    /// CPUs can be more (docs/RECORD.md, "The cost of tracing"). For a command that does
+    /// the same work each run; 3–5 runs show their spread.
+    #[arg(long, value_name = "N", default_value_t = 0, conflicts_with_all = ["pid", "all"],
+          value_parser = clap::value_parser!(u32).range(0..=100))]
+    pub untraced_runs: u32,
+
     /// Hide the command's output (it is shown by default).
     #[arg(long)]
     pub quiet_command: bool,
@@ -200,6 +211,7 @@ pub fn execute(global: &GlobalArgs, args: RecordArgs) -> anyhow::Result<ExitCode
         stack_samples_per_s: (!args.every_stack).then_some(args.stack_rate),
         in_kernel: !args.perf_rings,
         command_env,
+        untraced_runs: args.untraced_runs,
         show_phase: crate::progress::phase,
         tell_now: |message| eprintln!("powerlens: {message}"),
     };

@@ -193,6 +193,17 @@ pub fn build(summary: &SchedSummary, ctx: &RecordingContext) -> RecordingReport 
         }
     });
 
+    // The command's untraced runs against the recorded run, when it ran to its end here.
+    let untraced = &ctx.untraced;
+    if let (false, None) = (untraced.runs.is_empty(), untraced.recorded_cpu_s) {
+        unavailable(
+            &mut missing,
+            "what recording added, measured (perturbation.untraced_runs)",
+            "the command did not exit while it was recorded, so its CPU time is not known",
+            Some("record the command to its end (no --duration, no Ctrl-C)"),
+        );
+    }
+
     // Thread rows.
     let threads: Vec<ThreadRow> = summary
         .threads
@@ -523,6 +534,7 @@ pub fn build(summary: &SchedSummary, ctx: &RecordingContext) -> RecordingReport 
                 c.stacks,
             )
             .beside_recorder(recorder)
+            .against_untraced(&untraced.runs, untraced.recorded_cpu_s)
         }),
         tracing_path: ctx.tracing_path.clone().filter(|_| traced),
     };

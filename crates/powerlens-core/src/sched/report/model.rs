@@ -11,6 +11,7 @@ use crate::sched::analysis::{CpuTimeSource, SchedAnalysis, WakeupCauses};
 use crate::sched::cpu_accounts::CpuTimeAccounts;
 use crate::sched::event::Tid;
 use crate::sched::tracing_cost::{EventCosts, Perturbation, TracingPath};
+use crate::sched::untraced::UntracedRecord;
 use crate::sched::wakeups::WakeupCause;
 
 /// One thread of the recording's thread table.
@@ -80,6 +81,9 @@ pub struct RecordingContext {
     /// The recorder's own process, whose threads are recorded like any other's; `None`
     /// in a recording that does not say (made before it did).
     pub recorder_pid: Option<u32>,
+    /// The command's untraced runs before the recording (`record --untraced-runs`) and
+    /// the recorded run's CPU time; empty without them.
+    pub untraced: UntracedRecord,
 }
 
 /// What stretch of time a recording covers, which decides whether its energy is the energy
