@@ -1,12 +1,14 @@
 //! Running the measured command: exec directly (no shell), wait with wait4 to get the
 //! command's own resource usage, and turn spawn failures into errors that name the fix.
 
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use powerlens_core::run::ExitStatus;
 
 use crate::error::RecordError;
+use crate::interrupt;
 
 /// What one execution of the command took.
 #[derive(Debug, Clone, Copy)]
@@ -70,8 +72,36 @@ pub fn try_wait(pid: u32) -> Result<Option<(ExitStatus, f64)>, RecordError> {
 }
 
 /// Waits for a command started with [`spawn`] to end: how it ended and the CPU time it
-/// used.
-pub fn wait(pid: u32) -> Result<(ExitStatus, f64), RecordError> {
+/// used. It sleeps until the command ends or a signal comes (a pidfd polled without a
+/// timeout: no periodic wake-up beside the command); on Ctrl-C, SIGTERM or SIGHUP
+/// ([`interrupt`]) it sends the command SIGINT, as a recording does (a signal sent to
+/// powerlens alone did not reach it), and waits for it to end.
+pub fn wait_forwarding_interrupt(pid: u32) -> Result<(ExitStatus, f64), RecordError> {
+    // SAFETY: pidfd_open takes a pid and flags and returns a new descriptor or -1.
+    let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid as libc::pid_t, 0) };
+    if fd >= 0 {
+        // SAFETY: pidfd_open returned a descriptor that nothing else owns.
+        let pidfd = unsafe { OwnedFd::from_raw_fd(fd as RawFd) };
+        let mut forwarded = false;
+        loop {
+            let mut ready = libc::pollfd {
+                fd: pidfd.as_raw_fd(),
+                events: libc::POLLIN,
+                revents: 0,
+            };
+            // SAFETY: one valid pollfd; poll is never restarted after a signal handler.
+            let r = unsafe { libc::poll(&mut ready, 1, -1) };
+            if r > 0 || std::io::Error::last_os_error().kind() != std::io::ErrorKind::Interrupted {
+                break;
+            }
+            if interrupt::interrupted() && !forwarded {
+                // SAFETY: kill has no memory-safety preconditions.
+                unsafe { libc::kill(pid as libc::pid_t, libc::SIGINT) };
+                forwarded = true;
+            }
+        }
+    }
+    // Without a pidfd (kernels before 5.3) this blocks in wait4 until the command ends.
     wait4(pid as libc::pid_t, 0)?.ok_or(RecordError::NoChild)
 }
 

@@ -11,8 +11,9 @@ use crate::{exec, interrupt, RecordOptions, Target};
 
 /// Runs the command `opts.untraced_runs` times, one after another, with the environment
 /// the recorded run gets and its output hidden, and keeps what each took. Nothing is
-/// traced yet: they run before the tracepoints are opened. Ctrl-C stops them, and the
-/// recording with them (the command got the signal too).
+/// traced yet: they run before the tracepoints are opened. Ctrl-C (or SIGTERM) stops
+/// them, and the recording with them: the running command gets SIGINT, and no file is
+/// made.
 pub(crate) fn run(opts: &RecordOptions) -> Result<Vec<UntracedRun>, RecordError> {
     let Target::Command(argv) = &opts.target else {
         return Ok(Vec::new());
@@ -26,7 +27,7 @@ pub(crate) fn run(opts: &RecordOptions) -> Result<Vec<UntracedRun>, RecordError>
         (opts.tell_now)(&format!("running the command untraced, {k} of {n}"));
         let started = Instant::now();
         let pid = exec::spawn(argv, false, &opts.command_env)?;
-        let (exit, cpu_s) = exec::wait(pid)?;
+        let (exit, cpu_s) = exec::wait_forwarding_interrupt(pid)?;
         runs.push(UntracedRun {
             cpu_s,
             wall_s: started.elapsed().as_secs_f64(),

@@ -803,6 +803,40 @@ fn live_untraced_runs_set_what_recording_added_beside_the_estimate() {
         .starts_with("measured against 3 untraced runs of the command (getrusage)"));
 }
 
+/// Ctrl-C (here SIGINT to powerlens alone) during the untraced runs stops the running
+/// command and the recording, says so, and leaves no file: nothing was recorded yet.
+#[test]
+fn an_interrupt_during_the_untraced_runs_stops_them_and_records_nothing() {
+    let (_dir, rec) = scratch();
+    let child = live()
+        .args([
+            "record",
+            "-o",
+            rec.to_str().unwrap(),
+            "--untraced-runs",
+            "3",
+            "--",
+            "sleep",
+            "30",
+        ])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let sleeper = child_named(child.id(), "sleep");
+    sigint(child.id());
+    let out = wait_within(child, std::time::Duration::from_secs(10));
+    assert!(!out.status.success());
+    let err = stderr(&out);
+    assert!(
+        err.contains("interrupted during the command's untraced runs (--untraced-runs): nothing was recorded"),
+        "{err}"
+    );
+    assert!(!err.contains("untraced, 2 of 3"), "{err}");
+    assert!(!std::path::Path::new(&format!("/proc/{sleeper}")).exists());
+    assert!(!rec.exists());
+}
+
 /// `--untraced-runs` needs a command it can run again: refused for -p and -a, before
 /// anything is recorded.
 #[test]
