@@ -439,7 +439,8 @@ impl Perturbation {
             }
             text += ". To measure the program as it runs, use `powerlens run` (no tracing)";
             if self.untraced_runs.is_none() {
-                text += "; to measure what recording adds to it, record with --untraced-runs 3";
+                // Only a command can be run again untraced (not -p or -a): said so.
+                text += "; to measure what recording adds to a command, record it with --untraced-runs 3";
             }
             if self.stacks {
                 text += "; to trace it more lightly, record with --no-stacks";
@@ -603,7 +604,9 @@ mod tests {
         assert!(!Perturbation::new(1.0, 0.1, None, true).slowed);
         // Without untraced runs the advice offers them.
         assert!(
-            heavy.text.contains("record with --untraced-runs 3"),
+            heavy
+                .text
+                .contains("what recording adds to a command, record it with --untraced-runs 3"),
             "{}",
             heavy.text
         );
