@@ -89,20 +89,38 @@ pub fn read(header: &Header) -> RecordingContext {
             .meta(meta::START)
             .and_then(|s| s["recorder_pid"].as_u64())
             .and_then(|p| u32::try_from(p).ok()),
-        untraced: UntracedRecord {
-            runs: header
-                .meta(meta::UNTRACED_RUNS)
-                .and_then(|v| serde_json::from_value(v.clone()).ok())
-                .unwrap_or_default(),
-            recorded_cpu_s: header
-                .meta(meta::STOP)
-                .and_then(|s| s["command_cpu_s"].as_f64()),
-        },
+        untraced: untraced(header),
         tracing_cost: match header.meta(meta::TRACING_COST) {
             None => Err("the recording has no measured cost per traced event (made before powerlens measured it)".to_string()),
             Some(v) => serde_json::from_value(v.clone()).map_err(|e| {
                 format!("the recording's measured cost per traced event does not read ({e}): the file is damaged or from another version")
             }),
+        },
+    }
+}
+
+/// The command's untraced runs and the recorded run's CPU time; runs that do not read are
+/// said to (the comparison is then left out, with the reason).
+fn untraced(header: &Header) -> UntracedRecord {
+    let recorded_cpu_s = header
+        .meta(meta::STOP)
+        .and_then(|s| s["command_cpu_s"].as_f64());
+    match header.meta(meta::UNTRACED_RUNS).map(|v| serde_json::from_value(v.clone())) {
+        None => UntracedRecord {
+            recorded_cpu_s,
+            ..Default::default()
+        },
+        Some(Ok(runs)) => UntracedRecord {
+            runs,
+            recorded_cpu_s,
+            unreadable: None,
+        },
+        Some(Err(e)) => UntracedRecord {
+            recorded_cpu_s,
+            unreadable: Some(format!(
+                "the recording's untraced runs do not read ({e}): the file is damaged or from another version"
+            )),
+            ..Default::default()
         },
     }
 }

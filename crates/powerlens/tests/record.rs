@@ -801,6 +801,33 @@ fn live_untraced_runs_set_what_recording_added_beside_the_estimate() {
         .as_str()
         .unwrap()
         .starts_with("measured against 3 untraced runs of the command (getrusage)"));
+    // Runs that do not read leave the comparison out, and the report says why.
+    let damaged = Command::new("sqlite3")
+        .arg(&rec)
+        .arg(r#"UPDATE meta SET value = '[{"cpu_s": "fast"}]' WHERE key = 'untraced_runs';"#)
+        .status();
+    match damaged {
+        Ok(s) if s.success() => {
+            let report = report_json(&rec, &[]);
+            assert!(report["system"]["perturbation"]
+                .get("untraced_runs")
+                .is_none());
+            let said = report["unavailable"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|u| u["figure"].as_str().unwrap().contains("untraced_runs"))
+                .unwrap_or_else(|| panic!("no reason in {:#}", report["unavailable"]));
+            assert!(
+                said["reason"]
+                    .as_str()
+                    .unwrap()
+                    .starts_with("the recording's untraced runs do not read"),
+                "{said}"
+            );
+        }
+        _ => eprintln!("skipped the damaged case: sqlite3 is not installed"),
+    }
 }
 
 /// Ctrl-C (here SIGINT to powerlens alone) during the untraced runs stops the running

@@ -31,6 +31,9 @@ pub struct UntracedRun {
 pub struct UntracedRecord {
     pub runs: Vec<UntracedRun>,
     pub recorded_cpu_s: Option<f64>,
+    /// Why the recording's untraced runs could not be read, when it has some that do not
+    /// read (`runs` is then empty).
+    pub unreadable: Option<String>,
 }
 
 /// The estimate within this share of what was measured is said to hold it; below, the

@@ -252,6 +252,7 @@ fn untraced_runs_set_what_recording_added_beside_the_estimate() {
     ctx.untraced = UntracedRecord {
         runs: vec![run(0.05), run(0.07), run(0.06)],
         recorded_cpu_s: Some(0.12),
+        unreadable: None,
     };
     let r = report_of(&ctx);
     // By hand: the median 0.06 s; 0.12 − 0.06 = 0.06 s added (100%); the target's

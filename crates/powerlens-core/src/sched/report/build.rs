@@ -195,10 +195,14 @@ pub fn build(summary: &SchedSummary, ctx: &RecordingContext) -> RecordingReport 
 
     // The command's untraced runs against the recorded run, when it ran to its end here.
     let untraced = &ctx.untraced;
+    const UNTRACED_FIGURE: &str = "what recording added, measured (perturbation.untraced_runs)";
+    if let Some(why) = &untraced.unreadable {
+        unavailable(&mut missing, UNTRACED_FIGURE, why, None);
+    }
     if let (false, None) = (untraced.runs.is_empty(), untraced.recorded_cpu_s) {
         unavailable(
             &mut missing,
-            "what recording added, measured (perturbation.untraced_runs)",
+            UNTRACED_FIGURE,
             "the command did not exit while it was recorded, so its CPU time is not known",
             Some("record the command to its end (no --duration, no Ctrl-C)"),
         );
