@@ -14,7 +14,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::run::ExitStatus;
-use crate::stats::median;
+use crate::stats::Summary;
 
 /// One untraced run of the command, as the recording keeps it.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
@@ -80,16 +80,9 @@ impl UntracedComparison {
         recorded_cpu_s: f64,
         estimate_s: f64,
     ) -> Option<UntracedComparison> {
-        if runs.is_empty() {
-            return None;
-        }
         let cpu_s: Vec<f64> = runs.iter().map(|r| r.cpu_s).collect();
-        let median_cpu_s = median(&cpu_s);
-        let (low, high) = cpu_s
-            .iter()
-            .fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), &c| {
-                (lo.min(c), hi.max(c))
-            });
+        let spread = Summary::of(&cpu_s)?;
+        let median_cpu_s = spread.median;
         let added_cpu_s = Some(recorded_cpu_s - median_cpu_s).filter(|&a| a > 0.0);
         let mut c = UntracedComparison {
             runs: runs.len(),
@@ -101,19 +94,21 @@ impl UntracedComparison {
                 .filter(|_| median_cpu_s > 0.0)
                 .map(|a| a / median_cpu_s * 100.0),
             estimate_share: added_cpu_s.map(|a| estimate_s / a),
-            within_spread: recorded_cpu_s <= high,
+            within_spread: recorded_cpu_s <= spread.max,
             failed_runs: runs.iter().filter(|r| !r.exit.success()).count(),
             text: String::new(),
             cpu_s,
         };
-        c.text = c.words(low, high, runs);
+        let first_failure = runs.iter().map(|r| r.exit).find(|e| !e.success());
+        c.text = c.words(&spread, first_failure);
         Some(c)
     }
 
-    fn words(&self, low: f64, high: f64, runs: &[UntracedRun]) -> String {
+    /// The comparison in words; `spread` summarizes the untraced runs' CPU time.
+    fn words(&self, spread: &Summary, first_failure: Option<ExitStatus>) -> String {
         let n = self.runs;
         let range = if n > 1 {
-            format!(" ({low:.3}–{high:.3} s)")
+            format!(" ({:.3}–{:.3} s)", spread.min, spread.max)
         } else {
             String::new()
         };
@@ -140,11 +135,11 @@ impl UntracedComparison {
             }
             _ => text += ": recording added no CPU time these runs resolve",
         }
-        if let Some(failed) = runs.iter().find(|r| !r.exit.success()) {
+        if let Some(exit) = first_failure {
             text += &format!(
                 ". {} of the untraced runs did not exit 0 (the first: {}): the comparison holds only if the command did the same work each time",
                 self.failed_runs,
-                failed.exit.describe()
+                exit.describe()
             );
         }
         text
