@@ -19,16 +19,21 @@ pub struct Outcome {
     pub exit: ExitStatus,
 }
 
-/// Runs `argv` to completion. Output goes to /dev/null unless `show_output`; `cpus`
-/// restricts the command (not powerlens) to those CPUs.
+/// Runs `argv` to completion, with `env` set on top of powerlens's environment. Output
+/// goes to /dev/null unless `show_output`; `cpus` restricts the command (not powerlens) to
+/// those CPUs. An interrupt while it runs is passed on to it
+/// ([`wait_forwarding_interrupt`]).
 pub fn run(
     argv: &[String],
     show_output: bool,
     cpus: Option<&[u32]>,
+    env: &[(String, String)],
 ) -> Result<Outcome, RecordError> {
     let (program, args) = argv.split_first().ok_or(RecordError::NoCommand)?;
     let mut cmd = Command::new(program);
-    cmd.args(args).stdin(Stdio::null());
+    cmd.args(args)
+        .envs(env.iter().map(|(k, v)| (k, v)))
+        .stdin(Stdio::null());
     if let Some(cpus) = cpus {
         powerlens_sys::settings::restrict_command_to(&mut cmd, cpus)?;
     }
@@ -37,7 +42,7 @@ pub fn run(
     }
     let start = Instant::now();
     let child = cmd.spawn().map_err(|e| spawn_error(program, e))?;
-    let (exit, cpu_s) = wait4(child.id() as libc::pid_t, 0)?.ok_or(RecordError::NoChild)?;
+    let (exit, cpu_s) = wait_forwarding_interrupt(child.id())?;
     Ok(Outcome {
         wall: start.elapsed(),
         cpu_s,
@@ -71,12 +76,11 @@ pub fn try_wait(pid: u32) -> Result<Option<(ExitStatus, f64)>, RecordError> {
     wait4(pid as libc::pid_t, libc::WNOHANG)
 }
 
-/// Waits for a command started with [`spawn`] to end: how it ended and the CPU time it
-/// used. It sleeps until the command ends or a signal comes (a pidfd polled without a
+/// Waits for a command to end: how it ended and the CPU time it used. It sleeps until the command ends or a signal comes (a pidfd polled without a
 /// timeout: no periodic wake-up beside the command); on Ctrl-C, SIGTERM or SIGHUP
 /// ([`interrupt`]) it sends the command SIGINT, as a recording does (a signal sent to
 /// powerlens alone did not reach it), and waits for it to end.
-pub fn wait_forwarding_interrupt(pid: u32) -> Result<(ExitStatus, f64), RecordError> {
+fn wait_forwarding_interrupt(pid: u32) -> Result<(ExitStatus, f64), RecordError> {
     // SAFETY: pidfd_open takes a pid and flags and returns a new descriptor or -1.
     let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid as libc::pid_t, 0) };
     if fd >= 0 {
@@ -107,7 +111,13 @@ pub fn wait_forwarding_interrupt(pid: u32) -> Result<(ExitStatus, f64), RecordEr
 
 /// Runs a shell command line (`--prepare`), output hidden unless `show_output`.
 pub fn run_shell(line: &str, show_output: bool) -> Result<ExitStatus, RecordError> {
-    Ok(run(&["sh".into(), "-c".into(), line.into()], show_output, None)?.exit)
+    Ok(run(
+        &["sh".into(), "-c".into(), line.into()],
+        show_output,
+        None,
+        &[],
+    )?
+    .exit)
 }
 
 fn spawn_error(program: &str, cause: std::io::Error) -> RecordError {
@@ -170,11 +180,11 @@ mod tests {
 
     #[test]
     fn exit_codes_signals_and_cpu_time() {
-        let ok = run(&argv(&["true"]), false, None).unwrap();
+        let ok = run(&argv(&["true"]), false, None, &[]).unwrap();
         assert!(ok.exit.success());
-        let fail = run(&argv(&["sh", "-c", "exit 3"]), false, None).unwrap();
+        let fail = run(&argv(&["sh", "-c", "exit 3"]), false, None, &[]).unwrap();
         assert_eq!(fail.exit.code, Some(3));
-        let killed = run(&argv(&["sh", "-c", "kill -9 $$"]), false, None).unwrap();
+        let killed = run(&argv(&["sh", "-c", "kill -9 $$"]), false, None, &[]).unwrap();
         assert_eq!(killed.exit.signal, Some(9));
         // A fixed amount of shell arithmetic: CPU time is spent, whatever else loads the
         // machine, and it can never exceed the wall time of one thread.
@@ -186,17 +196,30 @@ mod tests {
             ]),
             false,
             None,
+            &[],
         )
         .unwrap();
         assert!(
             busy.cpu_s > 0.02 && busy.cpu_s <= busy.wall.as_secs_f64() + 0.01,
             "{busy:?}"
         );
-        let sleep = run(&argv(&["sleep", "0.2"]), false, None).unwrap();
+        let sleep = run(&argv(&["sleep", "0.2"]), false, None, &[]).unwrap();
         assert!(
             sleep.cpu_s < 0.05 && sleep.wall >= Duration::from_millis(200),
             "{sleep:?}"
         );
+    }
+
+    #[test]
+    fn the_environment_given_is_the_commands_on_top_of_powerlenss() {
+        let env = [("POWERLENS_EXEC_TEST".to_string(), "set".to_string())];
+        let check = argv(&[
+            "sh",
+            "-c",
+            r#"test "$POWERLENS_EXEC_TEST" = set && test -n "$PATH""#,
+        ]);
+        assert!(run(&check, false, None, &env).unwrap().exit.success());
+        assert!(!run(&check, false, None, &[]).unwrap().exit.success());
     }
 
     #[test]
@@ -207,7 +230,7 @@ mod tests {
             "-c",
             "grep -Eq 'Cpus_allowed_list:[[:space:]]*0$' /proc/self/status",
         ]);
-        assert!(run(&check, false, Some(&[0])).unwrap().exit.success());
+        assert!(run(&check, false, Some(&[0]), &[]).unwrap().exit.success());
         let ours = std::fs::read_to_string("/proc/self/status").unwrap();
         let allowed = ours
             .lines()
@@ -223,7 +246,7 @@ mod tests {
                 "powerlens itself stays unrestricted: {allowed}"
             );
             assert!(
-                !run(&check, false, None).unwrap().exit.success(),
+                !run(&check, false, None, &[]).unwrap().exit.success(),
                 "unrestricted child sees every CPU"
             );
         }
@@ -231,7 +254,7 @@ mod tests {
 
     #[test]
     fn missing_command_names_the_fix() {
-        let err = run(&argv(&["definitely-not-a-command-xyz"]), false, None)
+        let err = run(&argv(&["definitely-not-a-command-xyz"]), false, None, &[])
             .unwrap_err()
             .to_string();
         assert!(

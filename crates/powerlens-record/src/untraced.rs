@@ -2,8 +2,6 @@
 //! sets the recorded run against, to say what recording added, measured
 //! (`powerlens_core::sched::untraced`).
 
-use std::time::Instant;
-
 use powerlens_core::sched::untraced::UntracedRun;
 
 use crate::error::RecordError;
@@ -25,13 +23,11 @@ pub(crate) fn run(opts: &RecordOptions) -> Result<Vec<UntracedRun>, RecordError>
     let mut runs = Vec::new();
     for k in 1..=n {
         (opts.tell_now)(&format!("running the command untraced, {k} of {n}"));
-        let started = Instant::now();
-        let pid = exec::spawn(argv, false, &opts.command_env)?;
-        let (exit, cpu_s) = exec::wait_forwarding_interrupt(pid)?;
+        let outcome = exec::run(argv, false, None, &opts.command_env)?;
         runs.push(UntracedRun {
-            cpu_s,
-            wall_s: started.elapsed().as_secs_f64(),
-            exit,
+            cpu_s: outcome.cpu_s,
+            wall_s: outcome.wall.as_secs_f64(),
+            exit: outcome.exit,
         });
         if interrupt::interrupted() {
             return Err(RecordError::InterruptedUntraced);

@@ -217,7 +217,7 @@ fn attempt_as_is(
         return Ok(Attempt::Stop(StopReason::Interrupted));
     }
     let before = meter.read().map_err(RunnerError::Meter)?;
-    let outcome = exec::run(argv, opts.show_output, cpus).map_err(RunnerError::Exec)?;
+    let outcome = exec::run(argv, opts.show_output, cpus, &[]).map_err(RunnerError::Exec)?;
     if interrupt::interrupted() {
         // The command got the Ctrl-C too: this run is not a measurement of the workload.
         return Ok(Attempt::Stop(StopReason::Interrupted));

@@ -276,6 +276,34 @@ fn ctrl_c_prints_and_saves_finished_runs() {
     assert_eq!(env.saved()[0]["runs"].as_u64().unwrap() as usize, n);
 }
 
+/// A SIGINT sent to powerlens alone (not to the terminal's process group) reaches the
+/// measured command too: a 30 s sleep ends at once, and the series stops as on Ctrl-C.
+#[test]
+fn an_interrupt_sent_to_powerlens_alone_reaches_the_command() {
+    let env = Env::new();
+    let child = env
+        .cmd()
+        .args(["run", "--runs", "3", "--json", "--", "sleep", "30"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(1000));
+    let started = std::time::Instant::now();
+    // SAFETY: signalling our own child.
+    unsafe { libc_kill(child.id() as i32, 2) };
+    let out = child.wait_with_output().unwrap();
+    assert!(
+        started.elapsed() < Duration::from_secs(10),
+        "the sleep was not interrupted"
+    );
+    assert_eq!(out.status.code(), Some(130), "{}", stderr(&out));
+    assert!(json(&out)["stopped_early"]
+        .as_str()
+        .unwrap()
+        .contains("interrupted"));
+}
+
 #[test]
 fn corrupt_database_is_refused_and_untouched() {
     let env = Env::new();

@@ -99,7 +99,7 @@ pub fn execute(global: &GlobalArgs, args: CalibrateArgs) -> anyhow::Result<ExitC
         };
         let stat_before = procfs::read_cpu_times(&roots)?;
         let before = meter.read()?;
-        let outcome = exec::run(&argv, false, None)?;
+        let outcome = exec::run(&argv, false, None, &[])?;
         let after = meter.read()?;
         let stat_after = procfs::read_cpu_times(&roots)?;
         if interrupt::interrupted() {
