@@ -102,26 +102,22 @@ pub fn read(header: &Header) -> RecordingContext {
 /// The command's untraced runs and the recorded run's CPU time; runs that do not read are
 /// said to (the comparison is then left out, with the reason).
 fn untraced(header: &Header) -> UntracedRecord {
-    let recorded_cpu_s = header
-        .meta(meta::STOP)
-        .and_then(|s| s["command_cpu_s"].as_f64());
-    match header.meta(meta::UNTRACED_RUNS).map(|v| serde_json::from_value(v.clone())) {
-        None => UntracedRecord {
-            recorded_cpu_s,
-            ..Default::default()
-        },
-        Some(Ok(runs)) => UntracedRecord {
-            runs,
-            recorded_cpu_s,
-            unreadable: None,
-        },
-        Some(Err(e)) => UntracedRecord {
-            recorded_cpu_s,
-            unreadable: Some(format!(
+    let (runs, unreadable) = match header.meta(meta::UNTRACED_RUNS).map(|v| serde_json::from_value(v.clone())) {
+        None => (Vec::new(), None),
+        Some(Ok(runs)) => (runs, None),
+        Some(Err(e)) => (
+            Vec::new(),
+            Some(format!(
                 "the recording's untraced runs do not read ({e}): the file is damaged or from another version"
             )),
-            ..Default::default()
-        },
+        ),
+    };
+    UntracedRecord {
+        runs,
+        recorded_cpu_s: header
+            .meta(meta::STOP)
+            .and_then(|s| s["command_cpu_s"].as_f64()),
+        unreadable,
     }
 }
 
