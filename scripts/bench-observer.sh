@@ -196,16 +196,21 @@ run_config() {
     esac
 }
 
+# The awk functions every summary below uses: `sorted` copies a[1..n] into b sorted, `med`
+# is the median of a[1..n].
+awk_stats='
+    function sorted(a, n, b,   i, j, t) { for (i = 1; i <= n; i++) b[i] = a[i]
+        for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (b[j] < b[i]) { t = b[i]; b[i] = b[j]; b[j] = t } }
+    function med(a, n,   b) { sorted(a, n, b); return n % 2 ? b[(n + 1) / 2] : (b[n / 2] + b[n / 2 + 1]) / 2 }
+'
+
 # Per-configuration medians of the paired ratios against bare, from $dir/CONFIG.times.
 summarise() {
     printf '%-10s %12s %12s %12s %12s %14s\n' config "wall med s" "wall ×bare" "cpu med s" "cpu ×bare" "wall × q1–q3"
     for c in "$@"; do
-        paste "$dir/bare.times" "$dir/$c.times" | awk -v c="$c" '
+        paste "$dir/bare.times" "$dir/$c.times" | awk -v c="$c" "$awk_stats"'
             { bw[NR] = $1; bc[NR] = $2 + $3; w[NR] = $4; cp[NR] = $5 + $6
               rw[NR] = (bw[NR] > 0 ? w[NR] / bw[NR] : 0); rc[NR] = (bc[NR] > 0 ? cp[NR] / bc[NR] : 0) }
-            function sorted(a, n, b,   i, j, t) { for (i = 1; i <= n; i++) b[i] = a[i]
-                for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (b[j] < b[i]) { t = b[i]; b[i] = b[j]; b[j] = t } }
-            function med(a, n,   b) { sorted(a, n, b); return n % 2 ? b[(n + 1) / 2] : (b[n / 2] + b[n / 2 + 1]) / 2 }
             # The spread of the paired ratios (the middle half of the rounds): on these VMs
             # a bare load moves by tens of percent from run to run, and a median alone
             # hides how much that moves the ratio.
@@ -241,11 +246,8 @@ split_rounds() {
         rm -f "$dir/s.rec"
     done
     echo "$stats_were" >"$stats"
-    paste "$dir/split.programs" "$dir/split.estimate" | awk '
+    paste "$dir/split.programs" "$dir/split.estimate" | awk "$awk_stats"'
         { p[NR] = $1; w[NR] = $2; e[NR] = $3; r[NR] = ($1 > 0 ? $2 / $1 : 0) }
-        function med(v, n,   i, j, t, b) { for (i = 1; i <= n; i++) b[i] = v[i]
-            for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (b[j] < b[i]) { t = b[i]; b[i] = b[j]; b[j] = t }
-            return n % 2 ? b[(n + 1) / 2] : (b[n / 2] + b[n / 2 + 1]) / 2 }
         END { printf "split (%d recordings, BPF statistics on): the programs ran %.3f s (kernel-timed, every context); estimated %.3f s in every context (%.2f of it), %.3f s in the target\n", NR, med(p, NR), med(w, NR), med(r, NR), med(e, NR) }'
 }
 
@@ -261,9 +263,7 @@ counter_reference() {
     done
     echo "$stats_were" >"$stats"
     paste "$dir/bare.times" "$dir/counter.times" | awk '{ print ($5 + $6) - ($2 + $3) }' >"$dir/counter.added"
-    awk 'function med(v, n,   i, j, t, b) { for (i = 1; i <= n; i++) b[i] = v[i]
-            for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (b[j] < b[i]) { t = b[i]; b[i] = b[j]; b[j] = t }
-            return n % 2 ? b[(n + 1) / 2] : (b[n / 2] + b[n / 2 + 1]) / 2 }
+    awk "$awk_stats"'
         FNR == NR { a[++na] = $1; next } { p[++np] = $1 }
         END { added = med(a, na); ran = med(p, np)
               printf "reference, a bpftrace counter on sched_switch + sched_waking: added %.3f s of CPU (paired median); its programs ran %.3f s (kernel-timed, every context)", added, ran
@@ -284,12 +284,9 @@ for load_name in $loads; do
     summarise "${configs[@]}"
     # The estimate against what recording added: per round, the target's tracing_cpu_s
     # over (record's CPU − bare's CPU).
-    paste "$dir/bare.times" "$dir/record.times" "$dir/record.extra" | awk '
+    paste "$dir/bare.times" "$dir/record.times" "$dir/record.extra" | awk "$awk_stats"'
         { added = ($5 + $6) - ($2 + $3); lost += $7
           if (added > 0 && $9 != "None") { r[++n] = $9 / added; a[n] = added; e[n] = $9 } }
-        function med(v, n,   i, j, t, b) { for (i = 1; i <= n; i++) b[i] = v[i]
-            for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (b[j] < b[i]) { t = b[i]; b[i] = b[j]; b[j] = t }
-            return n % 2 ? b[(n + 1) / 2] : (b[n / 2] + b[n / 2 + 1]) / 2 }
         END { printf "default record: %d records lost in %d rounds\n", lost, NR
               if (n) printf "tracing_cpu_s (target) / CPU added by recording: median %.2f (added %.3f s, estimated %.3f s; %d rounds with added > 0)\n", med(r, n), med(a, n), med(e, n), n
               else print "tracing_cpu_s: no round where recording added CPU time" }'
