@@ -630,11 +630,12 @@ fn live_the_schedulers_events_are_collected_in_the_kernel_unless_told_not_to() {
                 row["cpu_time_s"].as_f64().unwrap(),
                 t["cpu_clock_s"].as_f64().unwrap(),
             );
-            // 2%, or 0.2 ms of a thread this short (6 ms): it reads its clock before it
-            // prints and exits, which the trace counts too (one run through perf rings read
-            // 0.127 ms over, 2.04%).
+            // 2%, or 0.2 ms of a thread this short (6 ms), under its own clock; over it
+            // also by its tail: it reads its clock before it returns and exits, which the
+            // trace counts too (0.127 ms over through perf rings, 0.202 ms in the kernel,
+            // in two runs of this test), so up to 0.5 ms more.
             assert!(
-                within(ours, kernel, 0.02, 0.000_2),
+                ours >= kernel * 0.98 - 0.000_2 && ours <= kernel * 1.02 + 0.000_5,
                 "{in_kernel}: {ours} vs {kernel}"
             );
         }
