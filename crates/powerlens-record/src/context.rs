@@ -99,7 +99,7 @@ pub fn read(header: &Header) -> RecordingContext {
     }
 }
 
-/// The command's untraced runs and the recorded run's CPU time; runs that do not read are
+/// The command's untraced runs and the recorded run's CPU time and wall time; runs that do not read are
 /// said to (the comparison is then left out, with the reason).
 fn untraced(header: &Header) -> UntracedRecord {
     let (runs, unreadable) = match header.meta(meta::UNTRACED_RUNS).map(|v| serde_json::from_value(v.clone())) {
@@ -112,11 +112,12 @@ fn untraced(header: &Header) -> UntracedRecord {
             )),
         ),
     };
+    let stop = header.meta(meta::STOP);
+    let stop_s = |key: &str| stop.and_then(|s| s[key].as_f64());
     UntracedRecord {
         runs,
-        recorded_cpu_s: header
-            .meta(meta::STOP)
-            .and_then(|s| s["command_cpu_s"].as_f64()),
+        recorded_cpu_s: stop_s("command_cpu_s"),
+        recorded_wall_s: stop_s("command_wall_s"),
         unreadable,
     }
 }

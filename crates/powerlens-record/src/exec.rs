@@ -76,37 +76,80 @@ pub fn try_wait(pid: u32) -> Result<Option<(ExitStatus, f64)>, RecordError> {
     wait4(pid as libc::pid_t, libc::WNOHANG)
 }
 
-/// Waits for a command to end: how it ended and the CPU time it used. It sleeps until the command ends or a signal comes (a pidfd polled without a
-/// timeout: no periodic wake-up beside the command); on Ctrl-C, SIGTERM or SIGHUP
-/// ([`interrupt`]) it sends the command SIGINT, as a recording does (a signal sent to
-/// powerlens alone did not reach it), and waits for it to end.
+/// Waits for a command to end: how it ended and the CPU time it used. It sleeps until the
+/// command ends or a signal comes (a pidfd polled without a timeout: no periodic wake-up
+/// beside the command); on Ctrl-C, SIGTERM or SIGHUP ([`interrupt`]) it sends the command
+/// SIGINT, as a recording does (a signal sent to powerlens alone did not reach it), and
+/// waits for it to end.
 fn wait_forwarding_interrupt(pid: u32) -> Result<(ExitStatus, f64), RecordError> {
-    // SAFETY: pidfd_open takes a pid and flags and returns a new descriptor or -1.
-    let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid as libc::pid_t, 0) };
-    if fd >= 0 {
-        // SAFETY: pidfd_open returned a descriptor that nothing else owns.
-        let pidfd = unsafe { OwnedFd::from_raw_fd(fd as RawFd) };
+    if let Some(pidfd) = pidfd_open(pid) {
         let mut forwarded = false;
-        loop {
-            let mut ready = libc::pollfd {
-                fd: pidfd.as_raw_fd(),
-                events: libc::POLLIN,
-                revents: 0,
-            };
-            // SAFETY: one valid pollfd; poll is never restarted after a signal handler.
-            let r = unsafe { libc::poll(&mut ready, 1, -1) };
-            if r > 0 || std::io::Error::last_os_error().kind() != std::io::ErrorKind::Interrupted {
-                break;
-            }
+        sleep_until_exit(&pidfd, || {
             if interrupt::interrupted() && !forwarded {
                 // SAFETY: kill has no memory-safety preconditions.
                 unsafe { libc::kill(pid as libc::pid_t, libc::SIGINT) };
                 forwarded = true;
             }
-        }
+        });
     }
     // Without a pidfd (kernels before 5.3) this blocks in wait4 until the command ends.
     wait4(pid as libc::pid_t, 0)?.ok_or(RecordError::NoChild)
+}
+
+/// When a command started with [`spawn`] exited, on the monotonic clock, as a thread that
+/// sleeps on its pidfd saw it: the recorder's loop notices the exit only at its next pass,
+/// up to 50 ms late, which would be in the recorded run's wall time.
+pub struct ExitWatch(Option<std::thread::JoinHandle<u64>>);
+
+impl ExitWatch {
+    /// Watches `pid`, which must be a child not yet waited for (so that its pid is not
+    /// reused before the pidfd holds it). Without a pidfd (kernels before 5.3) nothing is
+    /// watched.
+    pub fn start(pid: u32) -> ExitWatch {
+        let watcher = pidfd_open(pid).and_then(|pidfd| {
+            std::thread::Builder::new()
+                .name("powerlens-exit".into())
+                .spawn(move || {
+                    sleep_until_exit(&pidfd, || {});
+                    powerlens_sys::trace::monotonic_now_ns()
+                })
+                .ok()
+        });
+        ExitWatch(watcher)
+    }
+
+    /// The time the command exited. Call it once the command has exited ([`try_wait`]
+    /// said so): before that, it waits for the exit.
+    pub fn exited_ns(self) -> Option<u64> {
+        self.0?.join().ok()
+    }
+}
+
+/// A pidfd for `pid`, or `None` where the kernel has none (before 5.3).
+fn pidfd_open(pid: u32) -> Option<OwnedFd> {
+    // SAFETY: pidfd_open takes a pid and flags and returns a new descriptor or -1.
+    let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid as libc::pid_t, 0) };
+    // SAFETY: pidfd_open returned a descriptor that nothing else owns.
+    (fd >= 0).then(|| unsafe { OwnedFd::from_raw_fd(fd as RawFd) })
+}
+
+/// Sleeps until the process behind `pidfd` exits (its pidfd reads ready), calling
+/// `on_signal` each time a signal wakes the sleep first; returns early only on an error
+/// the poll cannot go on from.
+fn sleep_until_exit(pidfd: &OwnedFd, mut on_signal: impl FnMut()) {
+    loop {
+        let mut ready = libc::pollfd {
+            fd: pidfd.as_raw_fd(),
+            events: libc::POLLIN,
+            revents: 0,
+        };
+        // SAFETY: one valid pollfd; poll is never restarted after a signal handler.
+        let r = unsafe { libc::poll(&mut ready, 1, -1) };
+        if r > 0 || std::io::Error::last_os_error().kind() != std::io::ErrorKind::Interrupted {
+            return;
+        }
+        on_signal();
+    }
 }
 
 /// Runs a shell command line (`--prepare`), output hidden unless `show_output`.
@@ -208,6 +251,24 @@ mod tests {
             sleep.cpu_s < 0.05 && sleep.wall >= Duration::from_millis(200),
             "{sleep:?}"
         );
+    }
+
+    #[test]
+    fn the_exit_watch_holds_when_the_command_exited_not_when_it_was_noticed() {
+        let started = powerlens_sys::trace::monotonic_now_ns();
+        let pid = spawn(&argv(&["sleep", "0.1"]), false, &[]).unwrap();
+        let watch = ExitWatch::start(pid);
+        // Noticed late on purpose: the loop that polls try_wait may be that late.
+        std::thread::sleep(Duration::from_millis(600));
+        let noticed = powerlens_sys::trace::monotonic_now_ns();
+        let (exit, _) = try_wait(pid).unwrap().expect("sleep 0.1 has ended");
+        assert!(exit.success());
+        let exited = watch.exited_ns().expect("this kernel has pidfds (5.3+)");
+        let wall_s = (exited - started) as f64 / 1e9;
+        // At least the sleep, and well before it was noticed (0.6 s or more after the
+        // start): 0.4 s of slack for a slow start on a loaded machine.
+        assert!(wall_s >= 0.1 && wall_s < 0.5, "{wall_s} s");
+        assert!(exited < noticed);
     }
 
     #[test]

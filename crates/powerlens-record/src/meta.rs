@@ -49,7 +49,8 @@ pub const TRACING_COST: &str = "tracing_cost";
 pub const IN_KERNEL: &str = "in_kernel";
 /// The command's runs untraced before the recording (`--untraced-runs`), each
 /// `powerlens_core::sched::untraced::UntracedRun`; absent without them. The recorded
-/// run's CPU time, measured the same way, is the `stop` metadata's `command_cpu_s`.
+/// run's CPU time and wall time, measured the same way, are the `stop` metadata's
+/// `command_cpu_s` and `command_wall_s`.
 pub const UNTRACED_RUNS: &str = "untraced_runs";
 
 /// A full recording (trace) or the procfs fallback.

@@ -178,6 +178,8 @@ pub fn record(roots: &Roots, opts: &RecordOptions) -> Result<RecordSummary, Reco
         },
         _ => None,
     };
+    // The command's wall time, from `start_ns` to its exit as a pidfd saw it.
+    let mut exit_watch = child.map(exec::ExitWatch::start);
     let root_pid = child.or(match opts.target {
         Target::Pid(pid) => Some(pid),
         _ => None,
@@ -187,8 +189,9 @@ pub fn record(roots: &Roots, opts: &RecordOptions) -> Result<RecordSummary, Reco
         .set_meta(meta::TARGET, &meta::target(&opts.target, root_pid))?;
     // The loop: take the drained events as they come, commit every second.
     let mut exit = None;
-    // The command's CPU time (getrusage) when it exits while recorded.
+    // The command's CPU time (getrusage) and wall time when it exits while recorded.
     let mut command_cpu_s = None;
+    let mut command_wall_s = None;
     let mut stopped_early = None;
     let mut write_failed = false;
     let mut last_flush = Instant::now();
@@ -205,6 +208,10 @@ pub fn record(roots: &Roots, opts: &RecordOptions) -> Result<RecordSummary, Reco
             if let Some((status, cpu_s)) = exec::try_wait(pid)? {
                 exit = Some(status);
                 command_cpu_s = Some(cpu_s);
+                command_wall_s = exit_watch
+                    .take()
+                    .and_then(exec::ExitWatch::exited_ns)
+                    .map(|ns| ns.saturating_sub(start_ns) as f64 / 1e9);
                 break;
             }
         }
@@ -280,6 +287,7 @@ pub fn record(roots: &Roots, opts: &RecordOptions) -> Result<RecordSummary, Reco
         "elapsed_s": (stop_ns - start_ns) as f64 / 1e9,
         "exit": exit,
         "command_cpu_s": command_cpu_s,
+        "command_wall_s": command_wall_s,
         "stopped_early": stopped_early,
     });
     // After a write error the file keeps what the last flush committed; writing more

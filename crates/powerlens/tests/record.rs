@@ -757,7 +757,8 @@ fn live_tracing_cost_estimate_holds_what_recording_adds() {
 /// report sets the recorded run's CPU time against theirs. Oracles: a one-thread spin of
 /// 150 ms uses about 150 ms of CPU time untraced (its own clock, and the kernel's getrusage
 /// of the process); the recorded run's figure is getrusage of the command, which holds
-/// its thread's own account (RUSAGE_THREAD, as the workload prints it) and little more.
+/// its thread's own account (RUSAGE_THREAD, as the workload prints it) and little more; its
+/// wall time holds the spin's own.
 #[test]
 fn live_untraced_runs_set_what_recording_added_beside_the_estimate() {
     let Some(_serial) = live_recording() else {
@@ -805,6 +806,16 @@ fn live_untraced_runs_set_what_recording_added_beside_the_estimate() {
     assert!(
         recorded >= own && recorded <= own + 0.03,
         "recorded {recorded} s against the thread's own {own} s: {u}"
+    );
+    // Its wall time holds the spin's own (the workload's clock, inside the process) and
+    // the process's start and exit, and ends within the recording; it was taken at the
+    // exit, not when the recorder's loop noticed it (the exec tests check that apart).
+    let wall = u["recorded_wall_s"].as_f64().unwrap();
+    let spun = workload["wall_s"].as_f64().unwrap();
+    let elapsed = report["system"]["elapsed_s"].as_f64().unwrap();
+    assert!(
+        wall >= spun && wall <= spun + 0.25 && wall <= elapsed,
+        "recorded wall {wall} s, spin {spun} s, recording {elapsed} s: {u}"
     );
     assert_eq!(u["failed_runs"], 0);
     assert!(u["text"]

@@ -13,7 +13,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use super::event::EventKind;
-use super::untraced::{UntracedComparison, UntracedRun};
+use super::untraced::{UntracedComparison, UntracedRecord};
 
 /// Cost kinds, the keys of [`EventCosts::event_cost_ns`] and of the report's
 /// `system.tracing_event_cost_ns` (a JSON contract).
@@ -456,16 +456,10 @@ impl Perturbation {
         self
     }
 
-    /// Adds the command's untraced runs against the recorded run, which used
-    /// `recorded_cpu_s` (getrusage, as the untraced runs; `None`: not known, and then
-    /// there is no comparison).
-    pub fn against_untraced(
-        mut self,
-        runs: &[UntracedRun],
-        recorded_cpu_s: Option<f64>,
-    ) -> Perturbation {
-        self.untraced_runs = recorded_cpu_s
-            .and_then(|cpu_s| UntracedComparison::new(runs, cpu_s, self.tracing_cpu_s));
+    /// Adds the command's untraced runs against the recorded run (no comparison when its
+    /// CPU time is not known).
+    pub fn against_untraced(mut self, untraced: &UntracedRecord) -> Perturbation {
+        self.untraced_runs = UntracedComparison::new(untraced, self.tracing_cpu_s);
         // A measured slowdown past the threshold warns, whatever the estimate says.
         self.slowed |= self.measured_slowdown().is_some();
         self.text = self.words();
@@ -615,6 +609,7 @@ mod tests {
     #[test]
     fn a_measured_slowdown_warns_whatever_the_estimate_says() {
         use crate::run::ExitStatus;
+        use crate::sched::untraced::UntracedRun;
         let runs: Vec<UntracedRun> = [0.27, 0.28, 0.30]
             .map(|cpu_s| UntracedRun {
                 cpu_s,
@@ -625,11 +620,16 @@ mod tests {
                 },
             })
             .to_vec();
+        let recorded = |cpu_s: Option<f64>| UntracedRecord {
+            runs: runs.clone(),
+            recorded_cpu_s: cpu_s,
+            ..Default::default()
+        };
         // The estimate: 0.047 s of 0.633 s, 7%, under the threshold; measured: 0.633 s
         // against a median 0.28 s untraced, 2.3×.
         let light = Perturbation::new(0.633, 0.047, None, true);
         assert!(!light.slowed);
-        let measured = light.clone().against_untraced(&runs, Some(0.633));
+        let measured = light.clone().against_untraced(&recorded(Some(0.633)));
         assert!(measured.slowed);
         assert!(
             measured.text.contains(
@@ -644,12 +644,12 @@ mod tests {
             measured.text
         );
         // Within the untraced runs' own spread, or below their median: no warning from it.
-        assert!(!light.clone().against_untraced(&runs, Some(0.29)).slowed);
-        assert!(!light.clone().against_untraced(&runs, Some(0.2)).slowed);
+        assert!(!light.clone().against_untraced(&recorded(Some(0.29))).slowed);
+        assert!(!light.clone().against_untraced(&recorded(Some(0.2))).slowed);
         // Not known (the command did not exit while recorded): as without runs.
-        assert_eq!(light.clone().against_untraced(&runs, None), light);
+        assert_eq!(light.clone().against_untraced(&recorded(None)), light);
         // A heavy estimate still warns when the measurement shows no slowdown.
-        let heavy = Perturbation::new(0.8, 0.6, None, true).against_untraced(&runs, Some(0.29));
+        let heavy = Perturbation::new(0.8, 0.6, None, true).against_untraced(&recorded(Some(0.29)));
         assert!(heavy.slowed);
         assert!(
             heavy.text.contains("slowed by the tracing (about 4.0×"),

@@ -26,11 +26,13 @@ pub struct UntracedRun {
 }
 
 /// What a recording holds for the comparison: the untraced runs, and the recorded run's
-/// CPU time when the command exited while it was recorded (`None`: it did not).
+/// CPU time and wall time when the command exited while it was recorded (`None`: it did
+/// not; the wall time also where the kernel has no pidfds, and in older recordings).
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct UntracedRecord {
     pub runs: Vec<UntracedRun>,
     pub recorded_cpu_s: Option<f64>,
+    pub recorded_wall_s: Option<f64>,
     /// Why the recording's untraced runs could not be read, when it has some that do not
     /// read (`runs` is then empty).
     pub unreadable: Option<String>,
@@ -47,8 +49,17 @@ pub struct UntracedComparison {
     pub runs: usize,
     /// Each untraced run's CPU time, in the order they ran (getrusage).
     pub cpu_s: Vec<f64>,
-    /// Each untraced run's wall time.
+    /// Each untraced run's wall time, from just before it started to its exit.
     pub wall_s: Vec<f64>,
+    /// The median of `wall_s`.
+    pub median_wall_s: f64,
+    /// The recorded run's wall time, measured as the untraced runs' were; `None` where it
+    /// was not (no pidfd, an older recording).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub recorded_wall_s: Option<f64>,
+    /// `recorded_wall_s` / `median_wall_s`: how many times longer the recorded run took.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wall_ratio: Option<f64>,
     /// The median of `cpu_s`.
     pub median_cpu_s: f64,
     /// The recorded run's CPU time, measured as the untraced runs' were.
@@ -73,20 +84,26 @@ pub struct UntracedComparison {
 }
 
 impl UntracedComparison {
-    /// The comparison of `runs` with a recorded run that used `recorded_cpu_s`, the
-    /// estimate being `estimate_s`; `None` without runs.
-    pub fn new(
-        runs: &[UntracedRun],
-        recorded_cpu_s: f64,
-        estimate_s: f64,
-    ) -> Option<UntracedComparison> {
+    /// The comparison of the untraced runs with the recorded run, the estimate being
+    /// `estimate_s`; `None` without runs, or when the recorded run's CPU time is not known.
+    pub fn new(record: &UntracedRecord, estimate_s: f64) -> Option<UntracedComparison> {
+        let runs = &record.runs;
+        let recorded_cpu_s = record.recorded_cpu_s?;
         let cpu_s: Vec<f64> = runs.iter().map(|r| r.cpu_s).collect();
         let spread = Summary::of(&cpu_s)?;
         let median_cpu_s = spread.median;
         let added_cpu_s = Some(recorded_cpu_s - median_cpu_s).filter(|&a| a > 0.0);
+        let wall_s: Vec<f64> = runs.iter().map(|r| r.wall_s).collect();
+        let wall_spread = Summary::of(&wall_s)?;
+        let recorded_wall_s = record.recorded_wall_s;
         let mut c = UntracedComparison {
             runs: runs.len(),
-            wall_s: runs.iter().map(|r| r.wall_s).collect(),
+            median_wall_s: wall_spread.median,
+            recorded_wall_s,
+            wall_ratio: recorded_wall_s
+                .filter(|_| wall_spread.median > 0.0)
+                .map(|w| w / wall_spread.median),
+            wall_s,
             median_cpu_s,
             recorded_cpu_s,
             added_cpu_s,
@@ -100,12 +117,18 @@ impl UntracedComparison {
             cpu_s,
         };
         let first_failure = runs.iter().map(|r| r.exit).find(|e| !e.success());
-        c.text = c.words(&spread, first_failure);
+        c.text = c.words(&spread, &wall_spread, first_failure);
         Some(c)
     }
 
-    /// The comparison in words; `spread` summarizes the untraced runs' CPU time.
-    fn words(&self, spread: &Summary, first_failure: Option<ExitStatus>) -> String {
+    /// The comparison in words; `spread` and `wall_spread` summarize the untraced runs'
+    /// CPU time and wall time.
+    fn words(
+        &self,
+        spread: &Summary,
+        wall_spread: &Summary,
+        first_failure: Option<ExitStatus>,
+    ) -> String {
         let n = self.runs;
         let range = if n > 1 {
             format!(" ({:.3}–{:.3} s)", spread.min, spread.max)
@@ -135,6 +158,20 @@ impl UntracedComparison {
             }
             _ => text += ": recording added no CPU time these runs resolve",
         }
+        if let (Some(wall), Some(ratio)) = (self.recorded_wall_s, self.wall_ratio) {
+            let range = if n > 1 {
+                format!(" ({:.3}–{:.3} s)", wall_spread.min, wall_spread.max)
+            } else {
+                String::new()
+            };
+            text += &format!(
+                ". Its wall time: {wall:.3} s recorded, untraced {median}{:.3} s{range}, {ratio:.2}×",
+                self.median_wall_s
+            );
+            if n > 1 && wall >= wall_spread.min && wall <= wall_spread.max {
+                text += ", within the untraced runs' own range";
+            }
+        }
         if let Some(exit) = first_failure {
             text += &format!(
                 ". {} of the untraced runs did not exit 0 (the first: {}): the comparison holds only if the command did the same work each time",
@@ -161,10 +198,75 @@ mod tests {
         }
     }
 
+    /// The comparison of `runs` with a recorded run that used `recorded_cpu_s` (its wall
+    /// time not known), the estimate being `estimate_s`.
+    fn compare(
+        runs: &[UntracedRun],
+        recorded_cpu_s: f64,
+        estimate_s: f64,
+    ) -> Option<UntracedComparison> {
+        let record = UntracedRecord {
+            runs: runs.to_vec(),
+            recorded_cpu_s: Some(recorded_cpu_s),
+            ..Default::default()
+        };
+        UntracedComparison::new(&record, estimate_s)
+    }
+
+    #[test]
+    fn the_recorded_runs_wall_time_is_set_against_the_untraced_runs() {
+        // Wall times 0.52, 0.50 and 0.62 s (twice the CPU time): median 0.52 s.
+        let record = UntracedRecord {
+            runs: vec![run(0.26), run(0.25), run(0.31)],
+            recorded_cpu_s: Some(0.38),
+            recorded_wall_s: Some(0.78),
+            unreadable: None,
+        };
+        let c = UntracedComparison::new(&record, 0.044).unwrap();
+        assert_eq!(c.median_wall_s, 0.52);
+        assert_eq!(c.recorded_wall_s, Some(0.78));
+        // 0.78 / 0.52 = 1.5.
+        assert!((c.wall_ratio.unwrap() - 1.5).abs() < 1e-12);
+        assert!(c.text.ends_with(
+            ". Its wall time: 0.780 s recorded, untraced a median 0.520 s (0.500–0.620 s), 1.50×"
+        ));
+        let json = serde_json::to_value(&c).unwrap();
+        assert_eq!(json["recorded_wall_s"], 0.78);
+        assert_eq!(json["median_wall_s"], 0.52);
+        // Within the untraced runs' wall times: said so.
+        let within = UntracedRecord {
+            recorded_wall_s: Some(0.55),
+            ..record.clone()
+        };
+        let c = UntracedComparison::new(&within, 0.044).unwrap();
+        assert!(
+            c.text
+                .ends_with("1.06×, within the untraced runs' own range"),
+            "{}",
+            c.text
+        );
+        // Not known (no pidfd, an older recording): no figure, no words, no key.
+        let unknown = UntracedRecord {
+            recorded_wall_s: None,
+            ..record.clone()
+        };
+        let c = UntracedComparison::new(&unknown, 0.044).unwrap();
+        assert_eq!(c.wall_ratio, None);
+        assert!(!c.text.contains("wall time"));
+        let json = serde_json::to_value(&c).unwrap();
+        assert!(json.get("recorded_wall_s").is_none() && json.get("wall_ratio").is_none());
+        // Nor any comparison when the recorded run's CPU time is not known.
+        let no_cpu = UntracedRecord {
+            recorded_cpu_s: None,
+            ..record
+        };
+        assert_eq!(UntracedComparison::new(&no_cpu, 0.044), None);
+    }
+
     #[test]
     fn what_recording_added_is_the_recorded_run_over_the_untraced_median() {
         let runs = [run(0.26), run(0.25), run(0.31)];
-        let c = UntracedComparison::new(&runs, 0.38, 0.044).unwrap();
+        let c = compare(&runs, 0.38, 0.044).unwrap();
         assert_eq!(c.runs, 3);
         assert_eq!(c.cpu_s, vec![0.26, 0.25, 0.31]);
         assert_eq!(c.wall_s, vec![0.52, 0.5, 0.62]);
@@ -185,11 +287,11 @@ mod tests {
     #[test]
     fn an_estimate_within_a_quarter_gets_no_explanation_and_one_above_is_said() {
         let runs = [run(0.10), run(0.11), run(0.12)];
-        let holds = UntracedComparison::new(&runs, 0.21, 0.09).unwrap();
+        let holds = compare(&runs, 0.21, 0.09).unwrap();
         assert!(holds
             .text
             .ends_with("recording added 0.100 s (91%), and the estimate above is 90% of it"));
-        let above = UntracedComparison::new(&runs, 0.21, 0.14).unwrap();
+        let above = compare(&runs, 0.21, 0.14).unwrap();
         assert!(above
             .text
             .ends_with("is 140% of it: the estimate reads more than was measured"));
@@ -198,7 +300,7 @@ mod tests {
     #[test]
     fn a_recorded_run_within_the_untraced_range_is_not_told_apart() {
         let runs = [run(0.10), run(0.20), run(0.15)];
-        let c = UntracedComparison::new(&runs, 0.18, 0.01).unwrap();
+        let c = compare(&runs, 0.18, 0.01).unwrap();
         assert!(c.within_spread);
         assert!(c.text.contains("0.030 s (20%)"));
         assert!(c.text.contains("not told apart from their spread"));
@@ -210,7 +312,7 @@ mod tests {
         // Never a negative figure: a recorded run below the untraced median added
         // nothing these runs resolve.
         let runs = [run(0.10), run(0.20), run(0.15)];
-        let c = UntracedComparison::new(&runs, 0.12, 0.01).unwrap();
+        let c = compare(&runs, 0.12, 0.01).unwrap();
         assert_eq!(c.added_cpu_s, None);
         assert_eq!(c.added_pct, None);
         assert_eq!(c.estimate_share, None);
@@ -231,7 +333,7 @@ mod tests {
             },
             ..run(0.10)
         };
-        let c = UntracedComparison::new(&[failed], 0.15, 0.05).unwrap();
+        let c = compare(&[failed], 0.15, 0.05).unwrap();
         assert_eq!(c.failed_runs, 1);
         assert!(c.text.starts_with(
             "measured against 1 untraced run of the command (getrusage): recorded, it used 0.150 s of CPU time, untraced 0.100 s: recording added"
@@ -239,6 +341,6 @@ mod tests {
         assert!(c.text.ends_with(
             ". 1 of the untraced runs did not exit 0 (the first: exit code 3): the comparison holds only if the command did the same work each time"
         ));
-        assert_eq!(UntracedComparison::new(&[], 0.15, 0.05), None);
+        assert_eq!(compare(&[], 0.15, 0.05), None);
     }
 }

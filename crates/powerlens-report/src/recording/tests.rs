@@ -240,9 +240,9 @@ fn traced_context(switch_ns: f64, waking_ns: f64, stack_ns: Option<f64>) -> Reco
 fn untraced_runs_set_what_recording_added_beside_the_estimate() {
     use powerlens_core::run::ExitStatus;
     use powerlens_core::sched::untraced::{UntracedRecord, UntracedRun};
-    let run = |cpu_s| UntracedRun {
+    let run = |cpu_s, wall_s| UntracedRun {
         cpu_s,
-        wall_s: 0.1,
+        wall_s,
         exit: ExitStatus {
             code: Some(0),
             signal: None,
@@ -250,8 +250,9 @@ fn untraced_runs_set_what_recording_added_beside_the_estimate() {
     };
     let mut ctx = traced_context(10e6, 5e6, None);
     ctx.untraced = UntracedRecord {
-        runs: vec![run(0.05), run(0.07), run(0.06)],
+        runs: vec![run(0.05, 0.09), run(0.07, 0.11), run(0.06, 0.10)],
         recorded_cpu_s: Some(0.12),
+        recorded_wall_s: Some(0.15),
         unreadable: None,
     };
     let r = report_of(&ctx);
@@ -270,9 +271,19 @@ fn untraced_runs_set_what_recording_added_beside_the_estimate() {
         (u["estimate_share"].as_f64().unwrap() - 0.04 / 0.06).abs() < 1e-9,
         "{u}"
     );
+    // The wall time: 0.15 s against a median 0.10 s, 1.5×.
+    assert_eq!(u["recorded_wall_s"], 0.15);
+    assert_eq!(u["median_wall_s"], 0.1);
+    assert!(
+        (u["wall_ratio"].as_f64().unwrap() - 1.5).abs() < 1e-9,
+        "{u}"
+    );
     let text = system(&r);
     let line = "untraced               measured against 3 untraced runs of the command (getrusage): recorded, it used 0.120 s of CPU time, untraced a median 0.060 s (0.050–0.070 s): recording added 0.060 s (100%), and the estimate above is 67% of it. The rest is not the events' own cost";
     assert!(text.contains(line), "{text}");
+    let wall =
+        ". Its wall time: 0.150 s recorded, untraced a median 0.100 s (0.090–0.110 s), 1.50×\n";
+    assert!(text.contains(wall), "{text}");
     let html = html_of(&r);
     assert!(
         html.contains("Untraced runs: measured against 3 untraced runs of the command"),

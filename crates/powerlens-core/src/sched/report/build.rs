@@ -538,7 +538,7 @@ pub fn build(summary: &SchedSummary, ctx: &RecordingContext) -> RecordingReport 
                 c.stacks,
             )
             .beside_recorder(recorder)
-            .against_untraced(&untraced.runs, untraced.recorded_cpu_s)
+            .against_untraced(untraced)
         }),
         tracing_path: ctx.tracing_path.clone().filter(|_| traced),
     };
