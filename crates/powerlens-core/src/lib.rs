@@ -8,6 +8,7 @@ pub mod codec;
 pub mod compare;
 pub mod diff;
 pub mod dvfs;
+pub mod figures;
 pub mod model;
 pub mod monitor;
 pub mod provenance;

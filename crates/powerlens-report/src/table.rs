@@ -155,16 +155,7 @@ pub fn csv_field(s: &str) -> String {
     }
 }
 
-/// Formats a value with `significant` significant digits, without exponent for the
-/// magnitudes powerlens prints (µJ to MJ).
-pub fn sig(value: f64, significant: usize) -> String {
-    if value == 0.0 || !value.is_finite() {
-        return format!("{value}");
-    }
-    let magnitude = value.abs().log10().floor() as i32;
-    let decimals = (significant as i32 - 1 - magnitude).max(0) as usize;
-    format!("{value:.decimals$}")
-}
+pub use powerlens_core::figures::sig;
 
 /// Up to three decimals, trailing zeros trimmed, for values of 1 and above (joules and
 /// seconds as users publish them: 43186.848); significant digits below 1.
@@ -188,11 +179,7 @@ mod tests {
     }
 
     #[test]
-    fn significant_digits() {
-        assert_eq!(sig(43186.848, 4), "43187");
-        assert_eq!(sig(1.23456, 4), "1.235");
-        assert_eq!(sig(0.0012345, 3), "0.00123");
-        assert_eq!(sig(0.0, 3), "0");
+    fn precise_digits() {
         assert_eq!(precise(43186.848), "43186.848");
         assert_eq!(precise(209.0), "209");
         assert_eq!(precise(0.0012345), "0.001234");

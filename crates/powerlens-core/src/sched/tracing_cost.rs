@@ -13,7 +13,8 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use super::event::EventKind;
-use super::untraced::{UntracedComparison, UntracedRecord};
+use super::untraced::{UntracedComparison, UntracedRecord, NEGLIGIBLE_CPU_S};
+use crate::figures::{seconds, seconds_range};
 
 /// Cost kinds, the keys of [`EventCosts::event_cost_ns`] and of the report's
 /// `system.tracing_event_cost_ns` (a JSON contract).
@@ -229,8 +230,8 @@ impl TracedEvents {
     }
 }
 
-/// Past this share of the target's CPU time, the report says plainly that its figures
-/// describe a run slowed by the tracing.
+/// Past this share of the target's CPU time (and [`NEGLIGIBLE_CPU_S`]), the report says
+/// plainly that its figures describe a run slowed by the tracing.
 pub const PERTURBATION_WARN_PCT: f64 = 10.0;
 
 /// `TracingPath::events` of a recording whose events came through perf ring buffers, one
@@ -340,7 +341,8 @@ pub struct Perturbation {
     /// The target's CPU time without the tracing's share (estimated).
     pub untraced_cpu_s: f64,
     /// Whether `tracing_pct` is past [`PERTURBATION_WARN_PCT`], or what recording added
-    /// to the command, measured against its untraced runs (`untraced_runs`), is.
+    /// to the command, measured against its untraced runs (`untraced_runs`), is; never
+    /// for less than [`NEGLIGIBLE_CPU_S`] of CPU time.
     pub slowed: bool,
     /// CPU time the recorder's own threads used (decoding, encoding and writing the
     /// recording), which `tracing_cpu_s` does not hold; `None` when the recording does not
@@ -387,7 +389,7 @@ impl Perturbation {
             tracing_cpu_interval_s: interval.map(|ends| ends.map(clamp)),
             tracing_pct,
             untraced_cpu_s: target_cpu_s - tracing_cpu_s,
-            slowed: tracing_pct > PERTURBATION_WARN_PCT,
+            slowed: tracing_pct > PERTURBATION_WARN_PCT && tracing_cpu_s >= NEGLIGIBLE_CPU_S,
             recorder_cpu_s: None,
             recorder_in_target: None,
             untraced_runs: None,
@@ -399,10 +401,11 @@ impl Perturbation {
     }
 
     /// How many times the CPU time the command used untraced the recorded run used, and
-    /// that time, when the untraced runs measured it past [`PERTURBATION_WARN_PCT`] and
-    /// apart from their own spread.
+    /// that time, when the untraced runs measured it past [`PERTURBATION_WARN_PCT`] (and
+    /// [`NEGLIGIBLE_CPU_S`]) and apart from their own spread.
     fn measured_slowdown(&self) -> Option<(f64, f64)> {
         let u = self.untraced_runs.as_ref().filter(|u| !u.within_spread)?;
+        u.added_cpu_s.filter(|&added| added >= NEGLIGIBLE_CPU_S)?;
         u.added_pct
             .filter(|&pct| pct > PERTURBATION_WARN_PCT)
             .map(|_| (u.recorded_cpu_s / u.median_cpu_s, u.median_cpu_s))
@@ -415,16 +418,22 @@ impl Perturbation {
         let interval = self
             .tracing_cpu_interval_s
             .map(|[low, high]| {
-                format!(" ({low:.3}–{high:.3} s within the calibration's confidence intervals)")
+                format!(
+                    " ({} within the calibration's confidence intervals)",
+                    seconds_range(low, high)
+                )
             })
             .unwrap_or_default();
         let mut text = format!(
-            "tracing cost the target an estimated {tracing_cpu_s:.3} s{interval} of its {target_cpu_s:.3} s of CPU time ({tracing_pct:.0}%)"
+            "tracing cost the target an estimated {}{interval} of its {} of CPU time ({tracing_pct:.0}%)",
+            seconds(tracing_cpu_s),
+            seconds(target_cpu_s)
         );
         if self.slowed {
             if let Some((factor, untraced_s)) = self.measured_slowdown() {
                 text += &format!(
-                    ": these figures describe a run slowed by recording (measured: {factor:.1}× the CPU time the command used untraced, {untraced_s:.3} s; the untraced line says more); its CPU time, energy and waits are inflated by it"
+                    ": these figures describe a run slowed by recording (measured: {factor:.1}× the CPU time the command used untraced, {}; the untraced line says more); its CPU time, energy and waits are inflated by it",
+                    seconds(untraced_s)
                 );
             } else {
                 let untraced_cpu_s = self.untraced_cpu_s;
@@ -434,7 +443,8 @@ impl Perturbation {
                     f64::INFINITY
                 };
                 text += &format!(
-                    ": these figures describe a run slowed by the tracing (about {factor:.1}× the CPU time it needs untraced, {untraced_cpu_s:.3} s); its CPU time, energy and waits are inflated by it"
+                    ": these figures describe a run slowed by the tracing (about {factor:.1}× the CPU time it needs untraced, {}); its CPU time, energy and waits are inflated by it",
+                    seconds(untraced_cpu_s)
                 );
             }
             text += ". To measure the program as it runs, use `powerlens run` (no tracing)";
@@ -476,11 +486,13 @@ impl Perturbation {
         let s = self.recorder_cpu_s.filter(|&s| s > 0.0)?;
         Some(if self.recorder_in_target == Some(true) {
             format!(
-                "powerlens's own threads used {s:.3} s of CPU time (decoding and writing the recording), which the estimate above does not hold: they are part of what was recorded, so the target's CPU time above includes them"
+                "powerlens's own threads used {} of CPU time (decoding and writing the recording), which the estimate above does not hold: they are part of what was recorded, so the target's CPU time above includes them",
+                seconds(s)
             )
         } else {
             format!(
-                "powerlens's own threads used {s:.3} s of CPU time beside the target (decoding and writing the recording), which the estimate above does not hold: where the target keeps every CPU busy, that work slows it too"
+                "powerlens's own threads used {} of CPU time beside the target (decoding and writing the recording), which the estimate above does not hold: where the target keeps every CPU busy, that work slows it too",
+                seconds(s)
             )
         })
     }
@@ -604,6 +616,38 @@ mod tests {
             "{}",
             heavy.text
         );
+    }
+
+    #[test]
+    fn under_a_millisecond_nothing_warns_whatever_its_share() {
+        // 20% of a sleeping command's 1 ms is 0.2 ms: no warning, and the figures keep
+        // their digits; 20% of 10 ms warns.
+        let small = Perturbation::new(0.001, 0.000_2, Some([0.000_1, 0.000_3]), true);
+        assert!(!small.slowed);
+        assert_eq!(
+            small.text,
+            "tracing cost the target an estimated 0.00020 s (0.00010–0.00030 s within the calibration's confidence intervals) of its 0.0010 s of CPU time (20%)"
+        );
+        assert!(Perturbation::new(0.01, 0.002, None, true).slowed);
+        // Measured: 0.14 ms added to 1 ms (14%), outside the runs' spread: no warning.
+        use crate::run::ExitStatus;
+        use crate::sched::untraced::UntracedRun;
+        let run = |cpu_s| UntracedRun {
+            cpu_s,
+            wall_s: 0.3,
+            exit: ExitStatus {
+                code: Some(0),
+                signal: None,
+            },
+        };
+        let record = UntracedRecord {
+            runs: vec![run(0.001_00), run(0.001_01), run(0.000_99)],
+            recorded_cpu_s: Some(0.001_14),
+            ..Default::default()
+        };
+        let measured = Perturbation::new(0.001_14, 0.000_03, None, true).against_untraced(&record);
+        assert!(!measured.untraced_runs.as_ref().unwrap().within_spread);
+        assert!(!measured.slowed, "{}", measured.text);
     }
 
     #[test]

@@ -13,6 +13,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::figures::{seconds, seconds_range};
 use crate::run::ExitStatus;
 use crate::stats::Summary;
 
@@ -41,6 +42,12 @@ pub struct UntracedRecord {
 /// The estimate within this share of what was measured is said to hold it; below, the
 /// line says what the rest is. The project's check of the estimate asks for 25%.
 const HOLDS_WITHIN: f64 = 0.25;
+
+/// CPU time added (or estimated) below this is too little to call a slowdown, whatever
+/// its share: a command that sleeps uses about a millisecond, and a tenth of that moves
+/// with an exec's page faults. Neither the warning nor the line's account of the rest
+/// is given for it.
+pub const NEGLIGIBLE_CPU_S: f64 = 0.001;
 
 /// The recorded run against the untraced runs: `system.perturbation.untraced`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -131,25 +138,29 @@ impl UntracedComparison {
     ) -> String {
         let n = self.runs;
         let range = if n > 1 {
-            format!(" ({:.3}–{:.3} s)", spread.min, spread.max)
+            format!(" ({})", seconds_range(spread.min, spread.max))
         } else {
             String::new()
         };
         let median = if n > 1 { "a median " } else { "" };
         let plural = if n == 1 { "" } else { "s" };
         let mut text = format!(
-            "measured against {n} untraced run{plural} of the command (getrusage): recorded, it used {:.3} s of CPU time, untraced {median}{:.3} s{range}",
-            self.recorded_cpu_s, self.median_cpu_s
+            "measured against {n} untraced run{plural} of the command (getrusage): recorded, it used {} of CPU time, untraced {median}{}{range}",
+            seconds(self.recorded_cpu_s),
+            seconds(self.median_cpu_s)
         );
         match (self.added_cpu_s, self.added_pct, self.estimate_share) {
             (Some(added), pct, Some(share)) => {
                 let pct = pct.map(|p| format!(" ({p:.0}%)")).unwrap_or_default();
                 text += &format!(
-                    ": recording added {added:.3} s{pct}, and the estimate above is {:.0}% of it",
+                    ": recording added {}{pct}, and the estimate above is {:.0}% of it",
+                    seconds(added),
                     share * 100.0
                 );
                 if self.within_spread {
                     text += ", though the recorded run lies within the untraced runs' own range, so what it added is not told apart from their spread";
+                } else if added < NEGLIGIBLE_CPU_S {
+                    text += ", under a millisecond: too little to call a slowdown";
                 } else if share < 1.0 - HOLDS_WITHIN {
                     text += ". The rest is not the events' own cost: it is how the load answered being traced (on work handed between threads across CPUs, where the scheduler places and preempts them), which no cost per event holds";
                 } else if share > 1.0 + HOLDS_WITHIN {
@@ -160,13 +171,14 @@ impl UntracedComparison {
         }
         if let (Some(wall), Some(ratio)) = (self.recorded_wall_s, self.wall_ratio) {
             let range = if n > 1 {
-                format!(" ({:.3}–{:.3} s)", wall_spread.min, wall_spread.max)
+                format!(" ({})", seconds_range(wall_spread.min, wall_spread.max))
             } else {
                 String::new()
             };
             text += &format!(
-                ". Its wall time: {wall:.3} s recorded, untraced {median}{:.3} s{range}, {ratio:.2}×",
-                self.median_wall_s
+                ". Its wall time: {} recorded, untraced {median}{}{range}, {ratio:.2}×",
+                seconds(wall),
+                seconds(self.median_wall_s)
             );
             if n > 1 && wall >= wall_spread.min && wall <= wall_spread.max {
                 text += ", within the untraced runs' own range";
@@ -305,6 +317,22 @@ mod tests {
         assert!(c.text.contains("0.030 s (20%)"));
         assert!(c.text.contains("not told apart from their spread"));
         assert!(!c.text.contains("The rest"));
+    }
+
+    #[test]
+    fn a_sleeping_commands_fraction_of_a_millisecond_is_printed_and_not_explained() {
+        // `sleep 0.3`: about 1 ms of CPU time untraced, 1.14 ms recorded.
+        let runs = [run(0.001_00), run(0.001_01), run(0.000_99)];
+        let c = compare(&runs, 0.001_14, 0.000_03).unwrap();
+        assert!((c.added_cpu_s.unwrap() - 0.000_14).abs() < 1e-12);
+        assert!(
+            c.text.ends_with(
+                "recorded, it used 0.0011 s of CPU time, untraced a median 0.0010 s (0.00099–0.0010 s): recording added 0.00014 s (14%), and the estimate above is 21% of it, under a millisecond: too little to call a slowdown"
+            ),
+            "{}",
+            c.text
+        );
+        assert!(!c.text.contains("0.000 s"), "{}", c.text);
     }
 
     #[test]
