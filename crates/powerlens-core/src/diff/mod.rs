@@ -12,6 +12,7 @@ use serde_json::{Map, Value};
 
 use crate::advice::JudgedStates;
 use crate::battery_life::{duration_text, wh_text};
+use crate::figures::seconds;
 use crate::provenance::Provenance;
 use crate::sched::report::RecordingSpan;
 use crate::verdict::estimated_qualifier;
@@ -548,7 +549,11 @@ fn scheduling(a: &Value, b: &Value, out: &mut Vec<Finding>) {
     };
     let finding = match (times(a), times(b)) {
         (Some((wa, ia)), Some((wb, ib))) => format!(
-            "they wait {wa:.3} s and stay runnable but not running (inactive) {ia:.3} s in A, against {wb:.3} s and {ib:.3} s in B"
+            "they wait {} and stay runnable but not running (inactive) {} in A, against {} and {} in B",
+            seconds(wa),
+            seconds(ia),
+            seconds(wb),
+            seconds(ib)
         ),
         _ => "wait and inactive time are unknown in at least one recording (a reduced recording has no scheduler trace): no finding on them".into(),
     };
@@ -570,10 +575,16 @@ fn active_work(a: &Value, b: &Value, out: &mut Vec<Finding>) {
             out,
             match larger(x, y) {
                 Some((more, less, r)) if (r - 1.0).abs() >= 0.005 => format!(
-                    "{more}'s target uses {} the CPU time of {less}'s ({x:.3} s in A, {y:.3} s in B)",
-                    times(r)
+                    "{more}'s target uses {} the CPU time of {less}'s ({} in A, {} in B)",
+                    times(r),
+                    seconds(x),
+                    seconds(y)
                 ),
-                _ => format!("the targets use about the same CPU time ({x:.3} s in A, {y:.3} s in B)"),
+                _ => format!(
+                    "the targets use about the same CPU time ({} in A, {} in B)",
+                    seconds(x),
+                    seconds(y)
+                ),
             },
         );
     }

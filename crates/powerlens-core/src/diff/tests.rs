@@ -455,3 +455,29 @@ fn a_reduced_side_is_no_zero_for_what_it_did_not_trace() {
         d.notes
     );
 }
+
+/// A short command's CPU time and waits keep their digits: 1.8 ms against 1.2 ms is 1.5×,
+/// never "0.002 s in A, 0.001 s in B".
+#[test]
+fn a_short_commands_times_keep_their_digits() {
+    let (mut a, b) = (
+        report(100.0, 900.0, 0.0018, 3.0),
+        report(100.0, 900.0, 0.0012, 3.0),
+    );
+    a["threads"][0]["wait_time_s"] = json!(0.0004);
+    a["threads"][1]["wait_time_s"] = json!(0.0002);
+    let d = diff(&a, &b, Rows::Thread, None);
+    let active = findings_of(&d, ACTIVE_WORK);
+    assert!(
+        active[0].ends_with("(0.0018 s in A, 0.0012 s in B)"),
+        "{active:?}"
+    );
+    // A waits 0.4 + 0.2 ms; B 0.5 + 0.25 s.
+    let scheduling = findings_of(&d, SCHEDULING);
+    assert!(
+        scheduling.iter().any(|f| f.contains(
+            "they wait 0.00060 s and stay runnable but not running (inactive) 0.010 s in A, against 0.750 s and 0.010 s in B"
+        )),
+        "{scheduling:?}"
+    );
+}
