@@ -37,19 +37,38 @@
 #             is a wake-up and a switch between address spaces
 #   pinned    `powerlens workload pingpong --iterations 20000 --pin 0,0 --spinner 0`
 #
-# Where bpftrace is installed, a reference tracer runs in the rounds too: `counter`, a
-# bpftrace script that only counts sched_switch and sched_waking in BPF maps (the cheapest
-# tracer the issue measured), and its programs' own run time is read as the recorder's
-# is. Its added CPU time over its programs' run time says how much more than the events'
-# direct cost a load pays for being traced at all: an estimate exact to that direct cost
-# would read its inverse against "CPU added by recording" on that load.
+# Two reference tracers run in the rounds where they can, each counting sched_switch and
+# sched_waking in BPF maps and nothing else:
+#   rawcounter  BPF programs on the raw tracepoints (built here with clang and libbpf when
+#               both are installed): the tracepoint calls the program directly, so what it
+#               costs the load is its programs' run time and a call of some tens of ns;
+#   counter     the same in bpftrace (`tracepoint:` probes), which the kernel dispatches
+#               through its perf tracepoint handler: that builds the event's whole record
+#               before the program runs, a cost outside the programs' run time.
+# Their `reference` lines set the CPU time each added beside its programs' own run time.
+# For rawcounter that run time is nearly its whole direct cost, so what it added beyond it
+# is what the load pays for being traced at all; for counter it is not (see
+# docs/RECORD.md, "What the pipe load's gap is").
 #
-# Needs root (the tracepoints), perf (linux-perf) and curl; bpftrace for the reference.
+# Needs root (the tracepoints), perf (linux-perf) and curl; bpftrace, clang and libbpf-dev
+# for the references.
 # Usage:
 #   scripts/bench-observer.sh                     ROUNDS=7 LOADS="pingpong pipes pinned"
 set -euo pipefail
-cd "$(dirname "$0")/.."
+self=$(realpath "$0")
+cd "$(dirname "$self")/.."
 . scripts/bench-lib.sh
+
+# perf and bpftrace find their tracepoints through tracefs, which a fresh machine has not
+# mounted (powerlens mounts its own): mounted here in a private mount namespace, which ends
+# with this script and leaves the host's mounts as they were.
+if ! mountpoint -q /sys/kernel/tracing && [ -z "${BENCH_PRIVATE_MOUNTS:-}" ] && command -v unshare >/dev/null; then
+    export BENCH_PRIVATE_MOUNTS=1
+    exec unshare --mount --propagation private "$self" "$@"
+fi
+if [ -n "${BENCH_PRIVATE_MOUNTS:-}" ] && ! mountpoint -q /sys/kernel/tracing; then
+    mount -t tracefs nodev /sys/kernel/tracing
+fi
 
 rounds=${ROUNDS:-7}
 loads=${LOADS:-pingpong pipes pinned}
@@ -114,6 +133,64 @@ cat >"$dir/count.bt" <<'BT'
 tracepoint:sched:sched_switch { @switches[cpu] = count(); }
 tracepoint:sched:sched_waking { @wakings[cpu] = count(); }
 BT
+# The raw-tracepoint reference: two programs counting into a per-CPU array, and a loader
+# that attaches them, runs the command given and detaches them when it ends.
+cat >"$dir/rawcount.bpf.c" <<'C'
+#include <linux/bpf.h>
+#include <bpf/bpf_helpers.h>
+struct {
+    __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+    __uint(max_entries, 2);
+    __type(key, __u32);
+    __type(value, __u64);
+} counts SEC(".maps");
+static void count(__u32 kind)
+{
+    __u64 *n = bpf_map_lookup_elem(&counts, &kind);
+    if (n)
+        *n += 1;
+}
+SEC("raw_tp/sched_switch") int on_switch(void *ctx) { count(0); return 0; }
+SEC("raw_tp/sched_waking") int on_waking(void *ctx) { count(1); return 0; }
+char LICENSE[] SEC("license") = "GPL";
+C
+cat >"$dir/rawcount.c" <<'C'
+#include <bpf/libbpf.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/wait.h>
+#include <unistd.h>
+int main(int argc, char **argv)
+{
+    struct bpf_object *obj = bpf_object__open_file(argv[1], NULL);
+    struct bpf_program *prog;
+    if (!obj || bpf_object__load(obj)) {
+        perror("rawcount: loading the programs");
+        return 1;
+    }
+    bpf_object__for_each_program(prog, obj) if (!bpf_program__attach(prog)) {
+        perror("rawcount: attaching a program");
+        return 1;
+    }
+    pid_t pid = fork();
+    if (pid == 0) {
+        execvp(argv[2], argv + 2);
+        _exit(127);
+    }
+    int status;
+    waitpid(pid, &status, 0);
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 1;
+}
+C
+rawcount=""
+if command -v clang >/dev/null && [ -f /usr/include/bpf/libbpf.h ] \
+    && clang -O2 -g -target bpf -I/usr/include/"$(uname -m)"-linux-gnu -c "$dir/rawcount.bpf.c" -o "$dir/rawcount.bpf.o" 2>/dev/null \
+    && cc -O2 "$dir/rawcount.c" -o "$dir/rawcount" -lbpf 2>/dev/null \
+    && "$dir/rawcount" "$dir/rawcount.bpf.o" true 2>"$dir/rawcount.err"; then
+    rawcount="$dir/rawcount $dir/rawcount.bpf.o"
+else
+    echo "bench-observer.sh: no raw-tracepoint reference (it needs clang and libbpf-dev, and the kernel must load it: $(tail -1 "$dir/rawcount.err" 2>/dev/null))" >&2
+fi
 cat >"$dir/pipes.py" <<'PY'
 import os, sys
 pairs, trips = int(sys.argv[1]), int(sys.argv[2])
@@ -190,6 +267,7 @@ run_config() {
             echo "$cmd" >"$dir/counter.sh"
             bpftrace -o /dev/null -c "/bin/sh $dir/counter.sh" "$dir/count.bt" >/dev/null 2>&1
             ;;
+        rawcounter) $rawcount sh -c "$cmd" >/dev/null 2>&1 ;;
         perf) perf sched record -o "$dir/perf.data" -- sh -c "$cmd" >/dev/null 2>&1; rm -f "$dir/perf.data" ;;
         agent) start_agent; sh -c "$cmd"; stop_agent ;;
         agent100) start_agent --trace-duty 100; sh -c "$cmd"; stop_agent ;;
@@ -251,28 +329,34 @@ split_rounds() {
         END { printf "split (%d recordings, BPF statistics on): the programs ran %.3f s (kernel-timed, every context); estimated %.3f s in every context (%.2f of it), %.3f s in the target\n", NR, med(p, NR), med(w, NR), med(r, NR), med(e, NR) }'
 }
 
-# The reference counter's programs' run time (kernel-timed, as split_rounds times the
-# recorder's), against the CPU time it added in the paired rounds.
-counter_reference() {
-    local load=$1
-    : >"$dir/counter.programs"
-    echo "$load" >"$dir/counter.sh"
+# A reference tracer's programs' run time (kernel-timed, as split_rounds times the
+# recorder's), against the CPU time it added in the paired rounds. CONFIG TITLE LOAD
+# EXACT CMD...: EXACT says whether the programs' run time is the tracer's direct cost
+# (its events call the programs directly), so that an estimate exact to that cost would
+# read their ratio.
+reference() {
+    local config=$1 title=$2 load=$3 exact=$4
+    shift 4
+    : >"$dir/$config.programs"
+    echo "$load" >"$dir/$config.sh"
     echo 1 >"$stats"
     for _ in $(seq "$rounds"); do
-        python3 "$dir/progtime.py" "$dir/counter.programs" bpftrace -o /dev/null -c "/bin/sh $dir/counter.sh" "$dir/count.bt"
+        python3 "$dir/progtime.py" "$dir/$config.programs" "$@"
     done
     echo "$stats_were" >"$stats"
-    paste "$dir/bare.times" "$dir/counter.times" | awk '{ print ($5 + $6) - ($2 + $3) }' >"$dir/counter.added"
-    awk "$awk_stats"'
+    paste "$dir/bare.times" "$dir/$config.times" | awk '{ print ($5 + $6) - ($2 + $3) }' >"$dir/$config.added"
+    awk -v title="$title" -v exact="$exact" "$awk_stats"'
         FNR == NR { a[++na] = $1; next } { p[++np] = $1 }
         END { added = med(a, na); ran = med(p, np)
-              printf "reference, a bpftrace counter on sched_switch + sched_waking: added %.3f s of CPU (paired median); its programs ran %.3f s (kernel-timed, every context)", added, ran
-              if (added > 0) printf ": an estimate exact to its direct cost would read %.2f of what it added", ran / added
-              print "" }' "$dir/counter.added" "$dir/counter.programs"
+              printf "reference, %s on sched_switch + sched_waking: added %.3f s of CPU (paired median); its programs ran %.3f s (kernel-timed, every context)", title, added, ran
+              if (exact && added > 0) printf ": an estimate exact to its direct cost would read %.2f of what it added", ran / added
+              if (!exact) printf " (its tracepoints build each event'"'"'s perf record before the program runs, which that time does not hold)"
+              print "" }' "$dir/$config.added" "$dir/$config.programs"
 }
 
 agent_repeat=${AGENT_REPEAT:-20}
 configs=(bare record perfrings everystack fullstacks nostacks perf)
+[ -n "$rawcount" ] && configs+=(rawcounter)
 command -v bpftrace >/dev/null && configs+=(counter)
 echo "# bench-observer.sh: $rounds paired rounds per load, $(nproc) CPUs, $(uname -r), $(date -u +%F)"
 for load_name in $loads; do
@@ -317,7 +401,10 @@ PY
     fi
     if [ "${SPLIT:-1}" = 1 ] && [ -w "$stats" ]; then
         split_rounds "$load"
-        [ -f "$dir/counter.times" ] && counter_reference "$load"
+        [ -f "$dir/rawcounter.times" ] && reference rawcounter "a raw-tracepoint counter" "$load" 1 \
+            $rawcount /bin/sh "$dir/rawcounter.sh"
+        [ -f "$dir/counter.times" ] && reference counter "a bpftrace counter" "$load" 0 \
+            bpftrace -o /dev/null -c "/bin/sh $dir/counter.sh" "$dir/count.bt"
     fi
     # The agent, on the load repeated: several of its intervals.
     rm -f "$dir"/*.times
