@@ -4,11 +4,11 @@
 //! keeps each run's CPU time (getrusage of the command and its waited-for descendants).
 //! The recorded run's CPU time is read the same way when it exits. Their difference is
 //! what recording added, everything included: the events' own cost (which the estimate,
-//! `tracing_cpu_s`, holds) and the load's response to being traced, which no cost per
-//! event holds. On a load that hands work between threads across CPUs, being traced at
-//! all can change where the scheduler places and preempts them: a bpftrace counter on two
-//! tracepoints added seven times its programs' own run time to a pipe ping-pong on a 2-CPU
-//! VM (docs/RECORD.md, "The cost of tracing"). It costs N more runs, and holds only for a
+//! `tracing_cpu_s`, holds) and what recording does beside them, which no cost per event
+//! holds: powerlens's own threads run next to the command and their records take caches,
+//! and a load that hands work between processes across CPUs answers with more CPU time
+//! (on a pipe ping-pong on a 2-CPU VM the estimate was 0.5–0.9 of what was added,
+//! docs/RECORD.md, "The cost of tracing"). It costs N more runs, and holds only for a
 //! command that does the same work each time.
 
 use serde::{Deserialize, Serialize};
@@ -162,7 +162,7 @@ impl UntracedComparison {
                 } else if added < NEGLIGIBLE_CPU_S {
                     text += ", under a millisecond: too little to call a slowdown";
                 } else if share < 1.0 - HOLDS_WITHIN {
-                    text += ". The rest is not the events' own cost: it is how the load answered being traced (on work handed between threads across CPUs, where the scheduler places and preempts them), which no cost per event holds";
+                    text += ". The rest is not the events' own cost: it is what recording does beside them (powerlens's own threads running next to the command, the caches its records take) and how the command answers that, which no cost per event holds";
                 } else if share > 1.0 + HOLDS_WITHIN {
                     text += ": the estimate reads more than was measured";
                 }
@@ -292,7 +292,7 @@ mod tests {
         assert_eq!(c.failed_runs, 0);
         assert_eq!(
             c.text,
-            "measured against 3 untraced runs of the command (getrusage): recorded, it used 0.380 s of CPU time, untraced a median 0.260 s (0.250–0.310 s): recording added 0.120 s (46%), and the estimate above is 37% of it. The rest is not the events' own cost: it is how the load answered being traced (on work handed between threads across CPUs, where the scheduler places and preempts them), which no cost per event holds"
+            "measured against 3 untraced runs of the command (getrusage): recorded, it used 0.380 s of CPU time, untraced a median 0.260 s (0.250–0.310 s): recording added 0.120 s (46%), and the estimate above is 37% of it. The rest is not the events' own cost: it is what recording does beside them (powerlens's own threads running next to the command, the caches its records take) and how the command answers that, which no cost per event holds"
         );
     }
 

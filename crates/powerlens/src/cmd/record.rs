@@ -152,10 +152,12 @@ pub struct RecordArgs {
     /// Before recording, run the command this many times untraced (output hidden) and keep
     /// each run's CPU time (getrusage), so that the report sets what recording added,
     /// measured, beside its estimate of the tracing's cost (the `perturbation` line's
-    /// `untraced` line). The estimate holds what each traced event cost; this holds also
-    /// how the load answered being traced, which on work handed between threads across
-    /// CPUs can be more (docs/RECORD.md, "The cost of tracing"). For a command that does
-    /// the same work each run; 3–5 runs show their spread.
+    /// `untraced` line), and its wall time beside theirs. The estimate holds what each
+    /// traced event cost; this holds also what recording does beside the events
+    /// (powerlens's own threads next to the command) and how the command answers that,
+    /// which on work handed between processes across CPUs can be more (docs/RECORD.md,
+    /// "The cost of tracing"). For a command that does the same work each run; 3–5 runs
+    /// show their spread.
     #[arg(long, value_name = "N", default_value_t = 0, conflicts_with_all = ["pid", "all"],
           value_parser = clap::value_parser!(u32).range(0..=100))]
     pub untraced_runs: u32,
