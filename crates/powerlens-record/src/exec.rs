@@ -267,7 +267,7 @@ mod tests {
         let wall_s = (exited - started) as f64 / 1e9;
         // At least the sleep, and well before it was noticed (0.6 s or more after the
         // start): 0.4 s of slack for a slow start on a loaded machine.
-        assert!(wall_s >= 0.1 && wall_s < 0.5, "{wall_s} s");
+        assert!((0.1..0.5).contains(&wall_s), "{wall_s} s");
         assert!(exited < noticed);
     }
 
