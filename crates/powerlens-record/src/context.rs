@@ -99,8 +99,8 @@ pub fn read(header: &Header) -> RecordingContext {
     }
 }
 
-/// The command's untraced runs and the recorded run's CPU time and wall time; runs that do not read are
-/// said to (the comparison is then left out, with the reason).
+/// The command's untraced runs and the recorded run's CPU time and wall time; runs that
+/// do not read are said to (the comparison is then left out, with the reason).
 fn untraced(header: &Header) -> UntracedRecord {
     let (runs, unreadable) = match header.meta(meta::UNTRACED_RUNS).map(|v| serde_json::from_value(v.clone())) {
         None => (Vec::new(), None),

@@ -137,11 +137,15 @@ impl UntracedComparison {
         first_failure: Option<ExitStatus>,
     ) -> String {
         let n = self.runs;
-        let range = if n > 1 {
-            format!(" ({})", seconds_range(spread.min, spread.max))
-        } else {
-            String::new()
+        // One run has no range to give.
+        let range_of = |s: &Summary| {
+            if n > 1 {
+                format!(" ({})", seconds_range(s.min, s.max))
+            } else {
+                String::new()
+            }
         };
+        let range = range_of(spread);
         let median = if n > 1 { "a median " } else { "" };
         let plural = if n == 1 { "" } else { "s" };
         let mut text = format!(
@@ -170,11 +174,7 @@ impl UntracedComparison {
             _ => text += ": recording added no CPU time these runs resolve",
         }
         if let (Some(wall), Some(ratio)) = (self.recorded_wall_s, self.wall_ratio) {
-            let range = if n > 1 {
-                format!(" ({})", seconds_range(wall_spread.min, wall_spread.max))
-            } else {
-                String::new()
-            };
+            let range = range_of(wall_spread);
             text += &format!(
                 ". Its wall time: {} recorded, untraced {median}{}{range}, {ratio:.2}×",
                 seconds(wall),
