@@ -254,16 +254,21 @@ fn killed_command_stops_the_series_and_keeps_finished_runs() {
     assert_eq!(json(&out)["runs"][1]["exit"]["code"], 3);
 }
 
-#[test]
-fn ctrl_c_prints_and_saves_finished_runs() {
-    let env = Env::new();
-    let child = env
-        .cmd()
-        .args(["run", "--runs", "1000", "--json", "--", "sleep", "0.1"])
+/// `powerlens run ARGS` started in the background, its output captured, to be signalled.
+fn spawn_run(env: &Env, args: &[&str]) -> std::process::Child {
+    env.cmd()
+        .arg("run")
+        .args(args)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
-        .unwrap();
+        .unwrap()
+}
+
+#[test]
+fn ctrl_c_prints_and_saves_finished_runs() {
+    let env = Env::new();
+    let child = spawn_run(&env, &["--runs", "1000", "--json", "--", "sleep", "0.1"]);
     std::thread::sleep(Duration::from_millis(1200));
     // SAFETY: signalling our own child.
     unsafe { libc_kill(child.id() as i32, 2) };
@@ -281,13 +286,7 @@ fn ctrl_c_prints_and_saves_finished_runs() {
 #[test]
 fn an_interrupt_sent_to_powerlens_alone_reaches_the_command() {
     let env = Env::new();
-    let child = env
-        .cmd()
-        .args(["run", "--runs", "3", "--json", "--", "sleep", "30"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let child = spawn_run(&env, &["--runs", "3", "--json", "--", "sleep", "30"]);
     std::thread::sleep(Duration::from_millis(1000));
     let started = std::time::Instant::now();
     // SAFETY: signalling our own child.

@@ -618,6 +618,29 @@ mod tests {
         );
     }
 
+    /// Untraced runs that used `cpu_s` each and exited 0, and a recorded run that used
+    /// `recorded_cpu_s`.
+    fn untraced(cpu_s: &[f64], recorded_cpu_s: Option<f64>) -> UntracedRecord {
+        use crate::run::ExitStatus;
+        use crate::sched::untraced::UntracedRun;
+        let exit = ExitStatus {
+            code: Some(0),
+            signal: None,
+        };
+        UntracedRecord {
+            runs: cpu_s
+                .iter()
+                .map(|&cpu_s| UntracedRun {
+                    cpu_s,
+                    wall_s: 0.3,
+                    exit,
+                })
+                .collect(),
+            recorded_cpu_s,
+            ..Default::default()
+        }
+    }
+
     #[test]
     fn under_a_millisecond_nothing_warns_whatever_its_share() {
         // 20% of a sleeping command's 1 ms is 0.2 ms: no warning, and the figures keep
@@ -630,21 +653,7 @@ mod tests {
         );
         assert!(Perturbation::new(0.01, 0.002, None, true).slowed);
         // Measured: 0.14 ms added to 1 ms (14%), outside the runs' spread: no warning.
-        use crate::run::ExitStatus;
-        use crate::sched::untraced::UntracedRun;
-        let run = |cpu_s| UntracedRun {
-            cpu_s,
-            wall_s: 0.3,
-            exit: ExitStatus {
-                code: Some(0),
-                signal: None,
-            },
-        };
-        let record = UntracedRecord {
-            runs: vec![run(0.001_00), run(0.001_01), run(0.000_99)],
-            recorded_cpu_s: Some(0.001_14),
-            ..Default::default()
-        };
+        let record = untraced(&[0.001_00, 0.001_01, 0.000_99], Some(0.001_14));
         let measured = Perturbation::new(0.001_14, 0.000_03, None, true).against_untraced(&record);
         assert!(!measured.untraced_runs.as_ref().unwrap().within_spread);
         assert!(!measured.slowed, "{}", measured.text);
@@ -652,23 +661,7 @@ mod tests {
 
     #[test]
     fn a_measured_slowdown_warns_whatever_the_estimate_says() {
-        use crate::run::ExitStatus;
-        use crate::sched::untraced::UntracedRun;
-        let runs: Vec<UntracedRun> = [0.27, 0.28, 0.30]
-            .map(|cpu_s| UntracedRun {
-                cpu_s,
-                wall_s: 0.2,
-                exit: ExitStatus {
-                    code: Some(0),
-                    signal: None,
-                },
-            })
-            .to_vec();
-        let recorded = |cpu_s: Option<f64>| UntracedRecord {
-            runs: runs.clone(),
-            recorded_cpu_s: cpu_s,
-            ..Default::default()
-        };
+        let recorded = |cpu_s: Option<f64>| untraced(&[0.27, 0.28, 0.30], cpu_s);
         // The estimate: 0.047 s of 0.633 s, 7%, under the threshold; measured: 0.633 s
         // against a median 0.28 s untraced, 2.3×.
         let light = Perturbation::new(0.633, 0.047, None, true);
