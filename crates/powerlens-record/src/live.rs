@@ -28,7 +28,6 @@ use powerlens_core::provenance::Provenance;
 use powerlens_core::sched::analysis::WakeupCauses;
 use powerlens_core::sched::event::EventKind;
 use powerlens_core::sched::tracing_cost::{bare_names, EventCosts, PATH_BPF, PATH_PERF_RING};
-use powerlens_sys::taskstats::{ExitListener, ExitScope, TaskExit};
 use powerlens_sys::trace::{monotonic_now_ns, Collector, CollectorOptions, TraceSwitch};
 use powerlens_sys::{cpuidle, procfs, topology, Roots, SysError};
 
@@ -36,6 +35,7 @@ use crate::convert::{monitor_event_names, Converter};
 use crate::drain::{Batch, Drainer, InContext};
 use crate::error::{Doing, RecordError};
 use crate::meter::{Meter, MeterOptions, Reading};
+use crate::procfs_source::ProcfsSource;
 use crate::threads::ThreadTable;
 use powerlens_store::recording::ThreadRow;
 
@@ -178,35 +178,6 @@ struct TraceSource {
     /// (none: perf rings throughout), and why none were where it was asked for.
     in_kernel_events: Vec<String>,
     in_kernel_refused: Option<String>,
-}
-
-#[derive(Default)]
-struct ProcfsSource {
-    /// CPU time per (pid, serial) at the last sample.
-    last_cpu_ns: HashMap<(u32, u64), u64>,
-    /// The kernel's exit notifications, where we may listen: what a process ran after
-    /// its last sample, and the processes that lived between two samples.
-    exits: Option<ExitListener>,
-    /// Whether the first sample (the baseline) was taken.
-    sampled: bool,
-    /// Exits of processes the last listing still showed: charged at the next sample.
-    carried: HashMap<u32, TaskExit>,
-}
-
-impl ProcfsSource {
-    /// A sampler that listens to exits where it may (`None`: why it cannot).
-    fn open(cpus: &[u32]) -> (ProcfsSource, Option<String>) {
-        match ExitListener::open(cpus) {
-            Ok(l) => (
-                ProcfsSource {
-                    exits: Some(l),
-                    ..ProcfsSource::default()
-                },
-                None,
-            ),
-            Err(e) => (ProcfsSource::default(), Some(e.to_string())),
-        }
-    }
 }
 
 impl LiveSession {
@@ -745,133 +716,6 @@ impl TraceSource {
                 directory.exited(tid);
             }
         }
-    }
-}
-
-impl ProcfsSource {
-    /// Every process's CPU time since the last sample (procfs's utime + stime). A process
-    /// that ended since is charged up to its end, and one that lived between two samples
-    /// its whole life, from the kernel's exit notifications; without them, a process that
-    /// ended loses its last partial interval and a short-lived one is not seen.
-    fn sample(&mut self, roots: &Roots, directory: &mut ProcessDirectory) -> Vec<ProcessInterval> {
-        let mut seen = HashMap::new();
-        let mut out = Vec::new();
-        for pid in procfs::tasks::process_ids(roots).unwrap_or_default() {
-            let Ok(stat) = procfs::process::read_process(roots, pid) else {
-                continue;
-            };
-            // The parent too: the ancestry a child that ends unread takes its cgroup from.
-            directory.thread(pid, Some(pid), &stat.comm, stat.ppid);
-            let info = directory.process_of(pid).clone();
-            let key = (pid, info.key.serial);
-            // A process first seen now began since the last sample, and all it ran is in
-            // this interval; at the first sample, what every process ran before is the
-            // baseline.
-            let before = match self.last_cpu_ns.get(&key) {
-                Some(&before) => Some(before),
-                None => self.sampled.then_some(0),
-            };
-            if let Some(before) = before {
-                let runtime_ns = stat.cpu_time_ns.saturating_sub(before);
-                if runtime_ns > 0 {
-                    out.push(ProcessInterval::cpu_only(info, runtime_ns));
-                }
-            }
-            seen.insert(key, stat.cpu_time_ns);
-        }
-        // The exits are read after the listing: a process not listed has ended before it,
-        // so its exit is among them, with its parent, even when it was not seen alive (a
-        // short-lived `sh` whose `gzip` must inherit its cgroup). One listed that ended
-        // since is charged at the next sample, where it is no longer listed.
-        let mut ended = std::mem::take(&mut self.carried);
-        ended.extend(self.ended());
-        let listed: std::collections::HashSet<u32> = seen.keys().map(|&(pid, _)| pid).collect();
-        let (carry, ended): (HashMap<u32, TaskExit>, HashMap<u32, TaskExit>) =
-            ended.into_iter().partition(|(pid, _)| listed.contains(pid));
-        self.carried = carry;
-        // Processes no longer listed ended: charge what they ran since their last sample,
-        // then forget them.
-        for (&(pid, _), &before) in &self.last_cpu_ns {
-            if listed.contains(&pid) {
-                continue;
-            }
-            if let Some(end) = ended.get(&pid) {
-                let runtime_ns = end.cpu_until_end_ns().saturating_sub(before);
-                if runtime_ns > 0 {
-                    out.push(ProcessInterval::cpu_only(
-                        directory.process_of(pid).clone(),
-                        runtime_ns,
-                    ));
-                }
-            }
-            directory.exited(pid);
-        }
-        // Processes that began and ended between two samples: their whole life.
-        for (&pid, end) in &ended {
-            let known = self.last_cpu_ns.keys().any(|&(p, _)| p == pid);
-            if known {
-                continue;
-            }
-            // Known even when it ran nothing: its children's cgroup comes through it.
-            directory.thread(
-                pid,
-                Some(pid),
-                &end.comm,
-                (end.ppid > 0).then_some(end.ppid),
-            );
-            directory.exited(pid);
-            let runtime_ns = end.cpu_until_end_ns();
-            if runtime_ns == 0 {
-                continue;
-            }
-            out.push(ProcessInterval::cpu_only(
-                directory.process_of(pid).clone(),
-                runtime_ns,
-            ));
-        }
-        self.last_cpu_ns = seen;
-        self.sampled = true;
-        out
-    }
-
-    /// The processes that ended since the last sample, by pid: a multi-threaded one's
-    /// total, or a single-threaded one's only thread.
-    fn ended(&mut self) -> HashMap<u32, TaskExit> {
-        let mut ended: HashMap<u32, TaskExit> = HashMap::new();
-        let Some(listener) = &mut self.exits else {
-            return ended;
-        };
-        for exit in listener.drain() {
-            match exit.scope {
-                ExitScope::Process => {
-                    // The last thread's record came first: keep its name and parent.
-                    let (comm, ppid) = ended
-                        .get(&exit.id)
-                        .map(|e| (e.comm.clone(), e.ppid))
-                        .unwrap_or_default();
-                    ended.insert(exit.id, TaskExit { comm, ppid, ..exit });
-                }
-                // A process's main thread: its end, unless its total follows. Other threads'
-                // time is in their process's total (and in /proc while it lives).
-                ExitScope::Thread if exit.tgid.is_none_or(|tgid| tgid == exit.id) => {
-                    ended.insert(exit.id, exit);
-                }
-                ExitScope::Thread => {
-                    if let Some(tgid) = exit.tgid {
-                        // The last thread of a process whose main thread ended before it:
-                        // its name and parent name the process when its total comes. It
-                        // stands for that total (a process's), with no CPU time of its own.
-                        ended.entry(tgid).or_insert(TaskExit {
-                            id: tgid,
-                            cpu_ns: 0,
-                            scope: ExitScope::Process,
-                            ..exit
-                        });
-                    }
-                }
-            }
-        }
-        ended
     }
 }
 

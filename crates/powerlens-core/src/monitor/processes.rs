@@ -136,6 +136,14 @@ impl ProcessDirectory {
         found
     }
 
+    /// Whether the process is known with its cgroup or its parent: whether its
+    /// descendants' cgroup can be found through it.
+    pub fn knows_ancestry(&self, pid: u32) -> bool {
+        self.processes
+            .get(&pid)
+            .is_some_and(|p| p.cgroup.is_some() || p.parent.is_some())
+    }
+
     /// Whether the process's cgroup is still to be read.
     pub fn lacks_cgroup(&self, pid: u32) -> bool {
         self.processes.get(&pid).is_some_and(|p| p.cgroup.is_none())
