@@ -97,19 +97,24 @@ impl Drainer {
         stacks: Option<StackRecorder>,
         roots: Roots,
     ) -> Drainer {
-        Self::start_with(collector, converter, threads, stacks, roots, false)
+        Self::start_with(
+            collector,
+            converter,
+            threads,
+            stacks,
+            roots,
+            DrainStyle::RECORDING,
+        )
     }
 
-    /// As [`Drainer::start`]; with `forget_exited`, the thread table forgets each exited
-    /// thread once its last change is handed out (for a consumer that runs without end:
-    /// the table then holds the live threads, not every thread ever).
+    /// As [`Drainer::start`], for the consumer `style` describes.
     pub fn start_with(
         collector: Collector,
         converter: Converter,
         threads: ThreadTable,
         stacks: Option<StackRecorder>,
         roots: Roots,
-        forget_exited: bool,
+        style: DrainStyle,
     ) -> Drainer {
         let (tx, rx) = mpsc::channel();
         let stop = Arc::new(AtomicBool::new(false));
@@ -122,7 +127,8 @@ impl Drainer {
                     converter,
                     threads,
                     stacks,
-                    forget_exited: forget_exited.then(Vec::new),
+                    forget_exited: style.forget_exited.then(Vec::new),
+                    decoder_nice: style.decoder_nice,
                     twins: StackTwins::default(),
                 };
                 run(collector, state, &roots, &flag, &tx)
@@ -173,6 +179,40 @@ fn drain_ahead_of_the_load() {
     unsafe { libc::setpriority(libc::PRIO_PROCESS, 0, -10) };
 }
 
+/// What a drain's consumer needs of it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DrainStyle {
+    /// Whether the thread table forgets each exited thread once its last change is handed
+    /// out (a consumer that runs without end: the table then holds the live threads, not
+    /// every thread ever).
+    pub forget_exited: bool,
+    /// The decoding thread's nice while its backlog is small (see [`DecoderPriority`]).
+    pub decoder_nice: i32,
+}
+
+impl DrainStyle {
+    /// A recording: every thread kept for the file's table, and decoding deferred to idle
+    /// CPU time (nice 19), since the file is written whenever it is decoded. On the pipe
+    /// load of scripts/bench-observer.sh, decoding at nice 0 instead grew the load's wall
+    /// time from 1.37× to 1.91× its bare time, for the same added CPU time.
+    pub const RECORDING: DrainStyle = DrainStyle {
+        forget_exited: false,
+        decoder_nice: 19,
+    };
+
+    /// A live session (`agent`, `top`): threads forgotten once gone, and decoding at the
+    /// load's own priority. A live session's decoder has a deadline (each interval's end)
+    /// and waits for nothing else, so deferring it buys nothing: at nice 19 it ran in
+    /// scraps between the load's switches, and the scheduler's treatment of a nice-19
+    /// thread beside a switch-heavy load cost the load more than the decoding itself
+    /// (pipe load, agent tracing throughout: 2.35× its bare wall time at nice 19, 1.71×
+    /// at nice 0; the agent's defaults: 1.10× and 0.99×).
+    pub const LIVE: DrainStyle = DrainStyle {
+        forget_exited: true,
+        decoder_nice: 0,
+    };
+}
+
 /// What the drain thread keeps between drains.
 struct State {
     converter: Converter,
@@ -181,6 +221,8 @@ struct State {
     /// Forget threads once their exit was handed out (a consumer that runs without end);
     /// the exits of the current drain wait here.
     forget_exited: Option<Vec<Tid>>,
+    /// The decoding thread's nice while its backlog is small.
+    decoder_nice: i32,
     /// Sampled stacks waiting for their records.
     twins: StackTwins,
 }
@@ -422,25 +464,34 @@ fn run(
     })
 }
 
-/// Backlog below which the decoder yields to everything else (nice 19): its work waits
-/// for idle CPU time, so that the load under watch does not pay for it while it runs.
+/// Backlog below which the decoder keeps its consumer's nice ([`DrainStyle`]): a
+/// recording's waits for idle CPU time, so that the load under watch does not pay for it
+/// while it runs.
 const YIELD_BELOW_BYTES: usize = 32 << 20;
 
-/// The decoding thread's priority, following its backlog: decoding is deferred to idle
-/// CPU time while little waits, and competes ahead of the load (nice −10, as the copier)
-/// once much does, so that memory stays bounded. On the pipe load of
-/// scripts/bench-observer.sh, decoding at the copier's priority throughout cost the load
-/// 4.0× its bare time (perf sched record: 1.7×).
-#[derive(Default)]
+/// The decoding thread's priority, following its backlog: the consumer's own nice while
+/// little waits, and ahead of the load (nice −10, as the copier) once much does, so that
+/// memory stays bounded. On the pipe load of scripts/bench-observer.sh, decoding a
+/// recording at the copier's priority throughout cost the load 4.0× its bare time (perf
+/// sched record: 1.7×).
 struct DecoderPriority {
+    /// The nice while the backlog is small.
+    idle_nice: i32,
     ahead: Option<bool>,
 }
 
 impl DecoderPriority {
+    fn new(idle_nice: i32) -> DecoderPriority {
+        DecoderPriority {
+            idle_nice,
+            ahead: None,
+        }
+    }
+
     fn follow(&mut self, backlog: usize) {
         let ahead = backlog >= YIELD_BELOW_BYTES;
         if self.ahead != Some(ahead) {
-            let nice = if ahead { -10 } else { 19 };
+            let nice = if ahead { -10 } else { self.idle_nice };
             // SAFETY: setpriority on the calling thread (who = 0) has no memory
             // preconditions; refused (no privilege to raise it), the thread stays as is.
             unsafe { libc::setpriority(libc::PRIO_PROCESS, 0, nice) };
@@ -459,7 +510,7 @@ fn decode(
     backlog: &AtomicUsize,
 ) -> Decoded {
     let mut lost: Vec<(u32, u64)> = Vec::new();
-    let mut priority = DecoderPriority::default();
+    let mut priority = DecoderPriority::new(state.decoder_nice);
     for copied in copies {
         priority.follow(backlog.load(Ordering::Relaxed));
         let mut batch = Batch {
@@ -507,5 +558,43 @@ fn decode(
             .as_ref()
             .map(|s| (s.distinct_stacks(), s.unwind_stats())),
         twins: state.twins.counts,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The calling thread's nice, as the kernel holds it.
+    fn own_nice() -> i32 {
+        // SAFETY: getpriority on the calling thread (who = 0) has no memory preconditions.
+        unsafe { libc::getpriority(libc::PRIO_PROCESS, 0) }
+    }
+
+    /// The nice a decoder of `style` takes with a small backlog, then a large one, in a
+    /// thread of its own (a thread's nice is its own on Linux).
+    fn decoder_nices(style: DrainStyle) -> (i32, i32) {
+        std::thread::spawn(move || {
+            let mut priority = DecoderPriority::new(style.decoder_nice);
+            priority.follow(0);
+            let small = own_nice();
+            priority.follow(YIELD_BELOW_BYTES);
+            (small, own_nice())
+        })
+        .join()
+        .unwrap()
+    }
+
+    #[test]
+    fn a_recordings_decoder_yields_and_a_live_sessions_keeps_the_loads_priority() {
+        let (recording, _) = decoder_nices(DrainStyle::RECORDING);
+        assert_eq!(recording, 19);
+        // Raising a thread's priority needs CAP_SYS_NICE (root on this project's machines).
+        if unsafe { libc::geteuid() } != 0 {
+            eprintln!("skipped the priorities above nice 0: they need CAP_SYS_NICE (root)");
+            return;
+        }
+        assert_eq!(decoder_nices(DrainStyle::LIVE), (0, -10));
+        assert_eq!(decoder_nices(DrainStyle::RECORDING), (19, -10));
     }
 }

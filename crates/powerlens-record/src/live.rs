@@ -32,7 +32,7 @@ use powerlens_sys::trace::{monotonic_now_ns, Collector, CollectorOptions, TraceS
 use powerlens_sys::{cpuidle, procfs, topology, Roots, SysError};
 
 use crate::convert::{monitor_event_names, Converter};
-use crate::drain::{Batch, Drainer, InContext};
+use crate::drain::{Batch, DrainStyle, Drainer, InContext};
 use crate::error::{Doing, RecordError};
 use crate::meter::{Meter, MeterOptions, Reading};
 use crate::procfs_source::ProcfsSource;
@@ -593,7 +593,14 @@ fn open_trace(
     if !windows {
         collector.enable()?;
     }
-    let drainer = Drainer::start_with(collector, converter, threads, None, roots.clone(), true);
+    let drainer = Drainer::start_with(
+        collector,
+        converter,
+        threads,
+        None,
+        roots.clone(),
+        DrainStyle::LIVE,
+    );
     let source = TraceSource {
         drainer,
         analysis: StreamAnalysis::new(),
