@@ -206,7 +206,8 @@ impl DrainStyle {
     /// scraps between the load's switches, and the scheduler's treatment of a nice-19
     /// thread beside a switch-heavy load cost the load more than the decoding itself
     /// (pipe load, agent tracing throughout: 2.35× its bare wall time at nice 19, 1.71×
-    /// at nice 0; the agent's defaults: 1.10× and 0.99×).
+    /// at nice 0; the agent's defaults: 1.10× and 0.99×; within the noise on a host twice
+    /// as fast, where the programs in the load's own threads are most of its cost).
     pub const LIVE: DrainStyle = DrainStyle {
         forget_exited: true,
         decoder_nice: 0,
