@@ -183,8 +183,8 @@ fn drain_ahead_of_the_load() {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct DrainStyle {
     /// Whether the thread table forgets each exited thread once its last change is handed
-    /// out (a consumer that runs without end: the table then holds the live threads, not
-    /// every thread ever).
+    /// out, and every 10 s the threads procfs no longer has (a consumer that runs without
+    /// end: the table then holds the live threads, not every thread ever).
     pub forget_exited: bool,
     /// The decoding thread's nice while its backlog is small (see [`DecoderPriority`]).
     pub decoder_nice: i32,
@@ -501,6 +501,11 @@ impl DecoderPriority {
     }
 }
 
+/// How often a consumer that forgets exited threads also forgets those procfs no longer
+/// has (their exits were not traced: between a live session's windows), ns. A look-up
+/// in procfs per thread known, every 10 s.
+const SWEEP_VANISHED_EVERY_NS: u64 = 10_000_000_000;
+
 /// The decoding thread: converts each copy into events and stacks, one batch per copy.
 fn decode(
     decoder: &RecordDecoder,
@@ -512,6 +517,7 @@ fn decode(
 ) -> Decoded {
     let mut lost: Vec<(u32, u64)> = Vec::new();
     let mut priority = DecoderPriority::new(state.decoder_nice);
+    let mut last_sweep_ns = 0;
     for copied in copies {
         priority.follow(backlog.load(Ordering::Relaxed));
         let mut batch = Batch {
@@ -538,6 +544,10 @@ fn decode(
         if let Some(gone) = &mut state.forget_exited {
             for tid in gone.drain(..) {
                 state.threads.forget(tid);
+            }
+            if copied.drained_ns.saturating_sub(last_sweep_ns) >= SWEEP_VANISHED_EVERY_NS {
+                state.threads.forget_vanished(roots);
+                last_sweep_ns = copied.drained_ns;
             }
         }
         batch.lost = lost.iter().map(|(_, n)| n).sum();

@@ -39,6 +39,10 @@ use crate::procfs_source::ProcfsSource;
 use crate::threads::ThreadTable;
 use powerlens_store::recording::ThreadRow;
 
+/// How often the session forgets the threads that ended unseen (see
+/// [`ProcessDirectory::forget_vanished_threads`]): a look-up in procfs per thread known.
+const SWEEP_VANISHED_EVERY: Duration = Duration::from_secs(10);
+
 /// How a live session measures.
 #[derive(Debug, Clone)]
 pub struct LiveOptions {
@@ -126,6 +130,8 @@ pub struct LiveSession {
     /// procfs and they cannot.
     exits_unavailable: Option<String>,
     next_end: Instant,
+    /// When the directory last forgot the threads procfs no longer has.
+    last_thread_sweep: Instant,
     last_end_ns: u64,
 }
 
@@ -232,6 +238,7 @@ impl LiveSession {
             idle_names,
             cpus,
             next_end: Instant::now() + opts.interval,
+            last_thread_sweep: Instant::now(),
             exits_unavailable,
             last_end_ns: monotonic_now_ns(),
         };
@@ -402,6 +409,12 @@ impl LiveSession {
             }
         }
         self.directory.forget_gone();
+        if self.last_thread_sweep.elapsed() >= SWEEP_VANISHED_EVERY {
+            let roots = &self.roots;
+            self.directory
+                .forget_vanished_threads(|tid| !procfs::tasks::thread_exists(roots, tid));
+            self.last_thread_sweep = Instant::now();
+        }
         let basis = Basis::of(&energy);
         let source = match &energy {
             Provenance::Measured { source } => source.clone(),

@@ -167,6 +167,24 @@ impl ThreadTable {
         self.changed.remove(&tid);
     }
 
+    /// Forgets the threads procfs no longer has, once their last change is handed out,
+    /// and returns how many: for a consumer that runs without end but does not see every
+    /// exit (a live session tracing in windows misses those between two, and would keep
+    /// every thread it ever saw). An id reused since is a new thread, learned again.
+    pub fn forget_vanished(&mut self, roots: &Roots) -> usize {
+        let gone: Vec<u32> = self
+            .rows
+            .keys()
+            .copied()
+            .filter(|&tid| !self.changed.contains(&tid))
+            .filter(|&tid| !procfs::tasks::thread_exists(roots, tid))
+            .collect();
+        for &tid in &gone {
+            self.forget(tid);
+        }
+        gone.len()
+    }
+
     pub fn len(&self) -> usize {
         self.rows.len()
     }
@@ -202,6 +220,26 @@ mod tests {
         t.observe_current(0, 102, 102, 6);
         assert_eq!(t.take_changed()[0].pid, Some(102));
         t.forget(102);
+        assert_eq!(t.len(), 1);
+    }
+
+    /// Threads that ended unseen (between two tracing windows) are forgotten once procfs
+    /// no longer has them, and not before their last change is handed out.
+    #[test]
+    fn threads_gone_from_procfs_are_forgotten_after_their_last_change() {
+        let tree = powerlens_sys::fixture::FixtureTree::new();
+        tree.write_proc("100/stat", "100 (alive) S 1");
+        let mut t = ThreadTable::default();
+        for tid in [100, 101, 102] {
+            t.observe_current(0, tid, tid, tid as u64);
+        }
+        let _ = t.take_changed();
+        t.observe_comm(102, "renamed", 200);
+        assert_eq!(t.forget_vanished(&tree.roots()), 1, "101 has ended");
+        assert_eq!(t.len(), 2);
+        let rows = t.take_changed();
+        assert_eq!((rows.len(), rows[0].comm.as_str()), (1, "renamed"));
+        assert_eq!(t.forget_vanished(&tree.roots()), 1, "102, once handed out");
         assert_eq!(t.len(), 1);
     }
 

@@ -181,6 +181,17 @@ impl ProcessDirectory {
         forgotten
     }
 
+    /// Forgets the threads `vanished` says have ended, of processes that live on: a
+    /// consumer that does not see every exit (tracing in windows, or records lost) would
+    /// otherwise keep every thread a long-lived process ever had. Main threads are left
+    /// to their process's exit. Returns how many were forgotten.
+    pub fn forget_vanished_threads(&mut self, mut vanished: impl FnMut(Tid) -> bool) -> usize {
+        let before = self.thread_pid.len();
+        self.thread_pid
+            .retain(|&tid, &mut pid| tid == pid || !vanished(tid));
+        before - self.thread_pid.len()
+    }
+
     /// Processes and threads known.
     pub fn len(&self) -> (usize, usize) {
         (self.processes.len(), self.thread_pid.len())
@@ -281,6 +292,19 @@ mod tests {
                 .as_deref(),
             Some("/system.slice/x.service")
         );
+    }
+
+    #[test]
+    fn threads_that_ended_unseen_are_forgotten_and_their_process_kept() {
+        let mut d = ProcessDirectory::default();
+        d.thread(100, Some(100), "server", None);
+        for tid in [101, 102, 103] {
+            d.thread(tid, Some(100), "worker", Some(100));
+        }
+        assert_eq!(d.forget_vanished_threads(|tid| tid == 100 || tid == 102), 1);
+        assert_eq!(d.len(), (1, 3), "the main thread stays with its process");
+        assert_eq!(d.process_of(101).key.pid, 100);
+        assert_eq!(d.process_of(102).key.pid, 102, "forgotten: its own again");
     }
 
     #[test]

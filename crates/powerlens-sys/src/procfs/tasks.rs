@@ -67,6 +67,12 @@ pub fn read_thread(roots: &Roots, pid: u32, tid: u32) -> Result<ThreadStat, SysE
     })
 }
 
+/// Whether a thread (or process) of this id exists, ended but not yet reaped included:
+/// procfs resolves `/proc/TID` for any thread, though it lists processes only.
+pub fn thread_exists(roots: &Roots, tid: u32) -> bool {
+    roots.proc(tid.to_string()).exists()
+}
+
 /// The process (thread group) of any thread id: `Tgid` of `/proc/TID/status`, which
 /// procfs resolves for threads as well as processes.
 pub fn thread_group(roots: &Roots, tid: u32) -> Result<u32, SysError> {
