@@ -21,7 +21,7 @@ use crate::convert::Converter;
 use crate::error::RecordError;
 use crate::stack_twins::{StackTwins, TwinCounts};
 use crate::stacks::{RawStack, StackRecorder};
-use crate::threads::ThreadTable;
+use crate::threads::{ThreadTable, SWEEP_VANISHED_EVERY};
 
 /// An event and its context: the thread current on the CPU when it fired (the tid of the
 /// perf sample's header, 0 for the idle task), `None` when perf could not say.
@@ -501,11 +501,6 @@ impl DecoderPriority {
     }
 }
 
-/// How often a consumer that forgets exited threads also forgets those procfs no longer
-/// has (their exits were not traced: between a live session's windows), ns. A look-up
-/// in procfs per thread known, every 10 s.
-const SWEEP_VANISHED_EVERY_NS: u64 = 10_000_000_000;
-
 /// The decoding thread: converts each copy into events and stacks, one batch per copy.
 fn decode(
     decoder: &RecordDecoder,
@@ -545,7 +540,8 @@ fn decode(
             for tid in gone.drain(..) {
                 state.threads.forget(tid);
             }
-            if copied.drained_ns.saturating_sub(last_sweep_ns) >= SWEEP_VANISHED_EVERY_NS {
+            let since_sweep = Duration::from_nanos(copied.drained_ns.saturating_sub(last_sweep_ns));
+            if since_sweep >= SWEEP_VANISHED_EVERY {
                 state.threads.forget_vanished(roots);
                 last_sweep_ns = copied.drained_ns;
             }

@@ -36,12 +36,8 @@ use crate::drain::{Batch, DrainStyle, Drainer, InContext};
 use crate::error::{Doing, RecordError};
 use crate::meter::{Meter, MeterOptions, Reading};
 use crate::procfs_source::ProcfsSource;
-use crate::threads::ThreadTable;
+use crate::threads::{ThreadTable, SWEEP_VANISHED_EVERY};
 use powerlens_store::recording::ThreadRow;
-
-/// How often the session forgets the threads that ended unseen (see
-/// [`ProcessDirectory::forget_vanished_threads`]): a look-up in procfs per thread known.
-const SWEEP_VANISHED_EVERY: Duration = Duration::from_secs(10);
 
 /// How a live session measures.
 #[derive(Debug, Clone)]
@@ -409,6 +405,7 @@ impl LiveSession {
             }
         }
         self.directory.forget_gone();
+        // As the drain does its thread table (ProcessDirectory::forget_vanished_threads).
         if self.last_thread_sweep.elapsed() >= SWEEP_VANISHED_EVERY {
             let roots = &self.roots;
             self.directory
@@ -450,13 +447,9 @@ impl LiveSession {
         }
     }
 
-    /// A process's cgroup: read from procfs while it lives, else its nearest ancestor's
-    /// (a child starts in its parent's cgroup), else unknown.
+    /// A process's cgroup, through its ancestry where it has ended.
     fn cgroup_of(&mut self, pid: u32) -> Option<String> {
-        let roots = &self.roots;
-        self.directory.cgroup_by_ancestry(pid, |p| {
-            procfs::process::read_cgroup(roots, p).ok().flatten()
-        })
+        crate::procfs_source::cgroup_by_ancestry(&self.roots, &mut self.directory, pid)
     }
 
     /// The interval's energy per domain with each domain's idle power, and where it came

@@ -21,6 +21,18 @@ impl ExitSource for ExitListener {
     }
 }
 
+/// A process's cgroup: read from procfs while it lives, else its nearest ancestor's (a
+/// child starts in its parent's cgroup), else unknown. Learned cgroups stay in `directory`.
+pub(crate) fn cgroup_by_ancestry(
+    roots: &Roots,
+    directory: &mut ProcessDirectory,
+    pid: u32,
+) -> Option<String> {
+    directory.cgroup_by_ancestry(pid, |p| {
+        procfs::process::read_cgroup(roots, p).ok().flatten()
+    })
+}
+
 /// How many times one sample reads the exits again for a parent that ended unlisted (each
 /// read can reveal a grandparent that did too: a shell's pipeline inside a shell).
 const MAX_EXIT_REREADS: usize = 4;
@@ -176,9 +188,9 @@ impl ProcfsSource {
                 match procfs::process::read_process(roots, pid) {
                     Ok(stat) => {
                         directory.thread(pid, Some(pid), &stat.comm, stat.ppid);
-                        if let Ok(Some(cgroup)) = procfs::process::read_cgroup(roots, pid) {
-                            directory.set_cgroup(pid, cgroup);
-                        }
+                        // Now, while it lives; if it ends before its cgroup is read, its
+                        // own parent (just learned) gives it.
+                        cgroup_by_ancestry(roots, directory, pid);
                     }
                     Err(_) => gone = true,
                 }
@@ -298,10 +310,7 @@ mod tests {
     }
 
     fn cgroup(tree: &FixtureTree, directory: &mut ProcessDirectory, pid: u32) -> Option<String> {
-        let roots = tree.roots();
-        directory.cgroup_by_ancestry(pid, |p| {
-            procfs::process::read_cgroup(&roots, p).ok().flatten()
-        })
+        cgroup_by_ancestry(&tree.roots(), directory, pid)
     }
 
     #[test]

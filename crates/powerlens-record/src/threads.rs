@@ -13,11 +13,17 @@
 //! the name of the thread that spawned the program).
 
 use std::collections::BTreeSet;
+use std::time::Duration;
 
 use powerlens_core::sched::event::TidMap;
 use powerlens_store::recording::ThreadRow;
 use powerlens_sys::trace::EXITED;
 use powerlens_sys::{procfs, Roots};
+
+/// How often a consumer that runs without end forgets the threads procfs no longer has
+/// ([`ThreadTable::forget_vanished`], and the live session's process directory alike): a
+/// look-up in procfs per thread known.
+pub const SWEEP_VANISHED_EVERY: Duration = Duration::from_secs(10);
 
 #[derive(Debug, Default)]
 pub struct ThreadTable {
