@@ -174,7 +174,8 @@ fn with_full_stacks_the_function_grid_is_the_same() {
 /// from one function to the next is charged to the former until its next sample, and the
 /// program starts while the pacing already samples: each function's row may gain or lose
 /// up to one period's worth at a change of function (`max_stack_sample_period`), beyond
-/// the 5% (+2) of the count.
+/// the 5% (+2) of the count. The launcher's stacks (`taskset`'s, before the exec) are
+/// not held into the program: an exec releases them.
 #[test]
 fn with_sampled_stacks_the_function_grid_holds_near_the_oracles() {
     let Some(_serial) = live_recording() else {

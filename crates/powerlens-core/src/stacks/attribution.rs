@@ -298,6 +298,18 @@ impl StackAttribution {
         }
     }
 
+    /// `tid` replaced its program (exec): the stacks it held belong to the old one, so
+    /// its next switches and wake-ups without a stack wait, unstacked, for its first
+    /// stack in the new program, which takes them (as a thread's first stack does).
+    /// Held on, a launcher's last sampled stack (a shell's, `taskset`'s) would take up
+    /// to one sampling period of the new program's switches.
+    fn release_held_stacks(&mut self, tid: Tid) {
+        let unstacked = self.slot(tid, NO_STACK);
+        let recent = self.recent.get_or_insert_with(tid, RecentSlots::default);
+        recent.parked = unstacked;
+        recent.woke = unstacked;
+    }
+
     /// Charges what a pending event left, at `stack` (or [`NO_STACK`] when none came).
     fn settle(&mut self, cpu: u32, stack: StackId) {
         let pending = std::mem::replace(&mut self.cpu(cpu).pending, Pending::None);
@@ -368,6 +380,7 @@ impl StackAttribution {
                 }
             }
             EventKind::Wakeup { .. } => self.cpu(cpu).pending = Pending::Waking,
+            EventKind::Exec { tid, .. } if self.sampled => self.release_held_stacks(tid),
             EventKind::CpuSample { tid, period_ns } => {
                 self.charges.samples_seen += 1;
                 self.cpu(cpu).pending = Pending::Sample { tid, period_ns };
@@ -595,6 +608,59 @@ mod tests {
         assert_eq!(at(10, 2).unwrap().sync_switches, 1);
         assert_eq!(at(10, NO_STACK).unwrap().sync_switches, 6);
         assert_eq!(at(11, 7).unwrap().wakeups_caused, 1);
+    }
+
+    /// Sampled stacks across an exec: thread 10 ping-pongs with 11 for 6 rounds; its
+    /// switch-out carries a stack in round 1 (stack 1, its launcher's) and round 4
+    /// (stack 2, the new program's), and it execs between rounds 2 and 3. Hand-counted:
+    /// stack 1 takes rounds 0–2 (0 back-filled, 2 held), stack 2 rounds 3–5 (3 before
+    /// the new program's first stack, back-filled; 5 held). Held across the exec, stack 1
+    /// would take round 3 too.
+    #[test]
+    fn an_exec_releases_the_stacks_a_thread_held() {
+        let switch = |prev, next| Switch {
+            prev,
+            how: Blocked,
+            next,
+        };
+        let mut events = Vec::new();
+        for i in 0..6u64 {
+            let t = 10_000 + i * 1_000;
+            if i == 3 {
+                let exec = Exec {
+                    tid: 10,
+                    comm: "program".into(),
+                };
+                events.push((ev(t - 50, 0, exec), Some(10)));
+            }
+            events.push((ev(t, 0, switch(10, 11)), Some(10)));
+            if i == 1 || i == 4 {
+                let id = if i == 1 { 1 } else { 2 };
+                events.push((ev(t, 0, Stack { id }), Some(10)));
+            }
+            let wakeup = Wakeup {
+                tid: 10,
+                target_cpu: 0,
+                new_thread: false,
+            };
+            events.push((ev(t + 500, 0, wakeup), Some(11)));
+            events.push((ev(t + 600, 0, switch(11, 10)), Some(11)));
+        }
+        let mut a = StackAnalysis::new(SchedAnalysis::new()).with_sampled_stacks();
+        for (e, ctx) in &events {
+            a.feed_in_context(e, *ctx);
+        }
+        let (summary, charges) = a.finish(20_000);
+        let at = |stack: StackId| charges.by_thread_stack.get(&(10, stack)).copied();
+        assert_eq!(at(1).unwrap().sync_switches, 3);
+        assert_eq!(at(2).unwrap().sync_switches, 3);
+        assert_eq!(at(NO_STACK).unwrap_or_default(), StackMetrics::default());
+        let thread = summary.threads.iter().find(|t| t.tid == 10).unwrap();
+        assert_eq!(
+            at(1).unwrap().wait_ns + at(2).unwrap().wait_ns,
+            thread.wait_ns
+        );
+        assert!(thread.wait_ns > 0);
     }
 
     /// Threads that block, wake others and are sampled at alternating stacks: every
