@@ -33,6 +33,7 @@ pub mod meta;
 pub mod meter;
 mod open;
 mod options;
+mod pending_events;
 mod procfs_source;
 mod recorder;
 pub mod reduced;

@@ -32,9 +32,10 @@ use powerlens_sys::trace::{monotonic_now_ns, Collector, CollectorOptions, TraceS
 use powerlens_sys::{cpuidle, procfs, topology, Roots, SysError};
 
 use crate::convert::{monitor_event_names, Converter};
-use crate::drain::{Batch, DrainStyle, Drainer, InContext};
+use crate::drain::{Batch, DrainStyle, Drainer};
 use crate::error::{Doing, RecordError};
 use crate::meter::{Meter, MeterOptions, Reading};
+use crate::pending_events::PendingEvents;
 use crate::procfs_source::ProcfsSource;
 use crate::threads::{ThreadTable, SWEEP_VANISHED_EVERY};
 use powerlens_store::recording::ThreadRow;
@@ -167,12 +168,15 @@ struct TraceSource {
     analysis: StreamAnalysis,
     /// Each CPU's events not yet delivered: later than the latest drain's start, or than
     /// the end of the interval under way.
-    pending: Vec<(u32, Vec<InContext>)>,
+    pending: PendingEvents,
     /// The latest drain's start: every event before it has arrived.
     watermark: u64,
     /// Thread-table rows not yet given to the directory.
     threads: Vec<ThreadRow>,
     lost: u64,
+    /// Events of a closed window that arrived after it closed (the drain was behind):
+    /// left out of every interval, and said in the next interval's notes.
+    late_left_out: u64,
     /// What one traced event of each kind costs the thread it fires in, measured when
     /// the session started: the session's own cost to the processes it watches.
     costs: EventCosts,
@@ -344,15 +348,17 @@ impl LiveSession {
                     // Nothing past the interval's end goes into it.
                     let left = self.next_end.saturating_duration_since(Instant::now());
                     let end_ns = monotonic_now_ns() + left.as_nanos() as u64;
-                    t.deliver_until(t.watermark.min(end_ns), &mut self.directory);
+                    t.deliver_between(0, t.watermark.min(end_ns), &mut self.directory);
                 }
                 Source::Procfs(_) => std::thread::sleep(wait),
                 Source::Windows(w) => {
                     let wait = w.turn(now)?.map_or(wait, |next| wait.min(next - now));
                     let t = &mut w.trace;
                     t.take(wait)?;
+                    // Before the window is on, whatever arrives is a closed window's.
+                    let from = w.window.on_ns.unwrap_or(u64::MAX);
                     let until = w.window.off_ns.unwrap_or(u64::MAX);
-                    t.deliver_until(t.watermark.min(until), &mut self.directory);
+                    t.deliver_between(from, t.watermark.min(until), &mut self.directory);
                 }
             }
         }
@@ -376,7 +382,14 @@ impl LiveSession {
         }
         if let Source::Trace(t) = &mut self.source {
             let late = "this interval's last events count in the next one";
-            t.catch_up(end_ns, self.interval, late, &mut notes, &mut self.directory)?;
+            t.catch_up(
+                0,
+                end_ns,
+                self.interval,
+                late,
+                &mut notes,
+                &mut self.directory,
+            )?;
         }
         let (processes, lost_records) = match &mut self.source {
             Source::Trace(t) => (t.close_interval(&mut self.directory), t.lost),
@@ -610,10 +623,11 @@ fn open_trace(
     let source = TraceSource {
         drainer,
         analysis: StreamAnalysis::new(),
-        pending: Vec::new(),
+        pending: PendingEvents::default(),
         watermark: 0,
         threads: Vec::new(),
         lost: 0,
+        late_left_out: 0,
         costs,
         in_kernel_events,
         in_kernel_refused,
@@ -621,13 +635,19 @@ fn open_trace(
     Ok(Ok((source, switch)))
 }
 
+/// How long after its time an event may still be on its way into a ring: its timestamp
+/// is taken when its program (or perf's handler) starts, microseconds before its record
+/// is committed. A drain that started this long after a time has every event before it.
+const IN_FLIGHT_NS: u64 = 1_000_000;
+
 impl TraceSource {
-    /// Delivers the events up to `until_ns`, waiting up to half an `interval` for the
-    /// drain to pass it, so that a drain thread the machine's load delayed does not leave
-    /// an interval with its energy but without the work that used it; past that, says
-    /// how far behind the drain is and what that costs (`late`).
+    /// Delivers the events from `from_ns` up to `until_ns`, waiting up to half an
+    /// `interval` for the drain to pass `until_ns`, so that a drain thread the machine's
+    /// load delayed does not leave an interval with its energy but without the work that
+    /// used it; past that, says how far behind the drain is and what that costs (`late`).
     fn catch_up(
         &mut self,
+        from_ns: u64,
         until_ns: u64,
         interval: Duration,
         late: &str,
@@ -635,7 +655,7 @@ impl TraceSource {
         directory: &mut ProcessDirectory,
     ) -> Result<(), RecordError> {
         let deadline = Instant::now() + interval / 2;
-        while self.watermark < until_ns && Instant::now() < deadline {
+        while self.watermark < until_ns + IN_FLIGHT_NS && Instant::now() < deadline {
             self.take(Duration::from_millis(10))?;
         }
         if self.watermark < until_ns {
@@ -644,7 +664,14 @@ impl TraceSource {
                 (until_ns - self.watermark) as f64 / 1e6
             ));
         }
-        self.deliver_until(self.watermark.min(until_ns), directory);
+        if self.late_left_out > 0 {
+            notes.push(format!(
+                "{} traced events of an earlier window arrived after it closed (a busy machine) and count in no interval",
+                self.late_left_out
+            ));
+            self.late_left_out = 0;
+        }
+        self.deliver_between(from_ns, self.watermark.min(until_ns), directory);
         Ok(())
     }
 
@@ -699,30 +726,21 @@ impl TraceSource {
         self.lost = batch.lost;
         self.threads.extend(batch.threads);
         for (cpu, events) in batch.events {
-            match self.pending.iter_mut().find(|(c, _)| *c == cpu) {
-                Some((_, p)) => p.extend(events),
-                None => self.pending.push((cpu, events)),
-            }
+            self.pending.add(cpu, events);
         }
     }
 
-    /// Feeds every pending event up to `until`, all CPUs merged by time (ties in CPU
-    /// order, as a recording's replay has them), after the thread-table rows that came
-    /// with them.
-    fn deliver_until(&mut self, until: u64, directory: &mut ProcessDirectory) {
+    /// Feeds every pending event from `from` up to `until` ([`PendingEvents::take_between`]),
+    /// after the thread-table rows that came with them. Events before `from` belong to a
+    /// window already closed and analysed: they are left out (counted), not fed to the
+    /// next one, whose analysis would read them as its own.
+    fn deliver_between(&mut self, from: u64, until: u64, directory: &mut ProcessDirectory) {
         for row in self.threads.drain(..) {
             // A fork names the forking thread; procfs's scan, the parent process.
             directory.thread(row.tid, row.pid, &row.comm, row.parent_tid.or(row.ppid));
         }
-        let watermark = until;
-        let mut ready: Vec<(u32, InContext)> = Vec::new();
-        for (cpu, events) in &mut self.pending {
-            // A ring is in write order: time order but for records nested by an interrupt.
-            events.sort_by_key(|(e, _)| e.time_ns);
-            let n = events.partition_point(|(e, _)| e.time_ns <= watermark);
-            ready.extend(events.drain(..n).map(|ev| (*cpu, ev)));
-        }
-        ready.sort_by_key(|(cpu, (e, _))| (e.time_ns, *cpu));
+        let (ready, stale) = self.pending.take_between(from, until);
+        self.late_left_out += stale;
         for (_, (e, context)) in &ready {
             self.analysis.feed_in_context(e, *context);
             if let EventKind::Exit { tid } = e.kind {
@@ -762,10 +780,14 @@ impl Windowed {
             if now < start {
                 return Ok(Some(start));
             }
+            // Read before: the events that fire while the rest are turned on (attaching
+            // a BPF program takes milliseconds) are the window's, and are not taken for a
+            // closed window's late ones.
+            let on_ns = monotonic_now_ns();
             self.switch
                 .enable()
                 .doing(|| "turning the tracepoints on".into())?;
-            w.on_ns = Some(monotonic_now_ns());
+            w.on_ns = Some(on_ns);
         }
         if w.off_ns.is_none() {
             if now < end {
@@ -801,7 +823,7 @@ impl Windowed {
         let off_ns = w.off_ns.unwrap_or(end_ns);
         let t = &mut self.trace;
         let late = "this interval's wake-ups are short of the window's last events";
-        t.catch_up(off_ns, interval, late, notes, directory)?;
+        t.catch_up(on_ns, off_ns, interval, late, notes, directory)?;
         // Events past the window (none should be) belong to no window.
         t.pending.clear();
         Ok(off_ns.saturating_sub(on_ns) as f64 / 1e9)
