@@ -19,6 +19,7 @@ use powerlens_sys::Roots;
 
 use crate::convert::Converter;
 use crate::error::RecordError;
+use crate::priority::{Hurry, Urgency, HURRIED_NICE, YIELDING_NICE};
 use crate::stack_twins::{StackTwins, TwinCounts};
 use crate::stacks::{RawStack, StackRecorder};
 use crate::threads::{ThreadTable, SWEEP_VANISHED_EVERY};
@@ -83,6 +84,7 @@ pub struct Drainer {
     stop: Arc<AtomicBool>,
     handle: Option<JoinHandle<Result<DrainEnd, RecordError>>>,
     pub batches: Receiver<Batch>,
+    urgency: Arc<Urgency>,
 }
 
 /// How long the drain thread waits for a ring to fill before draining anyway.
@@ -119,10 +121,11 @@ impl Drainer {
         let (tx, rx) = mpsc::channel();
         let stop = Arc::new(AtomicBool::new(false));
         let flag = stop.clone();
+        let urgency = Arc::new(Urgency::default());
+        let feeders = urgency.clone();
         let handle = std::thread::Builder::new()
             .name("powerlens-drain".into())
             .spawn(move || {
-                drain_ahead_of_the_load();
                 let state = State {
                     converter,
                     threads,
@@ -131,14 +134,23 @@ impl Drainer {
                     decoder_nice: style.decoder_nice,
                     twins: StackTwins::default(),
                 };
-                run(collector, state, &roots, &flag, &tx)
+                let copier = Hurry::new(style.drain_nice);
+                run(collector, state, copier, feeders, &roots, &flag, &tx)
             })
             .expect("spawning the drain thread");
         Drainer {
             stop,
             handle: Some(handle),
             batches: rx,
+            urgency,
         }
+    }
+
+    /// Says whether the consumer finds the drain behind its deadlines: while it does, the
+    /// drain's threads run ahead of the load (nice −10), raised at once from the calling
+    /// thread, however starved they are.
+    pub fn hurry(&self, behind: bool) {
+        self.urgency.set(behind);
     }
 
     /// Disables the tracepoints, drains what is left and returns the last batches and how
@@ -167,17 +179,10 @@ impl Drop for Drainer {
     }
 }
 
-/// Raises the drain thread's priority (nice −10) where it may (root, CAP_SYS_NICE): on a
-/// machine the load keeps busy, a drain thread at the load's priority got about a third of
-/// a CPU and the rings overflowed — a default recording of two pairs of processes passing
-/// bytes through pipes (scripts/bench-observer.sh's `pipes`) lost 65,000–71,000 of its
-/// ~350,000 records on this project's 2-CPU VMs, and 0–17,000 with the raise. A lost
-/// record is a wrong wait or runnable time; the CPU the drain takes is the price of a
-/// whole trace (the benchmark measures it on the load). Refused, the thread runs as before.
-fn drain_ahead_of_the_load() {
-    // SAFETY: setpriority on the calling thread (who = 0) has no memory preconditions.
-    unsafe { libc::setpriority(libc::PRIO_PROCESS, 0, -10) };
-}
+/// A ring that held this share of its size at a copy has the copier hurry (nice −10)...
+const HURRY_AT_RING_SHARE: f64 = 0.25;
+/// ...until a copy finds every ring under this share.
+const CALM_BELOW_RING_SHARE: f64 = 1.0 / 16.0;
 
 /// What a drain's consumer needs of it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -186,8 +191,11 @@ pub struct DrainStyle {
     /// out, and every 10 s the threads procfs no longer has (a consumer that runs without
     /// end: the table then holds the live threads, not every thread ever).
     pub forget_exited: bool,
-    /// The decoding thread's nice while its backlog is small (see [`DecoderPriority`]).
+    /// The decoding thread's nice while its backlog is small.
     pub decoder_nice: i32,
+    /// The copying (drain) thread's nice while the rings hold little (a copy finds none a
+    /// quarter full); it hurries (nice −10) until they are nearly empty again.
+    pub drain_nice: i32,
 }
 
 impl DrainStyle {
@@ -195,22 +203,31 @@ impl DrainStyle {
     /// CPU time (nice 19), since the file is written whenever it is decoded. On the pipe
     /// load of scripts/bench-observer.sh, decoding at nice 0 instead grew the load's wall
     /// time from 1.37× to 1.91× its bare time, for the same added CPU time.
+    ///
+    /// The copier runs ahead of the load (nice −10) throughout: on a machine the load
+    /// keeps busy, a copier at the load's priority got about a third of a CPU and the
+    /// rings overflowed — a default recording of two pairs of processes passing bytes
+    /// through pipes (the benchmark's `pipes`) lost 65,000–71,000 of its ~350,000 records
+    /// through perf rings on this project's 2-CPU VMs, and 0–17,000 with the raise. A lost
+    /// record is a wrong wait or runnable time in a whole trace.
     pub const RECORDING: DrainStyle = DrainStyle {
         forget_exited: false,
         decoder_nice: 19,
+        drain_nice: HURRIED_NICE,
     };
 
-    /// A live session (`agent`, `top`): threads forgotten once gone, and decoding at the
-    /// load's own priority. A live session's decoder has a deadline (each interval's end)
-    /// and waits for nothing else, so deferring it buys nothing: at nice 19 it ran in
-    /// scraps between the load's switches, and the scheduler's treatment of a nice-19
-    /// thread beside a switch-heavy load cost the load more than the decoding itself
-    /// (pipe load, agent tracing throughout: 2.35× its bare wall time at nice 19, 1.71×
-    /// at nice 0; the agent's defaults: 1.10× and 0.99×; within the noise on a host twice
-    /// as fast, where the programs in the load's own threads are most of its cost).
+    /// A live session (`agent`, `top`): threads forgotten once gone, and every thread of
+    /// the session yields to the load (nice 19) while it keeps up, hurrying only when it
+    /// falls behind (the rings a quarter full, a large backlog). A watcher that runs
+    /// without end should cost the watched processes nothing it can defer to the CPU time
+    /// they leave: on the pipe load ×5 with the agent tracing throughout, its copier at
+    /// nice −10 and decoder and analysis at nice 0 cost the load 1.89× its bare wall time
+    /// (paired median of 9 rounds), the same with the decoder and the analysis at nice 19
+    /// 1.32×, and every thread at nice 19 0.99×, no record lost in any round.
     pub const LIVE: DrainStyle = DrainStyle {
         forget_exited: true,
-        decoder_nice: 0,
+        decoder_nice: YIELDING_NICE,
+        drain_nice: YIELDING_NICE,
     };
 }
 
@@ -386,18 +403,28 @@ struct Decoded {
 fn run(
     mut collector: Collector,
     state: State,
+    copier: Hurry,
+    urgency: Arc<Urgency>,
     roots: &Roots,
     stop: &AtomicBool,
     tx: &Sender<Batch>,
 ) -> Result<DrainEnd, RecordError> {
+    urgency.enlist();
+    copier.follow(false);
+    // Whether the rings filled: the copier hurries until they are nearly empty again.
+    let mut rings_filling = false;
     let decoder = collector.decoder();
     let backlog = Arc::new(AtomicUsize::new(0));
     let (raw_tx, raw_rx) = mpsc::channel::<Copied>();
     let decoding = {
-        let (backlog, roots, tx) = (backlog.clone(), roots.clone(), tx.clone());
+        let (backlog, roots, tx, urgency) =
+            (backlog.clone(), roots.clone(), tx.clone(), urgency.clone());
         std::thread::Builder::new()
             .name("powerlens-decode".into())
-            .spawn(move || decode(&decoder, state, &roots, &raw_rx, &tx, &backlog))
+            .spawn(move || {
+                urgency.enlist();
+                decode(&decoder, state, &roots, &raw_rx, &tx, &backlog, &urgency)
+            })
             .expect("spawning the decoding thread")
     };
     let mut disabled_ns = 0;
@@ -426,7 +453,14 @@ fn run(
         if last || backlog.load(Ordering::Relaxed) < MAX_BACKLOG_BYTES {
             let bytes = collector.copy_out(&mut copied.chunks);
             backlog.fetch_add(bytes, Ordering::Relaxed);
+            let share = collector.fullest_ring_share();
+            if share >= HURRY_AT_RING_SHARE {
+                rings_filling = true;
+            } else if share < CALM_BELOW_RING_SHARE {
+                rings_filling = false;
+            }
         }
+        copier.follow(rings_filling || urgency.is_set());
         // A decoder that stopped (the writer gave up on a write error): stop collecting.
         if raw_tx.send(copied).is_err() || last {
             break;
@@ -470,37 +504,6 @@ fn run(
 /// while it runs.
 const YIELD_BELOW_BYTES: usize = 32 << 20;
 
-/// The decoding thread's priority, following its backlog: the consumer's own nice while
-/// little waits, and ahead of the load (nice −10, as the copier) once much does, so that
-/// memory stays bounded. On the pipe load of scripts/bench-observer.sh, decoding a
-/// recording at the copier's priority throughout cost the load 4.0× its bare time (perf
-/// sched record: 1.7×).
-struct DecoderPriority {
-    /// The nice while the backlog is small.
-    idle_nice: i32,
-    ahead: Option<bool>,
-}
-
-impl DecoderPriority {
-    fn new(idle_nice: i32) -> DecoderPriority {
-        DecoderPriority {
-            idle_nice,
-            ahead: None,
-        }
-    }
-
-    fn follow(&mut self, backlog: usize) {
-        let ahead = backlog >= YIELD_BELOW_BYTES;
-        if self.ahead != Some(ahead) {
-            let nice = if ahead { -10 } else { self.idle_nice };
-            // SAFETY: setpriority on the calling thread (who = 0) has no memory
-            // preconditions; refused (no privilege to raise it), the thread stays as is.
-            unsafe { libc::setpriority(libc::PRIO_PROCESS, 0, nice) };
-            self.ahead = Some(ahead);
-        }
-    }
-}
-
 /// The decoding thread: converts each copy into events and stacks, one batch per copy.
 fn decode(
     decoder: &RecordDecoder,
@@ -509,12 +512,16 @@ fn decode(
     copies: &Receiver<Copied>,
     tx: &Sender<Batch>,
     backlog: &AtomicUsize,
+    urgency: &Urgency,
 ) -> Decoded {
     let mut lost: Vec<(u32, u64)> = Vec::new();
-    let mut priority = DecoderPriority::new(state.decoder_nice);
+    // Ahead of the load (as the copier) once much waits, so that memory stays bounded. On
+    // the pipe load of scripts/bench-observer.sh, decoding a recording at the copier's
+    // priority throughout cost the load 4.0× its bare time (perf sched record: 1.7×).
+    let priority = Hurry::new(state.decoder_nice);
     let mut last_sweep_ns = 0;
     for copied in copies {
-        priority.follow(backlog.load(Ordering::Relaxed));
+        priority.follow(backlog.load(Ordering::Relaxed) >= YIELD_BELOW_BYTES || urgency.is_set());
         let mut batch = Batch {
             drained_ns: copied.drained_ns,
             ..Batch::default()
@@ -571,37 +578,24 @@ fn decode(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::priority::tests::nices_of;
 
-    /// The calling thread's nice, as the kernel holds it.
-    fn own_nice() -> i32 {
-        // SAFETY: getpriority on the calling thread (who = 0) has no memory preconditions.
-        unsafe { libc::getpriority(libc::PRIO_PROCESS, 0) }
-    }
-
-    /// The nice a decoder of `style` takes with a small backlog, then a large one, in a
-    /// thread of its own (a thread's nice is its own on Linux).
-    fn decoder_nices(style: DrainStyle) -> (i32, i32) {
-        std::thread::spawn(move || {
-            let mut priority = DecoderPriority::new(style.decoder_nice);
-            priority.follow(0);
-            let small = own_nice();
-            priority.follow(YIELD_BELOW_BYTES);
-            (small, own_nice())
-        })
-        .join()
-        .unwrap()
+    /// The nices each thread of a drain of `style` takes, calm, behind, calm again, as
+    /// the kernel holds them: (copier, decoder).
+    fn nices(style: DrainStyle) -> (Vec<i32>, Vec<i32>) {
+        (nices_of(style.drain_nice), nices_of(style.decoder_nice))
     }
 
     #[test]
-    fn a_recordings_decoder_yields_and_a_live_sessions_keeps_the_loads_priority() {
-        let (recording, _) = decoder_nices(DrainStyle::RECORDING);
-        assert_eq!(recording, 19);
+    fn a_recording_copies_ahead_of_the_load_and_a_live_session_yields_to_it() {
         // Raising a thread's priority needs CAP_SYS_NICE (root on this project's machines).
         if unsafe { libc::geteuid() } != 0 {
             eprintln!("skipped the priorities above nice 0: they need CAP_SYS_NICE (root)");
             return;
         }
-        assert_eq!(decoder_nices(DrainStyle::LIVE), (0, -10));
-        assert_eq!(decoder_nices(DrainStyle::RECORDING), (19, -10));
+        let live = nices(DrainStyle::LIVE);
+        assert_eq!(live, (vec![19, -10, 19], vec![19, -10, 19]));
+        let recording = nices(DrainStyle::RECORDING);
+        assert_eq!(recording, (vec![-10, -10, -10], vec![19, -10, 19]));
     }
 }

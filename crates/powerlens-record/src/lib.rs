@@ -34,6 +34,7 @@ pub mod meter;
 mod open;
 mod options;
 mod pending_events;
+mod priority;
 mod procfs_source;
 mod recorder;
 pub mod reduced;

@@ -36,6 +36,7 @@ use crate::drain::{Batch, DrainStyle, Drainer};
 use crate::error::{Doing, RecordError};
 use crate::meter::{Meter, MeterOptions, Reading};
 use crate::pending_events::PendingEvents;
+use crate::priority::{Hurry, YIELDING_NICE};
 use crate::procfs_source::ProcfsSource;
 use crate::threads::{ThreadTable, SWEEP_VANISHED_EVERY};
 use powerlens_store::recording::ThreadRow;
@@ -129,6 +130,10 @@ pub struct LiveSession {
     next_end: Instant,
     /// When the directory last forgot the threads procfs no longer has.
     last_thread_sweep: Instant,
+    /// The priority of the thread that calls [`LiveSession::next_interval`]: ahead of
+    /// the load while it waits, so that it wakes on time for an interval's end, and
+    /// yielding to it while it delivers the events that came (work that can wait).
+    caller: Hurry,
     last_end_ns: u64,
 }
 
@@ -239,6 +244,7 @@ impl LiveSession {
             cpus,
             next_end: Instant::now() + opts.interval,
             last_thread_sweep: Instant::now(),
+            caller: Hurry::new(YIELDING_NICE),
             exits_unavailable,
             last_end_ns: monotonic_now_ns(),
         };
@@ -342,12 +348,17 @@ impl LiveSession {
                 break;
             }
             let wait = (self.next_end - now).min(Duration::from_millis(50));
+            // Waits end on time (an interval's end, a window's edge); what is delivered
+            // between them can wait for CPU time the load leaves.
+            let caller = &self.caller;
+            caller.follow(true);
             match &mut self.source {
                 Source::Trace(t) => {
                     t.take(wait)?;
                     // Nothing past the interval's end goes into it.
                     let left = self.next_end.saturating_duration_since(Instant::now());
                     let end_ns = monotonic_now_ns() + left.as_nanos() as u64;
+                    caller.follow(false);
                     t.deliver_between(0, t.watermark.min(end_ns), &mut self.directory);
                 }
                 Source::Procfs(_) => std::thread::sleep(wait),
@@ -358,10 +369,13 @@ impl LiveSession {
                     // Before the window is on, whatever arrives is a closed window's.
                     let from = w.window.on_ns.unwrap_or(u64::MAX);
                     let until = w.window.off_ns.unwrap_or(u64::MAX);
+                    caller.follow(false);
                     t.deliver_between(from, t.watermark.min(until), &mut self.directory);
                 }
             }
         }
+        // The interval's end: closed ahead of the load.
+        self.caller.follow(true);
         self.next_end += self.interval;
         // A consumer that fell behind (a stopped process) skips the missed ends.
         if self.next_end < Instant::now() {
@@ -654,10 +668,15 @@ impl TraceSource {
         notes: &mut Vec<String>,
         directory: &mut ProcessDirectory,
     ) -> Result<(), RecordError> {
+        // The drain's threads yield to the load while it runs; the interval's last drain
+        // is awaited, and runs ahead of it.
+        self.drainer.hurry(true);
         let deadline = Instant::now() + interval / 2;
         while self.watermark < until_ns + IN_FLIGHT_NS && Instant::now() < deadline {
             self.take(Duration::from_millis(10))?;
         }
+        // One still behind stays ahead until it is on time again.
+        self.drainer.hurry(self.watermark < until_ns);
         if self.watermark < until_ns {
             notes.push(format!(
                 "the trace's drain is {:.0} ms behind (a busy machine): {late}",

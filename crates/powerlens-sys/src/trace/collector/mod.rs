@@ -299,6 +299,8 @@ pub struct Collector {
     in_kernel: Option<(InKernel, served::Served)>,
     /// Why in-kernel collection was asked for and not used.
     in_kernel_refused: Option<String>,
+    /// [`Collector::fullest_ring_share`].
+    fullest_share: f64,
 }
 
 /// One stack-sample twin on one CPU, as the pacing sees it.
@@ -371,6 +373,7 @@ impl Collector {
             pacing: None,
             in_kernel: None,
             in_kernel_refused: None,
+            fullest_share: 0.0,
         };
         let mut served = served::Served::default();
         let mut in_kernel = None;
@@ -882,9 +885,12 @@ impl Collector {
     /// however long decoding (stack unwinding) takes. Returns the bytes copied.
     pub fn copy_out(&mut self, out: &mut Vec<RawChunk>) -> usize {
         let mut copied = 0;
+        self.fullest_share = 0.0;
         for cpu in &mut self.cpus {
             let mut bytes = Vec::new();
             let n = cpu.ring.copy_out(&mut bytes);
+            let share = n as f64 / cpu.ring.data_size() as f64;
+            self.fullest_share = self.fullest_share.max(share);
             if n > 0 {
                 copied += n;
                 out.push(RawChunk {
@@ -896,6 +902,7 @@ impl Collector {
         if let Some((kernel, _)) = &mut self.in_kernel {
             let mut bytes = Vec::new();
             let n = kernel.copy_out(&mut bytes);
+            self.fullest_share = self.fullest_share.max(kernel.fullest_share());
             if n > 0 {
                 copied += n;
                 out.push(RawChunk {
@@ -905,6 +912,13 @@ impl Collector {
             }
         }
         copied
+    }
+
+    /// The largest share of its size one ring (a CPU's perf ring, or an in-kernel ring)
+    /// held at the latest [`Collector::copy_out`]: how close the drain came to losing
+    /// records.
+    pub fn fullest_ring_share(&self) -> f64 {
+        self.fullest_share
     }
 
     /// What decodes the chunks of [`Collector::copy_out`], for another thread.

@@ -107,6 +107,10 @@ pub struct InKernel {
     lost: PerCpuArray<MapData, u64>,
     /// Each CPU's ring, by CPU number.
     rings: Vec<(u32, RingBuf<MapData>)>,
+    /// Each ring's size, bytes.
+    ring_bytes: usize,
+    /// The largest share of its size a ring held at the latest copy.
+    fullest_share: f64,
     /// Runtime records made from the sums when collection stopped, for the next copy.
     leftover: Vec<u8>,
     /// The programs' attachments, shared with the window switches.
@@ -204,6 +208,8 @@ impl InKernel {
             sums,
             lost,
             rings,
+            ring_bytes: ring as usize,
+            fullest_share: 0.0,
             leftover: Vec::new(),
             attachments: std::sync::Arc::new(std::sync::Mutex::new(attachments)),
             timing: None,
@@ -346,15 +352,26 @@ impl InKernel {
     /// events that came before them.
     pub fn copy_out(&mut self, out: &mut Vec<u8>) -> usize {
         let before = out.len();
+        self.fullest_share = 0.0;
         for (_, ring) in &mut self.rings {
+            let ring_before = out.len();
             while let Some(item) = ring.next() {
                 self.read_out.count_record(&item);
                 records::push_framed(out, &item);
             }
+            // The framed copy is a little larger than the ring's records: an upper bound.
+            let share = (out.len() - ring_before) as f64 / self.ring_bytes as f64;
+            self.fullest_share = self.fullest_share.max(share);
         }
         records::framed(&self.leftover, &mut 0, |r| self.read_out.count_record(r));
         out.append(&mut self.leftover);
         out.len() - before
+    }
+
+    /// The largest share of its size one ring held at the latest [`InKernel::copy_out`]
+    /// (about: the copy's framing counted in).
+    pub fn fullest_share(&self) -> f64 {
+        self.fullest_share
     }
 
     /// Each kind's program run time, as the kernel timed it while
