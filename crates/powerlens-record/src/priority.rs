@@ -26,13 +26,16 @@ pub(crate) struct Hurry {
 }
 
 impl Hurry {
-    /// For the calling thread. A thread that may not raise its priority again (raising
-    /// needs CAP_SYS_NICE: an agent run with CAP_PERFMON alone) keeps the nice it has
-    /// throughout, rather than yield once for good.
+    /// For the calling thread, whose nice is left as it is until [`Hurry::follow`] (a
+    /// thread it spawns before inherits it). A thread that may not raise its priority
+    /// again (raising needs CAP_SYS_NICE: an agent run with CAP_PERFMON alone) keeps the
+    /// nice it has throughout, rather than yield once for good.
     pub(crate) fn new(calm_nice: i32) -> Hurry {
         let before = own_nice();
         set_nice(0, HURRIED_NICE);
-        if own_nice() != HURRIED_NICE {
+        let may_hurry = own_nice() == HURRIED_NICE;
+        set_nice(0, before);
+        if !may_hurry {
             return Hurry {
                 calm_nice: before,
                 hurried_nice: before,
