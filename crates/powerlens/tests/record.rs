@@ -123,27 +123,33 @@ fn live_switch_counts_equal_the_kernels() {
                 "{workload:?} tid {tid}: sync {} (kernel {voluntary}), preempt {} (kernel {involuntary})",
                 row["sync_switches"], row["preempt_switches"]
             );
-            // The workload reads getrusage as each thread's last act; the thread's way out
-            // (unmapping its stack, releasing its mm) may still block or be preempted once
-            // after that, which the trace sees and the snapshot cannot. Never fewer.
-            let (sync, preempt) = (
-                row["sync_switches"].as_u64().unwrap(),
-                row["preempt_switches"].as_u64().unwrap(),
-            );
-            assert!(
-                (voluntary..=voluntary + 1).contains(&sync),
-                "{workload:?} tid {tid}: sync {sync} vs {voluntary}"
-            );
-            assert!(
-                (involuntary..=involuntary + 1).contains(&preempt),
-                "{workload:?} tid {tid}: preempt {preempt} vs {involuntary}"
-            );
-            assert!(
-                sync + preempt <= voluntary + involuntary + 1,
-                "at most one switch after the snapshot"
-            );
+            let label = format!("{workload:?} tid {tid}");
+            assert_switches_are_the_kernels(row, voluntary, involuntary, &label);
         }
     }
+}
+
+/// A thread row's switches against the kernel's counts of them (getrusage). The workload
+/// reads getrusage as each thread's last act; the thread's way out (unmapping its stack,
+/// releasing its mm) may still block or be preempted once after that, which the trace
+/// sees and the snapshot cannot. Never fewer.
+fn assert_switches_are_the_kernels(row: &Value, voluntary: u64, involuntary: u64, label: &str) {
+    let (sync, preempt) = (
+        row["sync_switches"].as_u64().unwrap(),
+        row["preempt_switches"].as_u64().unwrap(),
+    );
+    assert!(
+        (voluntary..=voluntary + 1).contains(&sync),
+        "{label}: sync {sync} vs {voluntary}"
+    );
+    assert!(
+        (involuntary..=involuntary + 1).contains(&preempt),
+        "{label}: preempt {preempt} vs {involuntary}"
+    );
+    assert!(
+        sync + preempt <= voluntary + involuntary + 1,
+        "{label}: at most one switch after the snapshot"
+    );
 }
 
 /// One row of `perf sched timehist -s --state`'s wait-time summary, in seconds.
@@ -618,13 +624,12 @@ fn live_the_schedulers_events_are_collected_in_the_kernel_unless_told_not_to() {
         assert_eq!(path["stack_unwinding"], "stack_copy", "{path}");
         for t in workload["threads"].as_array().unwrap() {
             let row = thread_row(&report, t["tid"].as_u64().unwrap());
-            assert_eq!(
-                row["sync_switches"], t["voluntary_switches"],
-                "{in_kernel}: {t}"
-            );
-            assert_eq!(
-                row["preempt_switches"], t["involuntary_switches"],
-                "{in_kernel}: {t}"
+            let kernel = |k: &str| t[k].as_u64().unwrap();
+            assert_switches_are_the_kernels(
+                row,
+                kernel("voluntary_switches"),
+                kernel("involuntary_switches"),
+                &format!("in the kernel: {in_kernel}: {t}"),
             );
             let (ours, kernel) = (
                 row["cpu_time_s"].as_f64().unwrap(),
