@@ -432,11 +432,13 @@ impl LiveSession {
             }
         }
         self.directory.forget_gone();
-        // As the drain does its thread table (ProcessDirectory::forget_vanished_threads).
+        // As the drain does its thread table (ProcessDirectory::forget_vanished_threads),
+        // and the processes whose exit nothing showed.
         if self.last_thread_sweep.elapsed() >= SWEEP_VANISHED_EVERY {
             let roots = &self.roots;
-            self.directory
-                .forget_vanished_threads(|tid| !procfs::tasks::thread_exists(roots, tid));
+            let vanished = |id| !procfs::tasks::thread_exists(roots, id);
+            self.directory.forget_vanished_threads(vanished);
+            self.directory.forget_vanished_processes(vanished);
             self.last_thread_sweep = Instant::now();
         }
         let basis = Basis::of(&energy);

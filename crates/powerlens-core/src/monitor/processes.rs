@@ -3,7 +3,7 @@
 //! directory holds the live ones only; every process gets a serial number of its own, so
 //! that a pid reused by a new process never continues the old process's figures.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use crate::sched::event::{Tid, TidMap};
 
@@ -39,6 +39,9 @@ pub struct ProcessDirectory {
     /// Threads and processes gone, forgotten at the next [`ProcessDirectory::forget_gone`].
     gone_threads: Vec<Tid>,
     gone_processes: Vec<u32>,
+    /// Processes [`ProcessDirectory::forget_vanished_processes`] found gone at its latest
+    /// call: forgotten at the next if they still are.
+    vanished_once: HashSet<u32>,
 }
 
 impl ProcessDirectory {
@@ -192,6 +195,31 @@ impl ProcessDirectory {
         before - self.thread_pid.len()
     }
 
+    /// Forgets, with their threads, the processes `vanished` says have ended at this call
+    /// and at the one before (a sweep period apart): ended processes no exit removed. A
+    /// consumer that does not see every exit keeps them otherwise: records lost, a thread
+    /// charged before anything named its process (taken as a process of its own), a late
+    /// batch's thread row naming a process already forgotten. Two sightings, so that an
+    /// ancestor that has just ended still gives its cgroup to a child whose exit is read
+    /// after it. Returns how many were forgotten.
+    pub fn forget_vanished_processes(&mut self, mut vanished: impl FnMut(u32) -> bool) -> usize {
+        let before = self.processes.len();
+        let mut now_vanished = HashSet::new();
+        let once = &self.vanished_once;
+        self.processes.retain(|&pid, _| {
+            if !vanished(pid) {
+                return true;
+            }
+            now_vanished.insert(pid);
+            !once.contains(&pid)
+        });
+        let processes = &self.processes;
+        self.thread_pid.retain(|_, pid| processes.contains_key(pid));
+        now_vanished.retain(|pid| processes.contains_key(pid));
+        self.vanished_once = now_vanished;
+        before - self.processes.len()
+    }
+
     /// Processes and threads known.
     pub fn len(&self) -> (usize, usize) {
         (self.processes.len(), self.thread_pid.len())
@@ -305,6 +333,30 @@ mod tests {
         assert_eq!(d.len(), (1, 3), "the main thread stays with its process");
         assert_eq!(d.process_of(101).key.pid, 100);
         assert_eq!(d.process_of(102).key.pid, 102, "forgotten: its own again");
+    }
+
+    /// A process gone without an exit seen (its threads with it) is forgotten at the
+    /// second sweep that finds it gone, not the first; one that reappears (a pid in use
+    /// again) starts over.
+    #[test]
+    fn processes_that_ended_unseen_are_forgotten_at_the_second_sweep() {
+        let mut d = ProcessDirectory::default();
+        d.thread(100, Some(100), "server", None);
+        d.thread(101, Some(100), "worker", Some(100));
+        d.thread(200, Some(200), "batch", None);
+        d.thread(300, Some(300), "flaky", None);
+        let mut gone = HashSet::from([100, 101, 300]);
+        assert_eq!(d.forget_vanished_processes(|pid| gone.contains(&pid)), 0);
+        assert_eq!(d.len(), (3, 4), "a first sighting forgets nothing");
+        gone.remove(&300);
+        assert_eq!(d.forget_vanished_processes(|pid| gone.contains(&pid)), 1);
+        assert_eq!(d.len(), (2, 2), "the server and its worker went");
+        assert_eq!(d.process_of(200).comm, "batch");
+        assert_eq!(d.process_of(300).comm, "flaky");
+        gone.insert(300);
+        assert_eq!(d.forget_vanished_processes(|pid| gone.contains(&pid)), 0);
+        assert_eq!(d.forget_vanished_processes(|pid| gone.contains(&pid)), 1);
+        assert_eq!(d.len(), (1, 1));
     }
 
     #[test]
