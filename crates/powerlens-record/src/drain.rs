@@ -451,12 +451,11 @@ fn run(
             last,
         };
         if last || backlog.load(Ordering::Relaxed) < MAX_BACKLOG_BYTES {
-            let bytes = collector.copy_out(&mut copied.chunks);
-            backlog.fetch_add(bytes, Ordering::Relaxed);
-            let share = collector.fullest_ring_share();
-            if share >= HURRY_AT_RING_SHARE {
+            let out = collector.copy_out(&mut copied.chunks);
+            backlog.fetch_add(out.bytes, Ordering::Relaxed);
+            if out.fullest_ring_share >= HURRY_AT_RING_SHARE {
                 rings_filling = true;
-            } else if share < CALM_BELOW_RING_SHARE {
+            } else if out.fullest_ring_share < CALM_BELOW_RING_SHARE {
                 rings_filling = false;
             }
         }

@@ -64,3 +64,45 @@ pub use collector::{
 pub use format::{Decoded, EventFormat, Field, FieldKind, FormatError};
 pub use mount::ensure_tracefs;
 pub use records::{Callchain, Frame, UserRegs};
+
+/// What one copy of rings took out ([`Collector::copy_out`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct CopiedOut {
+    pub bytes: usize,
+    /// The largest share of its size one ring held: how close the copy came to records
+    /// lost.
+    pub fullest_ring_share: f64,
+}
+
+impl CopiedOut {
+    /// One ring's copy: `bytes` out of a ring of `ring_bytes`.
+    pub fn of_ring(bytes: usize, ring_bytes: usize) -> CopiedOut {
+        CopiedOut {
+            bytes,
+            fullest_ring_share: bytes as f64 / ring_bytes.max(1) as f64,
+        }
+    }
+
+    /// Adds another ring's (or set of rings') copy.
+    pub fn add(&mut self, other: CopiedOut) {
+        self.bytes += other.bytes;
+        self.fullest_ring_share = self.fullest_ring_share.max(other.fullest_ring_share);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::CopiedOut;
+
+    /// Copies of several rings: the bytes add up, and the fullest ring's share is kept,
+    /// not the sum's (two rings half full are not one full ring).
+    #[test]
+    fn a_copy_of_several_rings_keeps_the_fullest_share() {
+        let mut copied = CopiedOut::default();
+        copied.add(CopiedOut::of_ring(512, 1024));
+        copied.add(CopiedOut::of_ring(256, 4096));
+        copied.add(CopiedOut::of_ring(0, 1024));
+        assert_eq!(copied.bytes, 768);
+        assert_eq!(copied.fullest_ring_share, 0.5);
+    }
+}

@@ -22,6 +22,7 @@ use crate::trace::records::{
     parse_record_with, Callchain, Record, UserRegs, SAMPLE_TYPE, STACK_SAMPLE_TYPE, USER_REGS_MASK,
 };
 use crate::trace::ring::Ring;
+use crate::trace::CopiedOut;
 use crate::{sysfs, topology, Roots, SysError};
 
 pub mod pacing;
@@ -299,8 +300,6 @@ pub struct Collector {
     in_kernel: Option<(InKernel, served::Served)>,
     /// Why in-kernel collection was asked for and not used.
     in_kernel_refused: Option<String>,
-    /// [`Collector::fullest_ring_share`].
-    fullest_share: f64,
 }
 
 /// One stack-sample twin on one CPU, as the pacing sees it.
@@ -373,7 +372,6 @@ impl Collector {
             pacing: None,
             in_kernel: None,
             in_kernel_refused: None,
-            fullest_share: 0.0,
         };
         let mut served = served::Served::default();
         let mut in_kernel = None;
@@ -882,17 +880,15 @@ impl Collector {
     /// Copies what every CPU's ring holds into `out` (one chunk per CPU with data) and
     /// frees the rings at once, to be decoded elsewhere by a [`RecordDecoder`]: a drain
     /// that copies in one thread and decodes in another frees ring space at memory speed,
-    /// however long decoding (stack unwinding) takes. Returns the bytes copied.
-    pub fn copy_out(&mut self, out: &mut Vec<RawChunk>) -> usize {
-        let mut copied = 0;
-        self.fullest_share = 0.0;
+    /// however long decoding (stack unwinding) takes. Returns the bytes copied, and how
+    /// full the fullest ring was.
+    pub fn copy_out(&mut self, out: &mut Vec<RawChunk>) -> CopiedOut {
+        let mut copied = CopiedOut::default();
         for cpu in &mut self.cpus {
             let mut bytes = Vec::new();
             let n = cpu.ring.copy_out(&mut bytes);
-            let share = n as f64 / cpu.ring.data_size() as f64;
-            self.fullest_share = self.fullest_share.max(share);
+            copied.add(CopiedOut::of_ring(n, cpu.ring.data_size()));
             if n > 0 {
-                copied += n;
                 out.push(RawChunk {
                     cpu: cpu.cpu,
                     bytes,
@@ -901,10 +897,8 @@ impl Collector {
         }
         if let Some((kernel, _)) = &mut self.in_kernel {
             let mut bytes = Vec::new();
-            let n = kernel.copy_out(&mut bytes);
-            self.fullest_share = self.fullest_share.max(kernel.fullest_share());
-            if n > 0 {
-                copied += n;
+            copied.add(kernel.copy_out(&mut bytes));
+            if !bytes.is_empty() {
                 out.push(RawChunk {
                     cpu: served::IN_KERNEL_CHUNK,
                     bytes,
@@ -912,13 +906,6 @@ impl Collector {
             }
         }
         copied
-    }
-
-    /// The largest share of its size one ring (a CPU's perf ring, or an in-kernel ring)
-    /// held at the latest [`Collector::copy_out`]: how close the drain came to losing
-    /// records.
-    pub fn fullest_ring_share(&self) -> f64 {
-        self.fullest_share
     }
 
     /// What decodes the chunks of [`Collector::copy_out`], for another thread.

@@ -28,6 +28,8 @@ use aya::maps::{Array, ArrayOfMaps, Map, MapData, PerCpuArray, PerCpuValues, Rin
 use aya::programs::BtfTracePoint;
 use aya::{Btf, Ebpf, EbpfLoader};
 
+use crate::trace::CopiedOut;
+
 pub use program_time::ProgramTimes;
 pub use records::Kind;
 
@@ -109,8 +111,6 @@ pub struct InKernel {
     rings: Vec<(u32, RingBuf<MapData>)>,
     /// Each ring's size, bytes.
     ring_bytes: usize,
-    /// The largest share of its size a ring held at the latest copy.
-    fullest_share: f64,
     /// Runtime records made from the sums when collection stopped, for the next copy.
     leftover: Vec<u8>,
     /// The programs' attachments, shared with the window switches.
@@ -209,7 +209,6 @@ impl InKernel {
             lost,
             rings,
             ring_bytes: ring as usize,
-            fullest_share: 0.0,
             leftover: Vec::new(),
             attachments: std::sync::Arc::new(std::sync::Mutex::new(attachments)),
             timing: None,
@@ -348,30 +347,24 @@ impl InKernel {
 
     /// Appends every record the rings hold to `out`, each behind its length
     /// ([`records::framed`] reads them back), CPU after CPU, and frees the rings. Returns
-    /// the bytes. The runtime records made when collection stopped come last, after the
+    /// the bytes, and how full the fullest ring was. The runtime records made when collection stopped come last, after the
     /// events that came before them.
-    pub fn copy_out(&mut self, out: &mut Vec<u8>) -> usize {
-        let before = out.len();
-        self.fullest_share = 0.0;
+    pub fn copy_out(&mut self, out: &mut Vec<u8>) -> CopiedOut {
+        let mut copied = CopiedOut::default();
         for (_, ring) in &mut self.rings {
-            let ring_before = out.len();
+            let before = out.len();
             while let Some(item) = ring.next() {
                 self.read_out.count_record(&item);
                 records::push_framed(out, &item);
             }
-            // The framed copy is a little larger than the ring's records: an upper bound.
-            let share = (out.len() - ring_before) as f64 / self.ring_bytes as f64;
-            self.fullest_share = self.fullest_share.max(share);
+            // The framed copy is a little larger than the ring's records: the share an
+            // upper bound.
+            copied.add(CopiedOut::of_ring(out.len() - before, self.ring_bytes));
         }
         records::framed(&self.leftover, &mut 0, |r| self.read_out.count_record(r));
+        copied.bytes += self.leftover.len();
         out.append(&mut self.leftover);
-        out.len() - before
-    }
-
-    /// The largest share of its size one ring held at the latest [`InKernel::copy_out`]
-    /// (about: the copy's framing counted in).
-    pub fn fullest_share(&self) -> f64 {
-        self.fullest_share
+        copied
     }
 
     /// Each kind's program run time, as the kernel timed it while
