@@ -223,9 +223,31 @@ fn with_sampled_stacks_the_function_grid_holds_near_the_oracles() {
         })
         .map(|f| f["sync_switches"].as_u64().unwrap())
         .sum();
+    // Where the others went, for a failure to say (a launcher's row, an unwound stack).
+    let elsewhere: Vec<String> = v["functions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["sync_switches"].as_u64() > Some(0))
+        .filter(|f| {
+            !f["module"]
+                .as_str()
+                .is_some_and(|m| m.ends_with("/stack_program"))
+        })
+        .map(|f| {
+            format!(
+                "{} in {}: {}",
+                f["function"], f["module"], f["sync_switches"]
+            )
+        })
+        .collect();
+    let threads: Vec<String> = program_threads
+        .iter()
+        .map(|t| format!("{}: {}", t["tid"], t["sync_switches"]))
+        .collect();
     assert!(
         by_functions <= by_threads && by_functions + 5 + period >= by_threads,
-        "the program's functions hold {by_functions} of its threads' {by_threads} switches (stacks 1 in ≤ {period})"
+        "the program's functions hold {by_functions} of its threads' {by_threads} switches (stacks 1 in ≤ {period}); threads {threads:?}; other rows with switches: {elsewhere:?}"
     );
 }
 
