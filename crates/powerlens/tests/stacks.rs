@@ -338,10 +338,13 @@ fn assert_function_grid(r: &Recorded, kernel: KernelFrames) {
 
     // Timer wake-ups traced to the function that armed them: every nanosleep arms an
     // hrtimer from short_sleeper, whose expiries the wake-up causes group under it. None
-    // more than the calls; fewer by at most 2% (6 of 300): now and then this project's
-    // VMs drop an interrupt-context event on cpu0 too, as they drop switches there
-    // (tests/record.rs, the timehist test); one CI run counted 295, and one run in about
-    // 290 here fell short too. The calls, not the voluntary switches, bound them: a sleeper
+    // more than the calls. Fewer when this VM does not deliver an expiry's tracepoints
+    // (now and then on cpu0 too, as it drops switches there: tests/record.rs, the timehist
+    // test): CI runs counted 295 and 286. Then the sleeper ran after blocking without its
+    // wake-up recorded, and its thread's row counts that, so the expiries and the main
+    // thread's unrecorded wake-ups together come within 2% of the calls (the main thread
+    // sleeps only in nanosleep and usleep; one run: 286 and 14), and the expiries seen
+    // are most of them. The calls, not the voluntary switches, bound them: a sleeper
     // preempted by the spinner after arming its timer and before blocking finds it expired
     // and never switches voluntarily (one CI run: 300 expiries, 297 voluntary switches).
     // The message lists every timer group of the program and its threads' wake-ups not
@@ -359,15 +362,26 @@ fn assert_function_grid(r: &Recorded, kernel: KernelFrames) {
         .filter(|c| c["kind"] == "timer" && c["comm"] == "stack_program")
         .map(|c| format!("{} {} ({})", c["function"], c["expiries"], c["stack"]))
         .collect();
-    let unrecorded: Vec<String> = v["threads"]
+    let program: Vec<&Value> = v["threads"]
         .as_array()
         .unwrap()
         .iter()
         .filter(|t| t["comm"] == "stack_program")
+        .collect();
+    let unrecorded: Vec<String> = program
+        .iter()
         .map(|t| format!("{} {}", t["tid"], t["unrecorded_wakeups"]))
         .collect();
+    // The main thread: the process's first, its tid the lowest.
+    let main_unrecorded = program
+        .iter()
+        .min_by_key(|t| t["tid"].as_u64().unwrap())
+        .map(|t| t["unrecorded_wakeups"].as_u64().unwrap())
+        .unwrap();
     assert!(
-        expiries <= calls && expiries + calls / 50 >= calls,
+        expiries <= calls
+            && expiries + main_unrecorded + calls / 50 >= calls
+            && expiries >= calls * 4 / 5,
         "{expiries} expiries armed by short_sleeper, which called nanosleep {calls} times and slept {sleeps}; the program's timer groups: {groups:#?}; its threads' wake-ups not recorded: {unrecorded:?}; cpus: {}",
         v["cpus"]
     );

@@ -290,7 +290,7 @@ impl WakeupAnalysis {
     /// Groups causes by `group[stack]` instead of by exact stack: the report maps every
     /// stack to the first one with the same innermost user function, so that a sleep loop
     /// is one timer cause even when its kernel frames (or an unwound frame) vary between
-    /// iterations. Stacks beyond the table keep their own id. The grouping is applied when
+    /// iterations. A grouped cause shows the stack of its first member, not `group[stack]`. Stacks beyond the table keep their own id. The grouping is applied when
     /// the analysis finishes, so it can be given after the events (the report resolves the
     /// recording's stacks while they stream): the causes are the same as if every stack
     /// had been grouped as it came.
@@ -344,12 +344,15 @@ impl WakeupAnalysis {
     /// The groups in first-seen order, their stacks grouped ([`WakeupAnalysis::group_stacks`]):
     /// groups whose keys become one add up, their expiry times merged in time order (the
     /// first [`MAX_EXPIRY_TIMES`] of the merged group are among each member's first ones).
+    /// A merged group keeps its first member's key, stack included: the stack that names
+    /// a group is any stack of the recording with the same innermost user function (a
+    /// CPU-time sample's, a switch's), while the cause must show one that armed the timer
+    /// or woke the thread.
     fn grouped_groups(&mut self) -> Vec<(Key, Group)> {
         let mut out: Vec<(Key, Group)> = Vec::with_capacity(self.groups.len());
         let mut index: KeyMap<Key, usize> = KeyMap::default();
         for (key, g) in std::mem::take(&mut self.groups) {
-            let key = self.grouped(key);
-            match index.entry(key) {
+            match index.entry(self.grouped(key)) {
                 std::collections::hash_map::Entry::Vacant(v) => {
                     v.insert(out.len());
                     out.push((key, g));

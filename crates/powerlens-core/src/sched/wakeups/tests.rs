@@ -177,6 +177,21 @@ fn stacks_grouped_at_the_end_merge_their_causes() {
     assert_eq!(grouped, one_stack.a.finish(101 * MS));
 }
 
+/// The stack that keys a group is the recording's first with the same innermost user
+/// function, whatever recorded it: a CPU-time sample taken in the sleep loop's libc
+/// wrapper, before the loop armed its first timer, has no kernel frames and armed
+/// nothing. The cause shows the stack that armed it (one CI run showed the sample's).
+#[test]
+fn a_grouped_cause_shows_a_stack_that_armed_it() {
+    let mut s = Stream::new();
+    s.periodic_sleeper_at(0, 42, MS, MS, 100, &[7, 8]);
+    // Stacks 7 and 8 grouped under 3, which no timer arming carried.
+    s.a.group_stacks(vec![0, 1, 2, 3, 4, 5, 6, 3, 3]);
+    let causes = s.a.finish(101 * MS);
+    assert_eq!(causes.len(), 1, "{causes:#?}");
+    assert_eq!((causes[0].count, causes[0].stack_id), (100, Some(7)));
+}
+
 #[test]
 fn merged_expiry_times_keep_the_first_ones_in_order() {
     assert_eq!(
