@@ -859,6 +859,12 @@ impl Collector {
             in_kernel,
             ..
         } = self;
+        // Copied before the perf rings, passed after them (see `copy_out`).
+        let in_kernel = in_kernel.as_mut().map(|(kernel, served)| {
+            let mut copy = Vec::new();
+            kernel.copy_out(&mut copy);
+            (copy, &*served)
+        });
         for cpu in cpus.iter_mut() {
             let CpuRing { ring, lost, .. } = cpu;
             ring.read(|bytes| {
@@ -868,9 +874,7 @@ impl Collector {
                 }
             });
         }
-        if let Some((kernel, served)) = in_kernel {
-            let mut copy = Vec::new();
-            kernel.copy_out(&mut copy);
+        if let Some((copy, served)) = in_kernel {
             let mut unread = 0;
             passed += served.decode(&copy, events, &mut unread, &mut f);
         }
@@ -882,8 +886,20 @@ impl Collector {
     /// that copies in one thread and decodes in another frees ring space at memory speed,
     /// however long decoding (stack unwinding) takes. Returns the bytes copied, and how
     /// full the fullest ring was.
+    ///
+    /// The BPF programs' ring is copied first and its chunk comes last. Its stacks are
+    /// unwound with the mappings the perf rings' MMAP2 records bring, and the perf rings,
+    /// copied after it, hold every mapping made before its newest stack: copied in the
+    /// other order, a library mapped while the perf rings were being copied came in the
+    /// next copy, after the stacks in it that it explains (a program's first stacks, taken
+    /// while its loader mapped libc, then unwound to nothing).
     pub fn copy_out(&mut self, out: &mut Vec<RawChunk>) -> CopiedOut {
         let mut copied = CopiedOut::default();
+        let in_kernel = self.in_kernel.as_mut().map(|(kernel, _)| {
+            let mut bytes = Vec::new();
+            copied.add(kernel.copy_out(&mut bytes));
+            bytes
+        });
         for cpu in &mut self.cpus {
             let mut bytes = Vec::new();
             let n = cpu.ring.copy_out(&mut bytes);
@@ -895,15 +911,11 @@ impl Collector {
                 });
             }
         }
-        if let Some((kernel, _)) = &mut self.in_kernel {
-            let mut bytes = Vec::new();
-            copied.add(kernel.copy_out(&mut bytes));
-            if !bytes.is_empty() {
-                out.push(RawChunk {
-                    cpu: served::IN_KERNEL_CHUNK,
-                    bytes,
-                });
-            }
+        if let Some(bytes) = in_kernel.filter(|b| !b.is_empty()) {
+            out.push(RawChunk {
+                cpu: served::IN_KERNEL_CHUNK,
+                bytes,
+            });
         }
         copied
     }
