@@ -95,6 +95,9 @@ wall = time.perf_counter() - t
 r = resource.getrusage(resource.RUSAGE_CHILDREN)
 with open(sys.argv[1], "a") as f:
     f.write(f"{wall:.6f} {r.ru_utime:.6f} {r.ru_stime:.6f}\n")
+# Its context switches, voluntary and involuntary, beside (how the load ran, not its cost).
+with open(sys.argv[1] + ".switches", "a") as f:
+    f.write(f"{r.ru_nvcsw} {r.ru_nivcsw}\n")
 PY
 # progtime.py OUT CMD...: runs CMD (a `powerlens record`, or the reference counter) and appends to OUT the run time
 # of its BPF programs, summed from their descriptors' fdinfo (run_time_ns), which the
@@ -361,7 +364,7 @@ command -v bpftrace >/dev/null && configs+=(counter)
 echo "# bench-observer.sh: $rounds paired rounds per load, $(nproc) CPUs, $(uname -r), $(date -u +%F)"
 for load_name in $loads; do
     load=$(load_cmd "$load_name")
-    rm -f "$dir"/*.times "$dir/record.extra"
+    rm -f "$dir"/*.times "$dir"/*.times.switches "$dir/record.extra"
     echo
     echo "== $load_name: $load"
     rounds_of "$load" "${configs[@]}"
@@ -374,6 +377,12 @@ for load_name in $loads; do
         END { printf "default record: %d records lost in %d rounds\n", lost, NR
               if (n) printf "tracing_cpu_s (target) / CPU added by recording: median %.2f (added %.3f s, estimated %.3f s; %d rounds with added > 0)\n", med(r, n), med(a, n), med(e, n), n
               else print "tracing_cpu_s: no round where recording added CPU time" }'
+    # Whether recording changed how the load ran: its switches (getrusage), and the share
+    # of them it made blocking. On the pipe load the count stays and about 10,000 of its
+    # involuntary switches become voluntary (docs/RECORD.md, "What the pipe load's gap is").
+    paste "$dir/bare.times.switches" "$dir/record.times.switches" | awk "$awk_stats"'
+        { b[NR] = $1 + $2; bv[NR] = 100 * $1 / ($1 + $2); r[NR] = $3 + $4; rv[NR] = 100 * $3 / ($3 + $4) }
+        END { if (NR) printf "the load'"'"'s context switches (getrusage, medians): bare %d (%.0f%% voluntary), default record %d (%.0f%% voluntary)\n", med(b, NR), med(bv, NR), med(r, NR), med(rv, NR) }'
     # On the pinned load the spinner shares CPU 0 with the players and spins for as long
     # as the run lasts: a run the tracing slows gives it more CPU time that is not the
     # tracing's. The estimate is checked there against the players' own added CPU time
