@@ -51,8 +51,11 @@ fn demo_measures_every_scenario_and_labels_estimates() {
         all > 0.5 * one && all < 2.0 * one,
         "barrier CPU time: 1 CPU {one} s, all CPUs {all} s"
     );
-    // The 1 ms sleeper wakes 100× as often and so spends more CPU time than the 100 ms one.
-    assert!(cpu(5) > cpu(4), "sleepy: {} vs {}", cpu(5), cpu(4));
+    // The sleepers' CPU time is not compared here: over 0.1 s the 1 ms sleeper's 100
+    // wake-ups cost it a few milliseconds, while starting the process costs each 10–20 ms
+    // and varies by more than that from run to run (a CI run read 17 ms against 22 ms,
+    // one here 13 against 22). Their difference is checked where it is counted, in their
+    // recorded switches, in the test below.
     // An empty sysfs cannot be recorded on: no closing diff, and it says why and what
     // `record` needs, rather than a diff of nothing.
     let why = v["diff_unavailable"].as_str().unwrap();
