@@ -126,12 +126,17 @@ fn median_over_last_10s(port: u16, promql: &str) -> f64 {
     .unwrap();
     assert_eq!(status, 200, "{promql}: {body}");
     let v: serde_json::Value = serde_json::from_str(&body).unwrap();
-    let mut values: Vec<f64> = v["data"]["result"][0]["values"]
+    let values: Vec<f64> = v["data"]["result"][0]["values"]
         .as_array()
         .unwrap_or_else(|| panic!("{promql}: {body}"))
         .iter()
         .map(|p| p[1].as_str().unwrap().parse().unwrap())
         .collect();
+    median(values)
+}
+
+/// The upper median of `values` (not empty).
+fn median(mut values: Vec<f64>) -> f64 {
     values.sort_by(f64::total_cmp);
     values[values.len() / 2]
 }
@@ -328,7 +333,7 @@ fn a_real_prometheus_scrapes_the_agent_and_the_figures_close_on_the_meter() {
         ),
     );
     let last = readings.last().unwrap().0;
-    let mut kernel_rates: Vec<f64> = readings
+    let kernel_rates: Vec<f64> = readings
         .iter()
         .filter(|(t, _)| last.duration_since(*t) <= Duration::from_secs(10))
         .filter_map(|&(t1, c1)| {
@@ -340,8 +345,7 @@ fn a_real_prometheus_scrapes_the_agent_and_the_figures_close_on_the_meter() {
         })
         .collect();
     assert!(!kernel_rates.is_empty(), "{} readings", readings.len());
-    kernel_rates.sort_by(f64::total_cmp);
-    let kernel_rate = kernel_rates[kernel_rates.len() / 2];
+    let kernel_rate = median(kernel_rates);
     assert!(
         (spinner_cpu - kernel_rate).abs() / kernel_rate < 0.1,
         "the spinner's CPU rate: {spinner_cpu:.3} against the kernel's {kernel_rate:.3} (medians)"

@@ -113,6 +113,16 @@ fn report(rec: &Path, args: &[&str]) -> (Value, String) {
     (json(&out), stderr(&out))
 }
 
+/// The test program's thread rows.
+fn program_threads(report: &Value) -> Vec<&Value> {
+    report["threads"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|t| t["comm"] == "stack_program")
+        .collect()
+}
+
 fn function_row<'a>(report: &'a Value, name: &str) -> &'a Value {
     report["functions"]
         .as_array()
@@ -202,12 +212,7 @@ fn with_sampled_stacks_the_function_grid_holds_near_the_oracles() {
             "{function}: {sync} sync switches, the kernel counted {oracle} (stacks 1 in ≤ {period})"
         );
     }
-    let program_threads: Vec<&Value> = v["threads"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|t| t["comm"] == "stack_program")
-        .collect();
+    let program_threads = program_threads(&v);
     let by_threads: u64 = program_threads
         .iter()
         .map(|t| t["sync_switches"].as_u64().unwrap())
@@ -362,22 +367,16 @@ fn assert_function_grid(r: &Recorded, kernel: KernelFrames) {
         .filter(|c| c["kind"] == "timer" && c["comm"] == "stack_program")
         .map(|c| format!("{} {} ({})", c["function"], c["expiries"], c["stack"]))
         .collect();
-    let program: Vec<&Value> = v["threads"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|t| t["comm"] == "stack_program")
-        .collect();
+    let program = program_threads(&v);
     let unrecorded: Vec<String> = program
         .iter()
         .map(|t| format!("{} {}", t["tid"], t["unrecorded_wakeups"]))
         .collect();
-    // The main thread: the process's first, its tid the lowest.
     let main_unrecorded = program
         .iter()
-        .min_by_key(|t| t["tid"].as_u64().unwrap())
+        .find(|t| t["tid"] == t["pid"])
         .map(|t| t["unrecorded_wakeups"].as_u64().unwrap())
-        .unwrap();
+        .unwrap_or_else(|| panic!("no main thread among {program:#?}"));
     assert!(
         expiries <= calls
             && expiries + main_unrecorded + calls / 50 >= calls

@@ -290,10 +290,11 @@ impl WakeupAnalysis {
     /// Groups causes by `group[stack]` instead of by exact stack: the report maps every
     /// stack to the first one with the same innermost user function, so that a sleep loop
     /// is one timer cause even when its kernel frames (or an unwound frame) vary between
-    /// iterations. A grouped cause shows the stack of its first member, not `group[stack]`. Stacks beyond the table keep their own id. The grouping is applied when
-    /// the analysis finishes, so it can be given after the events (the report resolves the
-    /// recording's stacks while they stream): the causes are the same as if every stack
-    /// had been grouped as it came.
+    /// iterations. A grouped cause shows the stack of its first member, not
+    /// `group[stack]`. Stacks beyond the table keep their own id. The grouping is applied
+    /// when the analysis finishes, so it can be given after the events (the report
+    /// resolves the recording's stacks while they stream): the causes are the same as if
+    /// every stack had been grouped as it came.
     pub fn group_stacks(&mut self, group: Vec<StackId>) {
         self.stack_group = group;
     }

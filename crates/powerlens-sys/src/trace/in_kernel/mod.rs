@@ -347,8 +347,8 @@ impl InKernel {
 
     /// Appends every record the rings hold to `out`, each behind its length
     /// ([`records::framed`] reads them back), CPU after CPU, and frees the rings. Returns
-    /// the bytes, and how full the fullest ring was. The runtime records made when collection stopped come last, after the
-    /// events that came before them.
+    /// the bytes, and how full the fullest ring was. The runtime records made when
+    /// collection stopped come last, after the events that came before them.
     pub fn copy_out(&mut self, out: &mut Vec<u8>) -> CopiedOut {
         let mut copied = CopiedOut::default();
         for (_, ring) in &mut self.rings {
