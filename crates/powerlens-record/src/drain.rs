@@ -11,6 +11,7 @@ use std::time::Duration;
 
 use powerlens_core::sched::event::{Event, EventKind, InterruptKind, StackId, Tid};
 use powerlens_store::recording::ThreadRow;
+use powerlens_sys::nudge::Nudge;
 use powerlens_sys::trace::{
     monotonic_now_ns, Collected, Collector, RawChunk, RecordDecoder, EXITED,
 };
@@ -81,10 +82,48 @@ pub struct SampledStacks {
 }
 
 pub struct Drainer {
-    stop: Arc<AtomicBool>,
     handle: Option<JoinHandle<Result<DrainEnd, RecordError>>>,
     pub batches: Receiver<Batch>,
     urgency: Arc<Urgency>,
+    control: Arc<Control>,
+}
+
+/// What the consumer tells the drain thread: to stop, or to doze — wait for a nudge
+/// instead of draining every [`WAIT`]. While nothing is traced (an agent between its
+/// tracing windows) an empty copy every 50 ms is 20 wake-ups a second of the drain, and
+/// as many of the decoder and of its consumer.
+struct Control {
+    stop: AtomicBool,
+    dozing: AtomicBool,
+    /// `None` when no eventfd could be made: the drain then never dozes.
+    nudge: Option<Nudge>,
+}
+
+impl Control {
+    fn new() -> Control {
+        Control {
+            stop: AtomicBool::new(false),
+            dozing: AtomicBool::new(false),
+            nudge: Nudge::new().ok(),
+        }
+    }
+
+    fn stop(&self) {
+        self.stop.store(true, Ordering::SeqCst);
+        self.ring();
+    }
+
+    /// How long the drain waits for the rings: no limit while dozing.
+    fn wait(&self, awake: Duration) -> Option<Duration> {
+        let dozing = self.nudge.is_some() && self.dozing.load(Ordering::SeqCst);
+        (!dozing).then_some(awake)
+    }
+
+    fn ring(&self) {
+        if let Some(n) = &self.nudge {
+            n.ring();
+        }
+    }
 }
 
 /// How long the drain thread waits for a ring to fill before draining anyway.
@@ -119,10 +158,10 @@ impl Drainer {
         style: DrainStyle,
     ) -> Drainer {
         let (tx, rx) = mpsc::channel();
-        let stop = Arc::new(AtomicBool::new(false));
-        let flag = stop.clone();
         let urgency = Arc::new(Urgency::default());
         let feeders = urgency.clone();
+        let control = Arc::new(Control::new());
+        let told = control.clone();
         let handle = std::thread::Builder::new()
             .name("powerlens-drain".into())
             .spawn(move || {
@@ -135,15 +174,27 @@ impl Drainer {
                     twins: StackTwins::default(),
                 };
                 let copier = Hurry::new(style.drain_nice);
-                run(collector, state, copier, feeders, &roots, &flag, &tx)
+                run(collector, state, copier, feeders, &told, &roots, &tx)
             })
             .expect("spawning the drain thread");
         Drainer {
-            stop,
             handle: Some(handle),
             batches: rx,
             urgency,
+            control,
         }
+    }
+
+    /// Says that nothing is traced for now (the tracepoints are off): the drain thread
+    /// copies nothing until [`Drainer::wake`] or the stop, instead of every 50 ms.
+    pub fn doze(&self) {
+        self.control.dozing.store(true, Ordering::SeqCst);
+    }
+
+    /// Ends a [`Drainer::doze`]: the drain copies at once, then at its usual pace.
+    pub fn wake(&self) {
+        self.control.dozing.store(false, Ordering::SeqCst);
+        self.control.ring();
     }
 
     /// Says whether the consumer finds the drain behind its deadlines: while it does, the
@@ -156,7 +207,7 @@ impl Drainer {
     /// Disables the tracepoints, drains what is left and returns the last batches and how
     /// collection ended.
     pub fn stop(mut self) -> Result<(Vec<Batch>, DrainEnd), RecordError> {
-        self.stop.store(true, Ordering::SeqCst);
+        self.control.stop();
         let end = match self.handle.take().map(JoinHandle::join) {
             Some(Ok(end)) => end?,
             Some(Err(_)) => {
@@ -172,7 +223,7 @@ impl Drainer {
 
 impl Drop for Drainer {
     fn drop(&mut self) {
-        self.stop.store(true, Ordering::SeqCst);
+        self.control.stop();
         if let Some(h) = self.handle.take() {
             let _ = h.join();
         }
@@ -405,8 +456,8 @@ fn run(
     state: State,
     copier: Hurry,
     urgency: Arc<Urgency>,
+    control: &Control,
     roots: &Roots,
-    stop: &AtomicBool,
     tx: &Sender<Batch>,
 ) -> Result<DrainEnd, RecordError> {
     urgency.enlist();
@@ -432,14 +483,17 @@ fn run(
     // end in time for its readings.
     let mut pace_in = collector.pace_stack_samples();
     loop {
-        let wait = pace_in.map_or(WAIT, |next| next.min(WAIT));
-        let last = stop.load(Ordering::SeqCst);
+        let wait = control.wait(pace_in.map_or(WAIT, |next| next.min(WAIT)));
+        let last = control.stop.load(Ordering::SeqCst);
         let room = backlog.load(Ordering::Relaxed) < MAX_BACKLOG_BYTES;
         if last {
             collector.disable()?;
             disabled_ns = monotonic_now_ns();
         } else if room {
-            collector.wait(wait)?;
+            collector.wait_or(wait, control.nudge.as_ref())?;
+            if let Some(n) = &control.nudge {
+                n.clear();
+            }
             pace_in = collector.pace_stack_samples();
         } else {
             // The decoder is far behind: let the rings hold (and lose) what comes.

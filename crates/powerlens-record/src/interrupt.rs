@@ -2,20 +2,35 @@
 //! cleanly, print what it has and save it, instead of dying with nothing.
 
 use std::process::ExitCode;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
+use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
+use powerlens_sys::nudge::{self, Nudge};
+
 static INTERRUPTED: AtomicBool = AtomicBool::new(false);
+/// Rung by the handler, so that a thread waiting on it ([`wait`]) wakes at the signal
+/// instead of polling the flag.
+static NUDGE: OnceLock<Option<Nudge>> = OnceLock::new();
+/// The nudge's fd for the handler (−1: none), read with one atomic load.
+static NUDGE_FD: AtomicI32 = AtomicI32::new(-1);
 
 extern "C" fn on_signal(_: libc::c_int) {
-    // Only an atomic store: async-signal-safe.
+    // An atomic store and a write(2): async-signal-safe.
     INTERRUPTED.store(true, Ordering::SeqCst);
+    let fd = NUDGE_FD.load(Ordering::SeqCst);
+    if fd >= 0 {
+        nudge::ring_raw(fd);
+    }
 }
 
 /// Installs the handler for SIGINT, SIGTERM and SIGHUP (a closed terminal), so that every
 /// setting a configuration changed is restored and finished runs are kept. The measured
 /// command, in the same process group, still receives Ctrl-C itself and stops.
 pub fn install() {
+    if let Some(n) = NUDGE.get_or_init(|| Nudge::new().ok()) {
+        NUDGE_FD.store(n.raw_fd(), Ordering::SeqCst);
+    }
     for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
         // SAFETY: a zeroed sigaction with a valid handler and an empty mask is well-formed;
         // the handler only touches an atomic.
@@ -35,16 +50,33 @@ pub fn interrupted() -> bool {
 
 /// Sleeps for `duration` unless interrupted first; returns false when interrupted.
 pub fn sleep(duration: Duration) -> bool {
-    let end = Instant::now() + duration;
+    !wait(Some(duration))
+}
+
+/// Waits until a signal [`install`] handles arrives or `timeout` passes (`None`: no
+/// limit); returns whether the process was interrupted. After [`install`] the signal ends
+/// the wait at once and nothing wakes before; without it (no eventfd) the flag is
+/// checked every 20 ms.
+pub fn wait(timeout: Option<Duration>) -> bool {
+    let end = timeout.map(|t| Instant::now() + t);
     loop {
         if interrupted() {
-            return false;
-        }
-        let now = Instant::now();
-        if now >= end {
             return true;
         }
-        std::thread::sleep((end - now).min(Duration::from_millis(20)));
+        let left = end.map(|e| e.saturating_duration_since(Instant::now()));
+        if left == Some(Duration::ZERO) {
+            return false;
+        }
+        match NUDGE.get() {
+            // Another signal (a child's exit) can end the poll early: the loop waits on.
+            Some(Some(n)) => {
+                n.wait(left);
+            }
+            _ => {
+                let step = Duration::from_millis(20);
+                std::thread::sleep(left.map_or(step, |l| l.min(step)));
+            }
+        }
     }
 }
 

@@ -34,6 +34,7 @@ use powerlens_sys::{cpuidle, procfs, topology, Roots, SysError};
 use crate::convert::{monitor_event_names, Converter};
 use crate::drain::{Batch, DrainStyle, Drainer};
 use crate::error::{Doing, RecordError};
+use crate::interrupt;
 use crate::meter::{Meter, MeterOptions, Reading};
 use crate::pending_events::PendingEvents;
 use crate::priority::{Hurry, YIELDING_NICE};
@@ -54,6 +55,11 @@ pub struct LiveOptions {
     /// Collect the scheduler's switches and wake-ups (and CPU-time updates, when traced)
     /// in the kernel (BPF) where it allows; `false` (`--perf-rings`) for perf rings.
     pub in_kernel: bool,
+    /// How often [`LiveSession::next_interval`]'s `stop` is asked while nothing else wakes
+    /// the session. `None` when only a signal [`crate::interrupt::install`] handles can
+    /// make it true (it ends any wait at once): the session then wakes for its windows and
+    /// intervals alone. While events stream in, it is asked at least every 50 ms.
+    pub stop_check: Option<Duration>,
 }
 
 /// How much of the time a live session traces.
@@ -135,6 +141,7 @@ pub struct LiveSession {
     /// yielding to it while it delivers the events that came (work that can wait).
     caller: Hurry,
     last_end_ns: u64,
+    stop_check: Option<Duration>,
 }
 
 /// Where the per-process figures come from.
@@ -167,6 +174,17 @@ struct Window {
     on_ns: Option<u64>,
     off_ns: Option<u64>,
 }
+
+impl Window {
+    /// Whether the tracepoints are on now.
+    fn is_on(&self) -> bool {
+        self.on_ns.is_some() && self.off_ns.is_none()
+    }
+}
+
+/// How often a session's `stop` is asked while it waits on the events streaming in (a
+/// wait a signal does not end).
+const STREAMING_STOP_CHECK: Duration = Duration::from_millis(50);
 
 struct TraceSource {
     drainer: Drainer,
@@ -243,6 +261,7 @@ impl LiveSession {
             idle_names,
             cpus,
             next_end: Instant::now() + opts.interval,
+            stop_check: opts.stop_check,
             last_thread_sweep: Instant::now(),
             caller: Hurry::new(YIELDING_NICE),
             exits_unavailable,
@@ -334,7 +353,7 @@ impl LiveSession {
     }
 
     /// Waits for the current interval to end — taking events as they come — and returns
-    /// it; `None` when `stop` said so first (checked every 50 ms).
+    /// it; `None` when `stop` said so first (asked as [`LiveOptions::stop_check`] says).
     pub fn next_interval(
         &mut self,
         stop: &dyn Fn() -> bool,
@@ -347,25 +366,36 @@ impl LiveSession {
             if now >= self.next_end {
                 break;
             }
-            let wait = (self.next_end - now).min(Duration::from_millis(50));
+            let until_end = self.next_end - now;
+            let wait = self.stop_check.map_or(until_end, |c| c.min(until_end));
+            // While events stream in, the wait is on them, which a signal does not end.
+            let streaming = wait.min(STREAMING_STOP_CHECK);
             // Waits end on time (an interval's end, a window's edge); what is delivered
             // between them can wait for CPU time the load leaves.
             let caller = &self.caller;
             caller.follow(true);
             match &mut self.source {
                 Source::Trace(t) => {
-                    t.take(wait)?;
+                    t.take(streaming)?;
                     // Nothing past the interval's end goes into it.
                     let left = self.next_end.saturating_duration_since(Instant::now());
                     let end_ns = monotonic_now_ns() + left.as_nanos() as u64;
                     caller.follow(false);
                     t.deliver_between(0, t.watermark.min(end_ns), &mut self.directory);
                 }
-                Source::Procfs(_) => std::thread::sleep(wait),
+                Source::Procfs(_) => {
+                    interrupt::wait(Some(wait));
+                }
                 Source::Windows(w) => {
                     let wait = w.turn(now)?.map_or(wait, |next| wait.min(next - now));
                     let t = &mut w.trace;
-                    t.take(wait)?;
+                    if w.window.is_on() {
+                        t.take(wait.min(STREAMING_STOP_CHECK))?;
+                    } else {
+                        // Nothing is traced: the drain dozes and sends nothing.
+                        interrupt::wait(Some(wait));
+                        t.take(Duration::ZERO)?;
+                    }
                     // Before the window is on, whatever arrives is a closed window's.
                     let from = w.window.on_ns.unwrap_or(u64::MAX);
                     let until = w.window.off_ns.unwrap_or(u64::MAX);
@@ -636,6 +666,10 @@ fn open_trace(
         roots.clone(),
         DrainStyle::LIVE,
     );
+    if windows {
+        // Off until the first window.
+        drainer.doze();
+    }
     let source = TraceSource {
         drainer,
         analysis: StreamAnalysis::new(),
@@ -673,6 +707,7 @@ impl TraceSource {
         // The drain's threads yield to the load while it runs; the interval's last drain
         // is awaited, and runs ahead of it.
         self.drainer.hurry(true);
+        self.drainer.wake();
         let deadline = Instant::now() + interval / 2;
         while self.watermark < until_ns + IN_FLIGHT_NS && Instant::now() < deadline {
             self.take(Duration::from_millis(10))?;
@@ -809,6 +844,7 @@ impl Windowed {
                 .enable()
                 .doing(|| "turning the tracepoints on".into())?;
             w.on_ns = Some(on_ns);
+            self.trace.drainer.wake();
         }
         if w.off_ns.is_none() {
             if now < end {
@@ -818,6 +854,8 @@ impl Windowed {
                 .disable()
                 .doing(|| "turning the tracepoints off".into())?;
             w.off_ns = Some(monotonic_now_ns());
+            // The window's last events wait in the rings for its close.
+            self.trace.drainer.doze();
         }
         Ok(None)
     }
@@ -845,6 +883,7 @@ impl Windowed {
         let t = &mut self.trace;
         let late = "this interval's wake-ups are short of the window's last events";
         t.catch_up(on_ns, off_ns, interval, late, notes, directory)?;
+        t.drainer.doze();
         // Events past the window (none should be) belong to no window.
         t.pending.clear();
         Ok(off_ns.saturating_sub(on_ns) as f64 / 1e9)

@@ -13,6 +13,7 @@ pub mod error;
 #[cfg(any(test, feature = "fixtures"))]
 pub mod fixture;
 pub mod machine;
+pub mod nudge;
 pub mod perf;
 pub mod perf_caps;
 pub mod platform;

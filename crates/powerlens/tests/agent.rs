@@ -707,6 +707,87 @@ fn by_default_the_agent_reads_cpu_time_from_proc_and_samples_the_wakeups() {
     );
 }
 
+/// The kernel's count of the voluntary switches of a process's threads: each is a thread
+/// that went to sleep, so each is a wake-up of it later.
+fn voluntary_switches(pid: u32) -> u64 {
+    std::fs::read_dir(format!("/proc/{pid}/task"))
+        .unwrap()
+        .flatten()
+        .filter_map(|t| std::fs::read_to_string(t.path().join("status")).ok())
+        .flat_map(|status| {
+            status
+                .lines()
+                .filter_map(|l| l.strip_prefix("voluntary_ctxt_switches:"))
+                .map(|v| v.trim().parse::<u64>().unwrap())
+                .collect::<Vec<_>>()
+        })
+        .sum()
+}
+
+/// The agent's wake-ups a second over 5 s of a quiet machine, after a second to settle.
+fn wakeups_per_second(pid: u32) -> f64 {
+    std::thread::sleep(Duration::from_secs(1));
+    let (before, start) = (voluntary_switches(pid), Instant::now());
+    std::thread::sleep(Duration::from_secs(5));
+    (voluntary_switches(pid) - before) as f64 / start.elapsed().as_secs_f64()
+}
+
+/// A watcher that polls is a wake-up source of its own, on the machine it measures: the
+/// agent wakes for its work (a tracing window's two edges, its drain and decoding, an
+/// interval's end), and Ctrl-C or SIGTERM still stop it at once.
+#[test]
+fn an_idle_agent_wakes_for_its_work_only() {
+    if !is_root() {
+        eprintln!("skipped: the agent's tracepoints need root");
+        return;
+    }
+    let _serial = serial();
+    let tree = common::fixture_with_live_tracing();
+    let port = free_port();
+    let mut windows = agent(&tree.sys_path(""), port, &[]);
+    wait_healthy(port, &mut windows);
+    let rate = wakeups_per_second(windows.id());
+    let stderr = finish(windows);
+    assert!(stderr.contains("wake-ups traced 5%"), "{stderr}");
+    // Per 1-s interval: the session's thread at the window's edges and the interval's
+    // end; the drain when the window opens, once or twice in it and at its close; the
+    // decoder once per copy. Each of the three polled every 50 ms before: 88 a second.
+    assert!(
+        rate <= 20.0,
+        "the agent at its defaults woke {rate:.1} times a second"
+    );
+
+    let port = free_port();
+    let mut reduced = Reaped::new(
+        Command::new(BIN)
+            .env("POWERLENS_SYSFS_ROOT", tree.sys_path(""))
+            .env_remove("POWERLENS_PROCFS_ROOT")
+            .args(["agent", "--listen", &format!("127.0.0.1:{port}")])
+            .args(["--reduced", "--interval", "10s"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap(),
+    );
+    wait_healthy(port, &mut reduced);
+    // No interval ends in the 6 s: nothing is due.
+    let rate = wakeups_per_second(reduced.id());
+    assert!(
+        rate * 5.0 <= 2.0,
+        "the reduced agent woke {:.0} times in 5 s with nothing due",
+        rate * 5.0
+    );
+    let start = Instant::now();
+    unsafe { libc::kill(reduced.id() as i32, libc::SIGINT) };
+    let status = reduced.into_inner().wait().unwrap();
+    assert!(status.success(), "{status}");
+    assert!(
+        start.elapsed() < Duration::from_secs(2),
+        "Ctrl-C took {:?} to stop an agent 10-s intervals apart",
+        start.elapsed()
+    );
+}
+
 /// A meter that wraps around every 1.5 s (a 30 J range at 20 W, as RAPL's 32-bit counters
 /// wrap within minutes on a busy server): the node's counter never goes backwards and
 /// grows at the meter's power. Reduced (no tracing needed): the energy is the meter's

@@ -42,8 +42,9 @@ pub struct LiveArgs {
 
 impl LiveArgs {
     /// The session's options; `tracing` is how much the command traces unless
-    /// `--reduced` says not at all.
-    pub fn options(&self, tracing: Tracing) -> LiveOptions {
+    /// `--reduced` says not at all; `stop_check`, how often its stop condition must be
+    /// asked besides Ctrl-C and SIGTERM ([`LiveOptions::stop_check`]).
+    pub fn options(&self, tracing: Tracing, stop_check: Option<Duration>) -> LiveOptions {
         LiveOptions {
             interval: self.interval,
             buffer_pages: self.buffer_pages,
@@ -54,6 +55,7 @@ impl LiveArgs {
                 .unwrap_or(IdlePower::Lowest),
             tracing: if self.reduced { Tracing::Off } else { tracing },
             in_kernel: !self.perf_rings,
+            stop_check,
         }
     }
 }

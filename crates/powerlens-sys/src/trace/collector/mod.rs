@@ -940,24 +940,39 @@ impl Collector {
     /// copy) ends it at once, whatever its fill: the kernel checks for data before it
     /// sleeps, and afterwards only the wake-up its programs force at half full ends it.
     pub fn wait(&self, timeout: std::time::Duration) -> Result<bool, SysError> {
+        self.wait_or(Some(timeout), None)
+    }
+
+    /// As [`Collector::wait`], and also ended by `nudge` (which stays rung: the caller
+    /// clears it); `timeout` `None` waits for a ring or the nudge alone, for a consumer
+    /// that knows nothing is traced now.
+    pub fn wait_or(
+        &self,
+        timeout: Option<std::time::Duration>,
+        nudge: Option<&crate::nudge::Nudge>,
+    ) -> Result<bool, SysError> {
         let in_kernel = self.in_kernel.iter().flat_map(|(k, _)| k.fds());
         let mut fds: Vec<libc::pollfd> = self
             .cpus
             .iter()
             .map(|c| c.counters[0].as_fd().as_raw_fd())
             .chain(in_kernel)
+            .chain(nudge.map(|n| n.raw_fd()))
             .map(|fd| libc::pollfd {
                 fd,
                 events: libc::POLLIN,
                 revents: 0,
             })
             .collect();
-        // Rounded up: a wait of 0.4 ms truncated to 0 would spin until it ends.
-        let ms = timeout.as_micros().div_ceil(1000).min(i32::MAX as u128) as libc::c_int;
-        // SAFETY: `fds` is a live array of fds.len() pollfd structs that poll fills in.
-        let n = unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, ms) };
-        match n {
-            n if n >= 0 => Ok(n > 0),
+        match crate::nudge::poll_ms(&mut fds, timeout) {
+            n if n >= 0 => {
+                let rings = if nudge.is_some() {
+                    &fds[..fds.len() - 1]
+                } else {
+                    &fds[..]
+                };
+                Ok(rings.iter().any(|f| f.revents != 0))
+            }
             _ => {
                 let err = std::io::Error::last_os_error();
                 if err.kind() == std::io::ErrorKind::Interrupted {

@@ -148,7 +148,9 @@ pub fn execute(global: &GlobalArgs, args: AgentArgs) -> anyhow::Result<ExitCode>
             duty: args.trace_duty / 100.0,
         }
     };
-    let mut session = LiveSession::start(&roots, &args.live.options(tracing))?;
+    // Ctrl-C and SIGTERM wake the session at once; a --duration is asked every 50 ms.
+    let stop_check = args.duration.map(|_| Duration::from_millis(50));
+    let mut session = LiveSession::start(&roots, &args.live.options(tracing, stop_check))?;
     match session.mode() {
         Mode::Trace => {}
         Mode::Windows { duty } => eprintln!(

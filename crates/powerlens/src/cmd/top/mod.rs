@@ -80,6 +80,10 @@ pub struct TopArgs {
     pub live: LiveArgs,
 }
 
+/// How soon the measuring thread sees a `q`: its stop flag is set by a key, which wakes
+/// nothing.
+const KEY_CHECK: Duration = Duration::from_millis(50);
+
 pub fn execute(global: &GlobalArgs, args: TopArgs) -> anyhow::Result<ExitCode> {
     let roots = global.roots()?;
     let once = args.once || args.json;
@@ -96,7 +100,8 @@ pub fn execute(global: &GlobalArgs, args: TopArgs) -> anyhow::Result<ExitCode> {
         view
     };
     if once {
-        let mut measurer = Measurer::start(&roots, &args.live.options(Tracing::Continuous))?;
+        // Only Ctrl-C stops it early, and that wakes the session at once.
+        let mut measurer = Measurer::start(&roots, &args.live.options(Tracing::Continuous, None))?;
         let mut view = view_of(measurer.header().clone());
         view.once = true;
         let Some(snapshot) = measurer.next(&interrupt::interrupted)? else {
@@ -107,7 +112,10 @@ pub fn execute(global: &GlobalArgs, args: TopArgs) -> anyhow::Result<ExitCode> {
         print_once(&view, args.json)?;
         return Ok(ExitCode::SUCCESS);
     }
-    let running = Running::spawn(roots, args.live.options(Tracing::Continuous))?;
+    let running = Running::spawn(
+        roots,
+        args.live.options(Tracing::Continuous, Some(KEY_CHECK)),
+    )?;
     let mut view = view_of(running.header.clone());
     let shown = show(&mut view, &running.snapshots);
     // The terminal is restored (the guard dropped in `show`) before the session stops.
