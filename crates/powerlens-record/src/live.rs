@@ -377,6 +377,10 @@ impl LiveSession {
             match &mut self.source {
                 Source::Trace(t) => {
                     t.take(streaming)?;
+                    if Instant::now() >= self.next_end {
+                        // The close delivers, ahead of the load (see below).
+                        continue;
+                    }
                     // Nothing past the interval's end goes into it.
                     let left = self.next_end.saturating_duration_since(Instant::now());
                     let end_ns = monotonic_now_ns() + left.as_nanos() as u64;
@@ -395,6 +399,13 @@ impl LiveSession {
                         // Nothing is traced: the drain dozes and sends nothing.
                         interrupt::wait(Some(wait));
                         t.take(Duration::ZERO)?;
+                    }
+                    if Instant::now() >= self.next_end {
+                        // The close delivers, ahead of the load: a thread that yielded
+                        // here first, beside processes at a higher priority than the
+                        // load's (two spinners at nice −10), waited so long for a CPU
+                        // that intervals closed a second late and their ends slipped.
+                        continue;
                     }
                     // Before the window is on, whatever arrives is a closed window's.
                     let from = w.window.on_ns.unwrap_or(u64::MAX);
