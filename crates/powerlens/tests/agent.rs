@@ -18,6 +18,17 @@ use powerlens_sys::fixture::{FakeMeter, FixtureTree};
 
 const BIN: &str = env!("CARGO_BIN_EXE_powerlens");
 
+/// What a test of the traced agent starts with: root, the live tests' lock, and a
+/// fixture tree whose tracefs is the machine's; `None` (after saying so) without root.
+fn traced_agent_fixture() -> Option<(common::Serial, FixtureTree)> {
+    if !is_root() {
+        eprintln!("skipped: the agent's tracepoints need root");
+        return None;
+    }
+    let serial = serial();
+    Some((serial, common::fixture_with_live_tracing()))
+}
+
 /// Waits until `port` answers /healthz with 200.
 fn wait_healthy(port: u16, agent: &mut Reaped) {
     let agent = agent.child();
@@ -548,12 +559,9 @@ fn faults_a_server_meets_are_survived() {
 /// (each blocking wait ends with a wake-up by the other player), both within 2%.
 #[test]
 fn the_agents_figures_are_the_kernels() {
-    if !is_root() {
-        eprintln!("skipped: the agent's tracepoints need root");
+    let Some((_serial, tree)) = traced_agent_fixture() else {
         return;
-    }
-    let _serial = serial();
-    let tree = common::fixture_with_live_tracing();
+    };
     let port = free_port();
     // Traced throughout: the exact figures, CPU time from the trace.
     let mut agent = agent(
@@ -650,12 +658,9 @@ fn the_agents_figures_are_the_kernels() {
 /// estimate, as the exposition says. Its idle wake-ups never exceed those wake-ups.
 #[test]
 fn by_default_the_agent_reads_cpu_time_from_proc_and_samples_the_wakeups() {
-    if !is_root() {
-        eprintln!("skipped: the agent's tracepoints need root");
+    let Some((_serial, tree)) = traced_agent_fixture() else {
         return;
-    }
-    let _serial = serial();
-    let tree = common::fixture_with_live_tracing();
+    };
     let port = free_port();
     let mut agent = agent(&tree.sys_path(""), port, &["--top", "100", "--by", "pid"]);
     wait_healthy(port, &mut agent);
@@ -750,12 +755,9 @@ fn wakeups_per_second(pid: u32) -> f64 {
 /// interval's end), and Ctrl-C or SIGTERM still stop it at once.
 #[test]
 fn an_idle_agent_wakes_for_its_work_only() {
-    if !is_root() {
-        eprintln!("skipped: the agent's tracepoints need root");
+    let Some((_serial, tree)) = traced_agent_fixture() else {
         return;
-    }
-    let _serial = serial();
-    let tree = common::fixture_with_live_tracing();
+    };
     let port = free_port();
     let mut windows = agent(&tree.sys_path(""), port, &[]);
     wait_healthy(port, &mut windows);
