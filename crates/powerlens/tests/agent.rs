@@ -119,12 +119,17 @@ fn query(port: u16, promql: &str) -> Vec<(serde_json::Value, f64)> {
         .collect()
 }
 
-/// The median of a scalar query evaluated every second over the last 10 s.
-fn median_over_last_10s(port: u16, promql: &str) -> f64 {
-    let now = std::time::SystemTime::now()
+/// Now, in Unix seconds: Prometheus's clock.
+fn unix_now() -> f64 {
+    std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap()
-        .as_secs_f64();
+        .as_secs_f64()
+}
+
+/// The median of a scalar query evaluated every second over the last 10 s.
+fn median_over_last_10s(port: u16, promql: &str) -> f64 {
+    let now = unix_now();
     let (status, body) = get(
         port,
         &format!(
@@ -152,10 +157,21 @@ fn median(mut values: Vec<f64>) -> f64 {
     values[values.len() / 2]
 }
 
-fn scalar(port: u16, promql: &str) -> f64 {
-    let r = query(port, promql);
-    assert_eq!(r.len(), 1, "{promql}: {r:?}");
-    r[0].1
+/// A one-value instant query evaluated at `at` (Unix seconds).
+fn scalar_at(port: u16, promql: &str, at: f64) -> f64 {
+    let (status, body) = get(
+        port,
+        &format!("/api/v1/query?query={}&time={at:.3}", encode(promql)),
+        None,
+    )
+    .unwrap();
+    assert_eq!(status, 200, "{promql}: {body}");
+    let v: serde_json::Value = serde_json::from_str(&body).unwrap();
+    let value = &v["data"]["result"][0]["value"][1];
+    value
+        .as_str()
+        .and_then(|x| x.parse().ok())
+        .unwrap_or_else(|| panic!("{promql}: {body}"))
 }
 
 /// The end-to-end test. Prometheus asks for OpenMetrics (it lists it first in its
@@ -312,10 +328,14 @@ fn a_real_prometheus_scrapes_the_agent_and_the_figures_close_on_the_meter() {
     // series instead lets Prometheus extrapolate a two-sample newcomer by half a scrape
     // interval at the window's end, relatively far more than a series 20 s long: on a
     // machine where processes come and go the sum overshoots the node by a few percent.)
+    // All three at one instant: queried each at its own "now", a scrape between them made
+    // one a 1-s interval longer than another (CI: 299.9 + 95.0 J against 380.0 J).
+    let at = unix_now();
     let delta = |metric: &str| {
-        scalar(
+        scalar_at(
             prom_port,
             &format!("sum({metric}) - sum({metric} offset 20s)"),
+            at,
         )
     };
     let (processes, idle, node_delta) = (
