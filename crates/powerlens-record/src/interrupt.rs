@@ -33,7 +33,7 @@ pub fn install() {
     }
     for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
         // SAFETY: a zeroed sigaction with a valid handler and an empty mask is well-formed;
-        // the handler only touches an atomic.
+        // the handler only stores an atomic and writes an eventfd.
         unsafe {
             let mut action: libc::sigaction = std::mem::zeroed();
             action.sa_sigaction = on_signal as *const () as usize;

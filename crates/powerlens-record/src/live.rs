@@ -378,7 +378,10 @@ impl LiveSession {
                 Source::Trace(t) => {
                     t.take(streaming)?;
                     if Instant::now() >= self.next_end {
-                        // The close delivers, ahead of the load (see below).
+                        // The close delivers, ahead of the load: a thread that yielded
+                        // here first, beside processes at a higher priority than the
+                        // load's (two spinners at nice −10), waited so long for a CPU
+                        // that intervals closed late and their ends slipped.
                         continue;
                     }
                     // Nothing past the interval's end goes into it.
@@ -401,10 +404,7 @@ impl LiveSession {
                         t.take(Duration::ZERO)?;
                     }
                     if Instant::now() >= self.next_end {
-                        // The close delivers, ahead of the load: a thread that yielded
-                        // here first, beside processes at a higher priority than the
-                        // load's (two spinners at nice −10), waited so long for a CPU
-                        // that intervals closed a second late and their ends slipped.
+                        // The close delivers, ahead of the load (as above).
                         continue;
                     }
                     // Before the window is on, whatever arrives is a closed window's.

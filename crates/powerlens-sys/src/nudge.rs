@@ -3,7 +3,7 @@
 //! waking every few milliseconds to check a flag. A power tool that polls is what it
 //! measures: a watcher waking 50 times a second is a wake-up source of its own.
 
-use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::time::Duration;
 
 use crate::error::SysError;
@@ -35,18 +35,10 @@ impl Nudge {
         ring_raw(self.fd.as_raw_fd());
     }
 
-    /// Makes it unreadable again; returns whether it had been rung.
+    /// Makes it unreadable again; returns whether it had been rung (the fd is
+    /// non-blocking: an unrung nudge reads EAGAIN).
     pub fn clear(&self) -> bool {
-        let mut count = 0u64;
-        // SAFETY: reads 8 bytes into a live u64; the fd is non-blocking.
-        let n = unsafe {
-            libc::read(
-                self.fd.as_raw_fd(),
-                (&mut count as *mut u64).cast(),
-                std::mem::size_of::<u64>(),
-            )
-        };
-        n == 8 && count > 0
+        crate::perf::read_u64(self.fd.as_raw_fd(), "eventfd").is_ok_and(|count| count > 0)
     }
 
     /// Waits until the nudge is rung or `timeout` passes (`None`: no timeout); returns
@@ -63,12 +55,6 @@ impl Nudge {
 
     pub fn raw_fd(&self) -> RawFd {
         self.fd.as_raw_fd()
-    }
-}
-
-impl AsFd for Nudge {
-    fn as_fd(&self) -> BorrowedFd<'_> {
-        self.fd.as_fd()
     }
 }
 

@@ -204,23 +204,29 @@ impl PerfCounter {
 
     /// The current count.
     pub fn read_count(&self) -> io::Result<u64> {
-        let mut value = 0u64;
-        // SAFETY: reads at most 8 bytes into a local u64 from a descriptor we own.
-        let n = unsafe {
-            libc::read(
-                self.fd.as_raw_fd(),
-                (&mut value as *mut u64).cast(),
-                std::mem::size_of::<u64>(),
-            )
-        };
-        match n {
-            8 => Ok(value),
-            n if n < 0 => Err(io::Error::last_os_error()),
-            n => Err(io::Error::new(
-                io::ErrorKind::UnexpectedEof,
-                format!("perf counter read returned {n} bytes, expected 8"),
-            )),
-        }
+        read_u64(self.fd.as_raw_fd(), "perf counter")
+    }
+}
+
+/// One 8-byte value read from `fd` (a perf counter's count, an eventfd's counter); `what`
+/// names it in the error.
+pub(crate) fn read_u64(fd: std::os::fd::RawFd, what: &str) -> io::Result<u64> {
+    let mut value = 0u64;
+    // SAFETY: reads at most 8 bytes into a local u64; a bad fd only makes read fail.
+    let n = unsafe {
+        libc::read(
+            fd,
+            (&mut value as *mut u64).cast(),
+            std::mem::size_of::<u64>(),
+        )
+    };
+    match n {
+        8 => Ok(value),
+        n if n < 0 => Err(io::Error::last_os_error()),
+        n => Err(io::Error::new(
+            io::ErrorKind::UnexpectedEof,
+            format!("{what} read returned {n} bytes, expected 8"),
+        )),
     }
 }
 

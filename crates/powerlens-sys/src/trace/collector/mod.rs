@@ -965,13 +965,10 @@ impl Collector {
             })
             .collect();
         match crate::nudge::poll_ms(&mut fds, timeout) {
+            // The nudge, when there is one, is last: it is not a ring.
             n if n >= 0 => {
-                let rings = if nudge.is_some() {
-                    &fds[..fds.len() - 1]
-                } else {
-                    &fds[..]
-                };
-                Ok(rings.iter().any(|f| f.revents != 0))
+                let rings = fds.len() - usize::from(nudge.is_some());
+                Ok(fds[..rings].iter().any(|f| f.revents != 0))
             }
             _ => {
                 let err = std::io::Error::last_os_error();

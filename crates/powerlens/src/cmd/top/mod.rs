@@ -100,7 +100,7 @@ pub fn execute(global: &GlobalArgs, args: TopArgs) -> anyhow::Result<ExitCode> {
         view
     };
     if once {
-        // Only Ctrl-C stops it early, and that wakes the session at once.
+        // Only Ctrl-C stops it early: no flag to ask besides the signal's.
         let mut measurer = Measurer::start(&roots, &args.live.options(Tracing::Continuous, None))?;
         let mut view = view_of(measurer.header().clone());
         view.once = true;
