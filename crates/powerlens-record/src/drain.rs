@@ -4,7 +4,6 @@
 //! for unwinding, so neither a slow commit nor a burst of stacks makes the rings overflow.
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::mpsc::{self, Receiver, Sender};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Duration;
@@ -20,6 +19,7 @@ use powerlens_sys::Roots;
 
 use crate::convert::Converter;
 use crate::error::RecordError;
+use crate::handoff::{self, Receiver, Sender};
 use crate::priority::{Hurry, Urgency, HURRIED_NICE, YIELDING_NICE};
 use crate::stack_twins::{StackTwins, TwinCounts};
 use crate::stacks::{RawStack, StackRecorder};
@@ -157,7 +157,7 @@ impl Drainer {
         roots: Roots,
         style: DrainStyle,
     ) -> Drainer {
-        let (tx, rx) = mpsc::channel();
+        let (tx, rx) = handoff::channel();
         let urgency = Arc::new(Urgency::default());
         let feeders = urgency.clone();
         let control = Arc::new(Control::new());
@@ -466,7 +466,7 @@ fn run(
     let mut rings_filling = false;
     let decoder = collector.decoder();
     let backlog = Arc::new(AtomicUsize::new(0));
-    let (raw_tx, raw_rx) = mpsc::channel::<Copied>();
+    let (raw_tx, raw_rx) = handoff::channel::<Copied>();
     let decoding = {
         let (backlog, roots, tx, urgency) =
             (backlog.clone(), roots.clone(), tx.clone(), urgency.clone());
@@ -573,7 +573,7 @@ fn decode(
     // priority throughout cost the load 4.0× its bare time (perf sched record: 1.7×).
     let priority = Hurry::new(state.decoder_nice);
     let mut last_sweep_ns = 0;
-    for copied in copies {
+    for copied in copies.iter() {
         priority.follow(backlog.load(Ordering::Relaxed) >= YIELD_BELOW_BYTES || urgency.is_set());
         let mut batch = Batch {
             drained_ns: copied.drained_ns,

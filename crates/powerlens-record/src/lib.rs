@@ -23,6 +23,7 @@ pub mod cost_cache;
 pub mod drain;
 mod error;
 pub mod exec;
+mod handoff;
 pub mod header;
 pub mod instrument;
 pub mod interrupt;

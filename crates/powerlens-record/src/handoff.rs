@@ -1,0 +1,174 @@
+//! A channel between threads of different priorities whose receiver never waits on a lock
+//! the sender may hold.
+//!
+//! std's mpsc wakes a receiver blocked in `recv` through a mutex that both ends take (the
+//! sender to wake it, the receiver to register and unregister). A live session's thread
+//! waits at nice −10 for batches from a decoder at nice 19; beside CPU-bound work at a
+//! raised priority a nice-19 thread preempted while it held that mutex waits hundreds of
+//! milliseconds for a CPU, and the session's thread waited as long behind it: an agent's
+//! interval closed up to 0.7 s late (beside two spinners at nice −10, debug build, where
+//! the decoder runs longest). Here the receiver only ever *tries* the channel, which takes
+//! no lock while no receiver blocks in it, and sleeps in poll(2) on an eventfd the sender
+//! rings after each send. The kernel guards an eventfd with a spinlock, which no
+//! preempted thread holds.
+
+use std::sync::mpsc::{self, RecvTimeoutError, SendError, TryRecvError};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use powerlens_sys::nudge::Nudge;
+
+/// A channel: the sender rings `nudge` after each message and when it goes.
+pub(crate) fn channel<T>() -> (Sender<T>, Receiver<T>) {
+    let (tx, rx) = mpsc::channel();
+    // Without an eventfd (never on Linux), the receiver blocks in std's `recv`: slower to
+    // wake beside starved senders, but correct.
+    let nudge = Nudge::new().ok().map(Arc::new);
+    (
+        Sender {
+            tx,
+            nudge: nudge.clone(),
+        },
+        Receiver { rx, nudge },
+    )
+}
+
+pub(crate) struct Sender<T> {
+    tx: mpsc::Sender<T>,
+    nudge: Option<Arc<Nudge>>,
+}
+
+impl<T> Sender<T> {
+    /// Sends `value`; an error gives it back when the receiver is gone.
+    pub(crate) fn send(&self, value: T) -> Result<(), SendError<T>> {
+        let sent = self.tx.send(value);
+        self.ring();
+        sent
+    }
+
+    fn ring(&self) {
+        if let Some(n) = &self.nudge {
+            n.ring();
+        }
+    }
+}
+
+impl<T> Clone for Sender<T> {
+    fn clone(&self) -> Self {
+        Sender {
+            tx: self.tx.clone(),
+            nudge: self.nudge.clone(),
+        }
+    }
+}
+
+impl<T> Drop for Sender<T> {
+    /// A receiver waiting on the nudge learns that the senders are gone only by trying
+    /// the channel again.
+    fn drop(&mut self) {
+        self.ring();
+    }
+}
+
+pub struct Receiver<T> {
+    rx: mpsc::Receiver<T>,
+    nudge: Option<Arc<Nudge>>,
+}
+
+impl<T> Receiver<T> {
+    /// The next message, if one came within `wait`.
+    pub fn recv_timeout(&self, wait: Duration) -> Result<T, RecvTimeoutError> {
+        self.recv_until(Some(Instant::now() + wait))
+    }
+
+    /// The next message, waiting as long as it takes; `None` once every sender is gone
+    /// and every message taken.
+    pub fn recv(&self) -> Option<T> {
+        self.recv_until(None).ok()
+    }
+
+    /// A message that is already there.
+    pub fn try_recv(&self) -> Result<T, TryRecvError> {
+        self.rx.try_recv()
+    }
+
+    /// The messages that are already there.
+    pub fn try_iter(&self) -> impl Iterator<Item = T> + '_ {
+        self.rx.try_iter()
+    }
+
+    /// Every message until the senders are gone.
+    pub fn iter(&self) -> impl Iterator<Item = T> + '_ {
+        std::iter::from_fn(|| self.recv())
+    }
+
+    fn recv_until(&self, deadline: Option<Instant>) -> Result<T, RecvTimeoutError> {
+        let Some(nudge) = &self.nudge else {
+            return match deadline {
+                Some(d) => self
+                    .rx
+                    .recv_timeout(d.saturating_duration_since(Instant::now())),
+                None => self.rx.recv().map_err(|_| RecvTimeoutError::Disconnected),
+            };
+        };
+        loop {
+            // Cleared before trying: a message sent after the try rings it again, so the
+            // wait below cannot sleep through it.
+            nudge.clear();
+            match self.rx.try_recv() {
+                Ok(value) => return Ok(value),
+                Err(TryRecvError::Disconnected) => return Err(RecvTimeoutError::Disconnected),
+                Err(TryRecvError::Empty) => {}
+            }
+            let left = deadline.map(|d| d.saturating_duration_since(Instant::now()));
+            if left == Some(Duration::ZERO) {
+                return Err(RecvTimeoutError::Timeout);
+            }
+            // A signal or a spurious end only loops back to trying.
+            nudge.wait(left);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_waiting_receiver_wakes_for_each_message_and_for_the_senders_going() {
+        let (tx, rx) = channel::<u32>();
+        assert_eq!(
+            rx.recv_timeout(Duration::from_millis(5)),
+            Err(RecvTimeoutError::Timeout)
+        );
+        let sender = std::thread::spawn(move || {
+            for i in 0..3 {
+                std::thread::sleep(Duration::from_millis(20));
+                tx.send(i).unwrap();
+            }
+        });
+        let start = Instant::now();
+        assert_eq!(rx.recv_timeout(Duration::from_secs(5)), Ok(0));
+        assert!(
+            start.elapsed() < Duration::from_secs(4),
+            "woken by the send"
+        );
+        assert_eq!(rx.iter().collect::<Vec<_>>(), vec![1, 2]);
+        sender.join().unwrap();
+        assert_eq!(
+            rx.recv_timeout(Duration::from_secs(5)),
+            Err(RecvTimeoutError::Disconnected)
+        );
+        assert!(
+            start.elapsed() < Duration::from_secs(4),
+            "no wait once they are gone"
+        );
+    }
+
+    #[test]
+    fn a_send_to_a_receiver_that_is_gone_gives_the_message_back() {
+        let (tx, rx) = channel::<u32>();
+        drop(rx);
+        assert_eq!(tx.send(7).unwrap_err().0, 7);
+    }
+}
