@@ -716,8 +716,15 @@ impl TraceSource {
         directory: &mut ProcessDirectory,
     ) -> Result<(), RecordError> {
         // The drain's threads yield to the load while it runs; the interval's last drain
-        // is awaited, and runs ahead of it.
+        // is awaited, and runs ahead of it. It is woken once the events in flight at
+        // `until_ns` have landed: a drain woken sooner passes short of it, and the one
+        // after comes at the drain's usual pace, 50 ms later.
         self.drainer.hurry(true);
+        let in_flight_ends = until_ns + IN_FLIGHT_NS;
+        let now = monotonic_now_ns();
+        if now < in_flight_ends {
+            std::thread::sleep(Duration::from_nanos(in_flight_ends - now));
+        }
         self.drainer.wake();
         let deadline = Instant::now() + interval / 2;
         while self.watermark < until_ns + IN_FLIGHT_NS && Instant::now() < deadline {
