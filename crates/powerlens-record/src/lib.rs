@@ -15,6 +15,7 @@
 //! - [`meter::Meter`] and [`exec`] measure and run commands (`run`, `compare`);
 //! - every fallible function returns a [`RecordError`]; [`meta`] names the metadata keys.
 
+mod alarm;
 pub mod analyse;
 pub mod battery_gauge;
 pub mod context;

@@ -31,6 +31,7 @@ use powerlens_core::sched::tracing_cost::{bare_names, EventCosts, PATH_BPF, PATH
 use powerlens_sys::trace::{monotonic_now_ns, Collector, CollectorOptions, TraceSwitch};
 use powerlens_sys::{cpuidle, procfs, topology, Roots, SysError};
 
+use crate::alarm::Alarm;
 use crate::convert::{monitor_event_names, Converter};
 use crate::drain::{Batch, DrainStyle, Drainer};
 use crate::error::{Doing, RecordError};
@@ -140,6 +141,10 @@ pub struct LiveSession {
     /// the load while it waits, so that it wakes on time for an interval's end, and
     /// yielding to it while it delivers the events that came (work that can wait).
     caller: Hurry,
+    /// Raises the caller at each interval's end, wherever its yielding left it: it
+    /// cannot raise itself while it waits for a CPU. `None` when it never yields (it may
+    /// not raise its priority, or nothing is traced and nothing delivered).
+    end_alarm: Option<Alarm>,
     last_end_ns: u64,
     stop_check: Option<Duration>,
 }
@@ -247,6 +252,11 @@ impl LiveSession {
                 Some((cpu, states.into_iter().map(|s| s.name).collect()))
             })
             .collect();
+        let caller = Hurry::new(YIELDING_NICE);
+        let delivers = !matches!(source, Source::Procfs(_));
+        let end_alarm = (delivers && caller.yields())
+            .then(|| Alarm::for_current_thread(opts.interval))
+            .flatten();
         let mut session = LiveSession {
             roots: roots.clone(),
             mode,
@@ -263,7 +273,8 @@ impl LiveSession {
             next_end: Instant::now() + opts.interval,
             stop_check: opts.stop_check,
             last_thread_sweep: Instant::now(),
-            caller: Hurry::new(YIELDING_NICE),
+            caller,
+            end_alarm,
             exits_unavailable,
             last_end_ns: monotonic_now_ns(),
         };
@@ -358,6 +369,9 @@ impl LiveSession {
         &mut self,
         stop: &dyn Fn() -> bool,
     ) -> Result<Option<LiveInterval>, RecordError> {
+        if let Some(alarm) = &self.end_alarm {
+            alarm.set(self.next_end);
+        }
         loop {
             if stop() {
                 return Ok(None);
@@ -387,7 +401,9 @@ impl LiveSession {
                     // Nothing past the interval's end goes into it.
                     let left = self.next_end.saturating_duration_since(Instant::now());
                     let end_ns = monotonic_now_ns() + left.as_nanos() as u64;
-                    caller.follow(false);
+                    if !yield_unless_due(caller, self.next_end) {
+                        continue;
+                    }
                     t.deliver_between(0, t.watermark.min(end_ns), &mut self.directory);
                 }
                 Source::Procfs(_) => {
@@ -410,7 +426,9 @@ impl LiveSession {
                     // Before the window is on, whatever arrives is a closed window's.
                     let from = w.window.on_ns.unwrap_or(u64::MAX);
                     let until = w.window.off_ns.unwrap_or(u64::MAX);
-                    caller.follow(false);
+                    if !yield_unless_due(caller, self.next_end) {
+                        continue;
+                    }
                     t.deliver_between(from, t.watermark.min(until), &mut self.directory);
                 }
             }
@@ -906,6 +924,19 @@ impl Windowed {
         t.pending.clear();
         Ok(off_ns.saturating_sub(on_ns) as f64 / 1e9)
     }
+}
+
+/// Yields the calling thread to the load for work that can wait, unless the interval's
+/// end has come meanwhile; whether it yielded. An end alarm that raised the thread just
+/// before the yield would otherwise be undone, and the thread left to wait for a CPU
+/// until the next.
+fn yield_unless_due(caller: &Hurry, due: Instant) -> bool {
+    caller.follow(false);
+    if Instant::now() >= due {
+        caller.follow(true);
+        return false;
+    }
+    true
 }
 
 /// Adds the wake-ups and tracing cost the trace saw to the processes procfs measured;

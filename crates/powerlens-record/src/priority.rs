@@ -47,6 +47,11 @@ impl Hurry {
         }
     }
 
+    /// Whether it ever yields: a thread that may not hurry back keeps its priority.
+    pub(crate) fn yields(&self) -> bool {
+        self.calm_nice > self.hurried_nice
+    }
+
     /// Sets the calling thread's nice for `behind`: [`HURRIED_NICE`] when it is, its calm
     /// nice when not.
     pub(crate) fn follow(&self, behind: bool) {
@@ -112,7 +117,7 @@ pub(crate) fn own_nice() -> i32 {
 
 /// Sets thread `tid`'s nice (0: the calling thread's). Refused (raising a priority needs
 /// CAP_SYS_NICE; the thread has ended), the thread stays as it is.
-fn set_nice(tid: libc::pid_t, nice: i32) {
+pub(crate) fn set_nice(tid: libc::pid_t, nice: i32) {
     // SAFETY: setpriority has no memory preconditions.
     unsafe { libc::setpriority(libc::PRIO_PROCESS, tid as libc::id_t, nice) };
 }
