@@ -216,7 +216,9 @@ struct TraceSource {
 
 impl LiveSession {
     /// Opens the tracepoints (or falls back to procfs), the meter and the model, and
-    /// starts the first interval.
+    /// starts the first interval. The calling thread is the one the session's end alarm
+    /// raises: [`LiveSession::next_interval`] is to be called from it (the agent's main
+    /// thread, `top`'s measuring thread).
     pub fn start(roots: &Roots, opts: &LiveOptions) -> Result<LiveSession, RecordError> {
         let cpus = topology::read_online(roots)?;
         let mut exits_unavailable = None;
