@@ -26,7 +26,7 @@ pub(crate) fn channel<T>() -> (Sender<T>, Receiver<T>) {
     let nudge = Nudge::new().ok().map(Arc::new);
     (
         Sender {
-            tx,
+            tx: Some(tx),
             nudge: nudge.clone(),
         },
         Receiver { rx, nudge },
@@ -34,14 +34,18 @@ pub(crate) fn channel<T>() -> (Sender<T>, Receiver<T>) {
 }
 
 pub(crate) struct Sender<T> {
-    tx: mpsc::Sender<T>,
+    /// `None` only while it is dropped (see its `Drop`).
+    tx: Option<mpsc::Sender<T>>,
     nudge: Option<Arc<Nudge>>,
 }
 
 impl<T> Sender<T> {
     /// Sends `value`; an error gives it back when the receiver is gone.
     pub(crate) fn send(&self, value: T) -> Result<(), SendError<T>> {
-        let sent = self.tx.send(value);
+        let sent = match &self.tx {
+            Some(tx) => tx.send(value),
+            None => Err(SendError(value)),
+        };
         self.ring();
         sent
     }
@@ -64,8 +68,11 @@ impl<T> Clone for Sender<T> {
 
 impl<T> Drop for Sender<T> {
     /// A receiver waiting on the nudge learns that the senders are gone only by trying
-    /// the channel again.
+    /// the channel again: the channel's sender goes first, then the ring. Rung before the
+    /// fields were dropped, a receiver could try the channel while it was still there,
+    /// find it empty and wait for good (a test of the channel hung in CI).
     fn drop(&mut self) {
+        drop(self.tx.take());
         self.ring();
     }
 }
@@ -163,6 +170,25 @@ mod tests {
             start.elapsed() < Duration::from_secs(4),
             "no wait once they are gone"
         );
+    }
+
+    /// Each time, the sender's going ends the wait, however the receiver's try and the
+    /// ring interleave with it.
+    #[test]
+    fn a_receiver_hears_of_its_sender_going_every_time() {
+        for _ in 0..200 {
+            let (tx, rx) = channel::<u32>();
+            let dropper = std::thread::spawn(move || drop(tx));
+            let start = Instant::now();
+            assert_eq!(
+                rx.recv_timeout(Duration::from_secs(2)),
+                Err(RecvTimeoutError::Disconnected)
+            );
+            // A ring that came before the channel's sender went leaves the receiver to
+            // wait out its timeout (as it did before the drop order was fixed).
+            assert!(start.elapsed() < Duration::from_secs(1), "a ring was lost");
+            dropper.join().unwrap();
+        }
     }
 
     #[test]
