@@ -371,6 +371,8 @@ impl LiveSession {
         &mut self,
         stop: &dyn Fn() -> bool,
     ) -> Result<Option<LiveInterval>, RecordError> {
+        // The alarm's lock is taken ahead of the load only (see `Alarm::set`).
+        self.caller.follow(true);
         if let Some(alarm) = &self.end_alarm {
             alarm.set(self.next_end);
         }
@@ -393,13 +395,6 @@ impl LiveSession {
             match &mut self.source {
                 Source::Trace(t) => {
                     t.take(streaming)?;
-                    if Instant::now() >= self.next_end {
-                        // The close delivers, ahead of the load: a thread that yielded
-                        // here first, beside processes at a higher priority than the
-                        // load's (two spinners at nice −10), waited so long for a CPU
-                        // that intervals closed late and their ends slipped.
-                        continue;
-                    }
                     // Nothing past the interval's end goes into it.
                     let left = self.next_end.saturating_duration_since(Instant::now());
                     let end_ns = monotonic_now_ns() + left.as_nanos() as u64;
@@ -420,10 +415,6 @@ impl LiveSession {
                         // Nothing is traced: the drain dozes and sends nothing.
                         interrupt::wait(Some(wait));
                         t.take(Duration::ZERO)?;
-                    }
-                    if Instant::now() >= self.next_end {
-                        // The close delivers, ahead of the load (as above).
-                        continue;
                     }
                     // Before the window is on, whatever arrives is a closed window's.
                     let from = w.window.on_ns.unwrap_or(u64::MAX);
@@ -929,9 +920,11 @@ impl Windowed {
 }
 
 /// Yields the calling thread to the load for work that can wait, unless the interval's
-/// end has come meanwhile; whether it yielded. An end alarm that raised the thread just
-/// before the yield would otherwise be undone, and the thread left to wait for a CPU
-/// until the next.
+/// end has come; whether it yielded. When it has, the close hands the events on, ahead of
+/// the load: a thread that yielded first, beside processes at a higher priority than the
+/// load's (two spinners at nice −10), waited so long for a CPU that intervals closed late.
+/// The clock is read after the yield, so that an end alarm that raised the thread just
+/// before it is not undone.
 fn yield_unless_due(caller: &Hurry, due: Instant) -> bool {
     caller.follow(false);
     if Instant::now() >= due {
