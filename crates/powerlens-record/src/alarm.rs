@@ -120,12 +120,7 @@ impl Shared {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::priority::YIELDING_NICE;
-
-    fn nice_of(tid: libc::pid_t) -> i32 {
-        // SAFETY: getpriority takes no pointers.
-        unsafe { libc::getpriority(libc::PRIO_PROCESS, tid as libc::id_t) }
-    }
+    use crate::priority::{nice_of, YIELDING_NICE};
 
     /// Polls `tid`'s nice until it is [`HURRIED_NICE`]; when it was, if within 2 s.
     fn raised(tid: libc::pid_t) -> Option<Instant> {

@@ -111,8 +111,13 @@ impl Urgency {
 
 /// The calling thread's nice, as the kernel holds it.
 pub(crate) fn own_nice() -> i32 {
-    // SAFETY: getpriority on the calling thread (who = 0) has no memory preconditions.
-    unsafe { libc::getpriority(libc::PRIO_PROCESS, 0) }
+    nice_of(0)
+}
+
+/// Thread `tid`'s nice (0: the calling thread's), as the kernel holds it.
+pub(crate) fn nice_of(tid: libc::pid_t) -> i32 {
+    // SAFETY: getpriority takes no pointers.
+    unsafe { libc::getpriority(libc::PRIO_PROCESS, tid as libc::id_t) }
 }
 
 /// Sets thread `tid`'s nice (0: the calling thread's). Refused (raising a priority needs
