@@ -1,6 +1,7 @@
 //! The powerlens command line: turns arguments into plain option structs and orchestrates
 //! the library crates. No analysis lives here.
 
+mod allocator;
 mod args;
 mod cli;
 mod cmd;

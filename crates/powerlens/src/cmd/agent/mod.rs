@@ -206,6 +206,7 @@ pub fn execute(global: &GlobalArgs, args: AgentArgs) -> anyhow::Result<ExitCode>
             eprintln!("powerlens: warning: {note}");
         }
         agent.close_interval(interval);
+        crate::allocator::give_back_freed_memory();
     }
     eprintln!("powerlens: agent stopped");
     Ok(ExitCode::SUCCESS)

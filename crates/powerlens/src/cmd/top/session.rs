@@ -76,6 +76,7 @@ impl Measurer {
         let Some(interval) = self.session.next_interval(stop)? else {
             return Ok(None);
         };
+        crate::allocator::give_back_freed_memory();
         let LiveInterval {
             input,
             energy,
