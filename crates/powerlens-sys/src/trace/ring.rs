@@ -139,12 +139,26 @@ impl Ring {
             return 0;
         }
         let len = len as usize;
-        let start = out.len();
-        out.resize(start + len, 0);
+        // Copied straight into spare capacity, not into zeroes `resize` wrote first: in a
+        // debug build `resize` writes a byte at a time, and a copier that took ~10 ms per
+        // MiB that way fell behind a ping-pong filling its ring at ~70 MB/s (the test
+        // suite's recordings lost thousands of records).
+        out.reserve(len);
         let at = (tail % self.data_size as u64) as usize;
+        let spare = &mut out.spare_capacity_mut()[..len];
         // SAFETY: `data` points to `data_size` mapped bytes and `[tail, head)` is not
-        // written by the kernel until data_tail moves; copy_wrapping stays within them.
-        unsafe { copy_wrapping(self.data, self.data_size, at, &mut out[start..]) };
+        // written by the kernel until data_tail moves; copy_wrapping stays within them and
+        // writes all `len` bytes of `spare`, which `set_len` then counts as initialised.
+        unsafe {
+            copy_wrapping(
+                self.data,
+                self.data_size,
+                at,
+                spare.as_mut_ptr().cast(),
+                len,
+            );
+            out.set_len(out.len() + len);
+        }
         self.tail().store(head, Ordering::Release);
         len
     }
@@ -201,7 +215,7 @@ unsafe fn walk(
         let mut header = [0u8; HEADER_LEN];
         // SAFETY (all copies below): offsets are reduced modulo `size` and lengths split at
         // the end of the area, so every access stays within `size` bytes.
-        copy_wrapping(data, size, start, &mut header);
+        copy_wrapping(data, size, start, header.as_mut_ptr(), header.len());
         let len = u16::from_ne_bytes([header[6], header[7]]) as usize;
         if len < HEADER_LEN || len as u64 > head.wrapping_sub(tail) {
             return (head, count);
@@ -210,7 +224,7 @@ unsafe fn walk(
             f(std::slice::from_raw_parts(data.add(start), len));
         } else {
             scratch.resize(len, 0);
-            copy_wrapping(data, size, start, scratch);
+            copy_wrapping(data, size, start, scratch.as_mut_ptr(), len);
             f(scratch);
         }
         tail = tail.wrapping_add(len as u64);
@@ -219,11 +233,12 @@ unsafe fn walk(
     (tail, count)
 }
 
-/// Copies `out.len()` bytes starting at `start`, continuing at 0 past the end.
-unsafe fn copy_wrapping(data: *const u8, size: usize, start: usize, out: &mut [u8]) {
-    let first = out.len().min(size - start);
-    std::ptr::copy_nonoverlapping(data.add(start), out.as_mut_ptr(), first);
-    std::ptr::copy_nonoverlapping(data, out.as_mut_ptr().add(first), out.len() - first);
+/// Copies `len` bytes to `out` starting at `start` of the `size` bytes at `data`,
+/// continuing at 0 past the end. `out` must have room for `len` bytes.
+unsafe fn copy_wrapping(data: *const u8, size: usize, start: usize, out: *mut u8, len: usize) {
+    let first = len.min(size - start);
+    std::ptr::copy_nonoverlapping(data.add(start), out, first);
+    std::ptr::copy_nonoverlapping(data, out.add(first), len - first);
 }
 
 #[cfg(test)]
@@ -312,7 +327,7 @@ mod tests {
             let at = (start % 256) as usize;
             copy.resize((head - start) as usize, 0);
             // SAFETY: `area` is a live 256-byte buffer; the copy stays within it.
-            unsafe { copy_wrapping(area.as_ptr(), 256, at, &mut copy) };
+            unsafe { copy_wrapping(area.as_ptr(), 256, at, copy.as_mut_ptr(), copy.len()) };
             let mut out = Vec::new();
             assert_eq!(records_in(&copy, |r| out.push(r.to_vec())), 3);
             assert_eq!(out, records, "start {start}");
