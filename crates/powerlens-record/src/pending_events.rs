@@ -38,6 +38,26 @@ impl PendingEvents {
         (ready, stale)
     }
 
+    /// Gives back events [`PendingEvents::take_between`] took and nobody handed on: they
+    /// go before what each CPU still holds, which is all later than them.
+    pub(crate) fn put_back(&mut self, events: impl Iterator<Item = (u32, InContext)>) {
+        let mut returned: Vec<(u32, Vec<InContext>)> = Vec::new();
+        for (cpu, event) in events {
+            match returned.iter_mut().find(|(c, _)| *c == cpu) {
+                Some((_, held)) => held.push(event),
+                None => returned.push((cpu, vec![event])),
+            }
+        }
+        for (cpu, earlier) in returned {
+            match self.by_cpu.iter_mut().find(|(c, _)| *c == cpu) {
+                Some((_, held)) => {
+                    held.splice(0..0, earlier);
+                }
+                None => self.by_cpu.push((cpu, earlier)),
+            }
+        }
+    }
+
     /// Forgets every event held.
     pub(crate) fn clear(&mut self) {
         self.by_cpu.clear();
@@ -59,6 +79,21 @@ mod tests {
             .iter()
             .map(|(cpu, (e, _))| (e.time_ns, *cpu))
             .collect()
+    }
+
+    /// Events taken and given back are taken again, in the same order, before later ones.
+    #[test]
+    fn events_put_back_come_again_first() {
+        let mut p = PendingEvents::default();
+        p.add(0, vec![at(10, 0), at(30, 0), at(50, 0)]);
+        p.add(1, vec![at(20, 1), at(40, 1)]);
+        let (taken, _) = p.take_between(0, 40);
+        assert_eq!(times(&taken), [(10, 0), (20, 1), (30, 0), (40, 1)]);
+        // The first two handed on, the rest given back.
+        p.put_back(taken.into_iter().skip(2));
+        p.add(1, vec![at(60, 1)]);
+        let (again, _) = p.take_between(0, 100);
+        assert_eq!(times(&again), [(30, 0), (40, 1), (50, 0), (60, 1)]);
     }
 
     /// Two CPUs' events, one nested out of order: merged by time, ties in CPU order, the
