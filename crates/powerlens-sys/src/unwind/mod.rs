@@ -157,8 +157,21 @@ impl UserUnwinder {
     /// Takes `pid`'s executable mappings from `/proc/PID/maps` now (replacing what was
     /// known). Not required: a process is read on its first stack when nothing is known
     /// of it, but by then a short-lived one may be gone.
+    ///
+    /// A process that has exited but is not reaped yet still has its `/proc` entry, with
+    /// no mappings: that is an error here, not its image. Taken as one, it replaced what
+    /// the records had said about the process, as of now, so every record of its life
+    /// drained after that (all of a short program's, when the drain was behind) found no
+    /// mappings and was unwound from frame pointers under the unknown module.
     pub fn snapshot(&mut self, pid: u32) -> Result<(), crate::SysError> {
         let maps = read_executable_maps(&self.roots, pid)?;
+        if maps.is_empty() {
+            return Err(crate::SysError::Unavailable {
+                what: format!("the mappings of process {pid}"),
+                reason: "it has exited (its /proc maps are empty)".into(),
+                fix: None,
+            });
+        }
         self.set_maps(pid, maps, monotonic_now_ns());
         self.process(pid).refreshed = Some(Instant::now());
         Ok(())
@@ -436,6 +449,32 @@ mod tests {
         // Within the refresh interval /proc is not read again.
         u.user_frames(7, Some(regs), &[0; 64], &fp, &mut out);
         assert_eq!(u.stats().maps_refreshes, 1);
+    }
+
+    /// An exited process not yet reaped reads as an empty `/proc/PID/maps`. A stack of its
+    /// old image drained after its exec (a record from another CPU) makes the unwinder
+    /// re-read it; the empty file must not replace the new image its records described.
+    #[test]
+    fn an_exited_process_keeps_the_mappings_its_records_gave() {
+        let tree = FixtureTree::new();
+        tree.write_proc("11/maps", "");
+        let mut u = UserUnwinder::new(&tree.roots());
+        u.exec(11, 300);
+        u.add_mapping(11, mapping(0x5000, "/bin/program"), 310);
+        // A stack of the image before the exec.
+        let regs = UserRegs {
+            ip: 0x2000,
+            sp: 0x7ff0_0000,
+            bp: 0,
+        };
+        let mut out = Vec::new();
+        u.user_frames(11, Some(regs), &[0; 64], &[0x2000], &mut out);
+        assert_eq!(u.stats().maps_refreshes, 1, "it was re-read");
+        assert_eq!(u.maps(11), [mapping(0x5000, "/bin/program")]);
+        // Nor does it make an unknown process a known one without mappings.
+        tree.write_proc("12/maps", "");
+        assert!(u.snapshot(12).is_err());
+        assert!(u.maps(12).is_empty());
     }
 
     #[test]
