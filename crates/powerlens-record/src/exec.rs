@@ -1,7 +1,7 @@
 //! Running the measured command: exec directly (no shell), wait with wait4 to get the
 //! command's own resource usage, and turn spawn failures into errors that name the fix.
 
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsFd, AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -126,11 +126,16 @@ impl ExitWatch {
 }
 
 /// A pidfd for `pid`, or `None` where the kernel has none (before 5.3).
-fn pidfd_open(pid: u32) -> Option<OwnedFd> {
+pub fn pidfd_open(pid: u32) -> Option<OwnedFd> {
     // SAFETY: pidfd_open takes a pid and flags and returns a new descriptor or -1.
     let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid as libc::pid_t, 0) };
     // SAFETY: pidfd_open returned a descriptor that nothing else owns.
     (fd >= 0).then(|| unsafe { OwnedFd::from_raw_fd(fd as RawFd) })
+}
+
+/// Whether the process behind `pidfd` has exited (its pidfd reads ready), without waiting.
+pub fn has_exited(pidfd: &OwnedFd) -> bool {
+    powerlens_sys::nudge::readable(pidfd.as_fd(), Some(Duration::ZERO))
 }
 
 /// Sleeps until the process behind `pidfd` exits (its pidfd reads ready), calling

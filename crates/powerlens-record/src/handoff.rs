@@ -12,6 +12,7 @@
 //! rings after each send. The kernel guards an eventfd with a spinlock, which no
 //! preempted thread holds.
 
+use std::os::fd::{AsFd, BorrowedFd};
 use std::sync::mpsc::{self, RecvTimeoutError, SendError, TryRecvError};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -104,6 +105,22 @@ impl<T> Receiver<T> {
         self.rx.try_iter()
     }
 
+    /// A descriptor that reads ready once a message may be waiting, for a thread that
+    /// polls it beside others and then takes them with [`Receiver::take_ready`]; `None`
+    /// without an eventfd.
+    pub fn ready_fd(&self) -> Option<BorrowedFd<'_>> {
+        self.nudge.as_ref().map(|n| n.as_fd())
+    }
+
+    /// The messages that are already there, after making [`Receiver::ready_fd`] unready:
+    /// a message sent after the take makes it ready again.
+    pub fn take_ready(&self) -> impl Iterator<Item = T> + '_ {
+        if let Some(nudge) = &self.nudge {
+            nudge.clear();
+        }
+        self.rx.try_iter()
+    }
+
     /// Every message until the senders are gone.
     pub fn iter(&self) -> impl Iterator<Item = T> + '_ {
         std::iter::from_fn(|| self.recv())
@@ -189,6 +206,24 @@ mod tests {
             assert!(start.elapsed() < Duration::from_secs(1), "a ring was lost");
             dropper.join().unwrap();
         }
+    }
+
+    /// A thread that polls the channel beside other descriptors (the recorder's loop).
+    #[test]
+    fn the_ready_fd_reads_ready_until_the_messages_are_taken() {
+        let (tx, rx) = channel::<u32>();
+        let ready = |rx: &Receiver<u32>| {
+            powerlens_sys::nudge::readable(rx.ready_fd().unwrap(), Some(Duration::ZERO))
+        };
+        assert!(!ready(&rx));
+        tx.send(1).unwrap();
+        tx.send(2).unwrap();
+        assert!(ready(&rx));
+        assert_eq!(rx.take_ready().collect::<Vec<_>>(), [1, 2]);
+        assert!(!ready(&rx), "taken: nothing more to wake for");
+        tx.send(3).unwrap();
+        assert!(ready(&rx));
+        assert_eq!(rx.take_ready().collect::<Vec<_>>(), [3]);
     }
 
     #[test]

@@ -1,6 +1,7 @@
 //! Ctrl-C and SIGTERM: record that the user asked to stop, so that a series of runs can end
 //! cleanly, print what it has and save it, instead of dying with nothing.
 
+use std::os::fd::{AsRawFd, BorrowedFd};
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 use std::sync::OnceLock;
@@ -58,24 +59,50 @@ pub fn sleep(duration: Duration) -> bool {
 /// the wait at once and nothing wakes before; without it (no eventfd) the flag is
 /// checked every 20 ms.
 pub fn wait(timeout: Option<Duration>) -> bool {
+    wait_or(&[], timeout) == Woke::Interrupted
+}
+
+/// What ended a [`wait_or`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Woke {
+    Interrupted,
+    /// One of the descriptors reads ready (a pidfd: its process exited).
+    Ready,
+    TimedOut,
+}
+
+/// Waits as [`wait`] does, and also until one of `fds` reads ready, checked first when
+/// both come at once.
+pub fn wait_or(fds: &[BorrowedFd<'_>], timeout: Option<Duration>) -> Woke {
     let end = timeout.map(|t| Instant::now() + t);
+    let nudge = NUDGE.get().and_then(Option::as_ref);
     loop {
         if interrupted() {
-            return true;
+            return Woke::Interrupted;
         }
-        let left = end.map(|e| e.saturating_duration_since(Instant::now()));
+        let mut left = end.map(|e| e.saturating_duration_since(Instant::now()));
         if left == Some(Duration::ZERO) {
-            return false;
+            return Woke::TimedOut;
         }
-        match NUDGE.get() {
-            // Another signal (a child's exit) can end the poll early: the loop waits on.
-            Some(Some(n)) => {
-                n.wait(left);
-            }
-            _ => {
-                let step = Duration::from_millis(20);
-                std::thread::sleep(left.map_or(step, |l| l.min(step)));
-            }
+        if nudge.is_none() {
+            let step = Duration::from_millis(20);
+            left = Some(left.map_or(step, |l| l.min(step)));
+        }
+        let mut polled: Vec<libc::pollfd> = fds
+            .iter()
+            .map(|f| f.as_raw_fd())
+            .chain(nudge.map(Nudge::raw_fd))
+            .map(|fd| libc::pollfd {
+                fd,
+                events: libc::POLLIN,
+                revents: 0,
+            })
+            .collect();
+        // Another signal (a child's exit) can end the poll early (EINTR): the loop waits
+        // on. A rung nudge stays readable; the flag it stands for ends the loop above.
+        nudge::poll_ms(&mut polled, left);
+        if polled[..fds.len()].iter().any(|p| p.revents != 0) {
+            return Woke::Ready;
         }
     }
 }
@@ -87,5 +114,33 @@ pub fn exit_code(stopped_early: Option<&str>) -> ExitCode {
         None => ExitCode::SUCCESS,
         Some(_) if interrupted() => ExitCode::from(130),
         Some(_) => ExitCode::FAILURE,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::fd::AsFd;
+
+    #[test]
+    fn a_wait_ends_when_its_process_exits_or_its_time_is_up() {
+        let mut child = std::process::Command::new("sleep")
+            .arg("0.3")
+            .spawn()
+            .unwrap();
+        let pidfd = crate::exec::pidfd_open(child.id()).expect("pidfds (Linux 5.3+)");
+        let start = Instant::now();
+        let woke = wait_or(&[pidfd.as_fd()], Some(Duration::from_millis(100)));
+        assert_eq!(woke, Woke::TimedOut);
+        assert!(start.elapsed() >= Duration::from_millis(100));
+        // Not reaped yet (a zombie): its pidfd reads ready all the same.
+        let woke = wait_or(&[pidfd.as_fd()], Some(Duration::from_secs(10)));
+        let took = start.elapsed();
+        assert_eq!(woke, Woke::Ready);
+        assert!(
+            took >= Duration::from_millis(290) && took < Duration::from_secs(5),
+            "{took:?}"
+        );
+        child.wait().unwrap();
     }
 }

@@ -3,7 +3,7 @@
 //! waking every few milliseconds to check a flag. A power tool that polls is what it
 //! measures: a watcher waking 50 times a second is a wake-up source of its own.
 
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd, RawFd};
 use std::time::Duration;
 
 use crate::error::SysError;
@@ -44,17 +44,17 @@ impl Nudge {
     /// Waits until the nudge is rung or `timeout` passes (`None`: no timeout); returns
     /// whether it was rung. It stays rung: [`Nudge::clear`] takes that back.
     pub fn wait(&self, timeout: Option<Duration>) -> bool {
-        let mut fds = [libc::pollfd {
-            fd: self.fd.as_raw_fd(),
-            events: libc::POLLIN,
-            revents: 0,
-        }];
-        poll_ms(&mut fds, timeout);
-        fds[0].revents & libc::POLLIN != 0
+        readable(self.fd.as_fd(), timeout)
     }
 
     pub fn raw_fd(&self) -> RawFd {
         self.fd.as_raw_fd()
+    }
+}
+
+impl AsFd for Nudge {
+    fn as_fd(&self) -> BorrowedFd<'_> {
+        self.fd.as_fd()
     }
 }
 
@@ -66,6 +66,18 @@ pub fn ring_raw(fd: RawFd) {
     unsafe {
         libc::write(fd, (&one as *const u64).cast(), std::mem::size_of::<u64>());
     }
+}
+
+/// Waits until `fd` reads ready or `timeout` passes (`None`: no timeout; zero: only
+/// looks); whether it reads ready.
+pub fn readable(fd: BorrowedFd<'_>, timeout: Option<Duration>) -> bool {
+    let mut fds = [libc::pollfd {
+        fd: fd.as_raw_fd(),
+        events: libc::POLLIN,
+        revents: 0,
+    }];
+    poll_ms(&mut fds, timeout);
+    fds[0].revents & libc::POLLIN != 0
 }
 
 /// `poll(2)` with a timeout in whole milliseconds, rounded up (a wait of 0.4 ms truncated

@@ -936,9 +936,9 @@ impl Collector {
 
     /// Blocks until some CPU's ring is half full or `timeout` passes, so that a recorder
     /// drains when there is work instead of spinning. Returns whether a ring is ready. A
-    /// BPF ring that already holds records when the wait begins (they came after the last
-    /// copy) ends it at once, whatever its fill: the kernel checks for data before it
-    /// sleeps, and afterwards only the wake-up its programs force at half full ends it.
+    /// BPF ring ends it only by the wake-up its programs force as it goes past half full
+    /// (an edge-triggered epoll of the rings, [`InKernel::wake_fd`]), not by the records
+    /// that came while the last copy was made.
     pub fn wait(&self, timeout: std::time::Duration) -> Result<bool, SysError> {
         self.wait_or(Some(timeout), None)
     }
@@ -951,7 +951,7 @@ impl Collector {
         timeout: Option<std::time::Duration>,
         nudge: Option<&crate::nudge::Nudge>,
     ) -> Result<bool, SysError> {
-        let in_kernel = self.in_kernel.iter().flat_map(|(k, _)| k.fds());
+        let in_kernel = self.in_kernel.iter().map(|(k, _)| k.wake_fd());
         let mut fds: Vec<libc::pollfd> = self
             .cpus
             .iter()
@@ -964,7 +964,11 @@ impl Collector {
                 revents: 0,
             })
             .collect();
-        match crate::nudge::poll_ms(&mut fds, timeout) {
+        let polled = crate::nudge::poll_ms(&mut fds, timeout);
+        if let Some((kernel, _)) = &self.in_kernel {
+            kernel.take_wakes();
+        }
+        match polled {
             // The nudge, when there is one, is last: it is not a ring.
             n if n >= 0 => {
                 let rings = fds.len() - usize::from(nudge.is_some());

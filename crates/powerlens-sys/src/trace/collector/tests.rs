@@ -732,6 +732,27 @@ fn own_cpu_ns() -> u64 {
     crate::thread::cpu_time_ns().unwrap()
 }
 
+/// A collector of `events` in the kernel (BPF rings of 64 pages), or `None` on a kernel
+/// without BTF, which must say why it refused. Where BTF is, every event must be served in
+/// the kernel: a refusal there fails the test rather than skip it.
+fn in_kernel_collector(roots: &Roots, events: &[&str]) -> Option<Collector> {
+    let options = CollectorOptions {
+        buffer_pages: 64,
+        in_kernel: true,
+        ..Default::default()
+    };
+    let c = Collector::open(roots, events, options).unwrap();
+    if !std::path::Path::new("/sys/kernel/btf/vmlinux").exists() {
+        let why = c
+            .in_kernel_refused()
+            .expect("a kernel without BTF says why");
+        eprintln!("skipped: no BTF here, and the collector said so: {why}");
+        return None;
+    }
+    assert_eq!(c.in_kernel_events(), events, "{:?}", c.in_kernel_refused());
+    Some(c)
+}
+
 /// Issue 28, in-kernel collection against the kernel's own counts: a sleeper's blocking
 /// switch-outs equal its voluntary context switches (getrusage), its runtime records add
 /// up to its CLOCK_THREAD_CPUTIME_ID, and a thread still spinning when collection stops
@@ -746,20 +767,9 @@ fn live_in_kernel_switches_and_cpu_time_are_the_kernels() {
             "sched/sched_waking",
             "sched/sched_stat_runtime",
         ];
-        let options = CollectorOptions {
-            buffer_pages: 64,
-            in_kernel: true,
-            ..Default::default()
-        };
-        let mut c = Collector::open(roots, &events, options).unwrap();
-        if !std::path::Path::new("/sys/kernel/btf/vmlinux").exists() {
-            let why = c
-                .in_kernel_refused()
-                .expect("a kernel without BTF says why");
-            eprintln!("skipped: no BTF here, and the collector said so: {why}");
+        let Some(mut c) = in_kernel_collector(roots, &events) else {
             return;
-        }
-        assert_eq!(c.in_kernel_events(), events, "{:?}", c.in_kernel_refused());
+        };
         assert_eq!(c.events().len(), 3);
         c.enable().unwrap();
         let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
@@ -815,6 +825,40 @@ fn live_in_kernel_switches_and_cpu_time_are_the_kernels() {
         assert!(
             runtime_of_spinner <= spinner_ns && runtime_of_spinner * 10 >= spinner_ns * 8,
             "{runtime_of_spinner} ns recorded of {spinner_ns} ns"
+        );
+    });
+}
+
+/// A BPF ring ends a wait when its programs force the wake-up, as it goes past half full,
+/// not whenever it holds a record: the records that came while a copy was made ended the
+/// next wait at once, and a recorder copied two or three times per period instead of once.
+#[test]
+fn live_a_bpf_ring_ends_a_wait_at_half_full_not_at_its_first_record() {
+    with_tracefs(|roots| {
+        let events = ["sched/sched_switch", "sched/sched_waking"];
+        let Some(mut c) = in_kernel_collector(roots, &events) else {
+            return;
+        };
+        c.enable().unwrap();
+        // A few records in a ring: not a reason to copy.
+        run_sleeper(20, Duration::from_millis(1));
+        let start = std::time::Instant::now();
+        let ready = c.wait(Duration::from_millis(200)).unwrap();
+        let waited = start.elapsed();
+        assert!(
+            !ready && waited >= Duration::from_millis(150),
+            "a ring holding a few records ended the wait after {waited:?} (ready: {ready})"
+        );
+        // A burst takes a ring past half full: that ends the wait, long before its timeout.
+        let burst = std::thread::spawn(|| run_sleeper(40_000, Duration::from_micros(1)));
+        let start = std::time::Instant::now();
+        let ready = c.wait(Duration::from_secs(30)).unwrap();
+        let waited = start.elapsed();
+        burst.join().unwrap();
+        c.disable().unwrap();
+        assert!(
+            ready && waited < Duration::from_secs(25),
+            "a burst of 40,000 switches ended the wait after {waited:?} (ready: {ready})"
         );
     });
 }

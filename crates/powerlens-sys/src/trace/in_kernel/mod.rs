@@ -22,7 +22,7 @@ pub mod program_time;
 pub mod records;
 mod syscall;
 
-use std::os::fd::{AsFd, AsRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsFd, AsRawFd, FromRawFd, OwnedFd, RawFd};
 
 use aya::maps::{Array, ArrayOfMaps, Map, MapData, PerCpuArray, PerCpuValues, RingBuf};
 use aya::programs::BtfTracePoint;
@@ -109,6 +109,8 @@ pub struct InKernel {
     lost: PerCpuArray<MapData, u64>,
     /// Each CPU's ring, by CPU number.
     rings: Vec<(u32, RingBuf<MapData>)>,
+    /// An epoll of the rings, edge-triggered ([`InKernel::wake_fd`]).
+    wakes: OwnedFd,
     /// Each ring's size, bytes.
     ring_bytes: usize,
     /// Runtime records made from the sums when collection stopped, for the next copy.
@@ -197,6 +199,8 @@ impl InKernel {
             slots.set(cpu, &ring, 0).map_err(|e| chain(&e))?;
             rings.push((cpu, ring));
         }
+        let wakes = edge_triggered(rings.iter().map(|(_, ring)| ring.as_raw_fd()))
+            .map_err(|e| format!("an epoll of the BPF rings: {e}"))?;
         Ok(InKernel {
             ebpf,
             kinds: kinds.to_vec(),
@@ -208,6 +212,7 @@ impl InKernel {
             sums,
             lost,
             rings,
+            wakes,
             ring_bytes: ring as usize,
             leftover: Vec::new(),
             attachments: std::sync::Arc::new(std::sync::Mutex::new(attachments)),
@@ -408,11 +413,48 @@ impl InKernel {
         })
     }
 
-    /// The rings' descriptors, each readable when the programs ask for a wake-up (its
-    /// ring is half full).
-    pub fn fds(&self) -> impl Iterator<Item = RawFd> + '_ {
-        self.rings.iter().map(|(_, ring)| ring.as_raw_fd())
+    /// A descriptor that reads ready when the programs asked for a wake-up (a ring went
+    /// past half full) since [`InKernel::take_wakes`].
+    ///
+    /// A ring's own descriptor reads ready whenever the ring holds anything: the records
+    /// that came while the last copy was made ended the next wait at once, so a reader
+    /// copied twice per period beside an idle machine and about three times under a
+    /// switch-heavy load, each copy a hand-off to the decoder and on to the recorder.
+    pub fn wake_fd(&self) -> RawFd {
+        self.wakes.as_raw_fd()
     }
+
+    /// Takes the wake-ups [`InKernel::wake_fd`] holds, so that it waits for the next.
+    pub fn take_wakes(&self) {
+        let mut events = [libc::epoll_event { events: 0, u64: 0 }; 8];
+        // SAFETY: `events` is a live array of its stated length; a timeout of 0 never
+        // blocks. Each call takes up to 8 rings' wake-ups; the loop ends when none is left.
+        while unsafe { libc::epoll_wait(self.wakes.as_raw_fd(), events.as_mut_ptr(), 8, 0) } == 8 {}
+    }
+}
+
+/// An epoll of `fds`, each registered edge-triggered: it reports a descriptor once per
+/// wake-up of its waiters (for a BPF ring, a record submitted with a forced wake-up), not
+/// for as long as it stays readable.
+fn edge_triggered(fds: impl Iterator<Item = RawFd>) -> std::io::Result<OwnedFd> {
+    // SAFETY: epoll_create1 takes flags only; a non-negative result is a new fd we own.
+    let epoll = unsafe { libc::epoll_create1(libc::EPOLL_CLOEXEC) };
+    if epoll < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    // SAFETY: just created, owned by nothing else.
+    let epoll = unsafe { OwnedFd::from_raw_fd(epoll) };
+    for fd in fds {
+        let mut event = libc::epoll_event {
+            events: (libc::EPOLLIN | libc::EPOLLET) as u32,
+            u64: fd as u64,
+        };
+        // SAFETY: both descriptors are open; `event` is a live struct the call reads.
+        if unsafe { libc::epoll_ctl(epoll.as_raw_fd(), libc::EPOLL_CTL_ADD, fd, &mut event) } < 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+    }
+    Ok(epoll)
 }
 
 /// Switches the programs' kinds on and off from another thread than the collector's
