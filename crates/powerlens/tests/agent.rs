@@ -13,7 +13,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use common::agent::{agent, finish, free_port, get, which, Prometheus, Reaped};
-use common::{is_root, serial};
+use common::{is_root, serial, wakeups_per_second};
 use powerlens_sys::fixture::{FakeMeter, FixtureTree};
 
 const BIN: &str = env!("CARGO_BIN_EXE_powerlens");
@@ -740,31 +740,6 @@ fn by_default_the_agent_reads_cpu_time_from_proc_and_samples_the_wakeups() {
         traced > 0.04 * intervals && traced < 0.06 * intervals,
         "{traced} s traced over {intervals} intervals of 1 s at 5%"
     );
-}
-
-/// The kernel's count of the voluntary switches of a process's threads: each is a thread
-/// that went to sleep, so each is a wake-up of it later.
-fn voluntary_switches(pid: u32) -> u64 {
-    std::fs::read_dir(format!("/proc/{pid}/task"))
-        .unwrap()
-        .flatten()
-        .filter_map(|t| std::fs::read_to_string(t.path().join("status")).ok())
-        .flat_map(|status| {
-            status
-                .lines()
-                .filter_map(|l| l.strip_prefix("voluntary_ctxt_switches:"))
-                .map(|v| v.trim().parse::<u64>().unwrap())
-                .collect::<Vec<_>>()
-        })
-        .sum()
-}
-
-/// The agent's wake-ups a second over 5 s of a quiet machine, after a second to settle.
-fn wakeups_per_second(pid: u32) -> f64 {
-    std::thread::sleep(Duration::from_secs(1));
-    let (before, start) = (voluntary_switches(pid), Instant::now());
-    std::thread::sleep(Duration::from_secs(5));
-    (voluntary_switches(pid) - before) as f64 / start.elapsed().as_secs_f64()
 }
 
 /// A watcher that polls is a wake-up source of its own, on the machine it measures: the

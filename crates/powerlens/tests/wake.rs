@@ -271,6 +271,18 @@ fn live_wake(scratch: &Path) -> Command {
     c
 }
 
+/// The serial lock (and watchdog) of a live test, or `None`, said why, where it cannot run
+/// here. One live measurement at a time: each sets cpuidle states and PM QoS for its run,
+/// which a measurement beside it would take for its own (a default-CPU run beside another
+/// kept none of its 19 datapoints in CI).
+fn live_measurement() -> Option<common::Serial> {
+    if let Some(why) = live_skip() {
+        eprintln!("skipped: {why}");
+        return None;
+    }
+    Some(common::serial())
+}
+
 /// Why a live test cannot run here, if it cannot.
 fn live_skip() -> Option<&'static str> {
     if !is_root() {
@@ -301,11 +313,9 @@ fn real_online_matches(tree_online: &str) -> bool {
 /// holds every measurement and `wake report` draws it.
 #[test]
 fn live_cstates_all_selects_each_state_and_restores() {
-    if let Some(why) = live_skip() {
-        eprintln!("skipped: {why}");
+    let Some(_serial) = live_measurement() else {
         return;
-    }
-    let _watchdog = common::watchdog(common::live_test_limit());
+    };
     if !real_online_matches("0-1") {
         eprintln!("skipped: the fixture models two online CPUs (0-1), this machine differs");
         return;
@@ -405,11 +415,9 @@ fn live_cstates_all_selects_each_state_and_restores() {
 /// states restored.
 #[test]
 fn live_ctrl_c_keeps_datapoints_and_restores() {
-    if let Some(why) = live_skip() {
-        eprintln!("skipped: {why}");
+    let Some(_serial) = live_measurement() else {
         return;
-    }
-    let _watchdog = common::watchdog(common::live_test_limit());
+    };
     if !real_online_matches("0-1") {
         eprintln!("skipped: the fixture models two online CPUs (0-1), this machine differs");
         return;
@@ -509,11 +517,9 @@ fn cyclictest_histogram_median_by_hand() {
 /// counting power:cpu_idle per CPU over the same kind of interval.
 #[test]
 fn live_default_cpu_is_one_whose_idle_records_arrive() {
-    if let Some(why) = live_skip() {
-        eprintln!("skipped: {why}");
+    let Some(_serial) = live_measurement() else {
         return;
-    }
-    let _watchdog = common::watchdog(common::live_test_limit());
+    };
     let Ok(perf) = Command::new("perf")
         .args([
             "stat",
@@ -591,11 +597,9 @@ fn live_default_cpu_is_one_whose_idle_records_arrive() {
 /// tracepoints on the wake-up path (the run reports that cost as `trace_cost_ns`).
 #[test]
 fn live_user_latency_median_agrees_with_cyclictest() {
-    if let Some(why) = live_skip() {
-        eprintln!("skipped: {why}");
+    let Some(_serial) = live_measurement() else {
         return;
-    }
-    let _watchdog = common::watchdog(common::live_test_limit());
+    };
     if Command::new("cyclictest").arg("--help").output().is_err() {
         eprintln!("skipped: cyclictest (Debian rt-tests) is not installed");
         return;

@@ -337,3 +337,29 @@ pub fn fixture_with_live_tracing() -> powerlens_sys::fixture::FixtureTree {
     std::os::unix::fs::symlink("/sys/kernel/tracing", tree.sys_path("kernel/tracing")).unwrap();
     tree
 }
+
+/// The kernel's count of the voluntary switches of a process's threads: each is a thread
+/// that went to sleep, so each is a wake-up of it later.
+pub fn voluntary_switches(pid: u32) -> u64 {
+    std::fs::read_dir(format!("/proc/{pid}/task"))
+        .unwrap()
+        .flatten()
+        .filter_map(|t| std::fs::read_to_string(t.path().join("status")).ok())
+        .flat_map(|status| {
+            status
+                .lines()
+                .filter_map(|l| l.strip_prefix("voluntary_ctxt_switches:"))
+                .map(|v| v.trim().parse::<u64>().unwrap())
+                .collect::<Vec<_>>()
+        })
+        .sum()
+}
+
+/// A process's wake-ups a second over 5 s of a quiet machine, after a second to settle.
+pub fn wakeups_per_second(pid: u32) -> f64 {
+    use std::time::{Duration, Instant};
+    std::thread::sleep(Duration::from_secs(1));
+    let (before, start) = (voluntary_switches(pid), Instant::now());
+    std::thread::sleep(Duration::from_secs(5));
+    (voluntary_switches(pid) - before) as f64 / start.elapsed().as_secs_f64()
+}
