@@ -137,9 +137,10 @@ mod tests {
     /// A yielding thread is raised when its deadline comes, not before, and again a period
     /// later when it has yielded again.
     #[test]
+    #[ignore = "live: the real scheduler's priorities (root)"]
     fn a_yielding_thread_is_raised_when_its_deadline_comes() {
         if unsafe { libc::geteuid() } != 0 {
-            eprintln!("skipped: raising a priority needs CAP_SYS_NICE (root)");
+            powerlens_sys::skip_test!("raising a priority needs CAP_SYS_NICE (root)");
             return;
         }
         let (to_test, told) = std::sync::mpsc::channel();

@@ -178,7 +178,7 @@ pub(crate) mod tests {
         .unwrap();
         match nices {
             Some(n) => assert_eq!(n, [0, 0, 0]),
-            None => eprintln!("skipped: could not drop CAP_SYS_NICE from a thread"),
+            None => powerlens_sys::skip_test!("could not drop CAP_SYS_NICE from a thread"),
         }
     }
 
@@ -219,7 +219,7 @@ pub(crate) mod tests {
     #[test]
     fn a_consumer_raises_the_threads_that_feed_it() {
         if unsafe { libc::geteuid() } != 0 {
-            eprintln!("skipped: raising a priority needs CAP_SYS_NICE (root)");
+            powerlens_sys::skip_test!("raising a priority needs CAP_SYS_NICE (root)");
             return;
         }
         use std::sync::{mpsc, Arc};

@@ -488,7 +488,7 @@ mod tests {
     fn live_listener() -> Option<ExitListener> {
         let cpus = crate::topology::read_online(&crate::Roots::default()).unwrap();
         ExitListener::open(&cpus)
-            .map_err(|e| eprintln!("skipped: {e}"))
+            .map_err(|e| crate::skip_test!("{e}"))
             .ok()
     }
 

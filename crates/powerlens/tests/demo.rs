@@ -6,6 +6,7 @@
 mod common;
 
 #[test]
+#[ignore = "live: measures real workloads on this machine"]
 fn demo_measures_every_scenario_and_labels_estimates() {
     let dir = tempfile::tempdir().unwrap();
     let out = common::command(dir.path(), &dir.path().join("r.db"))
@@ -69,6 +70,7 @@ fn demo_measures_every_scenario_and_labels_estimates() {
 }
 
 #[test]
+#[ignore = "live: measures real workloads on this machine"]
 fn demo_ends_with_a_diff_of_its_two_sleepers() {
     let _serial = common::serial();
     let dir = tempfile::tempdir().unwrap();

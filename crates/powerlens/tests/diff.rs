@@ -78,6 +78,7 @@ fn at<'a>(report: &'a Value, metric: &str) -> &'a Value {
 }
 
 #[test]
+#[ignore = "live: records the real kernel (root)"]
 fn a_short_sleeper_against_a_long_one() {
     let Some(_serial) = live_recording() else {
         return;
@@ -264,6 +265,7 @@ fn a_short_sleeper_against_a_long_one() {
 /// costs more energy, in text, JSON and HTML, and the figures the finding cites are the
 /// sums of A's and B's own thread rows (each recording's `report --json`).
 #[test]
+#[ignore = "live: records the real kernel (root)"]
 fn issue_29_the_target_is_judged_on_its_rows_beside_a_cpu_bound_process() {
     let Some(_serial) = live_recording() else {
         return;
@@ -300,8 +302,8 @@ fn issue_29_the_target_is_judged_on_its_rows_beside_a_cpu_bound_process() {
             break (a, b);
         }
         if attempt == 3 {
-            eprintln!(
-                "skipped: every pair of recordings lost trace records ({} and {} in the last): the machine is too busy to record beside a spinner",
+            powerlens_sys::skip_test!(
+                "every pair of recordings lost trace records ({} and {} in the last): the machine is too busy to record beside a spinner",
                 lost(&a),
                 lost(&b)
             );

@@ -272,6 +272,7 @@ fn help_explains_licenses_and_break_even() {
 }
 
 #[test]
+#[ignore = "live: measures this machine's CPUs"]
 fn measure_runs_here_and_reports_with_spread() {
     // Short settings: this checks that it runs and what it reports, not the figures.
     let v = json(&[

@@ -110,6 +110,7 @@ fn missing_sysfs_root_is_an_error_naming_it() {
 }
 
 #[test]
+#[ignore = "live: this machine's sysfs and perf"]
 fn live_json_matches_sysfs() {
     let json = json_of(&run(&["info", "--json"], None, None));
     // cpuidle: the states of cpu0 are what sysfs holds.
@@ -177,10 +178,11 @@ fn live_json_matches_sysfs() {
 /// As root, tracepoints open. Where tracefs is not mounted, the binary runs in a private
 /// mount namespace with tracefs mounted, so the host is left as it was.
 #[test]
+#[ignore = "live: this machine's tracefs (root)"]
 fn live_tracepoints_available_as_root() {
     // SAFETY: geteuid has no preconditions.
     if unsafe { libc::geteuid() } != 0 {
-        eprintln!("skipped: not root");
+        powerlens_sys::skip_test!("not root");
         return;
     }
     let mounted = Path::new("/sys/kernel/tracing/events").is_dir()
@@ -198,7 +200,9 @@ fn live_tracepoints_available_as_root() {
         {
             Ok(out) if out.status.success() => out,
             other => {
-                eprintln!("skipped: tracefs not mounted and cannot mount it privately: {other:?}");
+                powerlens_sys::skip_test!(
+                    "tracefs not mounted and cannot mount it privately: {other:?}"
+                );
                 return;
             }
         }
@@ -217,10 +221,11 @@ fn live_tracepoints_available_as_root() {
 /// (energy-psys) whose count never moves, which powerlens once took as a meter and reported
 /// "0 J measured"; on bare metal with RAPL perf reads joules and powerlens must use them.
 #[test]
+#[ignore = "live: this machine's perf"]
 fn live_perf_power_is_a_meter_only_when_perf_reads_energy() {
     let events = Path::new("/sys/bus/event_source/devices/power/events");
     let Ok(dir) = std::fs::read_dir(events) else {
-        eprintln!("skipped: no perf power PMU on this machine (nothing to tell apart)");
+        powerlens_sys::skip_test!("no perf power PMU on this machine (nothing to tell apart)");
         return;
     };
     let names: Vec<String> = dir
@@ -233,7 +238,7 @@ fn live_perf_power_is_a_meter_only_when_perf_reads_energy() {
         perf.args(["-e", &format!("power/{n}/")]);
     }
     let Ok(out) = perf.args(["sleep", "0.2"]).output() else {
-        eprintln!("skipped: perf is not installed (Debian: linux-perf)");
+        powerlens_sys::skip_test!("perf is not installed (Debian: linux-perf)");
         return;
     };
     // CSV lines: value,unit,event,…; "<not supported>" or "<not counted>" when refused.
@@ -243,8 +248,8 @@ fn live_perf_power_is_a_meter_only_when_perf_reads_energy() {
         .filter_map(|l| l.split(',').next()?.parse().ok())
         .collect();
     if joules.is_empty() {
-        eprintln!(
-            "skipped: perf could not count the power events: {}",
+        powerlens_sys::skip_test!(
+            "perf could not count the power events: {}",
             String::from_utf8_lossy(&out.stderr)
         );
         return;

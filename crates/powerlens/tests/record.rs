@@ -81,6 +81,7 @@ fn scratch() -> (tempfile::TempDir, PathBuf) {
 /// Per-thread synchronization and preemption switch counts from the trace equal the
 /// kernel's own voluntary and nonvoluntary counts for every worker thread.
 #[test]
+#[ignore = "live: records the real kernel (root)"]
 fn live_switch_counts_equal_the_kernels() {
     let Some(_serial) = live_recording() else {
         return;
@@ -333,10 +334,11 @@ fn within(ours: f64, theirs: f64, relative: f64, absolute: f64) -> bool {
 /// compared with the scheduler's own account (`cpu_time_s`), and perf's run bounds ours
 /// from above and its runnable time ours from below.
 #[test]
+#[ignore = "live: records the real kernel (root)"]
 fn live_times_agree_with_perf_sched_timehist() {
     if Command::new("perf").arg("--version").output().is_err() {
-        eprintln!(
-            "skipped: perf is not installed (Debian: linux-perf; scripts/test.sh installs it)"
+        powerlens_sys::skip_test!(
+            "perf is not installed (Debian: linux-perf; scripts/test.sh installs it)"
         );
         return;
     }
@@ -448,7 +450,7 @@ fn live_times_agree_with_perf_sched_timehist() {
 fn record_pinned_pingpong(iterations: &str, spinner: bool) -> Option<(Value, Value)> {
     let _serial = live_recording()?;
     if std::thread::available_parallelism().map_or(1, |n| n.get()) < 2 {
-        eprintln!("skipped: needs two CPUs (ping on cpu0, pong on cpu1)");
+        powerlens_sys::skip_test!("needs two CPUs (ping on cpu0, pong on cpu1)");
         return None;
     }
     let (_dir, rec) = scratch();
@@ -478,6 +480,7 @@ fn record_pinned_pingpong(iterations: &str, spinner: bool) -> Option<(Value, Val
 /// CPU-time samples) and at most the thread's CPU time; the process row sums its threads,
 /// the whole recording holds the process, and the perturbation line is the target's.
 #[test]
+#[ignore = "live: records the real kernel (root)"]
 fn live_tracing_cost_covers_each_threads_own_switches() {
     let Some((workload, report)) = record_pinned_pingpong("5000", false) else {
         return;
@@ -572,6 +575,7 @@ fn live_tracing_cost_covers_each_threads_own_switches() {
 /// set (the suite's second pass over the oracle tests) both are perf rings. A kernel
 /// without BTF must give the reason in the recording's `in_kernel` metadata.
 #[test]
+#[ignore = "live: records the real kernel (root)"]
 fn live_the_schedulers_events_are_collected_in_the_kernel_unless_told_not_to() {
     let Some(_serial) = live_recording() else {
         return;
@@ -707,6 +711,7 @@ fn live_the_schedulers_events_are_collected_in_the_kernel_unless_told_not_to() {
 /// less, as the fastest-of-3 method did one time in four, still fails it.
 /// `--no-stacks`, as every live test here records (see `record_live`).
 #[test]
+#[ignore = "live: records the real kernel (root)"]
 fn live_tracing_cost_estimate_holds_what_recording_adds() {
     let Some(_serial) = live_recording() else {
         return;
@@ -780,6 +785,7 @@ fn live_tracing_cost_estimate_holds_what_recording_adds() {
 /// its thread's own account (RUSAGE_THREAD, as the workload prints it) and little more; its
 /// wall time holds the spin's own.
 #[test]
+#[ignore = "live: records the real kernel (root)"]
 fn live_untraced_runs_set_what_recording_added_beside_the_estimate() {
     let Some(_serial) = live_recording() else {
         return;
@@ -874,6 +880,7 @@ fn live_untraced_runs_set_what_recording_added_beside_the_estimate() {
 /// Ctrl-C (here SIGINT to powerlens alone) during the untraced runs stops the running
 /// command and the recording, says so, and leaves no file: nothing was recorded yet.
 #[test]
+#[ignore = "live: records the real kernel (root)"]
 fn an_interrupt_during_the_untraced_runs_stops_them_and_records_nothing() {
     let (_dir, rec) = scratch();
     let child = live()
@@ -940,6 +947,7 @@ fn untraced_runs_need_a_command() {
 /// (pong 0.23 s against the kernel's 0.50 s, the spinner the difference): that figure is
 /// `on_cpu_s`, and the report must not mix the two.
 #[test]
+#[ignore = "live: records the real kernel (root)"]
 fn live_cpu_time_is_the_kernels_on_a_cpu_shared_with_a_spinner() {
     let Some((workload, report)) = record_pinned_pingpong("12000", true) else {
         return;
@@ -1000,6 +1008,7 @@ fn live_cpu_time_is_the_kernels_on_a_cpu_shared_with_a_spinner() {
 /// cpu1 fires no power:cpu_idle while sysfs counts its entries; on a machine that delivers
 /// every CPU's records the check runs the other way (no CPU may carry a reason).
 #[test]
+#[ignore = "live: records the real kernel (root)"]
 fn live_empty_trace_residency_says_why() {
     let Some(_serial) = live_recording() else {
         return;
@@ -1095,6 +1104,7 @@ fn sigint(pid: u32) {
 /// batches and the drain copied each BPF ring two or three times per period: 102 a
 /// second (the debug build of 7e0aff6, counted as below).
 #[test]
+#[ignore = "live: records the real kernel (root)"]
 fn live_a_recording_wakes_the_recorder_for_its_work_only() {
     let Some(_serial) = live_recording() else {
         return;
@@ -1123,6 +1133,7 @@ fn live_a_recording_wakes_the_recorder_for_its_work_only() {
 /// for) still has its `/proc` entry, and a recorder that looked for that entry recorded on
 /// until Ctrl-C.
 #[test]
+#[ignore = "live: records the real kernel (root)"]
 fn live_a_recording_of_a_process_ends_when_it_exits() {
     let Some(_serial) = live_recording() else {
         return;
@@ -1155,6 +1166,7 @@ fn live_a_recording_of_a_process_ends_when_it_exits() {
 /// system-wide recording has no other way to end than a signal: that is its normal end
 /// (exit 0, not "stopped early").
 #[test]
+#[ignore = "live: records the real kernel (root)"]
 fn live_sigint_reaches_the_command_and_ends_a_system_wide_recording_normally() {
     let Some(_serial) = live_recording() else {
         return;
@@ -1220,6 +1232,7 @@ fn record_live(rec: &Path, options: &[&str], command: &[&str], env: &[(&str, &Pa
 /// With a fake meter of known power, the report's energy is that power × the recording's
 /// time, and the attribution sums to it exactly: total = idle + other + Σ thread rows.
 #[test]
+#[ignore = "live: records the real kernel (root)"]
 fn live_attribution_sums_to_a_fake_meter() {
     let Some(_serial) = live_recording() else {
         return;
@@ -1334,6 +1347,7 @@ fn small_recording(dir: &Path) -> PathBuf {
 }
 
 #[test]
+#[ignore = "live: records the real kernel (root)"]
 fn damaged_and_newer_recordings_are_refused_with_the_reason() {
     let Some(_serial) = live_recording() else {
         return;
@@ -1365,6 +1379,7 @@ fn damaged_and_newer_recordings_are_refused_with_the_reason() {
 }
 
 #[test]
+#[ignore = "live: records the real kernel (root)"]
 fn a_command_that_is_not_found_leaves_no_recording() {
     let Some(_serial) = live_recording() else {
         return;
@@ -1378,6 +1393,7 @@ fn a_command_that_is_not_found_leaves_no_recording() {
 }
 
 #[test]
+#[ignore = "live: records the real kernel (root)"]
 fn a_command_killed_by_a_signal_still_closes_the_recording() {
     let Some(_serial) = live_recording() else {
         return;
@@ -1397,6 +1413,7 @@ fn a_command_killed_by_a_signal_still_closes_the_recording() {
 
 /// SIGKILL the recorder mid-way: the file opens and holds what was flushed (every second).
 #[test]
+#[ignore = "live: records the real kernel (root)"]
 fn a_killed_recorder_leaves_a_readable_recording() {
     let Some(_serial) = live_recording() else {
         return;
@@ -1417,9 +1434,10 @@ fn a_killed_recorder_leaves_a_readable_recording() {
 
 /// A full disk stops the recording, keeps what was written, and says so.
 #[test]
+#[ignore = "live: records the real kernel (root)"]
 fn a_full_disk_stops_recording_and_keeps_what_was_written() {
     if !is_root() {
-        eprintln!("skipped: needs root to mount a small tmpfs");
+        powerlens_sys::skip_test!("needs root to mount a small tmpfs");
         return;
     }
     let _serial = serial();
@@ -1447,7 +1465,7 @@ fn a_full_disk_stops_recording_and_keeps_what_was_written() {
         .output()
         .unwrap();
     if out.status.code() == Some(77) {
-        eprintln!("skipped: cannot mount a tmpfs: {}", stderr(&out));
+        powerlens_sys::skip_test!("cannot mount a tmpfs: {}", stderr(&out));
         return;
     }
     let text = String::from_utf8_lossy(&out.stdout);
@@ -1475,6 +1493,7 @@ fn a_full_disk_stops_recording_and_keeps_what_was_written() {
 /// procfs, and the report labels what it cannot know as unavailable — never a silent 0.
 /// Run as nobody through setpriv (util-linux) when we are root.
 #[test]
+#[ignore = "live: records the real kernel (root)"]
 fn without_privileges_a_reduced_recording_says_so() {
     let _serial = serial();
     let dir = tempfile::tempdir().unwrap();
@@ -1516,7 +1535,7 @@ fn without_privileges_a_reduced_recording_says_so() {
         .unwrap();
     let err = stderr(&out);
     if err.contains("setpriv: ") || (out.status.code() == Some(126)) {
-        eprintln!("skipped: cannot run as nobody: {err}");
+        powerlens_sys::skip_test!("cannot run as nobody: {err}");
         return;
     }
     ok(&out);
@@ -1564,6 +1583,7 @@ fn without_privileges_a_reduced_recording_says_so() {
 /// beside these and must agree with them (docs/REPORT.md), which this VM cannot show (perf
 /// delivers no cpu_idle records here).
 #[test]
+#[ignore = "live: records the real kernel (root)"]
 fn live_cpuidle_sysfs_counters_over_the_traced_interval() {
     let Some(_serial) = live_recording() else {
         return;
@@ -1658,6 +1678,7 @@ fn summary_samples(stderr: &str) -> u64 {
 /// With no meter, no cpuidle and no cpufreq to read, the summary says so and why rather
 /// than printing "0 samples" as if something had been measured as zero.
 #[test]
+#[ignore = "live: records the real kernel (root)"]
 fn live_summary_names_what_it_could_not_sample() {
     let Some(_serial) = live_recording() else {
         return;
@@ -1688,6 +1709,7 @@ fn live_summary_names_what_it_could_not_sample() {
 /// recorded the estimate read 0.30 s for 0.43 s.) On a CPU that loses nothing the same
 /// figures come from the switches alone.
 #[test]
+#[ignore = "live: records the real kernel (root)"]
 fn live_cpu_time_is_exact_where_switch_ins_are_lost() {
     let Some(_serial) = live_recording() else {
         return;
@@ -1744,6 +1766,7 @@ fn live_cpu_time_is_exact_where_switch_ins_are_lost() {
 /// counted as pong's run: cpu1 read 0.185 s idle against 0.217 s in haltpoll by sysfs,
 /// and pong's switch intervals were about twice its CPU time.
 #[test]
+#[ignore = "live: records the real kernel (root)"]
 fn live_idle_time_holds_the_kernels_residency_where_switch_ins_are_lost() {
     let Some((workload, report)) = record_pinned_pingpong("5000", false) else {
         return;
@@ -1801,6 +1824,7 @@ fn live_idle_time_holds_the_kernels_residency_where_switch_ins_are_lost() {
 /// idle loop), so this holds only because the recorder takes sched_waking, which fires in
 /// the waker's context: with sched_wakeup 94% of these were blamed on "ipi/idle".
 #[test]
+#[ignore = "live: records the real kernel (root)"]
 fn live_pingpong_wake_ups_come_from_the_other_thread() {
     let Some(_serial) = live_recording() else {
         return;
@@ -1858,6 +1882,7 @@ fn live_pingpong_wake_ups_come_from_the_other_thread() {
 /// recorder's descriptors, so a pipe on its stdout ends when it exits (tested in
 /// powerlens-sys). The wall-time targets are checked by scripts/bench-record.sh.
 #[test]
+#[ignore = "live: records the real kernel (root)"]
 fn a_window_ends_with_its_last_second_committed() {
     let Some(_serial) = live_recording() else {
         return;
@@ -1919,6 +1944,7 @@ fn a_window_ends_with_its_last_second_committed() {
 /// Two recordings at once on one machine, each of its own command: both complete, and each
 /// holds its own target (the command's sleeps) and not the other's.
 #[test]
+#[ignore = "live: records the real kernel (root)"]
 fn two_recordings_at_once_both_work() {
     let Some(_serial) = live_recording() else {
         return;
@@ -1954,6 +1980,7 @@ fn two_recordings_at_once_both_work() {
 /// project's VMs cpu1 delivers no tracepoint from its idle loop: most wake-ups are
 /// missing, and the CPU notes say so; elsewhere none are, and no note may appear.
 #[test]
+#[ignore = "live: records the real kernel (root)"]
 fn live_missing_wakeups_are_counted_and_explained() {
     let Some(_serial) = live_recording() else {
         return;

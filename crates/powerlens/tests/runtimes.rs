@@ -237,6 +237,7 @@ fn python_with_script(version: &str) -> Option<(Serial, tempfile::TempDir, Strin
 /// CPython 3.11 has no perf trampoline: its interpreter time is one labelled row, with
 /// the process's CPU samples and energy, not dozens of `_PyEval_*` rows.
 #[test]
+#[ignore = "live: records real runtimes on the real kernel (root)"]
 fn python_311_interpreter_time_is_one_labelled_row() {
     let Some((_serial, dir, python, script)) = python_with_script("3.11") else {
         return;
@@ -265,6 +266,7 @@ fn python_311_interpreter_time_is_one_labelled_row() {
 /// Python 3.12 with PYTHONPERFSUPPORT=1 (which --jit-names sets) names each Python
 /// function through a perf trampoline: the hot function is the top row.
 #[test]
+#[ignore = "live: records real runtimes on the real kernel (root)"]
 fn python_312_names_the_hot_python_function_from_an_unmodified_command() {
     let Some((_serial, dir, python, script)) = python_with_script("3.12") else {
         return;
@@ -277,6 +279,7 @@ fn python_312_names_the_hot_python_function_from_an_unmodified_command() {
 }
 
 #[test]
+#[ignore = "live: records real runtimes on the real kernel (root)"]
 fn node_names_the_hot_javascript_function_from_an_unmodified_command() {
     let Some(node) = runtime("node", "nodejs") else {
         return;
@@ -306,6 +309,7 @@ fn node_names_the_hot_javascript_function_from_an_unmodified_command() {
 }
 
 #[test]
+#[ignore = "live: records real runtimes on the real kernel (root)"]
 fn java_names_the_hot_method_from_an_unmodified_command() {
     let (Some(java), Some(javac)) = (
         runtime("java", "openjdk-17-jdk-headless"),
@@ -340,6 +344,7 @@ fn java_names_the_hot_method_from_an_unmodified_command() {
 /// row's module is the same `[jit]` in both, not each run's perf map), and three times the work
 /// shows as more of its samples and energy.
 #[test]
+#[ignore = "live: records real runtimes on the real kernel (root)"]
 fn diff_matches_a_javascript_function_across_runs() {
     let Some(node) = runtime("node", "nodejs") else {
         return;
@@ -410,6 +415,7 @@ fn diff_matches_a_javascript_function_across_runs() {
 /// The command sees what `--jit-names` set, after what the user set; `--no-jit-names`
 /// leaves its environment alone and says nothing.
 #[test]
+#[ignore = "live: records real runtimes on the real kernel (root)"]
 fn the_command_gets_the_jit_environment_unless_told_not_to() {
     let Some(_serial) = live_recording() else {
         return;

@@ -40,7 +40,7 @@ fn build_program(dir: &Path, fp: FramePointers) -> Option<PathBuf> {
         Ok(s) if s.success() => Some(out),
         Ok(s) => panic!("gcc failed on {}: {s}", source.display()),
         Err(e) => {
-            eprintln!("skipped: gcc is needed to build the test program ({e})");
+            powerlens_sys::skip_test!("gcc is needed to build the test program ({e})");
             None
         }
     }
@@ -133,6 +133,7 @@ fn function_row<'a>(report: &'a Value, name: &str) -> &'a Value {
 }
 
 #[test]
+#[ignore = "live: records the real kernel (root)"]
 fn functions_get_their_sleeps_waits_wakeups_and_cpu_time() {
     let Some(_serial) = live_recording() else {
         return;
@@ -147,6 +148,7 @@ fn functions_get_their_sleeps_waits_wakeups_and_cpu_time() {
 /// and timer arming) still names the program's own functions when the program keeps no
 /// frame pointers: the same grid, the same oracles, as with them.
 #[test]
+#[ignore = "live: records the real kernel (root)"]
 fn without_frame_pointers_the_function_grid_is_the_same() {
     let Some(_serial) = live_recording() else {
         return;
@@ -161,6 +163,7 @@ fn without_frame_pointers_the_function_grid_is_the_same() {
 /// chain (the path every recording took before). Both give the same grid against the
 /// same oracles.
 #[test]
+#[ignore = "live: records the real kernel (root)"]
 fn with_full_stacks_the_function_grid_is_the_same() {
     let Some(_serial) = live_recording() else {
         return;
@@ -187,6 +190,7 @@ fn with_full_stacks_the_function_grid_is_the_same() {
 /// the 5% (+2) of the count. The launcher's stacks (`taskset`'s, before the exec) are
 /// not held into the program: an exec releases them.
 #[test]
+#[ignore = "live: records the real kernel (root)"]
 fn with_sampled_stacks_the_function_grid_holds_near_the_oracles() {
     let Some(_serial) = live_recording() else {
         return;
@@ -424,6 +428,7 @@ fn assert_function_grid(r: &Recorded, kernel: KernelFrames) {
 /// function it calls; per stack rows carry their frames; folded stacks and the tree
 /// are weighed by the --sort metric.
 #[test]
+#[ignore = "live: records the real kernel (root)"]
 fn inclusive_stack_folded_and_tree_views() {
     let Some(_serial) = live_recording() else {
         return;
@@ -497,6 +502,7 @@ fn inclusive_stack_folded_and_tree_views() {
 
 /// Asking for stacks that were not recorded names the problem and the fix.
 #[test]
+#[ignore = "live: records the real kernel (root)"]
 fn a_recording_without_stacks_says_so() {
     let Some(_serial) = live_recording() else {
         return;
@@ -540,6 +546,7 @@ fn a_recording_without_stacks_says_so() {
 /// oracle: a shell starts 40 `/bin/true` processes, each exited well before the recording
 /// ends (two drains at least), so each must be among the forgotten.
 #[test]
+#[ignore = "live: records the real kernel (root)"]
 fn exited_processes_are_forgotten_by_the_unwinder() {
     let Some(_serial) = live_recording() else {
         return;
@@ -548,11 +555,11 @@ fn exited_processes_are_forgotten_by_the_unwinder() {
         std::fs::read_to_string("/sys/kernel/tracing/events/sched/sched_process_exit/format")
             .unwrap_or_default();
     if !format.contains("group_dead") {
-        eprintln!("skipped: this kernel's sched_process_exit has no group_dead field");
+        powerlens_sys::skip_test!("this kernel's sched_process_exit has no group_dead field");
         return;
     }
     let Ok(sqlite) = Command::new("sqlite3").arg("--version").output() else {
-        eprintln!("skipped: sqlite3 is not installed (scripts/test.sh installs it)");
+        powerlens_sys::skip_test!("sqlite3 is not installed (scripts/test.sh installs it)");
         return;
     };
     assert!(sqlite.status.success());
@@ -585,6 +592,7 @@ fn exited_processes_are_forgotten_by_the_unwinder() {
 /// functions: the function grid shows that code as one `libhot.so [no symbols]` row, with
 /// no `+0x` row, and the report names the file and the fix.
 #[test]
+#[ignore = "live: records the real kernel (root)"]
 fn a_stripped_librarys_unnamed_code_is_one_row_with_the_fix() {
     let Some(_serial) = live_recording() else {
         return;
@@ -617,7 +625,7 @@ fn a_stripped_librarys_unnamed_code_is_one_row_with_the_fix() {
         Ok(true) => {}
         Ok(false) => panic!("gcc failed on the library"),
         Err(e) => {
-            eprintln!("skipped: gcc is needed to build the test program ({e})");
+            powerlens_sys::skip_test!("gcc is needed to build the test program ({e})");
             return;
         }
     }
@@ -701,6 +709,7 @@ fn a_stripped_librarys_unnamed_code_is_one_row_with_the_fix() {
 /// stacks, and the report names it. Oracle: /proc/kallsyms, read by the test, has a symbol
 /// at exactly that address (a callback is a function's entry) with that name.
 #[test]
+#[ignore = "live: records the real kernel (root)"]
 fn kernel_timer_callbacks_are_named_from_kallsyms() {
     let Some(_serial) = live_recording() else {
         return;
@@ -717,7 +726,7 @@ fn kernel_timer_callbacks_are_named_from_kallsyms() {
             })
             .collect();
     if kallsyms.is_empty() {
-        eprintln!("skipped: /proc/kallsyms shows no addresses here (kptr_restrict)");
+        powerlens_sys::skip_test!("/proc/kallsyms shows no addresses here (kptr_restrict)");
         return;
     }
     let dir = tempfile::tempdir().unwrap();

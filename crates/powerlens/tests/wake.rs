@@ -152,7 +152,7 @@ fn no_cpuidle_driver_has_nothing_to_select() {
 #[test]
 fn a_state_that_cannot_be_disabled() {
     if !is_root() {
-        eprintln!("skipped: the check under test runs after the root check");
+        powerlens_sys::skip_test!("the check under test runs after the root check");
         return;
     }
     let readonly = Path::new("/sys/devices/system/cpu/cpu0/topology/core_id");
@@ -161,7 +161,7 @@ fn a_state_that_cannot_be_disabled() {
         .open(readonly)
         .is_ok()
     {
-        eprintln!("skipped: {} is writable here", readonly.display());
+        powerlens_sys::skip_test!("{} is writable here", readonly.display());
         return;
     }
     let s = Setup::new(haltpoll_tree());
@@ -201,7 +201,7 @@ fn not_root_is_refused_with_the_fix() {
         return;
     }
     if Command::new("setpriv").arg("--version").output().is_err() {
-        eprintln!("skipped: no setpriv to drop root");
+        powerlens_sys::skip_test!("no setpriv to drop root");
         return;
     }
     let s = Setup::new(haltpoll_tree());
@@ -227,7 +227,7 @@ fn not_root_is_refused_with_the_fix() {
         .unwrap();
     let err = common::stderr(&o);
     if err.contains("Permission denied") && !err.contains("needs root") {
-        eprintln!("skipped: the unprivileged user cannot reach the test files: {err}");
+        powerlens_sys::skip_test!("the unprivileged user cannot reach the test files: {err}");
         return;
     }
     assert_eq!(o.status.code(), Some(2), "{err}");
@@ -277,7 +277,7 @@ fn live_wake(scratch: &Path) -> Command {
 /// kept none of its 19 datapoints in CI).
 fn live_measurement() -> Option<common::Serial> {
     if let Some(why) = live_skip() {
-        eprintln!("skipped: {why}");
+        powerlens_sys::skip_test!("{why}");
         return None;
     }
     Some(common::serial())
@@ -312,12 +312,13 @@ fn real_online_matches(tree_online: &str) -> bool {
 /// every `disable` back byte for byte and removes the journal; the result directory
 /// holds every measurement and `wake report` draws it.
 #[test]
+#[ignore = "live: wake latency on the real CPUs (root)"]
 fn live_cstates_all_selects_each_state_and_restores() {
     let Some(_serial) = live_measurement() else {
         return;
     };
     if !real_online_matches("0-1") {
-        eprintln!("skipped: the fixture models two online CPUs (0-1), this machine differs");
+        powerlens_sys::skip_test!("the fixture models two online CPUs (0-1), this machine differs");
         return;
     }
     let s = Setup::new(haltpoll_tree());
@@ -338,7 +339,7 @@ fn live_cstates_all_selects_each_state_and_restores() {
     .output()
     .unwrap();
     if o.status.code() == Some(77) {
-        eprintln!("skipped: cannot mount tracefs: {}", common::stderr(&o));
+        powerlens_sys::skip_test!("cannot mount tracefs: {}", common::stderr(&o));
         return;
     }
     let json = common::json(&o);
@@ -414,12 +415,13 @@ fn live_cstates_all_selects_each_state_and_restores() {
 /// Ctrl-C stops the series cleanly: exit 130, the datapoints so far reported, the idle
 /// states restored.
 #[test]
+#[ignore = "live: wake latency on the real CPUs (root)"]
 fn live_ctrl_c_keeps_datapoints_and_restores() {
     let Some(_serial) = live_measurement() else {
         return;
     };
     if !real_online_matches("0-1") {
-        eprintln!("skipped: the fixture models two online CPUs (0-1), this machine differs");
+        powerlens_sys::skip_test!("the fixture models two online CPUs (0-1), this machine differs");
         return;
     }
     let s = Setup::new(haltpoll_tree());
@@ -455,7 +457,7 @@ fn live_ctrl_c_keeps_datapoints_and_restores() {
     unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
     let o = child.wait_with_output().unwrap();
     if o.status.code() == Some(77) {
-        eprintln!("skipped: cannot mount tracefs: {}", common::stderr(&o));
+        powerlens_sys::skip_test!("cannot mount tracefs: {}", common::stderr(&o));
         return;
     }
     assert!(applied, "POLL was never disabled: {}", common::stderr(&o));
@@ -516,6 +518,7 @@ fn cyclictest_histogram_median_by_hand() {
 /// gave "wake latency unavailable"), and says which and why. Oracle: `perf stat -A`
 /// counting power:cpu_idle per CPU over the same kind of interval.
 #[test]
+#[ignore = "live: wake latency on the real CPUs (root)"]
 fn live_default_cpu_is_one_whose_idle_records_arrive() {
     let Some(_serial) = live_measurement() else {
         return;
@@ -534,7 +537,7 @@ fn live_default_cpu_is_one_whose_idle_records_arrive() {
         ])
         .output()
     else {
-        eprintln!("skipped: perf is not installed (Debian: linux-perf)");
+        powerlens_sys::skip_test!("perf is not installed (Debian: linux-perf)");
         return;
     };
     // "CPU0,44,,power:cpu_idle,…": the CPUs perf got records from.
@@ -596,12 +599,13 @@ fn live_default_cpu_is_one_whose_idle_records_arrive() {
 /// within 20% of 1. A traced run follows for the record: its UserLatency includes the
 /// tracepoints on the wake-up path (the run reports that cost as `trace_cost_ns`).
 #[test]
+#[ignore = "live: wake latency on the real CPUs (root)"]
 fn live_user_latency_median_agrees_with_cyclictest() {
     let Some(_serial) = live_measurement() else {
         return;
     };
     if Command::new("cyclictest").arg("--help").output().is_err() {
-        eprintln!("skipped: cyclictest (Debian rt-tests) is not installed");
+        powerlens_sys::skip_test!("cyclictest (Debian rt-tests) is not installed");
         return;
     }
     let cpu = std::fs::read_to_string("/sys/devices/system/cpu/online")

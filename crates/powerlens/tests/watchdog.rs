@@ -11,7 +11,7 @@ mod common;
 /// one-second limit, as a hung live test.
 #[test]
 #[ignore = "run by a_hung_test_ends_its_binary_with_status_124"]
-fn hangs_on_purpose() {
+fn helper_hangs_on_purpose() {
     let _watchdog = common::watchdog(common::live_test_limit());
     let mut sleeper = Command::new("sleep").arg("600").spawn().unwrap();
     std::fs::write(
@@ -29,7 +29,12 @@ fn a_hung_test_ends_its_binary_with_status_124() {
     let log = dir.path().join("stderr");
     let start = Instant::now();
     let mut child = Command::new(std::env::current_exe().unwrap())
-        .args(["--exact", "hangs_on_purpose", "--ignored", "--nocapture"])
+        .args([
+            "--exact",
+            "helper_hangs_on_purpose",
+            "--ignored",
+            "--nocapture",
+        ])
         .env("POWERLENS_TEST_LIMIT_S", "1")
         .env("SLEEPER_PID_FILE", &pid_file)
         .stdout(std::process::Stdio::null())
@@ -50,7 +55,7 @@ fn a_hung_test_ends_its_binary_with_status_124() {
     let err = std::fs::read_to_string(&log).unwrap();
     assert_eq!(status.code(), Some(124), "{err}");
     assert!(
-        err.contains("hangs_on_purpose: still running after 1s"),
+        err.contains("helper_hangs_on_purpose: still running after 1s"),
         "{err}"
     );
     // The `sleep 600` it started is gone (killed, then reaped by init).

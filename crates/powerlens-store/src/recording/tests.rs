@@ -420,7 +420,7 @@ const CHILD_ENV: &str = "POWERLENS_TEST_RECORDING_CHILD";
 /// writes more without flushing, says READY and waits to be killed.
 #[test]
 #[ignore = "helper process of sigkill_keeps_exactly_what_was_flushed"]
-fn sigkill_child() {
+fn helper_sigkill_child() {
     let path = PathBuf::from(std::env::var_os(CHILD_ENV).expect("run by the parent test"));
     let mut w = RecordingWriter::create(&path).unwrap();
     write_flushed_part(&mut w);
@@ -437,7 +437,7 @@ fn sigkill_keeps_exactly_what_was_flushed() {
     let path = dir.path().join("killed.rec");
     let mut child = std::process::Command::new(std::env::current_exe().unwrap())
         .args([
-            "recording::tests::sigkill_child",
+            "recording::tests::helper_sigkill_child",
             "--exact",
             "--ignored",
             "--nocapture",

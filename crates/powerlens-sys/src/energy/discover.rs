@@ -124,7 +124,7 @@ mod tests {
         let hwmon = tree.hwmon(0, "amd_energy");
         write_attr(&hwmon.join("energy1_input"), 5);
         if let Err(reason) = make_unreadable(&zone.join("energy_uj")) {
-            eprintln!("skipped: {reason}");
+            crate::skip_test!("{reason}");
             return;
         }
         let (best, statuses) = open_best(&tree.roots());

@@ -348,7 +348,7 @@ mod tests {
         let tree = FixtureTree::new();
         let zone = tree.rapl_zone(0, "package-0", 0, RANGE);
         if let Err(reason) = make_unreadable(&zone.join("energy_uj")) {
-            eprintln!("skipped: {reason}");
+            crate::skip_test!("{reason}");
             return;
         }
         match PowercapSource::open(&tree.roots()) {

@@ -290,6 +290,7 @@ mod tests {
     }
 
     #[test]
+    #[ignore = "live: the real kernel's counts"]
     fn live_counts_match_getrusage_for_this_thread() {
         // The kernel's two views of the same counter must agree: procfs for this thread
         // and getrusage(RUSAGE_THREAD). Opening and reading the status file can itself

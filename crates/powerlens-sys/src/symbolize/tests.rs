@@ -85,7 +85,7 @@ fn build_program(dir: &Path, extra: &[&str]) -> Option<PathBuf> {
     {
         Ok(out) => out,
         Err(e) => {
-            eprintln!("skipped: cannot run gcc ({e})");
+            crate::skip_test!("cannot run gcc ({e})");
             return None;
         }
     };
@@ -370,7 +370,7 @@ fn live_kallsyms_names_schedule() {
     match addr {
         Some(0) | None => {
             let reason = sym.kernel_unavailable_reason();
-            eprintln!("skipped: live kallsyms has no schedule address ({reason:?})");
+            crate::skip_test!("live kallsyms has no schedule address ({reason:?})");
         }
         Some(addr) => {
             assert_eq!(sym.kernel_unavailable_reason(), None);
@@ -507,7 +507,7 @@ fn short_static_function_names_come_from_the_symbol_table() {
     {
         Ok(st) => assert!(st.success()),
         Err(e) => {
-            eprintln!("skipped: cannot run gcc ({e})");
+            crate::skip_test!("cannot run gcc ({e})");
             return;
         }
     }
@@ -606,7 +606,7 @@ fn a_probe_note_is_not_a_build_id() {
             String::from_utf8_lossy(&out.stderr)
         ),
         Err(e) => {
-            eprintln!("skipped: cannot run gcc ({e})");
+            crate::skip_test!("cannot run gcc ({e})");
             return;
         }
     }

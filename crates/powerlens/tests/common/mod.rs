@@ -101,7 +101,7 @@ pub fn chromium(args: &[&str]) -> Option<Output> {
     match out {
         Ok(o) => Some(o),
         Err(e) => {
-            eprintln!("skipped: chromium not runnable ({e}); apt-get install chromium");
+            powerlens_sys::skip_test!("chromium not runnable ({e}); apt-get install chromium");
             None
         }
     }
@@ -253,7 +253,7 @@ pub struct Serial {
 /// saying why, when not root.
 pub fn live_recording() -> Option<Serial> {
     if !is_root() {
-        eprintln!("skipped: recording tracepoints needs root");
+        powerlens_sys::skip_test!("recording tracepoints needs root");
         return None;
     }
     Some(serial())

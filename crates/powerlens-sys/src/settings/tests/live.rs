@@ -83,7 +83,7 @@ impl Live {
     /// `None`, after saying why, on a machine that cannot run live tests.
     fn start() -> Option<Live> {
         if let Some(reason) = skip_reason() {
-            eprintln!("skipped: {reason}");
+            crate::skip_test!("{reason}");
             return None;
         }
         let lock = crate::fixture::live_cpuidle_lock();
@@ -133,6 +133,7 @@ fn options_with_journal(journal: PathBuf) -> ApplyOptions {
 }
 
 #[test]
+#[ignore = "live: this machine's cpuidle and PM QoS (root)"]
 fn live_cstates_and_pm_qos_are_in_force_while_held_and_gone_after() {
     let Some(live) = Live::start() else { return };
     let limit_before = read_limit_us(Path::new(PM_QOS_DEVICE)).unwrap();
@@ -160,6 +161,7 @@ fn live_cstates_and_pm_qos_are_in_force_while_held_and_gone_after() {
 }
 
 #[test]
+#[ignore = "live: this machine's cpuidle and PM QoS (root)"]
 fn live_pm_qos_request_is_a_binary_s32() {
     let Some(_live) = Live::start() else { return };
     let device = Path::new(PM_QOS_DEVICE);
@@ -176,7 +178,7 @@ fn live_pm_qos_request_is_a_binary_s32() {
 /// names, says so, and waits to be killed. Does nothing when run on its own.
 #[test]
 #[ignore = "run by live_sigkill_leaves_the_journal_and_restore_puts_the_states_back"]
-fn live_child_applies_and_waits() {
+fn helper_child_applies_and_waits() {
     let Some(journal) = std::env::var_os(CHILD_JOURNAL_ENV) else {
         return;
     };
@@ -189,6 +191,7 @@ fn live_child_applies_and_waits() {
 }
 
 #[test]
+#[ignore = "live: this machine's cpuidle and PM QoS (root)"]
 fn live_sigkill_leaves_the_journal_and_restore_puts_the_states_back() {
     let Some(live) = Live::start() else { return };
     let journal = live.journal();
@@ -196,7 +199,7 @@ fn live_sigkill_leaves_the_journal_and_restore_puts_the_states_back() {
     let mut child = Command::new(std::env::current_exe().unwrap())
         .args([
             "--exact",
-            "settings::tests::live::live_child_applies_and_waits",
+            "settings::tests::live::helper_child_applies_and_waits",
             "--ignored",
             "--nocapture",
             "--test-threads=1",
@@ -236,7 +239,7 @@ const CHILD_CHECK_ENV: &str = "POWERLENS_TEST_SETTINGS_CHILD_CHECK";
 /// The child of the non-root test: prints what `check` says about each setting list.
 #[test]
 #[ignore = "run by live_check_tells_a_non_root_user_to_use_sudo"]
-fn live_child_checks() {
+fn helper_child_checks() {
     let Some(lists) = std::env::var_os(CHILD_CHECK_ENV) else {
         return;
     };
@@ -247,9 +250,10 @@ fn live_child_checks() {
 }
 
 #[test]
+#[ignore = "live: this machine's cpuidle and PM QoS (root)"]
 fn live_check_tells_a_non_root_user_to_use_sudo() {
     if let Some(reason) = skip_reason() {
-        eprintln!("skipped: {reason}");
+        crate::skip_test!("{reason}");
         return;
     }
     let output = Command::new("setpriv")
@@ -257,7 +261,7 @@ fn live_check_tells_a_non_root_user_to_use_sudo() {
         .arg(std::env::current_exe().unwrap())
         .args([
             "--exact",
-            "settings::tests::live::live_child_checks",
+            "settings::tests::live::helper_child_checks",
             "--ignored",
             "--nocapture",
         ])
@@ -266,7 +270,7 @@ fn live_check_tells_a_non_root_user_to_use_sudo() {
     let output = match output {
         Ok(output) => output,
         Err(e) => {
-            eprintln!("skipped: cannot run setpriv to drop root: {e}");
+            crate::skip_test!("cannot run setpriv to drop root: {e}");
             return;
         }
     };

@@ -112,7 +112,7 @@ pub(crate) fn with_tracefs(body: impl FnOnce(&Roots)) {
     );
     // SAFETY: geteuid has no preconditions.
     if unsafe { libc::geteuid() } != 0 {
-        eprintln!("skipped: tracefs not mounted and not root to mount it privately");
+        crate::skip_test!("tracefs not mounted and not root to mount it privately");
         return;
     }
     let exe = std::env::current_exe().unwrap();
@@ -129,15 +129,15 @@ exec "$0" --exact "$1" --nocapture --test-threads=1"#;
             if o.status.code() == Some(77)
                 || String::from_utf8_lossy(&o.stderr).starts_with("unshare:") =>
         {
-            eprintln!(
-                "skipped: cannot mount tracefs in a private namespace: {}",
+            crate::skip_test!(
+                "cannot mount tracefs in a private namespace: {}",
                 String::from_utf8_lossy(&o.stderr)
             );
             return;
         }
         Ok(o) => o,
         Err(e) => {
-            eprintln!("skipped: cannot run unshare: {e}");
+            crate::skip_test!("cannot run unshare: {e}");
             return;
         }
     };
@@ -232,6 +232,7 @@ fn run_sleeper(n: u32, each: Duration) -> Sleeper {
 /// (a) switch counts against the kernel's own, (b) timestamps in the monotonic window,
 /// (c) comm strings, plus several events sharing one ring and a missing one.
 #[test]
+#[ignore = "live: traces the real kernel (root)"]
 fn live_switch_counts_match_the_kernel() {
     with_tracefs(|roots| {
         let events = ["sched/sched_switch", "sched/sched_wakeup", "nosuch/event"];
@@ -322,6 +323,7 @@ fn live_switch_counts_match_the_kernel() {
 
 /// (d) a one-page ring under a burst reports lost records instead of dropping silently.
 #[test]
+#[ignore = "live: traces the real kernel (root)"]
 fn live_tiny_ring_counts_lost_records() {
     with_tracefs(|roots| {
         let events = ["sched/sched_switch", "sched/sched_wakeup"];
@@ -347,6 +349,7 @@ fn live_tiny_ring_counts_lost_records() {
 /// Every event issue 4 asks for opens on this kernel, or is unavailable with a reason;
 /// each event's records carry its own tracepoint id.
 #[test]
+#[ignore = "live: traces the real kernel (root)"]
 fn live_recording_events_open_or_say_why() {
     with_tracefs(|roots| {
         let events = [
@@ -390,6 +393,7 @@ fn live_recording_events_open_or_say_why() {
 /// Call chains: the sleeper's switch-outs carry kernel frames (the path into
 /// `schedule`), and `wait` wakes when a ring fills or times out when none does.
 #[test]
+#[ignore = "live: traces the real kernel (root)"]
 fn live_callchains_and_wait() {
     with_tracefs(|roots| {
         let options = CollectorOptions {
@@ -425,6 +429,7 @@ fn live_callchains_and_wait() {
 /// is deeper than that), and kernel frames; sched_wakeup in the same ring, opened
 /// without stacks, carries none of it.
 #[test]
+#[ignore = "live: traces the real kernel (root)"]
 fn live_stack_events_carry_user_regs_and_stack() {
     with_tracefs(|roots| {
         let options = CollectorOptions {
@@ -482,6 +487,7 @@ fn live_stack_events_carry_user_regs_and_stack() {
 /// frame-pointer chain, the kernel's frames, both or neither (then the record has no
 /// chain at all, and its registers and stack copy are still there to unwind from).
 #[test]
+#[ignore = "live: traces the real kernel (root)"]
 fn live_stack_event_chains_hold_the_halves_asked_for() {
     with_tracefs(|roots| {
         for (user_chain, kernel) in [(false, false), (false, true), (true, false), (true, true)] {
@@ -537,6 +543,7 @@ fn live_stack_event_chains_hold_the_halves_asked_for() {
 /// than the limit gets about the limit's worth once paced. The oracle for the count of
 /// switches is the kernel's (getrusage), which sampling must not change.
 #[test]
+#[ignore = "live: traces the real kernel (root)"]
 fn live_sampled_stacks_pair_with_their_records_and_follow_the_pace() {
     with_tracefs(|roots| {
         let options = CollectorOptions {
@@ -650,6 +657,7 @@ fn live_sampled_stacks_pair_with_their_records_and_follow_the_pace() {
 /// periods add up to its CPU time, and a child's exec shows up as a COMM (exec) record
 /// followed by MMAP2 records of its executable and libc.
 #[test]
+#[ignore = "live: traces the real kernel (root)"]
 fn live_cpu_clock_samples_and_mappings() {
     with_tracefs(|roots| {
         let options = CollectorOptions {
@@ -746,7 +754,7 @@ fn in_kernel_collector(roots: &Roots, events: &[&str]) -> Option<Collector> {
         let why = c
             .in_kernel_refused()
             .expect("a kernel without BTF says why");
-        eprintln!("skipped: no BTF here, and the collector said so: {why}");
+        crate::skip_test!("no BTF here, and the collector said so: {why}");
         return None;
     }
     assert_eq!(c.in_kernel_events(), events, "{:?}", c.in_kernel_refused());
@@ -760,6 +768,7 @@ fn in_kernel_collector(roots: &Roots, events: &[&str]) -> Option<Collector> {
 /// Skips where the kernel has no BTF, saying so; on such a kernel `open` must say why it
 /// fell back.
 #[test]
+#[ignore = "live: traces the real kernel (root)"]
 fn live_in_kernel_switches_and_cpu_time_are_the_kernels() {
     with_tracefs(|roots| {
         let events = [
@@ -833,6 +842,7 @@ fn live_in_kernel_switches_and_cpu_time_are_the_kernels() {
 /// not whenever it holds a record: the records that came while a copy was made ended the
 /// next wait at once, and a recorder copied two or three times per period instead of once.
 #[test]
+#[ignore = "live: traces the real kernel (root)"]
 fn live_a_bpf_ring_ends_a_wait_at_half_full_not_at_its_first_record() {
     with_tracefs(|roots| {
         let events = ["sched/sched_switch", "sched/sched_waking"];
