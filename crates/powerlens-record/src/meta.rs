@@ -23,6 +23,10 @@ pub const TARGET: &str = "target";
 pub const MACHINE: &str = "machine";
 pub const START: &str = "start";
 pub const STOP: &str = "stop";
+/// How long the recorder took to start tracing: `start_up_s`, and `tracing_cost_s` of it
+/// spent measuring the events' cost (0 when kept from earlier in the boot). Written with
+/// the first commit, so that a recorder killed later still says it.
+pub const START_UP: &str = "start_up";
 pub const EVENTS: &str = "events";
 pub const UNAVAILABLE: &str = "unavailable";
 pub const ENERGY: &str = "energy";
@@ -100,9 +104,10 @@ pub(crate) fn stacks_meta(c: &Collector, opts: &RecordOptions, roots: &Roots) ->
 /// The kernel address of the cpu-clock event's hrtimer callback, from kallsyms; `None`
 /// when kallsyms hides it.
 fn sampling_timer_function(roots: &Roots) -> Option<u64> {
-    powerlens_sys::symbolize::kallsyms::KernelSymbols::read(&roots.proc("kallsyms"))
-        .ok()?
-        .address_of("perf_swevent_hrtimer")
+    powerlens_sys::symbolize::kallsyms::KernelSymbols::address_in(
+        &roots.proc("kallsyms"),
+        "perf_swevent_hrtimer",
+    )
 }
 
 /// The metadata known at the start: mode, codec, machine, start time, sample interval,
