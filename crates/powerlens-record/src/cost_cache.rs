@@ -16,6 +16,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use powerlens_core::sched::tracing_cost::EventCosts;
+use powerlens_sys::procfs;
 use powerlens_sys::trace::Collector;
 use powerlens_sys::Roots;
 
@@ -60,16 +61,51 @@ pub fn measured_or_kept(
         .map(|s| s.trim().to_string())
         .filter(|s| !s.is_empty());
     let Some(boot_id) = boot_id else {
-        return instrument::calibrate(collector, stacks);
+        return calibrate_and_watch(roots, collector, stacks);
     };
     let path = cache_file(Path::new(CACHE_DIR), &config);
     if let Some(mut costs) = read(&path, &boot_id, &config) {
         costs.kept_from_this_boot = true;
         return costs;
     }
-    let costs = instrument::calibrate(collector, stacks);
-    write(Path::new(CACHE_DIR), &path, &boot_id, &config, &costs);
+    let costs = calibrate_and_watch(roots, collector, stacks);
+    // Beside load the loads shared their CPU: this recording uses what was measured (and
+    // says so), the next start in a quieter moment measures again.
+    if !costs.measured_beside_load() {
+        write(Path::new(CACHE_DIR), &path, &boot_id, &config, &costs);
+    }
     costs
+}
+
+/// [`instrument::calibrate`], and the share of the CPUs other processes used meanwhile.
+fn calibrate_and_watch(roots: &Roots, collector: &mut Collector, stacks: bool) -> EventCosts {
+    let before = machine_and_own_cpu_s(roots);
+    let started = std::time::Instant::now();
+    let mut costs = instrument::calibrate(collector, stacks);
+    let elapsed_s = started.elapsed().as_secs_f64();
+    costs.calibration_other_cpu_share =
+        before
+            .zip(machine_and_own_cpu_s(roots))
+            .map(|((busy0, own0, cpus), (busy1, own1, _))| {
+                other_cpu_share(busy1 - busy0, own1 - own0, elapsed_s, cpus)
+            });
+    costs
+}
+
+/// Busy CPU-seconds of the whole machine, of this process, and the online CPUs.
+fn machine_and_own_cpu_s(roots: &Roots) -> Option<(f64, f64, u32)> {
+    let machine = procfs::read_cpu_times(roots).ok()?;
+    let own = procfs::process::read_process(roots, std::process::id()).ok()?;
+    Some((machine.busy_s, own.cpu_time_ns as f64 / 1e9, machine.cpus))
+}
+
+/// Other processes' share of `cpus` CPUs over `elapsed_s`: the machine's busy time less
+/// this process's, clamped to 0–1 (the two clocks tick at 10 ms).
+fn other_cpu_share(machine_busy_s: f64, own_s: f64, elapsed_s: f64, cpus: u32) -> f64 {
+    if elapsed_s <= 0.0 || cpus == 0 {
+        return 0.0;
+    }
+    ((machine_busy_s - own_s) / (elapsed_s * f64::from(cpus))).clamp(0.0, 1.0)
 }
 
 fn cache_file(dir: &Path, config: &str) -> PathBuf {
@@ -119,6 +155,24 @@ mod tests {
             event_cost_ns: [("sched_switch".to_string(), ns)].into_iter().collect(),
             ..Default::default()
         }
+    }
+
+    #[test]
+    fn the_other_processes_share_is_the_machines_busy_time_less_ours() {
+        // 2 CPUs for 0.5 s: 1 CPU-second in all. The machine was busy 0.9 s of it, this
+        // process 0.3 s: the others 0.6 s, 60%.
+        assert!((other_cpu_share(0.9, 0.3, 0.5, 2) - 0.6).abs() < 1e-12);
+        // Ticks of 10 ms can make ours exceed the machine's: never below 0, nor above 1.
+        assert_eq!(other_cpu_share(0.30, 0.31, 0.5, 2), 0.0);
+        assert_eq!(other_cpu_share(5.0, 0.0, 0.5, 2), 1.0);
+        assert_eq!(other_cpu_share(1.0, 0.0, 0.0, 2), 0.0);
+        let beside = |share| EventCosts {
+            calibration_other_cpu_share: Some(share),
+            ..Default::default()
+        };
+        assert!(beside(0.6).measured_beside_load());
+        assert!(!beside(0.1).measured_beside_load());
+        assert!(!EventCosts::default().measured_beside_load());
     }
 
     #[test]

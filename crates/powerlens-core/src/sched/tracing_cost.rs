@@ -49,6 +49,11 @@ pub struct EventCosts {
     /// collector configuration, and kept (instead of measured again now).
     #[serde(default)]
     pub kept_from_this_boot: bool,
+    /// The share of the machine's CPU time that other processes used while the costs were
+    /// measured (0–1); `None` when not known. Above [`CALIBRATION_BUSY_SHARE`] the
+    /// measurement is not kept for later starts in the boot.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub calibration_other_cpu_share: Option<f64>,
     /// Whether the recording had call stacks (stack copies on switches, wake-ups and timer
     /// arming, CPU-time samples): the lighter way to trace is then `--no-stacks`.
     #[serde(default)]
@@ -67,6 +72,20 @@ pub struct EventCosts {
     /// what the events cost beside their own run time is not in it.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub event_cost_interval_ns: BTreeMap<String, [f64; 2]>,
+}
+
+/// Other processes' share of the CPUs above which a measurement of the events' cost is
+/// taken beside load: its loads shared their CPU, so it reads what sharing costs as much
+/// as what the events do, and it is used for the recording made then but kept for no
+/// other.
+pub const CALIBRATION_BUSY_SHARE: f64 = 0.25;
+
+impl EventCosts {
+    /// Whether the costs were measured while other processes kept the CPUs busy.
+    pub fn measured_beside_load(&self) -> bool {
+        self.calibration_other_cpu_share
+            .is_some_and(|s| s > CALIBRATION_BUSY_SHARE)
+    }
 }
 
 /// The least confidence of [`EventCosts::event_cost_interval_ns`].
