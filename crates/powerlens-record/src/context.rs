@@ -89,6 +89,9 @@ pub fn read(header: &Header) -> RecordingContext {
             .meta(meta::START)
             .and_then(|s| s["recorder_pid"].as_u64())
             .and_then(|p| u32::try_from(p).ok()),
+        start_up_s: header
+            .meta(meta::START_UP)
+            .and_then(|s| s["start_up_s"].as_f64()),
         untraced: untraced(header),
         tracing_cost: match header.meta(meta::TRACING_COST) {
             None => Err("the recording has no measured cost per traced event (made before powerlens measured it)".to_string()),

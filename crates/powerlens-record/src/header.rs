@@ -16,7 +16,7 @@ use powerlens_store::StoreError;
 use crate::{meta, sampler};
 
 /// The metadata the analysis reads.
-const META_KEYS: [&str; 14] = [
+const META_KEYS: [&str; 15] = [
     meta::MODE,
     meta::START,
     meta::MACHINE,
@@ -31,6 +31,7 @@ const META_KEYS: [&str; 14] = [
     meta::UNWIND,
     meta::IN_KERNEL,
     meta::UNTRACED_RUNS,
+    meta::START_UP,
 ];
 
 /// The sample kinds the analysis reads (`THREADS` only reduced recordings have).

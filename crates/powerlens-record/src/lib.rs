@@ -33,6 +33,7 @@ mod jit_names;
 pub mod live;
 pub mod meta;
 pub mod meter;
+mod on_time;
 mod open;
 mod options;
 mod pending_events;

@@ -32,10 +32,7 @@ impl Hurry {
     /// nice it has throughout, rather than yield once for good.
     pub(crate) fn new(calm_nice: i32) -> Hurry {
         let before = own_nice();
-        set_nice(0, HURRIED_NICE);
-        let may_hurry = own_nice() == HURRIED_NICE;
-        set_nice(0, before);
-        if !may_hurry {
+        if !may_raise() {
             return Hurry {
                 calm_nice: before,
                 hurried_nice: before,
@@ -106,6 +103,40 @@ impl Urgency {
                 set_nice(tid, HURRIED_NICE);
             }
         }
+    }
+}
+
+/// Whether this process may raise its threads' priority (nice −10 needs CAP_SYS_NICE),
+/// tried on the calling thread, whose nice is then put back.
+pub(crate) fn may_raise() -> bool {
+    let before = own_nice();
+    set_nice(0, HURRIED_NICE);
+    let raised = own_nice() == HURRIED_NICE;
+    set_nice(0, before);
+    raised
+}
+
+/// The calling thread ahead of the load (nice −10) until dropped, when its nice is put
+/// back; left as it is where it may not be raised. For work that nothing watched pays for
+/// and that a busy machine would otherwise slow: a recorder's start-up, before the first
+/// event it can record. Threads the raised thread spawns inherit its nice: drop it first.
+pub(crate) struct Raised {
+    before: i32,
+}
+
+impl Raised {
+    pub(crate) fn now() -> Raised {
+        let before = own_nice();
+        if before > HURRIED_NICE {
+            set_nice(0, HURRIED_NICE);
+        }
+        Raised { before }
+    }
+}
+
+impl Drop for Raised {
+    fn drop(&mut self) {
+        set_nice(0, self.before);
     }
 }
 

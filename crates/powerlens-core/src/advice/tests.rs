@@ -131,6 +131,7 @@ fn context(threads: &[(Tid, u32, &str)], target: u32) -> RecordingContext {
         tracing_cost: Err("not measured in this fixture".into()),
         tracing_path: None,
         recorder_pid: None,
+        start_up_s: None,
         untraced: Default::default(),
     }
 }

@@ -698,6 +698,7 @@ pub(super) fn three_thread_context() -> super::report::RecordingContext {
         tracing_cost: Err("not measured in this fixture".into()),
         tracing_path: None,
         recorder_pid: None,
+        start_up_s: None,
         untraced: Default::default(),
     }
 }

@@ -128,6 +128,7 @@ fn context(energy: bool) -> RecordingContext {
         tracing_cost: Err("not measured in this fixture".into()),
         tracing_path: None,
         recorder_pid: None,
+        start_up_s: None,
         untraced: Default::default(),
     }
 }

@@ -48,6 +48,35 @@ pub fn parse_process_stat(pid: u32, text: &str) -> Option<ProcessStat> {
     })
 }
 
+/// How long ago this process started, seconds: its `starttime` (`/proc/self/stat`, clock
+/// ticks since boot) against CLOCK_BOOTTIME now; `None` where either cannot be read (a
+/// procfs root without `self`).
+pub fn own_age_s(roots: &Roots) -> Option<f64> {
+    let text = sysfs::read_string(roots.proc("self/stat")).ok()?;
+    let started_s = parse_start_ticks(&text)? as f64 / super::user_hz();
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_gettime writes one timespec; CLOCK_BOOTTIME exists on Linux.
+    if unsafe { libc::clock_gettime(libc::CLOCK_BOOTTIME, &mut ts) } != 0 {
+        return None;
+    }
+    let now_s = ts.tv_sec as f64 + ts.tv_nsec as f64 / 1e9;
+    Some((now_s - started_s).max(0.0))
+}
+
+/// Field 22 of a stat line, `starttime`: when the process started, in clock ticks since
+/// boot.
+fn parse_start_ticks(text: &str) -> Option<u64> {
+    // After the name: state is field 3, so field 22 is the 20th.
+    text.get(text.rfind(')')? + 1..)?
+        .split_whitespace()
+        .nth(19)?
+        .parse()
+        .ok()
+}
+
 /// A process's cgroup v2 path (the `0::PATH` line of `/proc/PID/cgroup`); `None` on a
 /// cgroup-v1-only system.
 pub fn read_cgroup(roots: &Roots, pid: u32) -> Result<Option<String>, SysError> {
@@ -64,6 +93,14 @@ pub fn parse_cgroup(text: &str) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_start_time_is_field_22() {
+        let line =
+            "4242 (a (b) c) S 1 4242 4242 0 -1 4194560 100 0 0 0 7 3 0 0 20 0 1 0 123456 1000 50";
+        assert_eq!(parse_start_ticks(line), Some(123_456));
+        assert_eq!(parse_start_ticks("4242 (x) S 1 2"), None);
+    }
     use crate::fixture::FixtureTree;
 
     #[test]

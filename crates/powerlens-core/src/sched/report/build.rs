@@ -122,10 +122,13 @@ pub(super) fn tracing_provenance(costs: &EventCosts, energy: &Provenance) -> Str
     };
     format!(
         "estimated: the events recorded in each thread's context × the CPU time one event of each kind cost, measured on this machine {} ({per_kind}; {:.2} s of calibration){stacks}; the energy is that share of each row's energy ({})",
-        if costs.kept_from_this_boot {
-            "earlier in this boot, with the same configuration"
-        } else {
-            "when the recording started"
+        match (costs.kept_from_this_boot, costs.calibration_other_cpu_share) {
+            (true, _) => "earlier in this boot, with the same configuration".to_string(),
+            (false, Some(share)) if costs.measured_beside_load() => format!(
+                "when the recording started, beside other processes that kept {:.0}% of the CPUs busy (so it holds what sharing a CPU cost too; kept for no later recording: measure on a quieter machine for a cleaner figure)",
+                share * 100.0
+            ),
+            (false, _) => "when the recording started".to_string(),
         },
         costs.calibration_s,
         energy.label()
@@ -541,6 +544,7 @@ pub fn build(summary: &SchedSummary, ctx: &RecordingContext) -> RecordingReport 
             .against_untraced(untraced)
         }),
         tracing_path: ctx.tracing_path.clone().filter(|_| traced),
+        start_up_s: ctx.start_up_s,
     };
     RecordingReport {
         system,

@@ -81,6 +81,10 @@ pub struct RecordingContext {
     /// The recorder's own process, whose threads are recorded like any other's; `None`
     /// in a recording that does not say (made before it did).
     pub recorder_pid: Option<u32>,
+    /// How long the recorder took from its start to tracing's (opening the events,
+    /// measuring their cost, starting its threads), seconds: a recording covers no time
+    /// before it. `None` in a recording that does not say (made before it did).
+    pub start_up_s: Option<f64>,
     /// The command's untraced runs before the recording (`record --untraced-runs`) and
     /// the recorded run's CPU time; empty without them.
     pub untraced: UntracedRecord,
@@ -454,6 +458,9 @@ pub struct SystemReport {
     /// How the recording traced: the events' path and how its stacks were unwound.
     #[serde(default)]
     pub tracing_path: Option<TracingPath>,
+    /// The recorder's start-up before tracing began ([`RecordingContext::start_up_s`]).
+    #[serde(default)]
+    pub start_up_s: Option<f64>,
 }
 
 /// The split of the energy. `total_j = idle_j + other_j + Σ thread rows' energy_j`.
