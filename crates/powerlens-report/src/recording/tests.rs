@@ -760,6 +760,59 @@ fn wakeup_causes_name_kernel_timers_and_the_idle_task() {
     assert!(t.contains("idle task (0)"), "{t}");
 }
 
+/// Issue 46: with sampled stacks, each cause says how many of its expiries (timers) or
+/// idle exits (wake-ups) are held, in a `held` column with a note under the table and as
+/// `held_expiries` / `held_idle_exits` in JSON; without sampled stacks there is no column.
+#[test]
+fn wakeup_causes_show_what_they_hold() {
+    use powerlens_core::sched::wakeups::WakeupCause;
+    let mut r = report(true);
+    r.wakeup_causes = vec![
+        WakeupCause {
+            kind: "timer".into(),
+            count: 10,
+            per_s: 10.0,
+            armed_by_tid: Some(42),
+            function: Some("short_sleeper".into()),
+            expiries: Some(300),
+            held_expiries: Some(12),
+            ..WakeupCause::default()
+        },
+        WakeupCause {
+            kind: "irq".into(),
+            count: 3,
+            per_s: 3.0,
+            irq: Some("virtio0".into()),
+            ..WakeupCause::default()
+        },
+    ];
+    let t = wakeup_causes(&r, NameFit::Full);
+    let mut lines = t.lines();
+    let header: Vec<&str> = lines.next().unwrap().split_whitespace().collect();
+    let at = header
+        .iter()
+        .position(|h| *h == "held")
+        .unwrap_or_else(|| panic!("{t}"));
+    assert_eq!(header[at - 1], "cause", "{t}");
+    let timer: Vec<&str> = lines
+        .next()
+        .unwrap()
+        .split("  ")
+        .map(str::trim)
+        .filter(|c| !c.is_empty())
+        .collect();
+    assert_eq!(&timer[3..5], ["short_sleeper", "12"], "{t}");
+    assert!(t.contains("\nheld: of a timer's expiries"), "{t}");
+    let v: serde_json::Value = serde_json::from_str(&json(&r)).unwrap();
+    assert_eq!(v["wakeup_causes"][0]["held_expiries"], 12);
+    assert!(v["wakeup_causes"][1].get("held_expiries").is_none());
+    assert!(v["wakeup_causes"][1].get("held_idle_exits").is_none());
+
+    r.wakeup_causes[0].held_expiries = None;
+    let t = wakeup_causes(&r, NameFit::Full);
+    assert!(!t.contains("held"), "{t}");
+}
+
 /// Issue 30: a node recording's C++ names made every row of the text grid wrap. The
 /// text cuts them to the width asked for (function grid, wake-up causes); JSON and
 /// CSV keep them whole.
