@@ -213,6 +213,7 @@ fn traced_context(switch_ns: f64, waking_ns: f64, stack_ns: Option<f64>) -> Reco
         user_stack_bytes: Some(512),
         stack_samples_per_s: Some(10_000),
         max_stack_sample_period: Some(37),
+        stack_samples_dropped: Some(3),
     });
     ctx.tracing_cost = Ok(EventCosts {
         event_cost_ns: [
@@ -404,8 +405,13 @@ fn the_perturbation_line_warns_past_its_threshold_in_text_json_and_html() {
     assert_eq!(v["system"]["tracing_path"]["user_stack_bytes"], 512);
     assert_eq!(v["system"]["tracing_path"]["stack_samples_per_s"], 10_000);
     assert_eq!(v["system"]["tracing_path"]["max_stack_sample_period"], 37);
+    assert_eq!(v["system"]["tracing_path"]["stack_samples_dropped"], 3);
     assert!(
         text.contains("sampled to at most 10000 a second per CPU and event (down to 1 in 37)"),
+        "{text}"
+    );
+    assert!(
+        text.contains("; 3 stack samples dropped (their event's record did not follow them)"),
         "{text}"
     );
     let path = "perf ring buffers, one per CPU; stacks at switches, wake-ups and timer arming unwound from a 512-byte copy of the thread's stack";
