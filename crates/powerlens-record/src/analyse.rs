@@ -210,16 +210,22 @@ fn read_context(header: &Header, opts: &AnalyseOptions<'_>) -> model::RecordingC
     ctx
 }
 
-/// The wake-up forensics, told which timer is the recorder's own. Read by the decode
-/// thread from its own reader as it starts, before the header is read on the caller's.
+/// The wake-up forensics, told which timer is the recorder's own and whether the stacks
+/// were sampled. Read by the decode thread from its own reader as it starts, before the
+/// header is read on the caller's.
 fn forensics(reader: &RecordingReader) -> Result<WakeupAnalysis, RecordError> {
-    let sampling_timer = reader
-        .meta(meta::STACKS)?
+    let stacks = reader.meta(meta::STACKS)?;
+    let sampling_timer = stacks
+        .as_ref()
         .and_then(|v| v["sampling_timer_function"].as_u64());
-    Ok(match sampling_timer {
+    let mut analysis = match sampling_timer {
         Some(f) => WakeupAnalysis::new().ignore_timer_callback(f),
         None => WakeupAnalysis::new(),
-    })
+    };
+    if stacks.as_ref().is_some_and(sampled) {
+        analysis = analysis.with_sampled_stacks();
+    }
+    Ok(analysis)
 }
 
 /// What the three threads of the pass give back.
@@ -246,9 +252,12 @@ struct Pass {
 /// Whether one switch, wake-up or timer arming in N carried its stack
 /// (`stacks.events_samples_per_s`; recordings before it had one on every one).
 fn stacks_sampled(header: &Header) -> bool {
-    header
-        .meta(meta::STACKS)
-        .is_some_and(|s| s["events_samples_per_s"].as_u64().is_some())
+    header.meta(meta::STACKS).is_some_and(sampled)
+}
+
+/// [`stacks_sampled`] from the `stacks` meta entry.
+fn sampled(stacks: &serde_json::Value) -> bool {
+    stacks["events_samples_per_s"].as_u64().is_some()
 }
 
 /// Why the analysis goes without the recording's stacks.

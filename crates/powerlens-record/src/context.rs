@@ -166,6 +166,9 @@ fn tracing_path(header: &Header) -> Option<TracingPath> {
         max_stack_sample_period: header
             .meta(meta::UNWIND)
             .and_then(|u| u["stack_samples"]["max_period"].as_u64()),
+        stack_samples_dropped: header
+            .meta(meta::UNWIND)
+            .and_then(|u| u["stack_samples"]["dropped"].as_u64()),
     })
 }
 

@@ -718,6 +718,9 @@ pub fn page(input: &HtmlInput<'_>) -> Result<String, UnknownColumn> {
     if let Some((causes, more)) = recording::wakeup_causes_table(r) {
         page.note("What ended the CPUs' idle periods (timers with the function that armed them):");
         page.table(&causes);
+        if let Some(note) = recording::wakeup_causes_held_note(&causes) {
+            page.note(note);
+        }
         if more > 0 {
             page.note(&format!("{more} more in report --json."));
         }

@@ -290,6 +290,11 @@ pub struct TracingPath {
     /// its stack after all); `None` when not sampled or not known (a recording cut short).
     #[serde(default)]
     pub max_stack_sample_period: Option<u64>,
+    /// With stacks sampled through perf rings, the stack samples dropped because their
+    /// event's own record did not follow them (that event went without its stack, and
+    /// its views held its thread's latest); `None` when not sampled or not known.
+    #[serde(default)]
+    pub stack_samples_dropped: Option<u64>,
 }
 
 impl TracingPath {
@@ -329,7 +334,13 @@ impl TracingPath {
             }
             (None, _) => String::new(),
         };
-        format!("{events}; {stacks}{sampling}")
+        let dropped = match self.stack_samples_dropped {
+            Some(n) if n > 0 => {
+                format!("; {n} stack samples dropped (their event's record did not follow them)")
+            }
+            _ => String::new(),
+        };
+        format!("{events}; {stacks}{sampling}{dropped}")
     }
 }
 

@@ -18,6 +18,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::hold::{Charge, HeldStack};
 use super::NO_STACK;
 use crate::sched::analysis::{SchedAnalysis, SchedSummary, ThreadCharges};
 use crate::sched::event::{Event, EventKind, KeyMap, StackId, SwitchedOut, Tid, IDLE_TID};
@@ -172,6 +173,10 @@ struct RecentSlots {
     parked: u32,
     woke: u32,
     sampled: u32,
+    /// With sampled stacks, its latest stack where it left a CPU and where it woke others
+    /// (sample and hold, [`super::hold`]).
+    held_parked: HeldStack,
+    held_woke: HeldStack,
 }
 
 /// No slot yet.
@@ -183,6 +188,8 @@ impl Default for RecentSlots {
             parked: NONE,
             woke: NONE,
             sampled: NONE,
+            held_parked: HeldStack::default(),
+            held_woke: HeldStack::default(),
         }
     }
 }
@@ -257,57 +264,59 @@ impl StackAttribution {
     }
 
     /// The stack an event of `tid` in `role` is charged to: its own, or with sampled
-    /// stacks and none of its own, the thread's latest in that role (sample and hold).
-    /// The first stack a thread gets in a role also takes what was charged before it
-    /// without one.
+    /// stacks and none of its own, the thread's latest in that role (sample and hold,
+    /// [`super::hold`]). The first stack a thread gets in a role also takes what was
+    /// charged before it without one.
     fn held_stack(&mut self, tid: Tid, stack: StackId, role: Role) -> StackId {
         if !self.sampled {
             return stack;
         }
         let recent = self.recent.get_or_insert_with(tid, RecentSlots::default);
-        let slot = match role {
-            Role::Parked => recent.parked,
-            Role::Woke => recent.woke,
+        let held = match role {
+            Role::Parked => &mut recent.held_parked,
+            Role::Woke => &mut recent.held_woke,
             Role::Sampled => return stack,
         };
-        let held = self.metrics.get(slot as usize).map(|((_, s), _)| *s);
-        match (stack, held) {
-            (NO_STACK, Some(held)) => held,
-            (NO_STACK, None) => NO_STACK,
-            (stack, Some(NO_STACK)) => {
-                // The thread's first stack in this role: it takes what came before it in
-                // this role (the slot without a stack also holds the other roles').
-                let before = self.metrics[slot as usize].1.take_role(role);
-                self.metrics(tid, stack).add(&before);
-                if matches!(role, Role::Parked) {
-                    // And the idle states that followed its blocking.
-                    let states = &mut self.charges.idle_states_after;
-                    let moved: Vec<(u32, u64)> = states
-                        .iter()
-                        .filter(|((t, s, _), _)| *t == tid && *s == NO_STACK)
-                        .map(|((_, _, state), ns)| (*state, *ns))
-                        .collect();
-                    for (state, ns) in moved {
-                        states.remove(&(tid, NO_STACK, state));
-                        *states.entry((tid, stack, state)).or_default() += ns;
-                    }
-                }
-                stack
+        let charge = held.charge(stack);
+        if let Charge::Own { first: true, .. } = charge {
+            self.back_fill(tid, stack, role);
+        }
+        charge.stack()
+    }
+
+    /// `tid`'s first stack in `role` takes what the thread was charged in that role
+    /// without one (its slot without a stack also holds the other roles').
+    fn back_fill(&mut self, tid: Tid, stack: StackId, role: Role) {
+        let Some(&unstacked) = self.slots.get(&(tid, NO_STACK)) else {
+            return;
+        };
+        let before = self.metrics[unstacked as usize].1.take_role(role);
+        self.metrics(tid, stack).add(&before);
+        if matches!(role, Role::Parked) {
+            // And the idle states that followed its blocking.
+            let states = &mut self.charges.idle_states_after;
+            let moved: Vec<(u32, u64)> = states
+                .iter()
+                .filter(|((t, s, _), _)| *t == tid && *s == NO_STACK)
+                .map(|((_, _, state), ns)| (*state, *ns))
+                .collect();
+            for (state, ns) in moved {
+                states.remove(&(tid, NO_STACK, state));
+                *states.entry((tid, stack, state)).or_default() += ns;
             }
-            (stack, _) => stack,
         }
     }
 
     /// `tid` replaced its program (exec): the stacks it held belong to the old one, so
     /// its next switches and wake-ups without a stack wait, unstacked, for its first
     /// stack in the new program, which takes them (as a thread's first stack does).
-    /// Held on, a launcher's last sampled stack (a shell's, `taskset`'s) would take up
-    /// to one sampling period of the new program's switches.
     fn release_held_stacks(&mut self, tid: Tid) {
         let unstacked = self.slot(tid, NO_STACK);
         let recent = self.recent.get_or_insert_with(tid, RecentSlots::default);
         recent.parked = unstacked;
         recent.woke = unstacked;
+        recent.held_parked.release();
+        recent.held_woke.release();
     }
 
     /// Charges what a pending event left, at `stack` (or [`NO_STACK`] when none came).

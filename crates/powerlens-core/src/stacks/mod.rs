@@ -10,6 +10,7 @@
 
 pub mod attribution;
 pub mod grid;
+pub mod hold;
 pub mod interpreters;
 pub mod locks;
 mod system;

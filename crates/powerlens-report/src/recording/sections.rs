@@ -5,6 +5,7 @@
 use std::fmt::Write;
 
 use powerlens_core::sched::report::{CpuReport, RecordingReport};
+use powerlens_core::sched::wakeups::WakeupCause;
 
 use super::columns::{GridOptions, UnknownColumn};
 use super::grid::{grid, grid_notes};
@@ -454,7 +455,25 @@ pub fn wakeup_causes(report: &RecordingReport, names: NameFit) -> String {
     if more > 0 {
         let _ = writeln!(out, "({more} more in --json)");
     }
+    if let Some(note) = wakeup_causes_held_note(&t) {
+        let _ = writeln!(out, "{note}");
+    }
     out
+}
+
+/// The column of the causes' held expiries or idle exits, when the stacks were sampled.
+const HELD: &str = "held";
+
+/// What the `held` column of [`wakeup_causes_table`]'s table counts, when it has one.
+pub fn wakeup_causes_held_note(t: &Table) -> Option<&'static str> {
+    t.headers().iter().any(|h| h == HELD).then_some(
+        "held: of a timer's expiries (or another cause's idle exits), those whose arming (or wake-up) carried no stack of its own, named by its thread's latest one (sampled stacks: sample and hold)",
+    )
+}
+
+/// A cause's held expiries (timers) or idle exits (thread, ipi).
+fn held(c: &WakeupCause) -> Option<u64> {
+    c.held_expiries.or(c.held_idle_exits)
 }
 
 /// The wake-up causes shown (the first [`WAKEUP_CAUSES_SHOWN`]) and how many more there
@@ -463,23 +482,26 @@ pub fn wakeup_causes_table(report: &RecordingReport) -> Option<(Table, usize)> {
     if report.wakeup_causes.is_empty() {
         return None;
     }
-    let mut t = Table::new([
-        "kind",
-        "idle exits",
-        "per s",
-        "cause",
+    let shown = &report.wakeup_causes[..report.wakeup_causes.len().min(WAKEUP_CAUSES_SHOWN)];
+    let with_held = shown.iter().any(|c| held(c).is_some());
+    let mut headers = vec!["kind", "idle exits", "per s", "cause"];
+    if with_held {
+        headers.push(HELD);
+    }
+    headers.extend([
         "thread",
         "expiries/s",
         "period µs",
         "periodic",
         "coalescible",
     ]);
+    let mut t = Table::new(headers);
     let yes_no = |b: Option<bool>| match b {
         Some(true) => "yes".to_string(),
         Some(false) => "no".to_string(),
         None => String::new(),
     };
-    for c in report.wakeup_causes.iter().take(WAKEUP_CAUSES_SHOWN) {
+    for c in shown {
         let cause = match (&c.function, &c.irq, &c.timer_function) {
             (Some(f), _, _) => f.clone(),
             (None, Some(irq), _) => irq.clone(),
@@ -496,17 +518,18 @@ pub fn wakeup_causes_table(report: &RecordingReport) -> Option<(Table, usize)> {
             (Some(tid), None) => tid.to_string(),
             _ => String::new(),
         };
-        t.row([
-            c.kind.clone(),
-            c.count.to_string(),
-            sig(c.per_s, 4),
-            cause,
+        let mut cells = vec![c.kind.clone(), c.count.to_string(), sig(c.per_s, 4), cause];
+        if with_held {
+            cells.push(held(c).map(|n| n.to_string()).unwrap_or_default());
+        }
+        cells.extend([
             thread,
             c.expiries_per_s.map(|v| sig(v, 4)).unwrap_or_default(),
             c.period_us.map(|v| sig(v, 4)).unwrap_or_default(),
             yes_no(c.periodic),
             yes_no(c.coalescible),
         ]);
+        t.row(cells);
     }
     let more = report
         .wakeup_causes

@@ -214,6 +214,7 @@ fn traced_context(switch_ns: f64, waking_ns: f64, stack_ns: Option<f64>) -> Reco
         user_stack_bytes: Some(512),
         stack_samples_per_s: Some(10_000),
         max_stack_sample_period: Some(37),
+        stack_samples_dropped: Some(3),
     });
     ctx.tracing_cost = Ok(EventCosts {
         event_cost_ns: [
@@ -405,8 +406,13 @@ fn the_perturbation_line_warns_past_its_threshold_in_text_json_and_html() {
     assert_eq!(v["system"]["tracing_path"]["user_stack_bytes"], 512);
     assert_eq!(v["system"]["tracing_path"]["stack_samples_per_s"], 10_000);
     assert_eq!(v["system"]["tracing_path"]["max_stack_sample_period"], 37);
+    assert_eq!(v["system"]["tracing_path"]["stack_samples_dropped"], 3);
     assert!(
         text.contains("sampled to at most 10000 a second per CPU and event (down to 1 in 37)"),
+        "{text}"
+    );
+    assert!(
+        text.contains("; 3 stack samples dropped (their event's record did not follow them)"),
         "{text}"
     );
     let path = "perf ring buffers, one per CPU; stacks at switches, wake-ups and timer arming unwound from a 512-byte copy of the thread's stack";
@@ -759,6 +765,59 @@ fn wakeup_causes_name_kernel_timers_and_the_idle_task() {
     assert!(!t.contains("0xffffffff814332e0"), "{t}");
     assert!(t.contains("0xffffffff81000010 (kernel, unnamed)"), "{t}");
     assert!(t.contains("idle task (0)"), "{t}");
+}
+
+/// Issue 46: with sampled stacks, each cause says how many of its expiries (timers) or
+/// idle exits (wake-ups) are held, in a `held` column with a note under the table and as
+/// `held_expiries` / `held_idle_exits` in JSON; without sampled stacks there is no column.
+#[test]
+fn wakeup_causes_show_what_they_hold() {
+    use powerlens_core::sched::wakeups::WakeupCause;
+    let mut r = report(true);
+    r.wakeup_causes = vec![
+        WakeupCause {
+            kind: "timer".into(),
+            count: 10,
+            per_s: 10.0,
+            armed_by_tid: Some(42),
+            function: Some("short_sleeper".into()),
+            expiries: Some(300),
+            held_expiries: Some(12),
+            ..WakeupCause::default()
+        },
+        WakeupCause {
+            kind: "irq".into(),
+            count: 3,
+            per_s: 3.0,
+            irq: Some("virtio0".into()),
+            ..WakeupCause::default()
+        },
+    ];
+    let t = wakeup_causes(&r, NameFit::Full);
+    let mut lines = t.lines();
+    let header: Vec<&str> = lines.next().unwrap().split_whitespace().collect();
+    let at = header
+        .iter()
+        .position(|h| *h == "held")
+        .unwrap_or_else(|| panic!("{t}"));
+    assert_eq!(header[at - 1], "cause", "{t}");
+    let timer: Vec<&str> = lines
+        .next()
+        .unwrap()
+        .split("  ")
+        .map(str::trim)
+        .filter(|c| !c.is_empty())
+        .collect();
+    assert_eq!(&timer[3..5], ["short_sleeper", "12"], "{t}");
+    assert!(t.contains("\nheld: of a timer's expiries"), "{t}");
+    let v: serde_json::Value = serde_json::from_str(&json(&r)).unwrap();
+    assert_eq!(v["wakeup_causes"][0]["held_expiries"], 12);
+    assert!(v["wakeup_causes"][1].get("held_expiries").is_none());
+    assert!(v["wakeup_causes"][1].get("held_idle_exits").is_none());
+
+    r.wakeup_causes[0].held_expiries = None;
+    let t = wakeup_causes(&r, NameFit::Full);
+    assert!(!t.contains("held"), "{t}");
 }
 
 /// Issue 30: a node recording's C++ names made every row of the text grid wrap. The

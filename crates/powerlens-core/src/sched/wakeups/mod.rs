@@ -27,6 +27,10 @@
 //! woke a thread onto this CPU, with its stack (the `Stack` record after its wake-up); with
 //! no such wake-up either → `ipi` (an unexplained remote wake-up, as the grid's `ipi`).
 //!
+//! **Sampled stacks** ([`WakeupAnalysis::with_sampled_stacks`]): an arming or wake-up
+//! without a stack of its own is grouped by its thread's latest one in that role, as the
+//! function grid charges its events (sample and hold, [`held`]); an exec releases them.
+//!
 //! A timer is charged to the thread that armed it (`armed_by_tid`) only while one thread
 //! ever armed its address: kernel timers such as the tick are re-armed from whatever
 //! context runs (the idle task, any thread's syscall exit) and belong to no thread; they
@@ -47,6 +51,11 @@
 use serde::{Deserialize, Serialize};
 
 use super::event::{Event, EventKind, InterruptKind, KeyMap, Name, StackId, Tid, IDLE_TID};
+use super::tid_table::TidTable;
+
+mod held;
+
+use held::Acting;
 
 /// Interrupt contexts closer than this to the end of the previous one on the same CPU
 /// belong to the same idle exit (handler, softirqs and expired timers of one interrupt
@@ -115,6 +124,17 @@ pub struct WakeupCause {
     /// Every expiry of the timer group, idle or not (`timer`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub expiries: Option<u64>,
+    /// Of `expiries`, those whose arming carried no stack of its own and are grouped by
+    /// the arming thread's latest arming stack for the callback, or its first one when
+    /// none came before (sample and hold); `timer` rows of recordings whose stacks were
+    /// sampled.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub held_expiries: Option<u64>,
+    /// Of `count`, the idle exits whose wake-up carried no stack of its own and are
+    /// grouped by the waker's latest (or first) waking stack (sample and hold); `thread`
+    /// and `ipi` rows of recordings whose stacks were sampled.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub held_idle_exits: Option<u64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub expiries_per_s: Option<f64>,
     /// Median interval between successive expiries (`timer`, ≥ 1 interval).
@@ -191,13 +211,28 @@ enum Key {
 struct Group {
     count: u64,
     expiries: u64,
+    /// Expiries (timers) or idle exits (the others) grouped here by a held stack.
+    held: u64,
     times: Vec<u64>,
+}
+
+impl Group {
+    /// Adds `g` to this group: its expiry times merged in time order (the first
+    /// [`MAX_EXPIRY_TIMES`] of both are among each one's first ones).
+    fn absorb(&mut self, g: Group) {
+        self.count += g.count;
+        self.expiries += g.expiries;
+        self.held += g.held;
+        self.times = merge_sorted(&self.times, &g.times, MAX_EXPIRY_TIMES);
+    }
 }
 
 #[derive(Clone, Copy)]
 struct Armed {
     tid: Option<Tid>,
     stack: Option<StackId>,
+    /// `stack` is the arming thread's latest, not the arming's own.
+    held: bool,
 }
 
 /// What the forensics know of one timer address: one table, so that an arming and an
@@ -216,6 +251,8 @@ struct TimerInfo {
 struct RemoteWake {
     waker: Option<Tid>,
     stack: Option<StackId>,
+    /// `stack` is the waker's latest, not the wake-up's own.
+    held: bool,
     seq: u64,
 }
 
@@ -223,8 +260,18 @@ struct RemoteWake {
 #[derive(Clone, Copy)]
 enum Last {
     Other,
-    Wakeup { target: u32, seq: u64 },
-    Arm { timer: u64 },
+    /// A wake-up by `waker` (a thread), of a thread on another CPU when `remote`
+    /// (its CPU and the wake-up's sequence number).
+    Wakeup {
+        waker: Option<Tid>,
+        remote: Option<(u32, u64)>,
+    },
+    /// A timer arming, by thread `tid`, with callback `function`.
+    Arm {
+        timer: u64,
+        tid: Option<Tid>,
+        function: u64,
+    },
 }
 
 #[derive(Clone, Copy)]
@@ -280,6 +327,9 @@ pub struct WakeupAnalysis {
     /// Timer callbacks left out (the recorder's own sampling timer), and their expiries.
     ignored_callbacks: Vec<u64>,
     ignored_expiries: u64,
+    /// The recording's stacks are sampled: sample and hold, per thread ([`held`]).
+    sampled: bool,
+    holds: TidTable<held::ThreadHolds>,
 }
 
 impl WakeupAnalysis {
@@ -311,6 +361,13 @@ impl WakeupAnalysis {
     /// Expiries of ignored timers seen so far.
     pub fn ignored_expiries(&self) -> u64 {
         self.ignored_expiries
+    }
+
+    /// The recording's stacks are sampled (one switch, wake-up or timer arming in N has
+    /// one): group the others by sample and hold ([`held`]).
+    pub fn with_sampled_stacks(mut self) -> Self {
+        self.sampled = true;
+        self
     }
 
     /// The key its causes are grouped under: `key` with its stack grouped.
@@ -358,12 +415,7 @@ impl WakeupAnalysis {
                     v.insert(out.len());
                     out.push((key, g));
                 }
-                std::collections::hash_map::Entry::Occupied(o) => {
-                    let merged = &mut out[*o.get()].1;
-                    merged.count += g.count;
-                    merged.expiries += g.expiries;
-                    merged.times = merge_sorted(&merged.times, &g.times, MAX_EXPIRY_TIMES);
-                }
+                std::collections::hash_map::Entry::Occupied(o) => out[*o.get()].1.absorb(g),
             }
         }
         out
@@ -390,19 +442,29 @@ impl WakeupAnalysis {
     /// one, and a CPU's exits mostly repeat one cause (its tick, the thread that wakes its
     /// sleeper), so the CPU's last group is checked before the key is hashed.
     fn group(&mut self, cpu: u32, key: Key) -> &mut Group {
-        let index = match self.cpus[cpu as usize].last_group {
+        let index = self.group_at(cpu, key);
+        &mut self.groups[index as usize].1
+    }
+
+    /// [`WakeupAnalysis::group`]'s index.
+    fn group_at(&mut self, cpu: u32, key: Key) -> u32 {
+        match self.cpus[cpu as usize].last_group {
             Some((last, index)) if last == key => index,
             _ => {
-                let groups = &mut self.groups;
-                let index = *self.group_index.entry(key).or_insert_with(|| {
-                    groups.push((key, Group::default()));
-                    (groups.len() - 1) as u32
-                });
+                let index = self.group_of(key);
                 self.cpus[cpu as usize].last_group = Some((key, index));
                 index
             }
-        };
-        &mut self.groups[index as usize].1
+        }
+    }
+
+    /// The index of `key`'s group, created on first sight.
+    fn group_of(&mut self, key: Key) -> u32 {
+        let groups = &mut self.groups;
+        *self.group_index.entry(key).or_insert_with(|| {
+            groups.push((key, Group::default()));
+            (groups.len() - 1) as u32
+        })
     }
 
     /// Consumes one event recorded in the context of task `context` (the task current on
@@ -484,28 +546,50 @@ impl WakeupAnalysis {
                     (Some(tid), 0) if tid != IDLE_TID => Some(tid),
                     _ => None,
                 };
+                let (held_stack, held) = match (self.sampled, waker) {
+                    (true, Some(w)) => self.hold(w, Acting::Waking, stack),
+                    _ => (stack, false),
+                };
+                let mut remote = None;
                 if target != cpu {
                     self.seq += 1;
                     let seq = self.seq;
+                    remote = Some((target, seq));
                     self.cpu(target);
                     let tc = &mut self.cpus[target as usize];
                     if tc.current == Some(IDLE_TID) && tc.remote.is_none() {
-                        tc.remote = Some(RemoteWake { waker, stack, seq });
-                    }
-                    if stack.is_none() {
-                        self.cpu(cpu).last = Last::Wakeup { target, seq };
+                        tc.remote = Some(RemoteWake {
+                            waker,
+                            stack: held_stack,
+                            held,
+                            seq,
+                        });
                     }
                 }
+                if stack.is_none() && (remote.is_some() || (self.sampled && waker.is_some())) {
+                    self.cpu(cpu).last = Last::Wakeup { waker, remote };
+                }
             }
-            EventKind::TimerArm { timer, .. } => {
+            EventKind::TimerArm { timer, function } => {
                 if self.timers.len() >= MAX_ARMED_TIMERS {
                     self.timers.clear();
                 }
                 let c = self.cpu(cpu);
                 let tid = if c.depth == 0 { c.current } else { None };
                 if stack.is_none() {
-                    c.last = Last::Arm { timer: *timer };
+                    c.last = Last::Arm {
+                        timer: *timer,
+                        tid,
+                        function: *function,
+                    };
                 }
+                // Not the idle task's: it is one tid on every CPU.
+                let (stack, held) = match (self.sampled, tid) {
+                    (true, Some(tid)) if tid != IDLE_TID => {
+                        self.hold(tid, Acting::Arming(*function), stack)
+                    }
+                    _ => (stack, false),
+                };
                 let info = self.timers.entry(*timer).or_default();
                 let owner = match info.owner {
                     Some(owner) if owner != tid => None,
@@ -513,7 +597,16 @@ impl WakeupAnalysis {
                     None => tid,
                 };
                 info.owner = Some(owner);
-                info.armed = Some(Armed { tid: owner, stack });
+                info.armed = Some(Armed {
+                    tid: owner,
+                    stack,
+                    held,
+                });
+            }
+            EventKind::Exec { tid, .. } if self.sampled => {
+                if let Some(holds) = self.holds.get_mut(*tid) {
+                    holds.release();
+                }
             }
             EventKind::Stack { id } => self.stack_of(last, *id),
             _ => {}
@@ -522,23 +615,40 @@ impl WakeupAnalysis {
 
     /// A stack recorded with the event before it on its CPU, which left `last`.
     fn stack_of(&mut self, last: Last, id: StackId) {
-        match (last, id) {
-            (Last::Wakeup { target, seq }, id) => {
+        match last {
+            Last::Wakeup { waker, remote } => {
+                let (stack, held) = match (self.sampled, waker) {
+                    (true, Some(w)) => self.hold(w, Acting::Waking, Some(id)),
+                    _ => (Some(id), false),
+                };
+                let Some((target, seq)) = remote else {
+                    return;
+                };
                 if let Some(r) = self
                     .cpus
                     .get_mut(target as usize)
                     .and_then(|c| c.remote.as_mut())
                     .filter(|r| r.seq == seq)
                 {
-                    r.stack = Some(id);
+                    (r.stack, r.held) = (stack, held);
                 }
             }
-            (Last::Arm { timer }, id) => {
+            Last::Arm {
+                timer,
+                tid,
+                function,
+            } => {
+                let (stack, held) = match (self.sampled, tid) {
+                    (true, Some(tid)) if tid != IDLE_TID => {
+                        self.hold(tid, Acting::Arming(function), Some(id))
+                    }
+                    _ => (Some(id), false),
+                };
                 if let Some(a) = self.timers.get_mut(&timer).and_then(|t| t.armed.as_mut()) {
-                    a.stack = Some(id);
+                    (a.stack, a.held) = (stack, held);
                 }
             }
-            (Last::Other, _) => {}
+            Last::Other => {}
         }
     }
 
@@ -560,8 +670,9 @@ impl WakeupAnalysis {
                     None => (None, false),
                 };
                 let armed_by = armed.and_then(|a| a.tid).filter(|_| !shared);
+                let stack = armed.and_then(|a| a.stack);
                 let key = Key::Timer {
-                    stack: armed.and_then(|a| a.stack),
+                    stack,
                     function: *function,
                     armed_by,
                     // Kernel timers (no owner, or the idle task) are per CPU: the tick.
@@ -571,10 +682,18 @@ impl WakeupAnalysis {
                     },
                 };
                 self.cpu(cpu);
-                let g = self.group(cpu, key);
+                let index = self.group_at(cpu, key);
+                let g = &mut self.groups[index as usize].1;
                 g.expiries += 1;
+                g.held += u64::from(armed.is_some_and(|a| a.held));
                 if g.times.len() < MAX_EXPIRY_TIMES {
                     g.times.push(t);
+                }
+                match (self.sampled, stack, armed_by) {
+                    (true, None, Some(tid)) if tid != IDLE_TID => {
+                        self.went_unstacked(tid, Acting::Arming(*function), index);
+                    }
+                    _ => {}
                 }
                 Some(key)
             }
@@ -606,12 +725,44 @@ impl WakeupAnalysis {
             InterruptKind::Timer { .. } => timer_key.expect("a timer has its key"),
             InterruptKind::Irq(name) => Key::Irq(*name),
             InterruptKind::SoftIrq(name) => Key::SoftIrq(*name),
-            InterruptKind::Ipi => Key::Ipi {
-                waker: remote.and_then(|r| r.waker),
-                stack: remote.and_then(|r| r.stack),
-            },
+            InterruptKind::Ipi => {
+                self.woken_by(cpu, remote, true);
+                return;
+            }
         };
         self.group(cpu, key).count += 1;
+    }
+
+    /// An idle exit of `cpu` for a wake-up from another CPU (an IPI, or none when the
+    /// thread just ran), charged to its waker and its stack; `ipi` when no thread woke it.
+    fn woken_by(&mut self, cpu: u32, remote: Option<RemoteWake>, ipi: bool) {
+        let key = match remote {
+            Some(RemoteWake {
+                waker: Some(waker),
+                stack,
+                ..
+            }) if !ipi => Key::Thread { waker, stack },
+            Some(RemoteWake { waker, stack, .. }) if ipi => Key::Ipi { waker, stack },
+            _ => Key::Ipi {
+                waker: None,
+                stack: None,
+            },
+        };
+        let index = self.group_at(cpu, key);
+        let g = &mut self.groups[index as usize].1;
+        g.count += 1;
+        g.held += u64::from(remote.is_some_and(|r| r.held));
+        if let (
+            true,
+            Some(RemoteWake {
+                waker: Some(waker),
+                stack: None,
+                ..
+            }),
+        ) = (self.sampled, remote)
+        {
+            self.went_unstacked(waker, Acting::Waking, index);
+        }
     }
 
     /// A thread is switched in on an idle CPU: an exit of its own unless the interrupt
@@ -628,18 +779,7 @@ impl WakeupAnalysis {
         if explained {
             return;
         }
-        let key = match remote {
-            Some(RemoteWake {
-                waker: Some(waker),
-                stack,
-                ..
-            }) => Key::Thread { waker, stack },
-            _ => Key::Ipi {
-                waker: None,
-                stack: None,
-            },
-        };
-        self.group(cpu, key).count += 1;
+        self.woken_by(cpu, remote, false);
     }
 
     /// The causes, most idle exits first (then most expiries). Timer groups are listed
@@ -678,6 +818,7 @@ impl WakeupAnalysis {
                     c.stack_id = stack;
                     c.timer_function = (function != 0).then(|| format!("{function:#x}"));
                     c.expiries = Some(g.expiries);
+                    c.held_expiries = self.sampled.then_some(g.held);
                     c.expiries_per_s = Some(rate(g.expiries));
                     if let Some((median, periodic)) = period(&g.times) {
                         c.period_us = Some(median / 1e3);
@@ -696,11 +837,13 @@ impl WakeupAnalysis {
                     c.kind = "ipi".into();
                     c.waker_tid = waker;
                     c.stack_id = stack;
+                    c.held_idle_exits = self.sampled.then_some(g.held);
                 }
                 Key::Thread { waker, stack } => {
                     c.kind = "thread".into();
                     c.waker_tid = Some(waker);
                     c.stack_id = stack;
+                    c.held_idle_exits = self.sampled.then_some(g.held);
                 }
             }
             out.push((c, g.times));

@@ -8,6 +8,7 @@ struct Stream {
     a: WakeupAnalysis,
     /// Every record fed, for feeding them again another way.
     fed: Vec<(Event, Option<Tid>)>,
+    sampled: bool,
 }
 
 impl Stream {
@@ -15,6 +16,15 @@ impl Stream {
         Stream {
             a: WakeupAnalysis::new(),
             fed: Vec::new(),
+            sampled: false,
+        }
+    }
+    /// The stream of a recording whose stacks were sampled (sample and hold).
+    fn sampled() -> Self {
+        Stream {
+            a: WakeupAnalysis::new().with_sampled_stacks(),
+            fed: Vec::new(),
+            sampled: true,
         }
     }
     fn ev(&mut self, t: u64, cpu: u32, ctx: Tid, kind: EventKind) -> &mut Self {
@@ -31,6 +41,9 @@ impl Stream {
     /// record folded into the event before it on its CPU, at its time and context.
     fn folded_causes(&self, end_ns: u64) -> Vec<WakeupCause> {
         let mut a = WakeupAnalysis::new();
+        if self.sampled {
+            a = a.with_sampled_stacks();
+        }
         let mut records = self.fed.iter().peekable();
         while let Some((e, ctx)) = records.next() {
             let stack = match records.peek() {
@@ -90,6 +103,26 @@ impl Stream {
             },
         )
         .ev(t, cpu, tid, EventKind::Stack { id: stack })
+    }
+    /// [`Stream::periodic_sleeper_at`] with armings that carry a stack or none: timer
+    /// `0x1000 + k` in period k, `stacks[k]` (`n` = `stacks.len()` periods).
+    fn sleeps(&mut self, cpu: u32, tid: Tid, t0: u64, period: u64, stacks: &[Option<StackId>]) {
+        for (k, stack) in stacks.iter().enumerate() {
+            let t = t0 + k as u64 * period;
+            let timer = 0x1000 + t / period;
+            self.switch(t, cpu, IDLE_TID, tid);
+            let arming = EventKind::TimerArm {
+                timer,
+                function: 0xf00,
+            };
+            self.ev(t + 40 * US, cpu, tid, arming);
+            if let Some(id) = *stack {
+                self.ev(t + 40 * US, cpu, tid, EventKind::Stack { id });
+            }
+            self.switch(t + 50 * US, cpu, tid, IDLE_TID)
+                .timer_fires(t + period - 3 * US, cpu, timer, 0xf00)
+                .wake(t + period - 2 * US, cpu, IDLE_TID, tid, cpu);
+        }
     }
     /// A thread `tid` on `cpu` that sleeps on a timer armed with stack 7 and is woken by
     /// it every `period` for `n` periods, starting at `t0`, the CPU idle in between.
@@ -465,4 +498,107 @@ fn resolve_fills_function_and_stack() {
     let json = serde_json::to_value(&causes[0]).unwrap();
     assert!(json.get("stack_id").is_none());
     assert_eq!(json["stack"][0], "main (app)");
+}
+
+/// Issue 46: one sleep loop in two causes, a named one and a group of expiries without a
+/// stack. Sampled stacks, thread 42 arms a timer 10 times, only armings 3 and 6 with a
+/// stack (7). Hand-counted: arms 0–2 wait, unstacked, for the first stack, which takes
+/// them (back-filled); 4, 5 and 7–9 are held from 3 and 6: all 10 expiries under stack 7,
+/// 8 of them held. Without sampled stacks, 2 under stack 7 and 8 in a group without one.
+#[test]
+fn sampled_armings_without_a_stack_are_held_in_their_sleep_loops_cause() {
+    let stacks = [
+        None,
+        None,
+        None,
+        Some(7),
+        None,
+        None,
+        Some(7),
+        None,
+        None,
+        None,
+    ];
+    let mut s = Stream::sampled();
+    s.sleeps(0, 42, MS, MS, &stacks);
+    let folded = s.folded_causes(12 * MS);
+    let causes = s.a.finish(12 * MS);
+    assert_eq!(causes.len(), 1, "{causes:#?}");
+    let c = &causes[0];
+    assert_eq!((c.kind.as_str(), c.armed_by_tid), ("timer", Some(42)));
+    assert_eq!((c.stack_id, c.expiries, c.count), (Some(7), Some(10), 10));
+    assert_eq!(c.held_expiries, Some(8));
+    assert_eq!(c.period_us, Some(1000.0));
+    assert_eq!(causes, folded);
+    let json = serde_json::to_value(c).unwrap();
+    assert_eq!(json["held_expiries"], 8);
+
+    let mut every = Stream::new();
+    every.sleeps(0, 42, MS, MS, &stacks);
+    let split = every.a.finish(12 * MS);
+    let by_stack: Vec<_> = split.iter().map(|c| (c.stack_id, c.expiries)).collect();
+    assert_eq!(
+        by_stack,
+        [(None, Some(8)), (Some(7), Some(2))],
+        "{split:#?}"
+    );
+    assert!(split.iter().all(|c| c.held_expiries.is_none()));
+}
+
+/// An exec releases what a thread held: thread 42's launcher arms 5 timers (stack 5 on
+/// arming 1), then it execs and the new program arms 5 more (stack 8 on its arming 2,
+/// the 8th). Hand-counted: stack 5 takes arms 0 (back-filled), 1, and 2–4 (held): 5
+/// expiries, 4 held; stack 8 takes 5 and 6 (unstacked after the exec, back-filled by
+/// the new program's first stack), 7, and 8–9 (held): 5, 4 held. Held across the exec,
+/// stack 5 would take 5 and 6 too.
+#[test]
+fn an_exec_releases_the_arming_stacks_a_thread_held() {
+    let mut s = Stream::sampled();
+    s.sleeps(0, 42, MS, MS, &[None, Some(5), None, None, None]);
+    let exec = EventKind::Exec {
+        tid: 42,
+        comm: "program".into(),
+    };
+    s.ev(6 * MS, 0, 42, exec);
+    s.sleeps(0, 42, 6 * MS, MS, &[None, None, Some(8), None, None]);
+    let folded = s.folded_causes(12 * MS);
+    let causes = s.a.finish(12 * MS);
+    let by_stack: Vec<_> = causes
+        .iter()
+        .map(|c| (c.stack_id, c.expiries, c.held_expiries))
+        .collect();
+    assert_eq!(
+        by_stack,
+        [(Some(5), Some(5), Some(4)), (Some(8), Some(5), Some(4))],
+        "{causes:#?}"
+    );
+    assert_eq!(causes, folded);
+}
+
+/// The same for wake-ups: thread 50 on cpu0 wakes 51 onto idle cpu1 5 times, from stack
+/// 9 only the 2nd time. All 5 idle exits go to its stack 9: the 1st back-filled, the
+/// last 3 held.
+#[test]
+fn sampled_wakeups_without_a_stack_are_held_in_their_wakers_cause() {
+    let mut s = Stream::sampled();
+    s.switch(0, 1, 3, IDLE_TID);
+    for k in 0..5u64 {
+        let t = MS + k * 3 * MS;
+        s.wake(t, 0, 50, 51, 1);
+        if k == 1 {
+            s.ev(t, 0, 50, EventKind::Stack { id: 9 });
+        }
+        s.switch(t + 20 * US, 1, IDLE_TID, 51)
+            .switch(t + MS, 1, 51, IDLE_TID);
+    }
+    let folded = s.folded_causes(20 * MS);
+    let causes = s.a.finish(20 * MS);
+    assert_eq!(causes.len(), 1, "{causes:#?}");
+    let c = &causes[0];
+    assert_eq!((c.kind.as_str(), c.waker_tid), ("thread", Some(50)));
+    assert_eq!(
+        (c.stack_id, c.count, c.held_idle_exits),
+        (Some(9), 5, Some(4))
+    );
+    assert_eq!(causes, folded);
 }

@@ -308,9 +308,7 @@ struct PacedTwin {
     /// Index in `Collector::cpus`, and in that CPU's counters.
     cpu: usize,
     counter: usize,
-    /// Its count at the last reading.
-    last_count: u64,
-    period: u64,
+    pace: pacing::TwinPace,
 }
 
 /// What [`Collector::pace_stack_samples`] keeps between calls.
@@ -548,8 +546,7 @@ impl Collector {
                         .map(move |counter| PacedTwin {
                             cpu,
                             counter,
-                            last_count: 0,
-                            period: 1,
+                            pace: pacing::TwinPace::default(),
                         })
                 })
                 .collect();
@@ -692,14 +689,15 @@ impl Collector {
         Ok(found + wanted.len())
     }
 
-    /// Sets the period of each stack-sample twin from its rate since the last call, so
-    /// that each keeps near [`CollectorOptions::stack_samples_per_s`] stacks a second on
-    /// its CPU ([`pacing::period_for`]). Call it from the draining thread as often as it
-    /// likes: it acts at most every [`pacing::interval_ns`] (often in the first second,
-    /// when every hit still has its stack, seldom after), and changes a period only when
-    /// the rate moved enough ([`pacing::worth_changing`]), since a new period samples the
-    /// very next hit. The first call only starts the count: call it as tracing starts.
-    /// A twin that refuses its period keeps the one it had.
+    /// Sets the period of each stack-sample twin from its rate, so that each keeps near
+    /// [`CollectorOptions::stack_samples_per_s`] stacks a second on its CPU, raising it only
+    /// on evidence: a window of enough hits to tell a rate ([`pacing::period_for`]). Call it
+    /// from the draining thread as often as it likes: it acts at most every
+    /// [`pacing::interval_ns`] (often in the first second, when every hit still has its
+    /// stack, seldom after), and changes a period only when the rate moved enough
+    /// ([`pacing::worth_changing`]), since a new period samples the very next hit. The
+    /// first call only starts the count: call it as tracing starts. A twin that refuses
+    /// its period keeps the one it had.
     ///
     /// Returns how long until the next reading is due, for the caller's wait; `None` when
     /// stacks are not sampled (then it does nothing).
@@ -715,22 +713,23 @@ impl Collector {
                 return Some(std::time::Duration::from_nanos(due - now));
             }
         }
-        let elapsed = now.saturating_sub(pacing.last_ns);
         pacing.last_ns = now;
         for twin in &mut pacing.twins {
             let counter = &self.cpus[twin.cpu].counters[twin.counter];
             let Ok(count) = counter.read_count() else {
                 continue;
             };
-            let hits = count.saturating_sub(twin.last_count);
-            twin.last_count = count;
-            if first {
-                continue;
-            }
-            let wanted = pacing::period_for(hits, elapsed, pacing.max_per_s, now / 1000);
-            if pacing::worth_changing(twin.period, wanted) && counter.set_period(wanted).is_ok() {
-                twin.period = wanted;
-                pacing.max_period = pacing.max_period.max(wanted);
+            // Timed when its count came (a read interrupts the twin's CPU): the window's
+            // length is that between its own two reads, not the reading's first.
+            let read_ns = monotonic_now_ns();
+            let wanted = twin
+                .pace
+                .read(read_ns, count, pacing.max_per_s, read_ns / 1000);
+            if let Some(wanted) = wanted {
+                if counter.set_period(wanted).is_ok() {
+                    twin.pace.took(wanted);
+                    pacing.max_period = pacing.max_period.max(wanted);
+                }
             }
         }
         let due = pacing::next_reading_ns(pacing.started_ns, now);
@@ -757,7 +756,7 @@ impl Collector {
             ring.counters[twin.counter]
                 .set_period(period)
                 .map_err(|e| open_failed("PERF_EVENT_IOC_PERIOD", ring.cpu, e))?;
-            twin.period = period;
+            twin.pace.took(period);
         }
         Ok(true)
     }
