@@ -22,6 +22,10 @@ pub enum Provenance {
     },
     /// Not available: why, and how to make it available.
     Unavailable { reason: String, fix: Option<String> },
+    /// Scripted by the mock executor, a test backend: no command ran and no meter was
+    /// read, so that the arithmetic on the figures can be checked exactly. Its own kind,
+    /// so that it cannot pass for a measurement wherever the provenance goes.
+    Mocked { source: String },
 }
 
 impl Provenance {
@@ -41,6 +45,7 @@ impl Provenance {
             Provenance::Measured { source } => format!("measured ({source})"),
             Provenance::Estimated { model, .. } => format!("estimated ({model})"),
             Provenance::Unavailable { reason, .. } => format!("unavailable ({reason})"),
+            Provenance::Mocked { source } => format!("MOCKED ({source})"),
         }
     }
 
@@ -62,5 +67,9 @@ impl Provenance {
 
     pub fn is_estimate(&self) -> bool {
         matches!(self, Provenance::Estimated { .. })
+    }
+
+    pub fn is_mock(&self) -> bool {
+        matches!(self, Provenance::Mocked { .. })
     }
 }

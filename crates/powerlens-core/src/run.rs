@@ -249,6 +249,9 @@ pub fn warnings(runs: &[Run], baseline: Option<&Baseline>) -> Vec<String> {
             "no energy meter could be read: energy is ESTIMATED by the power model '{model}' ({parameters}{chosen}); see `powerlens info` for why each meter is unavailable"
         ));
     }
+    if runs.first().is_some_and(|r| r.provenance.is_mock()) {
+        out.push(crate::verdict::MOCKED_QUALIFIER.to_string());
+    }
     out
 }
 

@@ -127,15 +127,20 @@ pub fn wakeup_cost_sentence(rare: &RunSummary, frequent: &RunSummary, seconds: f
 
 /// What a finding built on estimated energy says in its own sentence (`None` for a
 /// measurement): the model made the figure from wall time and CPU time, so the finding
-/// restates the model's inputs and a meter must decide.
+/// restates the model's inputs and a meter must decide. A finding on mocked runs says
+/// that nothing was measured at all.
 pub fn estimated_qualifier(provenance: &Provenance) -> Option<String> {
     match provenance {
         Provenance::Estimated { model, .. } => Some(format!(
             " ESTIMATED, not measured: the energy is the power model '{model}' applied to wall time and CPU time, so by the model energy follows time and CPU time; measure with a meter to know."
         )),
+        Provenance::Mocked { .. } => Some(format!(" {MOCKED_QUALIFIER}")),
         _ => None,
     }
 }
+
+/// What every figure of mocked runs says: they are a test of powerlens, not of a machine.
+pub const MOCKED_QUALIFIER: &str = "MOCKED, not measured: no command ran and no meter was read; the mock executor scripted every run's time and energy (a test backend).";
 
 /// A ratio interval as signed percent changes, e.g. "95% CI +8.0% … +10.2%".
 fn ci_text(ci: [f64; 2]) -> String {

@@ -103,6 +103,22 @@ impl MeterBattery {
         }))
     }
 
+    /// A given full charge and no gauge: the mock executor's battery ([`crate::mock`]),
+    /// which has no discharge to time.
+    pub fn given(battery_wh: f64) -> MeterBattery {
+        MeterBattery {
+            setup: BatterySetup {
+                capacity: Some(given_capacity(battery_wh, Vec::new())),
+                capacity_unavailable: None,
+                charge_source: None,
+                whole_percent: false,
+                charge_unavailable: Some("the mock executor has no battery gauge".into()),
+                whole_system: false,
+            },
+            gauge: Vec::new(),
+        }
+    }
+
     /// A battery whose files could not be read (a driver writing something else than a
     /// number, say): no figures, and why — the energy is still measured.
     pub fn unreadable(err: &SysError, battery_wh: Option<f64>) -> MeterBattery {

@@ -52,6 +52,9 @@ pub enum RecordError {
     Wait { pid: i32, cause: std::io::Error },
     #[error("wait4 returned no child")]
     NoChild,
+    /// A command the mock executor has no script for ([`crate::mock`]).
+    #[error("the mock executor cannot run {command:?}: {reason}")]
+    MockCommand { command: String, reason: String },
     #[error(
         "interrupted during the command's untraced runs (--untraced-runs): nothing was recorded"
     )]

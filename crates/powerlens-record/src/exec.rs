@@ -10,6 +10,52 @@ use powerlens_core::run::ExitStatus;
 use crate::error::RecordError;
 use crate::interrupt;
 
+/// What runs the measured commands and keeps the clock they are timed by: this machine
+/// ([`System`]), or the mock ([`crate::mock::MockMachine`]) whose runs are scripted. A
+/// meter comes with its executor ([`crate::meter::Meter::executor`]), so that a mock
+/// reading never times a real process, nor a real meter a scripted one.
+pub trait Executor {
+    /// Runs `argv` to completion (see [`run`]).
+    fn run(
+        &self,
+        argv: &[String],
+        show_output: bool,
+        cpus: Option<&[u32]>,
+    ) -> Result<Outcome, RecordError>;
+    /// Runs a shell command line (`--prepare`; see [`run_shell`]).
+    fn run_shell(&self, line: &str, show_output: bool) -> Result<ExitStatus, RecordError>;
+    /// The time now on this executor's clock.
+    fn now(&self) -> Instant;
+    /// Lets `duration` pass; false when an interrupt ([`interrupt`]) came first.
+    fn sleep(&self, duration: Duration) -> bool;
+}
+
+/// This machine: commands are executed, times are the monotonic clock's.
+pub struct System;
+
+impl Executor for System {
+    fn run(
+        &self,
+        argv: &[String],
+        show_output: bool,
+        cpus: Option<&[u32]>,
+    ) -> Result<Outcome, RecordError> {
+        run(argv, show_output, cpus, &[])
+    }
+
+    fn run_shell(&self, line: &str, show_output: bool) -> Result<ExitStatus, RecordError> {
+        run_shell(line, show_output)
+    }
+
+    fn now(&self) -> Instant {
+        Instant::now()
+    }
+
+    fn sleep(&self, duration: Duration) -> bool {
+        interrupt::sleep(duration)
+    }
+}
+
 /// What one execution of the command took.
 #[derive(Debug, Clone, Copy)]
 pub struct Outcome {

@@ -12,7 +12,8 @@
 //! - [`analyse::analyse`] reads one back as `report`, `diff` and `demo` show it, its
 //!   [`header::Header`] (metadata, threads, samples) read in one trip;
 //! - [`live::LiveSession`] analyses the running system in intervals (`top`, the agent);
-//! - [`meter::Meter`] and [`exec`] measure and run commands (`run`, `compare`);
+//! - [`meter::Meter`] and [`exec`] measure and run commands (`run`, `compare`), or
+//!   [`mock`] scripts them for tests;
 //! - every fallible function returns a [`RecordError`]; [`meta`] names the metadata keys.
 
 mod alarm;
@@ -33,6 +34,7 @@ mod jit_names;
 pub mod live;
 pub mod meta;
 pub mod meter;
+pub mod mock;
 mod on_time;
 mod open;
 mod options;

@@ -514,6 +514,7 @@ impl LiveSession {
             Provenance::Measured { source } => source.clone(),
             Provenance::Estimated { model, .. } => model.clone(),
             Provenance::Unavailable { .. } => "none".into(),
+            Provenance::Mocked { source } => source.clone(),
         };
         Ok(LiveInterval {
             input: IntervalInput {

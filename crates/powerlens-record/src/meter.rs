@@ -14,6 +14,8 @@ use powerlens_sys::energy::{battery_meter, discover, SourceStatus};
 
 use crate::battery_gauge::MeterBattery;
 use crate::error::{Doing, RecordError};
+use crate::exec::{Executor, System};
+use crate::mock::{self, MockMachine};
 use powerlens_sys::{platform, procfs, Roots};
 
 /// How to choose and read the meter.
@@ -30,7 +32,12 @@ pub struct MeterOptions {
 
 enum Kind {
     Source(SampledSource),
-    Model { model: PowerModel, roots: Roots },
+    Model {
+        model: PowerModel,
+        roots: Roots,
+    },
+    /// The mock executor's meter: the scripted power over the mock clock.
+    Mock(MockMachine),
 }
 
 /// A reading of the meter at one instant.
@@ -86,6 +93,33 @@ impl Meter {
         })
     }
 
+    /// The mock executor and its meter ([`mock`]): runs are scripted, not executed, and
+    /// every figure is labelled mocked. `setup` is a line of mock steps run once first
+    /// (e.g. `idle 5W`); `battery_wh` gives battery-life figures for that capacity (the
+    /// mock has no battery gauge).
+    pub fn mock(setup: &str, battery_wh: Option<f64>) -> Result<Meter, RecordError> {
+        let machine = MockMachine::new();
+        if !setup.trim().is_empty() {
+            machine.run_shell(setup, false)?;
+        }
+        Ok(Meter {
+            kind: Kind::Mock(machine),
+            fixture_sysfs: None,
+            statuses: Vec::new(),
+            warnings: Vec::new(),
+            battery: battery_wh.map(MeterBattery::given),
+        })
+    }
+
+    /// What runs the commands this meter measures, and keeps the clock its readings are
+    /// taken on: the mock for the mock meter, this machine for every other.
+    pub fn executor(&self) -> &dyn Executor {
+        match &self.kind {
+            Kind::Mock(machine) => machine,
+            Kind::Source(_) | Kind::Model { .. } => &System,
+        }
+    }
+
     /// The power model alone, whatever meter the machine has: what a long-running monitor
     /// falls back to when its meter stops answering.
     pub fn estimated(roots: &Roots, options: &MeterOptions) -> Result<Meter, RecordError> {
@@ -108,9 +142,10 @@ impl Meter {
                 .read()
                 .doing(|| format!("reading energy from {}", s.name()))?,
             Kind::Model { roots, .. } => vec![procfs::read_cpu_times(roots)?.busy_s],
+            Kind::Mock(machine) => machine.joules().to_vec(),
         };
         Ok(Reading {
-            at: Instant::now(),
+            at: self.executor().now(),
             values,
             charge_pct: self.battery.as_ref().and_then(MeterBattery::charge_pct),
         })
@@ -176,6 +211,15 @@ impl Meter {
                     counts_in_total: true,
                 }]
             }
+            Kind::Mock(_) => [(mock::TOTAL_DOMAIN, true), (mock::SPIN_DOMAIN, false)]
+                .iter()
+                .zip(from.values.iter().zip(&to.values))
+                .map(|((name, counts_in_total), (a, b))| DomainEnergy {
+                    name: name.to_string(),
+                    joules: b - a,
+                    counts_in_total: *counts_in_total,
+                })
+                .collect(),
         }
     }
 
@@ -196,7 +240,7 @@ impl Meter {
     pub fn model(&self) -> Option<&PowerModel> {
         match &self.kind {
             Kind::Model { model, .. } => Some(model),
-            Kind::Source(_) => None,
+            Kind::Source(_) | Kind::Mock(_) => None,
         }
     }
 
@@ -209,6 +253,9 @@ impl Meter {
                 },
             },
             Kind::Model { model, .. } => model.provenance(),
+            Kind::Mock(_) => Provenance::Mocked {
+                source: MOCK_SOURCE.into(),
+            },
         }
     }
 
@@ -272,9 +319,17 @@ impl Meter {
                     }
                 )
             }
+            Kind::Mock(_) => format!(
+                "energy: MOCKED by the mock executor: no command runs and no meter is read, every run's times and power are scripted (domains {}, {})",
+                mock::TOTAL_DOMAIN,
+                mock::SPIN_DOMAIN
+            ),
         }
     }
 }
+
+/// The mock meter's provenance source.
+const MOCK_SOURCE: &str = "mock executor: every run scripted, nothing measured";
 
 /// The power model as an energy source in `info`: always available, never a measurement.
 pub fn model_status(model: &PowerModel) -> SourceStatus {

@@ -5,14 +5,14 @@
 //! the runs before it are kept. The words for a stop, and the flags that fix it, are the
 //! caller's.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use powerlens_core::run::{Baseline, ExitStatus, Measurement, RunResult};
 use powerlens_sys::settings::{self, Setting};
 use powerlens_sys::Roots;
 
+use powerlens_record::interrupt;
 use powerlens_record::meter::Meter;
-use powerlens_record::{exec, interrupt};
 
 use crate::error::RunnerError;
 
@@ -201,14 +201,19 @@ fn attempt(meter: &Meter, job: &Job<'_>, opts: &SeriesOptions) -> Result<Attempt
     result
 }
 
+/// One run measured: the seam where the meter's executor (this machine, or the mock that
+/// tests select) runs the command and keeps the clock its readings and the window are on.
 fn attempt_as_is(
     meter: &Meter,
     argv: &[String],
     opts: &SeriesOptions,
     cpus: Option<&[u32]>,
 ) -> Result<Attempt, RunnerError> {
+    let exec = meter.executor();
     if let Some(prepare) = &opts.prepare {
-        let status = exec::run_shell(prepare, opts.show_output).map_err(RunnerError::Exec)?;
+        let status = exec
+            .run_shell(prepare, opts.show_output)
+            .map_err(RunnerError::Exec)?;
         if !status.success() {
             return Ok(Attempt::Stop(StopReason::PrepareFailed(status)));
         }
@@ -217,7 +222,9 @@ fn attempt_as_is(
         return Ok(Attempt::Stop(StopReason::Interrupted));
     }
     let before = meter.read().map_err(RunnerError::Meter)?;
-    let outcome = exec::run(argv, opts.show_output, cpus, &[]).map_err(RunnerError::Exec)?;
+    let outcome = exec
+        .run(argv, opts.show_output, cpus)
+        .map_err(RunnerError::Exec)?;
     if interrupt::interrupted() {
         // The command got the Ctrl-C too: this run is not a measurement of the workload.
         return Ok(Attempt::Stop(StopReason::Interrupted));
@@ -230,7 +237,7 @@ fn attempt_as_is(
             }));
         }
         let end = before.at + window;
-        if !interrupt::sleep(end.saturating_duration_since(Instant::now())) {
+        if !exec.sleep(end.saturating_duration_since(exec.now())) {
             return Ok(Attempt::Stop(StopReason::Interrupted));
         }
     }
@@ -279,7 +286,7 @@ pub fn result_of(
 /// Average power of the machine left idle for `duration`; `None` when interrupted.
 pub fn idle_power(meter: &Meter, duration: Duration) -> Result<Option<f64>, RunnerError> {
     let before = meter.read().map_err(RunnerError::Meter)?;
-    if !interrupt::sleep(duration) {
+    if !meter.executor().sleep(duration) {
         return Ok(None);
     }
     let after = meter.read().map_err(RunnerError::Meter)?;

@@ -1,33 +1,24 @@
 //! `compare` and `sweep` with `--config`: system configurations applied around each run and
-//! restored afterwards. The machine is a fixture tree with cpufreq policies and a fake meter;
-//! the measured command reads the governor that is in force and draws power accordingly, so
-//! the verdict is only right if each configuration really was applied to its own runs. On
-//! real hardware the governor would change the frequency; the test cannot, and says so.
+//! restored afterwards. The machine is a fixture tree with cpufreq policies, and the runs
+//! are the mock executor's (scripted, no process, no clock): the measured command reads
+//! the governor that is in force and draws power accordingly, so the verdict is only right
+//! if each configuration really was applied to its own runs. On real hardware the governor
+//! would change the frequency; the test cannot, and says so.
 
 use std::path::{Path, PathBuf};
 use std::process::Output;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
-use std::time::Duration;
 
-use powerlens_sys::fixture::{FakeMeter, FixtureTree, PolicySpec};
+use powerlens_sys::fixture::{FixtureTree, PolicySpec};
 
 mod common;
+use common::{assert_close, num};
 
 struct Machine {
     tree: FixtureTree,
-    stop: Arc<AtomicBool>,
-    meter: Option<std::thread::JoinHandle<()>>,
-    /// One machine at a time: each run's power is its steered watts over its wall time,
-    /// `sh` start-up included, so a second live test on the other CPU skewed it (26.5 W
-    /// for 30 W in a clean-clone CI run).
-    _serial: std::sync::MutexGuard<'static, ()>,
 }
 
 impl Machine {
     fn new() -> Machine {
-        static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
-        let serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
         let tree = FixtureTree::new();
         tree.online_cpus("0-1");
         for cpu in 0..2 {
@@ -50,31 +41,7 @@ impl Machine {
                 "performance powersave schedutil",
             );
         }
-        let zone = tree.rapl_zone(0, "package-0", 0, 50_000_000);
-        let ctl = tree.sys_path("watts");
-        std::fs::write(&ctl, "0").unwrap();
-        let stop = Arc::new(AtomicBool::new(false));
-        let meter = {
-            let stop = Arc::clone(&stop);
-            std::thread::spawn(move || {
-                let meter = FakeMeter::start(zone.join("energy_uj"), 0.0, 50_000_000);
-                while !stop.load(Ordering::Relaxed) {
-                    if let Some(w) = std::fs::read_to_string(&ctl)
-                        .ok()
-                        .and_then(|t| t.trim().parse().ok())
-                    {
-                        meter.set_watts(w);
-                    }
-                    std::thread::sleep(Duration::from_micros(300));
-                }
-            })
-        };
-        Machine {
-            tree,
-            stop,
-            meter: Some(meter),
-            _serial: serial,
-        }
+        Machine { tree }
     }
 
     fn governor_file(&self, cpu: u32) -> PathBuf {
@@ -83,12 +50,12 @@ impl Machine {
         ))
     }
 
-    /// powersave: 15 W for 0.45 s; anything else: 30 W for 0.3 s.
+    /// A mock command: under powersave 15 W for 0.45 s, under performance 30 W for 0.3 s
+    /// (and nothing under any other governor).
     fn workload(&self) -> String {
         format!(
-            "if [ \"$(cat {gov})\" = powersave ]; then w=15; t=0.45; else w=30; t=0.3; fi; echo $w > {ctl}; sleep $t; echo 0 > {ctl}",
+            "[{gov}=powersave] spin 0.45 15W; [{gov}=performance] spin 0.3 30W",
             gov = self.governor_file(0).display(),
-            ctl = self.tree.sys_path("watts").display()
         )
     }
 
@@ -104,15 +71,6 @@ impl Machine {
     }
 }
 
-impl Drop for Machine {
-    fn drop(&mut self) {
-        self.stop.store(true, Ordering::Relaxed);
-        if let Some(t) = self.meter.take() {
-            let _ = t.join();
-        }
-    }
-}
-
 fn governor(path: &Path) -> String {
     std::fs::read_to_string(path).unwrap().trim().to_string()
 }
@@ -123,6 +81,7 @@ fn compare_applies_each_configuration_to_its_own_runs_and_restores() {
     let workload = m.workload();
     let out = m.powerlens(&[
         "compare",
+        "--mock-executor",
         "--runs",
         "3",
         "--json",
@@ -142,26 +101,18 @@ fn compare_applies_each_configuration_to_its_own_runs_and_restores() {
     assert_eq!(v["baseline"], "perf");
     let c = &v["candidates"][0];
     assert_eq!(c["label"], "save");
-    // Expected: energy × 0.75 (15 W × 0.45 s against 30 W × 0.3 s) and time × 1.5. The
-    // few (up to ~90 under load) milliseconds of `sh` and `cat` run at 0 W: they leave the
-    // energy alone but pull the time ratio toward 1, and the power ratio with it, so power
-    // is checked as what it is defined to be, energy over time.
-    let ratio = |k: &str| c["ratios"][k].as_f64().unwrap();
-    assert!(
-        (ratio("energy") / 0.75 - 1.0).abs() < 0.03,
-        "energy {}",
-        ratio("energy")
-    );
-    assert!(
-        (1.3..=1.55).contains(&ratio("time")),
-        "time {}",
-        ratio("time")
-    );
-    let power = ratio("energy") / ratio("time");
-    assert!(
-        (ratio("power") / power - 1.0).abs() < 0.01,
-        "power {} for energy/time {power}",
-        ratio("power")
+    // Each configuration's own runs: perf 30 W × 0.3 s = 9 J, save 15 W × 0.45 s = 6.75 J,
+    // so energy × 0.75, time × 1.5 and power × 0.5. Every run alike: each interval is its
+    // ratio, and a trade-off.
+    for (figure, expected) in [("energy", 0.75), ("time", 1.5), ("power", 0.5)] {
+        assert_close(num(&c["ratios"][figure]), expected, figure);
+        assert_close(num(&c["ratio_ci95"][figure][0]), expected, figure);
+        assert_eq!(c["significant"][figure], true, "{figure}");
+    }
+    assert_close(
+        num(&v["labels"][0]["energy_j"]["mean"]),
+        9.0,
+        "perf's energy",
     );
     assert_eq!(c["class"], "trade_off");
     for cpu in 0..2 {
@@ -183,6 +134,7 @@ fn sweep_adds_configurations_as_a_parameter() {
     let workload = m.workload();
     let out = m.powerlens(&[
         "sweep",
+        "--mock-executor",
         "--runs",
         "1",
         "--json",
@@ -195,7 +147,8 @@ fn sweep_adds_configurations_as_a_parameter() {
         "--",
         "sh",
         "-c",
-        &format!("{workload} # {{n}}"),
+        // {n}: 0.1 or 0.2 s more at the mock's 0 W idle.
+        &format!("{workload}; sleep 0.{{n}}"),
     ]);
     assert!(
         out.status.success(),
@@ -206,19 +159,15 @@ fn sweep_adds_configurations_as_a_parameter() {
     let rows = v["rows"].as_array().unwrap();
     assert_eq!(rows.len(), 4);
     for r in rows {
-        // Energy, not power: the runs' `sh` start-up at 0 W stretches the wall time a
-        // power figure divides by (26.5 W for 30 W was seen under load).
-        let expected_j = if r["params"]["config"] == "save" {
-            15.0 * 0.45
+        let (expected_j, spin) = if r["params"]["config"] == "save" {
+            (15.0 * 0.45, 0.45)
         } else {
-            30.0 * 0.3
+            (30.0 * 0.3, 0.3)
         };
-        let j = r["energy_j"].as_f64().unwrap();
-        assert!(
-            (j / expected_j - 1.0).abs() < 0.03,
-            "{}: {j} J",
-            r["params"]
-        );
+        let tail = if r["params"]["n"] == "1" { 0.1 } else { 0.2 };
+        let what = r["params"].to_string();
+        assert_close(num(&r["energy_j"]), expected_j, &what);
+        assert_close(num(&r["wall_s"]), spin + tail, &what);
     }
     assert_eq!(governor(&m.governor_file(0)), "schedutil");
 }

@@ -21,7 +21,6 @@ use crate::series::{self, Job};
 use crate::units::parse_positive_number;
 use crate::{progress, results};
 use powerlens_record::interrupt;
-use powerlens_record::meter::Meter;
 
 #[derive(Debug, Args)]
 #[command(after_long_help = "\
@@ -357,7 +356,9 @@ fn live(global: &GlobalArgs, args: &CompareArgs) -> anyhow::Result<Inputs> {
         (labels, jobs)
     };
     let mut db = args.save.open()?;
-    let meter = Meter::open(&roots, &args.meter.options_with(&args.battery))?;
+    let meter = args
+        .series
+        .open_meter(&roots, &args.meter.options_with(&args.battery))?;
     for line in meter.introduction() {
         eprintln!("{line}");
     }

@@ -92,9 +92,38 @@ pub struct SeriesArgs {
     /// Let the command's stdout and stderr through (hidden by default).
     #[arg(long)]
     pub show_output: bool,
+
+    /// For powerlens's own tests: run every command on the mock executor, which starts no
+    /// process and reads no meter or clock but scripts each run (`sleep 0.6`, `spin 0.6
+    /// 30W`, …; docs/COMPARE.md#testing-with-the-mock-executor), so that the statistics
+    /// are checked exactly. SETUP is a line of mock steps run first (e.g. `idle 5W`).
+    /// Hidden, and a flag rather than an environment variable, so that it is never
+    /// inherited or left set by accident; what it produces is labelled MOCKED.
+    #[arg(
+        long,
+        hide = true,
+        value_name = "SETUP",
+        num_args = 0..=1,
+        require_equals = true,
+        default_missing_value = ""
+    )]
+    pub mock_executor: Option<String>,
 }
 
 impl SeriesArgs {
+    /// The meter of this machine, or the mock's with `--mock-executor`.
+    pub fn open_meter(&self, roots: &Roots, options: &MeterOptions) -> anyhow::Result<Meter> {
+        let Some(setup) = &self.mock_executor else {
+            return Ok(Meter::open(roots, options)?);
+        };
+        if options.power_model.is_some() || options.sample_interval.is_some() {
+            anyhow::bail!(
+                "--mock-executor has its own meter: drop --power-model and --meter-read-every"
+            );
+        }
+        Meter::mock(setup, options.battery_wh).context("--mock-executor")
+    }
+
     pub fn options(&self) -> SeriesOptions {
         SeriesOptions {
             runs: self.runs as usize,
@@ -306,7 +335,9 @@ fn parse_battery_wh(text: &str) -> Result<f64, String> {
 pub fn execute(global: &GlobalArgs, args: RunArgs) -> anyhow::Result<ExitCode> {
     let roots = global.roots()?;
     let mut db = args.save.open()?;
-    let meter = Meter::open(&roots, &args.meter.options_with(&args.battery))?;
+    let meter = args
+        .series
+        .open_meter(&roots, &args.meter.options_with(&args.battery))?;
     for line in meter.introduction() {
         eprintln!("{line}");
     }

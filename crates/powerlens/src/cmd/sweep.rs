@@ -16,7 +16,6 @@ use crate::series::{self, Job};
 use crate::units::parse_positive_number;
 use crate::{progress, results};
 use powerlens_record::interrupt;
-use powerlens_record::meter::Meter;
 
 #[derive(Debug, Args)]
 #[command(after_long_help = "\
@@ -105,7 +104,7 @@ pub fn execute(global: &GlobalArgs, args: SweepArgs) -> anyhow::Result<ExitCode>
         None => 0,
     };
     let mut db = args.save.open()?;
-    let meter = Meter::open(&roots, &args.meter.options())?;
+    let meter = args.series.open_meter(&roots, &args.meter.options())?;
     eprintln!("{}", meter.describe());
     interrupt::install();
 

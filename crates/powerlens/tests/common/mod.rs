@@ -363,3 +363,69 @@ pub fn wakeups_per_second(pid: u32) -> f64 {
     std::thread::sleep(Duration::from_secs(5));
     (voluntary_switches(pid) - before) as f64 / start.elapsed().as_secs_f64()
 }
+
+/// A number of a JSON document; panics naming the value otherwise.
+pub fn num(v: &serde_json::Value) -> f64 {
+    v.as_f64().unwrap_or_else(|| panic!("not a number: {v}"))
+}
+
+/// `got` equals `expected`, computed by hand, to 1e-9 relative (1e-12 absolute at zero):
+/// the figures of the mock executor are exact, and only the order of the floating-point
+/// operations differs between powerlens and the test.
+#[track_caller]
+pub fn assert_close(got: f64, expected: f64, what: &str) {
+    let tolerance = (1e-9 * expected.abs()).max(1e-12);
+    assert!(
+        (got - expected).abs() <= tolerance,
+        "{what}: {got} from powerlens, {expected} by hand"
+    );
+}
+
+/// Both ends of an interval, as [`assert_close`].
+#[track_caller]
+pub fn assert_close_pair(got: &serde_json::Value, expected: [f64; 2], what: &str) {
+    assert_close(num(&got[0]), expected[0], &format!("{what} low end"));
+    assert_close(num(&got[1]), expected[1], &format!("{what} high end"));
+}
+
+/// Student's t quantile at 0.975 (a two-sided 95% interval) for `df` degrees of freedom,
+/// in closed form where one exists, else from a table to 16 digits: the oracle of the
+/// intervals the tests compute by hand.
+pub fn t975(df: u32) -> f64 {
+    let p = 0.975f64;
+    match df {
+        // tan(π (p − ½)) = 12.7062…
+        1 => (std::f64::consts::PI * (p - 0.5)).tan(),
+        // (2p − 1) / √(2p(1 − p)) = 4.3027…
+        2 => (2.0 * p - 1.0) / (2.0 * p * (1.0 - p)).sqrt(),
+        // α = 4p(1 − p): 2 √(cos(arccos(√α) / 3) / √α − 1) = 2.7764…
+        4 => {
+            let a = 4.0 * p * (1.0 - p);
+            2.0 * ((a.sqrt().acos() / 3.0).cos() / a.sqrt() - 1.0).sqrt()
+        }
+        // No closed form: tables give 3.182 and 2.447.
+        3 => 3.182_446_305_284_263,
+        6 => 2.446_911_851_144_97,
+        _ => panic!("no t(0.975, {df}) here: add it"),
+    }
+}
+
+/// The 95% interval of a positive mean whose symmetric half-width is `half`, on the log
+/// scale as powerlens takes it: mean / f … mean × f, f = exp(half / mean).
+pub fn log_interval(mean: f64, half: f64) -> [f64; 2] {
+    let f = (half / mean).exp();
+    [mean / f, mean * f]
+}
+
+/// Variance of the mean, s² / n, of `values` (sample variance over n − 1).
+pub fn var_of_mean(values: &[f64]) -> f64 {
+    let n = values.len() as f64;
+    let mean = values.iter().sum::<f64>() / n;
+    values.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / (n - 1.0) / n
+}
+
+/// The provenance label of everything the mock executor produces.
+pub const MOCKED: &str = "MOCKED (mock executor: every run scripted, nothing measured)";
+
+/// The sentence that ends every verdict on mocked runs.
+pub const MOCKED_VERDICT: &str = " MOCKED, not measured: no command ran and no meter was read; the mock executor scripted every run's time and energy (a test backend).";
