@@ -19,6 +19,20 @@ pub fn command(sysfs: &Path, db: &Path) -> Command {
     c
 }
 
+/// The binary reading nothing of this machine: sysfs and procfs at `tree`'s (an empty
+/// tree reads as a machine with no CPUs, meters or processes), `POWERLENS_DB` at `db`, and
+/// no other `POWERLENS_` setting of the test's environment. What it prints then comes
+/// from the files it is given alone.
+pub fn command_on_fixture(tree: &powerlens_sys::fixture::FixtureTree, db: &Path) -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_powerlens"));
+    c.env("POWERLENS_SYSFS_ROOT", tree.sys_path(""))
+        .env("POWERLENS_PROCFS_ROOT", tree.proc_path(""))
+        .env("POWERLENS_DB", db)
+        .env_remove("POWERLENS_POWER_MODEL")
+        .env_remove("POWERLENS_PERF_RINGS");
+    c
+}
+
 /// Runs the binary to completion (see [`command`]).
 pub fn powerlens(sysfs: &Path, db: &Path, args: &[&str]) -> Output {
     command(sysfs, db).args(args).output().unwrap()
