@@ -117,7 +117,7 @@ pub(crate) fn with_tracefs(body: impl FnOnce(&Roots)) {
     }
     let exe = std::env::current_exe().unwrap();
     let script = r#"mount -t tracefs nodev /sys/kernel/tracing || exit 77
-exec "$0" --exact "$1" --nocapture --test-threads=1"#;
+exec "$0" --exact "$1" --include-ignored --nocapture --test-threads=1"#;
     let output = Command::new("unshare")
         .args(["-m", "--propagation", "private", "sh", "-c", script])
         .arg(&exe)
