@@ -43,6 +43,32 @@ pub fn note_skip(why: &str) {
     }
 }
 
+/// For a live test whose oracle holds only on idle CPUs (a bound on wall time, a ring read
+/// once at the end that other processes' records would fill): whether the CPUs are idle
+/// enough, judged over 200 ms of `/proc/stat` (other work under half of them); when not,
+/// notes the skip with the share seen ([`note_skip`]) and returns `false`.
+pub fn needs_idle_cpus() -> bool {
+    let roots = Roots::default();
+    let read = || crate::procfs::read_cpu_times(&roots).ok();
+    let (Some(before), started) = (read(), Instant::now()) else {
+        return true;
+    };
+    std::thread::sleep(Duration::from_millis(200));
+    let Some(after) = read() else {
+        return true;
+    };
+    let capacity_s = started.elapsed().as_secs_f64() * f64::from(after.cpus.max(1));
+    let busy = after.busy_since(&before) / capacity_s;
+    if busy > 0.5 {
+        note_skip(&format!(
+            "needs idle CPUs: other work kept {:.0}% of them busy (run it on a quiet machine)",
+            busy * 100.0
+        ));
+        return false;
+    }
+    true
+}
+
 /// `skip_test!("no BTF here: {why}")`: [`note_skip`] with `format!`'s arguments.
 #[macro_export]
 macro_rules! skip_test {

@@ -443,3 +443,47 @@ pub const MOCKED: &str = "MOCKED (mock executor: every run scripted, nothing mea
 
 /// The sentence that ends every verdict on mocked runs.
 pub const MOCKED_VERDICT: &str = " MOCKED, not measured: no command ran and no meter was read; the mock executor scripted every run's time and energy (a test backend).";
+
+/// CPU-bound work on every online CPU (`powerlens workload spin`, one thread a CPU, at the
+/// test's own nice), for the tests of what powerlens promises on a busy machine; stopped
+/// when dropped. [`Hog::busy_share`] says how busy it kept the machine meanwhile.
+pub struct Hog {
+    child: std::process::Child,
+    started: (powerlens_sys::procfs::CpuTimes, std::time::Instant),
+}
+
+impl Hog {
+    pub fn start() -> Hog {
+        let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let child = Command::new(env!("CARGO_BIN_EXE_powerlens"))
+            .args(["workload", "spin", "--quiet", "--duration", "900"])
+            .args(["--threads", &cpus.to_string()])
+            .stdout(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        // Its threads running before anything is measured beside them.
+        std::thread::sleep(std::time::Duration::from_millis(300));
+        Hog {
+            child,
+            started: (machine_cpu_times(), std::time::Instant::now()),
+        }
+    }
+
+    /// The machine's busy share of its CPUs since the hog started (0–1).
+    pub fn busy_share(&self) -> f64 {
+        let now = machine_cpu_times();
+        let capacity = self.started.1.elapsed().as_secs_f64() * f64::from(now.cpus.max(1));
+        now.busy_since(&self.started.0) / capacity
+    }
+}
+
+impl Drop for Hog {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn machine_cpu_times() -> powerlens_sys::procfs::CpuTimes {
+    powerlens_sys::procfs::read_cpu_times(&powerlens_sys::Roots::default()).unwrap()
+}
