@@ -305,6 +305,7 @@ mod tests {
     }
 
     #[test]
+    #[ignore = "live: the real scheduler's timing"]
     fn the_exit_watch_holds_when_the_command_exited_not_when_it_was_noticed() {
         let started = powerlens_sys::trace::monotonic_now_ns();
         let pid = spawn(&argv(&["sleep", "0.1"]), false, &[]).unwrap();

@@ -76,6 +76,7 @@ mod tests {
     }
 
     #[test]
+    #[ignore = "live: the real scheduler's timing"]
     fn each_thread_is_busy_for_the_whole_duration() {
         let _serial = crate::measured_test_lock();
         let duration = Duration::from_millis(300);
