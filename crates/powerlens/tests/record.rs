@@ -10,7 +10,10 @@ use powerlens_sys::fixture::FakeMeter;
 use serde_json::Value;
 
 mod common;
-use common::{is_root, json, live_recording, serial, stderr, wakeups_per_second, with_tracefs};
+use common::{
+    is_root, json, live_recording, recording_diagnostics, serial, stderr, wakeups_per_second,
+    with_tracefs,
+};
 
 fn bin() -> &'static str {
     env!("CARGO_BIN_EXE_powerlens")
@@ -79,7 +82,10 @@ fn scratch() -> (tempfile::TempDir, PathBuf) {
 }
 
 /// Per-thread synchronization and preemption switch counts from the trace equal the
-/// kernel's own voluntary and nonvoluntary counts for every worker thread.
+/// kernel's own voluntary and nonvoluntary counts for every worker thread. Every worker of
+/// one recording of each of two workloads (a two-thread barrier, a ping-pong) may count
+/// one switch of each kind above the kernel's and none below: the one a thread may make
+/// after its last getrusage ([`assert_switches_are_the_kernels`]).
 #[test]
 #[ignore = "live: records the real kernel (root)"]
 fn live_switch_counts_equal_the_kernels() {
@@ -125,7 +131,7 @@ fn live_switch_counts_equal_the_kernels() {
                 row["sync_switches"], row["preempt_switches"]
             );
             let label = format!("{workload:?} tid {tid}");
-            assert_switches_are_the_kernels(row, voluntary, involuntary, &label);
+            assert_switches_are_the_kernels(&report, row, voluntary, involuntary, &label);
         }
     }
 }
@@ -133,23 +139,31 @@ fn live_switch_counts_equal_the_kernels() {
 /// A thread row's switches against the kernel's counts of them (getrusage). The workload
 /// reads getrusage as each thread's last act; the thread's way out (unmapping its stack,
 /// releasing its mm) may still block or be preempted once after that, which the trace
-/// sees and the snapshot cannot. Never fewer.
-fn assert_switches_are_the_kernels(row: &Value, voluntary: u64, involuntary: u64, label: &str) {
+/// sees and the snapshot cannot. Never fewer. `row` is of `report`, whose diagnostics a
+/// failure prints.
+fn assert_switches_are_the_kernels(
+    report: &Value,
+    row: &Value,
+    voluntary: u64,
+    involuntary: u64,
+    label: &str,
+) {
     let (sync, preempt) = (
         row["sync_switches"].as_u64().unwrap(),
         row["preempt_switches"].as_u64().unwrap(),
     );
+    let diag = recording_diagnostics(report);
     assert!(
         (voluntary..=voluntary + 1).contains(&sync),
-        "{label}: sync {sync} vs {voluntary}"
+        "{label}: sync {sync} vs {voluntary}; {diag}"
     );
     assert!(
         (involuntary..=involuntary + 1).contains(&preempt),
-        "{label}: preempt {preempt} vs {involuntary}"
+        "{label}: preempt {preempt} vs {involuntary}; {diag}"
     );
     assert!(
         sync + preempt <= voluntary + involuntary + 1,
-        "{label}: at most one switch after the snapshot"
+        "{label}: at most one switch after the snapshot; {diag}"
     );
 }
 
@@ -240,10 +254,10 @@ fn perf_first_delays(data: &Path) -> std::collections::HashMap<u64, f64> {
 
 /// What `perf sched timehist` leaves out of a task that exits: its switch-out at exit is
 /// sampled after the task is gone (tid -1 in `perf script`), so timehist has no line for
-/// the last run nor for the off-CPU interval before it (0.68 ms of barrier wait in the run
-/// that made the test fail). Computed here from perf's own raw events: per tid, the run
-/// from the last switch-in to the exit switch-out, and the off-CPU time before it, blocked
-/// until the wake-up and runnable after it (all runnable when it was preempted).
+/// the last run nor for the off-CPU interval before it, which can be more than the
+/// comparison allows. Computed here from perf's own raw events: per tid, the run from the
+/// last switch-in to the exit switch-out, and the off-CPU time before it, blocked until the
+/// wake-up and runnable after it (all runnable when it was preempted).
 #[derive(Debug, Default, Clone, Copy)]
 struct PerfExitTail {
     run: f64,
@@ -322,17 +336,17 @@ fn within(ours: f64, theirs: f64, relative: f64, absolute: f64) -> bool {
 /// timehist drops each task's last run and the off-CPU time before it (the exit switch is
 /// sampled with tid -1); that tail is taken from perf's raw events and added back.
 ///
-/// Now and then (one run in five to ten here, more under load) the kernel drops a switch-in
-/// of a workload thread on cpu0 too, for perf and powerlens alike: the thread is seen
-/// switching out while another task was current. perf then charges the whole gap since
-/// that task's switch-in as the thread's run; powerlens places the lost switch-in by the
-/// scheduler's own runtime account and leaves the time before it runnable (1.9 ms of a
-/// 173 ms thread in a run kept here; the CI run that failed before this, 2.9 ms). The
-/// blocked time and the sum of run and runnable time agree either way. The split is
-/// compared with perf's for a thread with no switch-in inferred (its row's
-/// `inferred_switch_ins`); otherwise the run is
-/// compared with the scheduler's own account (`cpu_time_s`), and perf's run bounds ours
-/// from above and its runnable time ours from below.
+/// Now and then, more often under load, the kernel drops a switch-in of a workload thread
+/// on cpu0 too, for perf and powerlens alike: the thread is seen switching out while
+/// another task was current. perf then charges the whole gap since that task's switch-in
+/// as the thread's run; powerlens places the lost switch-in by the scheduler's own runtime
+/// account and leaves the time before it runnable, which can be more than the comparison
+/// of runnable times allows. The blocked time and the sum of run and runnable time agree either way.
+/// The split is compared with perf's for a thread with no switch-in inferred (its row's
+/// `inferred_switch_ins`); otherwise the run is compared with the scheduler's own account
+/// (`cpu_time_s`), and perf's run bounds ours from above and its runnable time ours from
+/// below. Each of the two workers of one recording is held to its own figures: 2% of
+/// perf's or 0.5 ms (0.2 ms for the run), 3% or 0.2 ms of the scheduler's account.
 #[test]
 #[ignore = "live: records the real kernel (root)"]
 fn live_times_agree_with_perf_sched_timehist() {
@@ -380,6 +394,7 @@ fn live_times_agree_with_perf_sched_timehist() {
     );
     ok(&out);
     let report = report_json(&rec, &[]);
+    let diag = recording_diagnostics(&report);
     let perf = perf_timehist(&data);
     let first_delays = perf_first_delays(&data);
     let exit_tails = perf_exit_tails(&data);
@@ -415,30 +430,33 @@ fn live_times_agree_with_perf_sched_timehist() {
         );
         assert!(
             within(wait, perf_wait, 0.02, 0.000_5),
-            "wait time, tid {tid}"
+            "wait time, tid {tid}; {diag}"
         );
         assert!(
             within(run + inactive, perf_run + perf_inactive, 0.02, 0.000_5),
-            "run + runnable time, tid {tid}"
+            "run + runnable time, tid {tid}; {diag}"
         );
         if inferred == 0 {
-            assert!(within(run, perf_run, 0.02, 0.000_2), "run time, tid {tid}");
+            assert!(
+                within(run, perf_run, 0.02, 0.000_2),
+                "run time, tid {tid}; {diag}"
+            );
             assert!(
                 within(inactive, perf_inactive, 0.02, 0.000_5),
-                "inactive time, tid {tid}"
+                "inactive time, tid {tid}; {diag}"
             );
         } else {
             assert!(
                 within(run, scheduler, 0.03, 0.000_2),
-                "run time against the scheduler's, tid {tid}"
+                "run time against the scheduler's, tid {tid}; {diag}"
             );
             assert!(
                 run <= perf_run + 0.000_2,
-                "run time above perf's, tid {tid}"
+                "run time above perf's, tid {tid}; {diag}"
             );
             assert!(
                 inactive >= perf_inactive - 0.000_5,
-                "inactive time below perf's, tid {tid}"
+                "inactive time below perf's, tid {tid}; {diag}"
             );
         }
     }
@@ -479,16 +497,19 @@ fn record_pinned_pingpong(iterations: &str, spinner: bool) -> Option<(Value, Val
 /// `tracing_cpu_s` is at least that (other events add to it: wake-ups, runtime updates,
 /// CPU-time samples) and at most the thread's CPU time; the process row sums its threads,
 /// the whole recording holds the process, and the perturbation line is the target's.
+/// Each player of one recording (5000 round trips) may fall 2% short of its switches'
+/// cost: this VM drops a switch on cpu0 now and then (docs/COLLECTOR.md).
 #[test]
 #[ignore = "live: records the real kernel (root)"]
 fn live_tracing_cost_covers_each_threads_own_switches() {
     let Some((workload, report)) = record_pinned_pingpong("5000", false) else {
         return;
     };
+    let diag = recording_diagnostics(&report);
     let switch_ns = report["system"]["tracing_event_cost_ns"]["sched_switch"]
         .as_f64()
         .expect("the recording measured the cost of a switch");
-    assert!(switch_ns > 0.0, "{switch_ns}");
+    assert!(switch_ns > 0.0, "{switch_ns}; {diag}");
     let mut sum = 0.0;
     for t in workload["threads"].as_array().unwrap() {
         let row = thread_row(&report, t["tid"].as_u64().unwrap());
@@ -498,10 +519,9 @@ fn live_tracing_cost_covers_each_threads_own_switches() {
             row["tracing_cpu_s"].as_f64().unwrap(),
             row["cpu_time_s"].as_f64().unwrap(),
         );
-        // 2% of slack: this VM now and then drops a switch on cpu0 (docs/COLLECTOR.md).
         assert!(
             tracing >= 0.98 * switches * switch_ns / 1e9 && tracing <= cpu,
-            "{}: tracing {tracing} s for {switches} switches at {switch_ns} ns, CPU {cpu} s",
+            "{}: tracing {tracing} s for {switches} switches at {switch_ns} ns, CPU {cpu} s; {diag}",
             t["name"]
         );
         sum += tracing;
@@ -515,13 +535,19 @@ fn live_tracing_cost_covers_each_threads_own_switches() {
         .find(|p| p["pid"] == pid)
         .unwrap();
     let process_tracing = process["tracing_cpu_s"].as_f64().unwrap();
-    assert!(process_tracing >= sum * 0.999, "{process_tracing} < {sum}");
+    assert!(
+        process_tracing >= sum * 0.999,
+        "{process_tracing} < {sum}; {diag}"
+    );
     let whole = report["system"]["tracing_cpu_s"].as_f64().unwrap();
-    assert!(whole >= process_tracing, "{whole} < {process_tracing}");
+    assert!(
+        whole >= process_tracing,
+        "{whole} < {process_tracing}; {diag}"
+    );
     let p = &report["system"]["perturbation"];
     assert!(
         p["tracing_cpu_s"].as_f64().unwrap() >= process_tracing * 0.999,
-        "{p}"
+        "{p}; {diag}"
     );
     assert!(
         p["text"]
@@ -538,7 +564,7 @@ fn live_tracing_cost_covers_each_threads_own_switches() {
     let busy = report["system"]["busy_s"].as_f64().unwrap();
     assert!(
         recorder > 0.0 && recorder < busy,
-        "{recorder} of {busy}: {p}"
+        "{recorder} of {busy}: {p}; {diag}"
     );
     // A command's recording: the recorder ran beside it, not inside it.
     assert_eq!(p["recorder_in_target"], false, "{p}");
@@ -551,13 +577,13 @@ fn live_tracing_cost_covers_each_threads_own_switches() {
     });
     assert!(
         low <= switch_ns && switch_ns <= high,
-        "{low} {switch_ns} {high}"
+        "{low} {switch_ns} {high}; {diag}"
     );
     let estimate = p["tracing_cpu_s"].as_f64().unwrap();
     let [low, high] = [0, 1].map(|i| p["tracing_cpu_interval_s"][i].as_f64().unwrap());
     assert!(
         low <= estimate && estimate <= high,
-        "{low} {estimate} {high}: {p}"
+        "{low} {estimate} {high}: {p}; {diag}"
     );
     assert!(
         p["text"]
@@ -573,7 +599,11 @@ fn live_tracing_cost_covers_each_threads_own_switches() {
 /// still counts every switch the kernel counted (getrusage, in the workload's JSON) with
 /// the stacks on; `--perf-rings` takes them through perf rings. With POWERLENS_PERF_RINGS
 /// set (the suite's second pass over the oracle tests) both are perf rings. A kernel
-/// without BTF must give the reason in the recording's `in_kernel` metadata.
+/// without BTF must give the reason in the recording's `in_kernel` metadata. Over one
+/// recording each way, no record may be lost, each player's switches are the kernel's or
+/// one more ([`assert_switches_are_the_kernels`]), and its CPU time is its own clock's
+/// within 2% (or 0.2 ms) below and 2% (or 0.5 ms) above, for its tail after its last
+/// reading.
 #[test]
 #[ignore = "live: records the real kernel (root)"]
 fn live_the_schedulers_events_are_collected_in_the_kernel_unless_told_not_to() {
@@ -612,10 +642,11 @@ fn live_the_schedulers_events_are_collected_in_the_kernel_unless_told_not_to() {
         let out = with_tracefs(&args, &[]);
         let workload: Value = serde_json::from_slice(&ok(&out).stdout).unwrap();
         let report = report_json(&rec, &[]);
+        let diag = recording_diagnostics(&report);
         let path = &report["system"]["tracing_path"];
         let in_kernel = !perf_rings && !forced && btf;
         if in_kernel {
-            assert_eq!(path["events"], "bpf", "{path}\n{}", stderr(&out));
+            assert_eq!(path["events"], "bpf", "{diag}\n{}", stderr(&out));
             let events: Vec<&str> = path["in_kernel_events"]
                 .as_array()
                 .unwrap()
@@ -628,25 +659,31 @@ fn live_the_schedulers_events_are_collected_in_the_kernel_unless_told_not_to() {
                     "sched/sched_switch",
                     "sched/sched_waking",
                     "sched/sched_stat_runtime"
-                ]
+                ],
+                "{diag}"
             );
         } else {
-            assert_eq!(path["events"], "perf_ring", "{path}");
-            assert!(path.get("in_kernel_events").is_none(), "{path}");
+            assert_eq!(path["events"], "perf_ring", "{diag}");
+            assert!(
+                path.get("in_kernel_events").is_none(),
+                "in_kernel_events {}; {diag}",
+                path["in_kernel_events"]
+            );
         }
-        assert_eq!(path["stack_unwinding"], "stack_copy", "{path}");
-        // Every record read: a copier too slow for this burst (~70 MB/s into one CPU's
-        // ring) once lost 500 of each player's switches here.
+        assert_eq!(path["stack_unwinding"], "stack_copy", "{diag}");
+        // Every record read: this burst writes about 70 MB/s into one CPU's ring, and a
+        // copier too slow for it loses records, the players' switches among them.
         assert_eq!(
             report["system"]["lost_records"],
             0,
-            "in the kernel: {in_kernel}: {}",
+            "in the kernel: {in_kernel}; {diag}\n{}",
             stderr(&out)
         );
         for t in workload["threads"].as_array().unwrap() {
             let row = thread_row(&report, t["tid"].as_u64().unwrap());
             let kernel = |k: &str| t[k].as_u64().unwrap();
             assert_switches_are_the_kernels(
+                &report,
                 row,
                 kernel("voluntary_switches"),
                 kernel("involuntary_switches"),
@@ -658,22 +695,18 @@ fn live_the_schedulers_events_are_collected_in_the_kernel_unless_told_not_to() {
             );
             // 2%, or 0.2 ms of a thread this short (6 ms), under its own clock; over it
             // also by its tail: it reads its clock before it returns and exits, which the
-            // trace counts too (0.127 ms over through perf rings, 0.202 ms in the kernel,
-            // in two runs of this test), so up to 0.5 ms more.
+            // trace counts too, so up to 0.5 ms more.
             assert!(
                 ours >= kernel * 0.98 - 0.000_2 && ours <= kernel * 1.02 + 0.000_5,
-                "{in_kernel}: {ours} vs {kernel}"
+                "{in_kernel}: {ours} vs {kernel}; {diag}"
             );
         }
         // The players' switches are charged to the program's own functions (sampled
         // stacks, unwound from the copies taken in the kernel, or every stack through perf
-        // rings). This failed in 2 CI runs of about 30, and in 9 recordings of 14 with the
-        // program started as above: every switch under `[no stack]`, the CPU-time samples
-        // under the unknown module, `frame_pointers_only` about 400 of 650 stacks. A stack
-        // of the program's launcher (`taskset`, or the recorder's own child before the
-        // exec) decoded after the exec made the unwinder re-read `/proc/PID/maps`; the
-        // program had exited, not yet reaped, and its empty maps replaced the mappings its
-        // records had given.
+        // rings), also when a stack of the program's launcher (`taskset`, or the
+        // recorder's own child before the exec) is decoded after the exec: the unwinder
+        // then re-reads `/proc/PID/maps`, empty for a program that has exited and is not
+        // yet reaped, and must keep the mappings its records gave (CHANGELOG).
         let grid = report_json(&rec, &["--by", "function"]);
         let own: u64 = grid["functions"]
             .as_array()
@@ -684,7 +717,7 @@ fn live_the_schedulers_events_are_collected_in_the_kernel_unless_told_not_to() {
             .sum();
         assert!(
             own > 0,
-            "{in_kernel}: {:#}\nunwind: {}\nrecorder: {}",
+            "{in_kernel}: {:#}\n{diag}\nunwind: {}\nrecorder: {}",
             grid["functions"],
             sql(&rec, "SELECT value FROM meta WHERE key = 'unwind'"),
             stderr(&out)
@@ -700,16 +733,14 @@ fn live_the_schedulers_events_are_collected_in_the_kernel_unless_told_not_to() {
 /// so its added CPU time is its share of a longer run, not the cost of its events.
 ///
 /// The issue's bound is 25%, which the benchmark (scripts/bench-observer.sh, 7 rounds)
-/// checks. Here 11 rounds on a shared VM hold the median ratio within 0.6–2.0 (7 were too
-/// few: the estimate moved by 2% from round to round, and what recording added, a few
-/// tens of milliseconds, by 3×, upwards, in 4 rounds of 7 in one run of the suite). Through
-/// perf rings it read 0.9–1.0; collected in the kernel, since the calibration's bare runs
-/// have no program attached and no kind costs less than its program's kernel-timed run
-/// time (which holds part of the timing's own cost), 0.80–1.07 in release runs of 7 and
-/// 1.65 in one run of the test command, whose rounds read 0.90–1.86 (0.59–0.78 before,
-/// when the bare runs hid the programs' call). A calibration that reads half the cost or
-/// less, as the fastest-of-3 method did one time in four, still fails it.
-/// `--no-stacks`, as every live test here records (see `record_live`).
+/// checks. Here the median ratio of 11 rounds on a shared VM, at least 8 of which must
+/// have added CPU time, lies within 0.6–2.0: what recording adds, a few tens of
+/// milliseconds, moves by up to 3× from round to round beside other work, and collected in
+/// the kernel the estimate reads high, since the calibration's bare runs have no program
+/// attached and no kind costs less than its program's kernel-timed run time (which holds
+/// part of the timing's own cost). A calibration that reads half the cost or less still
+/// fails it. The ratios measured are in docs/PERFORMANCE.md ("What the live tests
+/// measured"). `--no-stacks`, as every live test here records (see `record_live`).
 #[test]
 #[ignore = "live: records the real kernel (root)"]
 fn live_tracing_cost_estimate_holds_what_recording_adds() {
@@ -737,7 +768,7 @@ fn live_tracing_cost_estimate_holds_what_recording_adds() {
             .map(|t| t["cpu_clock_s"].as_f64().unwrap())
             .sum()
     };
-    let mut ratios = Vec::new();
+    let (mut ratios, mut diags) = (Vec::new(), Vec::new());
     for round in 0..11 {
         let bare_run = || -> f64 {
             let out = live().args(&command[1..]).output().unwrap();
@@ -765,16 +796,21 @@ fn live_tracing_cost_estimate_holds_what_recording_adds() {
             .sum();
         let added = players(&workload) - bare;
         eprintln!("round {round}: added {added:.4} s, estimated {estimated:.4} s");
+        diags.push(format!("round {round}: {}", recording_diagnostics(&report)));
         if added > 0.0 {
             ratios.push(estimated / added);
         }
     }
-    assert!(ratios.len() >= 8, "recording added no CPU time: {ratios:?}");
+    let diags = diags.join("\n");
+    assert!(
+        ratios.len() >= 8,
+        "recording added no CPU time: {ratios:?}\n{diags}"
+    );
     ratios.sort_by(f64::total_cmp);
     let median = ratios[ratios.len() / 2];
     assert!(
         (0.6..=2.0).contains(&median),
-        "estimated / added: median {median:.2} of {ratios:.2?}"
+        "estimated / added: median {median:.2} of {ratios:.2?}\n{diags}"
     );
 }
 
@@ -783,7 +819,9 @@ fn live_tracing_cost_estimate_holds_what_recording_adds() {
 /// 150 ms uses about 150 ms of CPU time untraced (its own clock, and the kernel's getrusage
 /// of the process); the recorded run's figure is getrusage of the command, which holds
 /// its thread's own account (RUSAGE_THREAD, as the workload prints it) and little more; its
-/// wall time holds the spin's own.
+/// wall time holds the spin's own. In one recording, each of the 3 untraced runs reads
+/// 0.14–0.20 s of CPU time, the recorded run at most 30 ms above its thread's account and
+/// its wall time at most 0.25 s above the spin's (the process's start and exit).
 #[test]
 #[ignore = "live: records the real kernel (root)"]
 fn live_untraced_runs_set_what_recording_added_beside_the_estimate() {
@@ -817,6 +855,7 @@ fn live_untraced_runs_set_what_recording_added_beside_the_estimate() {
     let workload: Value = serde_json::from_slice(&out.stdout).unwrap();
     let own: f64 = workload["threads"][0]["cpu_s"].as_f64().unwrap();
     let report = report_json(&rec, &[]);
+    let diag = recording_diagnostics(&report);
     let u = &report["system"]["perturbation"]["untraced_runs"];
     assert_eq!(u["runs"], 3, "{u}");
     for (cpu_s, wall_s) in u["cpu_s"]
@@ -826,16 +865,19 @@ fn live_untraced_runs_set_what_recording_added_beside_the_estimate() {
         .zip(u["wall_s"].as_array().unwrap())
     {
         let (cpu_s, wall_s) = (cpu_s.as_f64().unwrap(), wall_s.as_f64().unwrap());
-        assert!((0.14..0.20).contains(&cpu_s), "an untraced run: {u}");
+        assert!(
+            (0.14..0.20).contains(&cpu_s),
+            "an untraced run: {u}; {diag}"
+        );
         assert!(
             wall_s >= 0.15 && wall_s >= cpu_s * 0.9,
-            "an untraced run: {u}"
+            "an untraced run: {u}; {diag}"
         );
     }
     let recorded = u["recorded_cpu_s"].as_f64().unwrap();
     assert!(
         recorded >= own && recorded <= own + 0.03,
-        "recorded {recorded} s against the thread's own {own} s: {u}"
+        "recorded {recorded} s against the thread's own {own} s: {u}; {diag}"
     );
     // Its wall time holds the spin's own (the workload's clock, inside the process) and
     // the process's start and exit, and ends within the recording; it was taken at the
@@ -845,7 +887,7 @@ fn live_untraced_runs_set_what_recording_added_beside_the_estimate() {
     let elapsed = report["system"]["elapsed_s"].as_f64().unwrap();
     assert!(
         wall >= spun && wall <= spun + 0.25 && wall <= elapsed,
-        "recorded wall {wall} s, spin {spun} s, recording {elapsed} s: {u}"
+        "recorded wall {wall} s, spin {spun} s, recording {elapsed} s: {u}; {diag}"
     );
     assert_eq!(u["failed_runs"], 0);
     assert!(u["text"]
@@ -949,13 +991,16 @@ fn untraced_runs_need_a_command() {
 /// Every thread's `cpu_time_s` is its own CLOCK_THREAD_CPUTIME_ID (read by the thread at
 /// its end) within 2%. On this project's VMs the switch intervals split cpu1 differently
 /// (pong 0.23 s against the kernel's 0.50 s, the spinner the difference): that figure is
-/// `on_cpu_s`, and the report must not mix the two.
+/// `on_cpu_s`, and the report must not mix the two. Each of the three threads of one
+/// recording is held to 2% of its clock with no absolute slack: both figures are the
+/// scheduler's account of the same run.
 #[test]
 #[ignore = "live: records the real kernel (root)"]
 fn live_cpu_time_is_the_kernels_on_a_cpu_shared_with_a_spinner() {
     let Some((workload, report)) = record_pinned_pingpong("12000", true) else {
         return;
     };
+    let diag = recording_diagnostics(&report);
     let threads = workload["threads"].as_array().unwrap();
     assert_eq!(threads.len(), 3, "ping, pong and the spinner: {workload}");
     for t in threads {
@@ -969,8 +1014,11 @@ fn live_cpu_time_is_the_kernels_on_a_cpu_shared_with_a_spinner() {
         eprintln!(
             "{name} ({tid}): cpu_time_s {ours:.6} (CLOCK_THREAD_CPUTIME_ID {clock:.6}), on_cpu_s {on_cpu:.6}"
         );
-        assert_eq!(row["cpu_time_source"], "sched_runtime", "{name}");
-        assert!(within(ours, clock, 0.02, 0.0), "{name}: {ours} vs {clock}");
+        assert_eq!(row["cpu_time_source"], "sched_runtime", "{name}; {diag}");
+        assert!(
+            within(ours, clock, 0.02, 0.0),
+            "{name}: {ours} vs {clock}; {diag}"
+        );
     }
     // Issue 17 point 3, the invariants a user checks by eye, on a live recording: the
     // switch intervals add up to the CPUs' busy time exactly; the scheduler's account
@@ -979,12 +1027,12 @@ fn live_cpu_time_is_the_kernels_on_a_cpu_shared_with_a_spinner() {
     let f = |v: &Value| v.as_f64().unwrap();
     assert!(
         (f(&accounts["on_cpu_s"]) - f(&report["system"]["busy_s"])).abs() < 1e-6,
-        "{accounts}"
+        "{accounts}; {diag}"
     );
     assert!(
         (f(&accounts["cpu_time_s"]) - f(&accounts["busy_s"]) - f(&accounts["difference_s"])).abs()
             < 1e-9,
-        "{accounts}"
+        "{accounts}; {diag}"
     );
     let explanation = accounts["explanation"].as_str().unwrap();
     assert!(
@@ -1002,7 +1050,7 @@ fn live_cpu_time_is_the_kernels_on_a_cpu_shared_with_a_spinner() {
     let parts = f(&e["idle_j"]) + f(&e["other_j"]) + rows;
     assert!(
         (parts - f(&e["total_j"])).abs() <= 1e-9 * f(&e["total_j"]),
-        "{e}"
+        "{e}; {diag}"
     );
 }
 
@@ -1010,7 +1058,8 @@ fn live_cpu_time_is_the_kernels_on_a_cpu_shared_with_a_spinner() {
 /// (`cpus[].idle_trace_unavailable`) and in text (a `cpuN trace n/a:` line under the
 /// table), with the cpuidle sysfs count that shows the CPU did idle. On this project's VMs
 /// cpu1 fires no power:cpu_idle while sysfs counts its entries; on a machine that delivers
-/// every CPU's records the check runs the other way (no CPU may carry a reason).
+/// every CPU's records the check runs the other way (no CPU may carry a reason). Exact, on
+/// every CPU of one recording: the empty cell and its reason come from the same records.
 #[test]
 #[ignore = "live: records the real kernel (root)"]
 fn live_empty_trace_residency_says_why() {
@@ -1029,6 +1078,7 @@ fn live_empty_trace_residency_says_why() {
         &[],
     ));
     let report = report_json(&rec, &[]);
+    let diag = recording_diagnostics(&report);
     let text = String::from_utf8(
         ok(&live()
             .args(["report", rec.to_str().unwrap()])
@@ -1048,14 +1098,14 @@ fn live_empty_trace_residency_says_why() {
             .filter_map(|s| s["sysfs_entries"].as_u64())
             .sum();
         eprintln!("cpu{n}: traced {traced}, sysfs entries {sysfs}, reason {reason:?}");
-        assert_eq!(traced, reason.is_none(), "cpu{n}: {cpu}");
+        assert_eq!(traced, reason.is_none(), "cpu{n}: {cpu}; {diag}");
         let line = format!("  cpu{n} trace n/a: ");
         assert_eq!(text.contains(&line), !traced, "cpu{n} in\n{text}");
         if let Some(reason) = reason {
             if sysfs > 0 {
                 assert!(
                     reason.contains(&format!("cpuidle sysfs counted {sysfs} idle entries")),
-                    "{reason}"
+                    "{reason}; {diag}"
                 );
             }
             assert!(text.contains(&format!("{line}{reason}")), "{text}");
@@ -1107,10 +1157,10 @@ fn sigint(pid: u32) {
 /// A recorder that polls is a wake-up source of its own, on the machine it measures: while
 /// the command sleeps, the recorder wakes for its work only. That is the drain's copies
 /// (every 50 ms) and their decoding, the handing on of each batch, the meter's and idle
-/// states' samples (every 100 ms), and a commit a second: 71 a second here (the kernel's
-/// count of voluntary switches). Before, the main thread also woke every 50 ms between
-/// batches and the drain copied each BPF ring two or three times per period: 102 a
-/// second (the debug build of 7e0aff6, counted as below).
+/// states' samples (every 100 ms), and its commits (every half second). The bound is the
+/// kernel's count of the recorder's voluntary switches over 5 s of one recording of a
+/// sleeping command: at most 85 a second, above what that work takes and below what a
+/// recorder whose main thread also woke every 50 ms between batches took (CHANGELOG).
 #[test]
 #[ignore = "live: records the real kernel (root)"]
 fn live_a_recording_wakes_the_recorder_for_its_work_only() {
@@ -1130,16 +1180,19 @@ fn live_a_recording_wakes_the_recorder_for_its_work_only() {
     let rate = wakeups_per_second(recorder.id());
     let out = wait_within(recorder, std::time::Duration::from_secs(30));
     ok(&out);
+    let diag = recording_diagnostics(&report_json(&rec, &[]));
     assert!(
         rate <= 85.0,
-        "the recorder woke {rate:.1} times a second beside a sleeping command"
+        "the recorder woke {rate:.1} times a second beside a sleeping command; {diag}"
     );
 }
 
 /// `record -p PID` ends when the process exits: its pidfd wakes the recorder. A process
 /// that has exited but that its parent has not reaped (this test's own child, not waited
 /// for) still has its `/proc` entry, and a recorder that looked for that entry recorded on
-/// until Ctrl-C.
+/// until Ctrl-C. One recording must end within 8 s of the start of a target that runs
+/// 1 s: the rest is the recorder's start (its calibration up to 1.3 s, more on a busy
+/// machine: `start_up_s`) and its end.
 #[test]
 #[ignore = "live: records the real kernel (root)"]
 fn live_a_recording_of_a_process_ends_when_it_exits() {
@@ -1159,11 +1212,10 @@ fn live_a_recording_of_a_process_ends_when_it_exits() {
     let out = wait_within(recorder, std::time::Duration::from_secs(20));
     let took = started.elapsed();
     ok(&out);
-    // The target's second, the recorder's start (its calibration up to 1.3 s, more on a busy
-    // machine) and its end.
+    let diag = recording_diagnostics(&report_json(&rec, &[]));
     assert!(
         took < std::time::Duration::from_secs(8),
-        "the recording ended {took:?} after its target started; the target ran 1 s"
+        "the recording ended {took:?} after its target started; the target ran 1 s; {diag}"
     );
     target.wait().unwrap();
 }
@@ -1239,6 +1291,9 @@ fn record_live(rec: &Path, options: &[&str], command: &[&str], env: &[(&str, &Pa
 
 /// With a fake meter of known power, the report's energy is that power × the recording's
 /// time, and the attribution sums to it exactly: total = idle + other + Σ thread rows.
+/// Each of two recordings (`--baseline 0` and `0.5`) reads within 5% of 20 W × its time, for
+/// a meter whose thread writes about every millisecond, as a loaded machine lets it, and
+/// is sampled every 0.1 s; its parts sum to it within 0.1%.
 #[test]
 #[ignore = "live: records the real kernel (root)"]
 fn live_attribution_sums_to_a_fake_meter() {
@@ -1268,13 +1323,14 @@ fn live_attribution_sums_to_a_fake_meter() {
         ok(&out);
         assert!(!stderr(&out).contains("REDUCED"), "{}", stderr(&out));
         let report = report_json(&rec, &[]);
+        let diag = recording_diagnostics(&report);
         let energy = &report["energy"];
         let total = energy["total_j"].as_f64().unwrap();
         let elapsed = report["system"]["elapsed_s"].as_f64().unwrap();
         assert_eq!(energy["provenance"]["kind"], "measured", "{energy}");
         assert!(
             within(total, 20.0 * elapsed, 0.05, 0.0),
-            "{total} J over {elapsed} s at 20 W"
+            "{total} J over {elapsed} s at 20 W; {diag}"
         );
         let rows: f64 = report["threads"]
             .as_array()
@@ -1287,12 +1343,18 @@ fn live_attribution_sums_to_a_fake_meter() {
             "baseline {baseline}: total {total} J = idle {} + other {} + rows {rows}",
             energy["idle_j"], energy["other_j"]
         );
-        assert!((parts - total).abs() <= 0.001 * total, "{parts} vs {total}");
+        assert!(
+            (parts - total).abs() <= 0.001 * total,
+            "{parts} vs {total}; {diag}"
+        );
         if baseline == "0" {
-            assert!(rows > 0.0, "the spinning thread gets a share");
+            assert!(rows > 0.0, "the spinning thread gets a share; {diag}");
         } else {
             // Idle power was measured at the same 20 W: the baseline takes (nearly) all.
-            assert!(energy["idle_j"].as_f64().unwrap() > 0.9 * total, "{energy}");
+            assert!(
+                energy["idle_j"].as_f64().unwrap() > 0.9 * total,
+                "{energy}; {diag}"
+            );
         }
     }
 }
@@ -1400,6 +1462,8 @@ fn a_command_that_is_not_found_leaves_no_recording() {
     assert!(!rec.exists(), "an empty recording was left behind");
 }
 
+/// A command that SIGKILLs itself after 0.2 s: the recording is closed, and covers at
+/// least those 0.2 s and the command's thread.
 #[test]
 #[ignore = "live: records the real kernel (root)"]
 fn a_command_killed_by_a_signal_still_closes_the_recording() {
@@ -1415,11 +1479,14 @@ fn a_command_killed_by_a_signal_still_closes_the_recording() {
         stderr(&out)
     );
     let v = report_json(&rec, &[]);
-    assert!(v["system"]["elapsed_s"].as_f64().unwrap() >= 0.2);
-    assert!(!v["threads"].as_array().unwrap().is_empty());
+    let diag = recording_diagnostics(&v);
+    assert!(v["system"]["elapsed_s"].as_f64().unwrap() >= 0.2, "{diag}");
+    assert!(!v["threads"].as_array().unwrap().is_empty(), "{diag}");
 }
 
-/// SIGKILL the recorder mid-way: the file opens and holds what was flushed (every second).
+/// SIGKILL the recorder mid-way: the file opens and holds what was flushed (every half
+/// second). Killed 2.6 s after it started, one recording must cover at least 0.9 s: what
+/// its start-up (`start_up_s`) leaves of those seconds, less the commit under way.
 #[test]
 #[ignore = "live: records the real kernel (root)"]
 fn a_killed_recorder_leaves_a_readable_recording() {
@@ -1437,10 +1504,15 @@ fn a_killed_recorder_leaves_a_readable_recording() {
     let v = report_json(&rec, &[]);
     let elapsed = v["system"]["elapsed_s"].as_f64().unwrap();
     eprintln!("killed after 2.6 s: the recording covers {elapsed:.2} s");
-    assert!(elapsed >= 0.9, "at least one flush survived: {elapsed}");
+    assert!(
+        elapsed >= 0.9,
+        "at least one flush survived: {elapsed}; {}",
+        recording_diagnostics(&v)
+    );
 }
 
-/// A full disk stops the recording, keeps what was written, and says so.
+/// A full disk stops the recording, keeps what was written, and says so. One recording
+/// must keep at least 0.9 s, its first commits.
 #[test]
 #[ignore = "live: records the real kernel (root)"]
 fn a_full_disk_stops_recording_and_keeps_what_was_written() {
@@ -1492,14 +1564,19 @@ fn a_full_disk_stops_recording_and_keeps_what_was_written() {
     let v = report_json(&copy, &[]);
     let kept = v["system"]["elapsed_s"].as_f64().unwrap();
     eprintln!("the full disk kept {kept:.2} s of recording");
-    assert!(kept >= 0.9, "at least the first commit was kept: {kept} s");
+    assert!(
+        kept >= 0.9,
+        "at least the first commit was kept: {kept} s; {}",
+        recording_diagnostics(&v)
+    );
 }
 
 // ---- without privileges: the reduced recording ------------------------------------------
 
 /// Not root: `record` says tracing is not possible and why, records a reduced profile from
 /// procfs, and the report labels what it cannot know as unavailable — never a silent 0.
-/// Run as nobody through setpriv (util-linux) when we are root.
+/// Run as nobody through setpriv (util-linux) when we are root. Each of the two spinning
+/// threads of one recording reads at most 10 ms above getrusage and 50 ms below it.
 #[test]
 #[ignore = "live: records the real kernel (root)"]
 fn without_privileges_a_reduced_recording_says_so() {
@@ -1550,6 +1627,7 @@ fn without_privileges_a_reduced_recording_says_so() {
     assert!(err.contains("REDUCED"), "{err}");
     let spun = workload_threads(&out.stdout);
     let report = report_json(&rec, &[]);
+    let diag = recording_diagnostics(&report);
     for (tid, _, _, cpu_s) in spun {
         let row = thread_row(&report, tid);
         let ours = row["cpu_time_s"].as_f64().unwrap();
@@ -1557,7 +1635,7 @@ fn without_privileges_a_reduced_recording_says_so() {
         // Sampled every 20 ms: at most the work after the last sample is missing.
         assert!(
             ours <= cpu_s + 0.01 && ours >= cpu_s - 0.05,
-            "{ours} vs {cpu_s}"
+            "{ours} vs {cpu_s}; {diag}"
         );
         for key in [
             "wait_time_s",
@@ -1567,7 +1645,7 @@ fn without_privileges_a_reduced_recording_says_so() {
         ] {
             assert!(
                 row[key].is_null(),
-                "{key} must be unavailable, not {}",
+                "{key} must be unavailable, not {}; {diag}",
                 row[key]
             );
         }
@@ -1589,7 +1667,10 @@ fn without_privileges_a_reduced_recording_says_so() {
 /// and spends 900 µs of each millisecond in it. This machine has no cpuidle driver, so the
 /// fixture stands in for one; on real hardware the trace's power:cpu_idle columns sit
 /// beside these and must agree with them (docs/REPORT.md), which this VM cannot show (perf
-/// delivers no cpu_idle records here).
+/// delivers no cpu_idle records here). On each CPU of one recording of a 0.8 s sleep the
+/// entries lie within 3% (or 2) of 1000 × the recorded time and the residency within 3%
+/// (or 2 ms) of 0.9 × it: the writer's counters step every millisecond and are sampled
+/// every 0.1 s.
 #[test]
 #[ignore = "live: records the real kernel (root)"]
 fn live_cpuidle_sysfs_counters_over_the_traced_interval() {
@@ -1646,11 +1727,12 @@ fn live_cpuidle_sysfs_counters_over_the_traced_interval() {
     stop.store(true, std::sync::atomic::Ordering::Relaxed);
     writer.join().unwrap();
     ok(&out);
-    // The sampler reads every 0.1 s (the default) from before the command starts until
-    // after it ends (20 readings over 1.9 s in a debug build): at least 8 while it slept.
-    let samples = summary_samples(&stderr(&out));
-    assert!(samples >= 8, "{samples} cpuidle samples");
     let report = report_json(&rec, &[]);
+    let diag = recording_diagnostics(&report);
+    // The sampler reads every 0.1 s (the default) from before the command starts until
+    // after it ends: at least 8 while it slept.
+    let samples = summary_samples(&stderr(&out));
+    assert!(samples >= 8, "{samples} cpuidle samples; {diag}");
     let elapsed = report["system"]["elapsed_s"].as_f64().unwrap();
     for cpu in report["cpus"].as_array().unwrap() {
         let states = cpu["idle_states"].as_array().unwrap();
@@ -1663,12 +1745,15 @@ fn live_cpuidle_sysfs_counters_over_the_traced_interval() {
             "cpu{}: {entries} entries, {time:.4} s in haltpoll over {elapsed:.4} s",
             cpu["cpu"]
         );
-        assert!(within(entries, 1000.0 * elapsed, 0.03, 2.0), "{entries}");
-        assert!(within(time, 0.9 * elapsed, 0.03, 0.002), "{time}");
+        assert!(
+            within(entries, 1000.0 * elapsed, 0.03, 2.0),
+            "{entries}; {diag}"
+        );
+        assert!(within(time, 0.9 * elapsed, 0.03, 0.002), "{time}; {diag}");
         let poll = states.iter().find(|s| s["name"] == "POLL").unwrap();
         assert_eq!(
             poll["sysfs_entries"], 0,
-            "a state whose counters stand still"
+            "a state whose counters stand still; {diag}"
         );
     }
 }
@@ -1717,9 +1802,11 @@ fn live_summary_names_what_it_could_not_sample() {
 /// A sleeper pinned to cpu1, where this project's VMs lose every switch-in from idle (and
 /// the timer wake-ups with them): its switch counts still equal the kernel's, and its CPU
 /// time — the scheduler's own account (sched_stat_runtime) replacing the estimate from
-/// inferred switch-ins — agrees with getrusage within 3%. (Before sched_stat_runtime was
-/// recorded the estimate read 0.30 s for 0.43 s.) On a CPU that loses nothing the same
-/// figures come from the switches alone.
+/// inferred switch-ins — agrees with getrusage within 3% (the estimate read 30% short:
+/// docs/REPORT.md). On a CPU that loses nothing the same figures come from the switches
+/// alone. One recording of a 1 s sleeper: its
+/// synchronization switches are the kernel's or one more, its CPU time within 3% (or
+/// 2 ms) of getrusage's.
 #[test]
 #[ignore = "live: records the real kernel (root)"]
 fn live_cpu_time_is_exact_where_switch_ins_are_lost() {
@@ -1756,16 +1843,22 @@ fn live_cpu_time_is_exact_where_switch_ins_are_lost() {
     );
     ok(&out);
     let report = report_json(&rec, &[]);
+    let diag = recording_diagnostics(&report);
     for (tid, voluntary, _, cpu_s) in workload_threads(&out.stdout) {
         let row = thread_row(&report, tid);
         let ours = row["cpu_time_s"].as_f64().unwrap();
         let sync = row["sync_switches"].as_u64().unwrap();
         eprintln!(
-            "cpu{last_cpu} sleeper: CPU {ours:.4} s (getrusage {cpu_s:.4}), sync {sync} (kernel {voluntary}); {} switch-ins inferred",
-            report["system"]["inferred_switch_ins"]
+            "cpu{last_cpu} sleeper: CPU {ours:.4} s (getrusage {cpu_s:.4}), sync {sync} (kernel {voluntary})"
         );
-        assert!((voluntary..=voluntary + 1).contains(&sync));
-        assert!(within(ours, cpu_s, 0.03, 0.002), "{ours} vs {cpu_s}");
+        assert!(
+            (voluntary..=voluntary + 1).contains(&sync),
+            "sync {sync} vs {voluntary}; {diag}"
+        );
+        assert!(
+            within(ours, cpu_s, 0.03, 0.002),
+            "{ours} vs {cpu_s}; {diag}"
+        );
     }
 }
 
@@ -1775,8 +1868,11 @@ fn live_cpu_time_is_exact_where_switch_ins_are_lost() {
 /// than the scheduler charged it. Ping wakes pong from cpu0 (recorded), pong's switch-in
 /// out of idle is lost, its switch-out is recorded: the switch-in is placed by the
 /// scheduler's account of the run. Placed at the wake-up instead, the idle-exit latency
-/// counted as pong's run: cpu1 read 0.185 s idle against 0.217 s in haltpoll by sysfs,
-/// and pong's switch intervals were about twice its CPU time.
+/// would count as pong's run, and the CPU's idle time fall short of the residency sysfs
+/// counted (docs/REPORT.md). In one recording, cpu0's and cpu1's idle time is at least 97% of their
+/// residency, and a player with inferred switch-ins ran by the switch intervals at most
+/// 5% (and 1 ms) longer than the scheduler charged it, for interrupt time the scheduler
+/// may leave out.
 #[test]
 #[ignore = "live: records the real kernel (root)"]
 fn live_idle_time_holds_the_kernels_residency_where_switch_ins_are_lost() {
@@ -1784,6 +1880,7 @@ fn live_idle_time_holds_the_kernels_residency_where_switch_ins_are_lost() {
         return;
     };
     let f = |v: &Value| v.as_f64().unwrap();
+    let diag = recording_diagnostics(&report);
     let cpus = report["cpus"].as_array().unwrap();
     let residency = |cpu: &Value| -> Option<f64> {
         let times: Vec<f64> = cpu["idle_states"]
@@ -1796,20 +1893,23 @@ fn live_idle_time_holds_the_kernels_residency_where_switch_ins_are_lost() {
     for cpu in &cpus[..2] {
         let (idle, busy) = (f(&cpu["idle_s"]), f(&cpu["busy_s"]));
         eprintln!(
-            "cpu{}: idle {idle:.4} s (sysfs residency {:?}), busy {busy:.4} s, {} switch-ins inferred",
+            "cpu{}: idle {idle:.4} s (sysfs residency {:?}), busy {busy:.4} s",
             cpu["cpu"],
-            residency(cpu),
-            cpu["inferred_switch_ins"]
+            residency(cpu)
         );
         match residency(cpu) {
-            Some(sysfs) => assert!(idle >= 0.97 * sysfs, "cpu{}: {idle} < {sysfs}", cpu["cpu"]),
+            Some(sysfs) => assert!(
+                idle >= 0.97 * sysfs,
+                "cpu{}: {idle} < {sysfs}; {diag}",
+                cpu["cpu"]
+            ),
             None => eprintln!("no cpuidle driver: the idle residency oracle is not available"),
         }
     }
     // A thread whose switch-ins were inferred ran, by the inference, no longer than the
     // scheduler charged it (the switch intervals of this VM's recorded runs are shorter
-    // than the scheduler's account, never longer; 5% and 1 ms of slack for interrupt time
-    // the scheduler may leave out). Other tasks on the two CPUs do not enter it.
+    // than the scheduler's account, never longer). Other tasks on the two CPUs do not
+    // enter it.
     for t in workload["threads"].as_array().unwrap() {
         let row = thread_row(&report, t["tid"].as_u64().unwrap());
         let (on_cpu, scheduler) = (f(&row["on_cpu_s"]), f(&row["cpu_time_s"]));
@@ -1821,7 +1921,7 @@ fn live_idle_time_holds_the_kernels_residency_where_switch_ins_are_lost() {
         if inferred > 0 {
             assert!(
                 on_cpu <= 1.05 * scheduler + 0.001,
-                "{}: switch intervals {on_cpu} above the scheduler's {scheduler}",
+                "{}: switch intervals {on_cpu} above the scheduler's {scheduler}; {diag}",
                 t["name"]
             );
         }
@@ -1834,7 +1934,10 @@ fn live_idle_time_holds_the_kernels_residency_where_switch_ins_are_lost() {
 /// switched out changes nothing), none come from timers, IRQs or IPIs, and what one thread
 /// received the other caused. Remote wake-ups complete on the wakee's CPU (an IPI or the
 /// idle loop), so this holds only because the recorder takes sched_waking, which fires in
-/// the waker's context: with sched_wakeup 94% of these were blamed on "ipi/idle".
+/// the waker's context: with sched_wakeup 94% of these were blamed on "ipi/idle". Both
+/// threads of one recording of 2000 round trips are held to that: 2% (or 2) of their
+/// waits, at most 2 wake-ups of each other cause, and what each received from the other
+/// within 2 of what the other caused.
 #[test]
 #[ignore = "live: records the real kernel (root)"]
 fn live_pingpong_wake_ups_come_from_the_other_thread() {
@@ -1858,6 +1961,7 @@ fn live_pingpong_wake_ups_come_from_the_other_thread() {
     ok(&out);
     let workload: Value = serde_json::from_slice(&out.stdout).unwrap();
     let report = report_json(&rec, &[]);
+    let diag = recording_diagnostics(&report);
     let threads = workload["threads"].as_array().unwrap();
     assert_eq!(threads.len(), 2);
     for (me, other) in [(&threads[0], &threads[1]), (&threads[1], &threads[0])] {
@@ -1874,16 +1978,19 @@ fn live_pingpong_wake_ups_come_from_the_other_thread() {
         );
         assert!(
             within(by_thread as f64, waits as f64, 0.02, 2.0),
-            "{by_thread} vs {waits}"
+            "{by_thread} vs {waits}; {diag}"
         );
         for cause in ["timer", "irq", "softirq", "ipi"] {
             assert!(
                 received[cause].as_u64().unwrap() <= 2,
-                "{cause}: {received}"
+                "{cause}: {received}; {diag}"
             );
         }
         let caused = other_row["wakeups_caused"].as_u64().unwrap();
-        assert!(by_thread.abs_diff(caused) <= 2, "{by_thread} vs {caused}");
+        assert!(
+            by_thread.abs_diff(caused) <= 2,
+            "{by_thread} vs {caused}; {diag}"
+        );
     }
 }
 
@@ -1892,7 +1999,10 @@ fn live_pingpong_wake_ups_come_from_the_other_thread() {
 /// (so that the energy at the end is interpolated, not extrapolated). The recorder's exit
 /// holds nobody up: the events are closed by a detached process that keeps none of the
 /// recorder's descriptors, so a pipe on its stdout ends when it exits (tested in
-/// powerlens-sys). The wall-time targets are checked by scripts/bench-record.sh.
+/// powerlens-sys). The wall-time targets are checked by scripts/bench-record.sh. Exact but
+/// for the last event's place, in one 1-s window: no event after the stop and the last
+/// within 100 ms before it (both CPUs keep events coming), no record lost, a sample at or
+/// after the end.
 #[test]
 #[ignore = "live: records the real kernel (root)"]
 fn a_window_ends_with_its_last_second_committed() {
@@ -1913,6 +2023,7 @@ fn a_window_ends_with_its_last_second_committed() {
         &[],
     );
     ok(&out);
+    let diag = recording_diagnostics(&report_json(&rec, &[]));
     let stop: Value =
         serde_json::from_str(&sql(&rec, "SELECT value FROM meta WHERE key = 'stop'")).unwrap();
     let stop_ns = stop["monotonic_ns"].as_u64().unwrap();
@@ -1921,13 +2032,13 @@ fn a_window_ends_with_its_last_second_committed() {
         .unwrap();
     assert!(
         last_event <= stop_ns,
-        "an event after the end: {last_event} > {stop_ns}"
+        "an event after the end: {last_event} > {stop_ns}; {diag}"
     );
     // Both CPUs keep trace events coming (timer ticks, the recorder's own threads): the
     // last of them lies within the last tenth of a second before tracing stopped.
     assert!(
         stop_ns - last_event < 100_000_000,
-        "the last {} ms before the end are missing",
+        "the last {} ms before the end are missing; {diag}",
         (stop_ns - last_event) / 1_000_000
     );
     let lost: Value = serde_json::from_str(&sql(
@@ -1937,7 +2048,7 @@ fn a_window_ends_with_its_last_second_committed() {
     .unwrap();
     assert!(
         lost.as_array().unwrap().iter().all(|c| c["lost"] == 0),
-        "{lost}"
+        "lost_records metadata {lost}; {diag}"
     );
     let samples: u64 = sql(&rec, "SELECT count(*) FROM samples").parse().unwrap();
     if samples > 0 {
@@ -1946,7 +2057,7 @@ fn a_window_ends_with_its_last_second_committed() {
             .unwrap();
         assert!(
             last_sample >= stop_ns,
-            "no sample after the end: {last_sample} < {stop_ns}"
+            "no sample after the end: {last_sample} < {stop_ns}; {diag}"
         );
     } else {
         eprintln!("no sysfs samples on this machine (no meter, cpuidle or cpufreq): the sample part is not checked");
@@ -1954,7 +2065,8 @@ fn a_window_ends_with_its_last_second_committed() {
 }
 
 /// Two recordings at once on one machine, each of its own command: both complete, and each
-/// holds its own target (the command's sleeps) and not the other's.
+/// holds its own target (the command's sleeps) and not the other's: exactly one thread,
+/// `sleep`, with at least one switch, in a recording at least as long as its sleep.
 #[test]
 #[ignore = "live: records the real kernel (root)"]
 fn two_recordings_at_once_both_work() {
@@ -1975,13 +2087,20 @@ fn two_recordings_at_once_both_work() {
     for ((rec, o), secs) in recs.iter().zip(&outputs).zip([0.3, 0.4]) {
         ok(o);
         let report = report_json(rec, &[]);
+        let diag = recording_diagnostics(&report);
         let threads = report["threads"].as_array().unwrap();
-        assert_eq!(threads.len(), 1, "{rec:?}: {threads:?}");
-        assert_eq!(threads[0]["comm"], "sleep");
-        assert!(threads[0]["sync_switches"].as_u64().unwrap() >= 1);
+        assert_eq!(threads.len(), 1, "{rec:?}: {threads:?}; {diag}");
+        assert_eq!(threads[0]["comm"], "sleep", "{diag}");
+        assert!(
+            threads[0]["sync_switches"].as_u64().unwrap() >= 1,
+            "{rec:?}; {diag}"
+        );
         pids.push(threads[0]["pid"].as_u64().unwrap());
         let elapsed = report["system"]["elapsed_s"].as_f64().unwrap();
-        assert!(elapsed >= secs, "{rec:?}: {elapsed} s for a {secs} s sleep");
+        assert!(
+            elapsed >= secs,
+            "{rec:?}: {elapsed} s for a {secs} s sleep; {diag}"
+        );
     }
     assert_ne!(pids[0], pids[1], "each recording has its own target");
 }
@@ -1990,7 +2109,10 @@ fn two_recordings_at_once_both_work() {
 /// recorded wake-ups plus the wake-ups the report says are missing on that CPU account for
 /// its synchronization switches (the switch-outs, which the kernel does deliver). On this
 /// project's VMs cpu1 delivers no tracepoint from its idle loop: most wake-ups are
-/// missing, and the CPU notes say so; elsewhere none are, and no note may appear.
+/// missing, and the CPU notes say so; elsewhere none are, and no note may appear. In one
+/// recording of a 0.5 s sleeper (at least 300 blocks), its recorded wake-ups and those
+/// missing, the CPU's and its own, come within 3 of its blocks: the last block has no
+/// wake-up, and other threads' missing wake-ups may add to the CPU's.
 #[test]
 #[ignore = "live: records the real kernel (root)"]
 fn live_missing_wakeups_are_counted_and_explained() {
@@ -2018,6 +2140,7 @@ fn live_missing_wakeups_are_counted_and_explained() {
         &[],
     ));
     let report = report_json(&rec, &[]);
+    let diag = recording_diagnostics(&report);
     let sleeper = report["threads"]
         .as_array()
         .unwrap()
@@ -2029,21 +2152,24 @@ fn live_missing_wakeups_are_counted_and_explained() {
     let cpu_row = &report["cpus"][cpus - 1];
     let missing = cpu_row["unrecorded_wakeups"].as_u64().unwrap();
     eprintln!("cpu{cpu}: sleeper blocked {blocks} times, woken {woken} recorded + {missing} missing on the CPU");
-    assert!(blocks >= 300, "{sleeper}");
+    assert!(blocks >= 300, "{sleeper}; {diag}");
     // Each block but the last is followed by a wake-up; the CPU's missing count may also
     // hold other threads' (a kworker), hence at least, within a few.
     assert!(
         woken + missing + 3 >= blocks,
-        "{woken} + {missing} < {blocks}"
+        "{woken} + {missing} < {blocks}; {diag}"
     );
-    assert!(report["system"]["unrecorded_wakeups"].as_u64().unwrap() >= missing);
+    assert!(
+        report["system"]["unrecorded_wakeups"].as_u64().unwrap() >= missing,
+        "{diag}"
+    );
     // The sleeper's own row says how many of its wake-ups are missing: with them its
     // recorded wake-ups account for its blocks, and they are among the CPU's.
     let own_missing = sleeper["unrecorded_wakeups"].as_u64().unwrap();
-    assert!(own_missing <= missing, "{own_missing} > {missing}");
+    assert!(own_missing <= missing, "{own_missing} > {missing}; {diag}");
     assert!(
         woken + own_missing + 3 >= blocks,
-        "{woken} + {own_missing} < {blocks}"
+        "{woken} + {own_missing} < {blocks}; {diag}"
     );
     let text = String::from_utf8(
         ok(&live()
@@ -2057,7 +2183,7 @@ fn live_missing_wakeups_are_counted_and_explained() {
     let note = format!("  cpu{cpu} wake-ups: ");
     match cpu_row["wakeups_trace_incomplete"].as_str() {
         Some(reason) => {
-            assert!(missing > 0);
+            assert!(missing > 0, "{reason}; {diag}");
             assert!(reason.contains(&format!("short of {missing}")), "{reason}");
             assert!(text.contains(&format!("{note}{reason}")), "{text}");
             assert!(text.contains("more not recorded, causes unknown"), "{text}");
@@ -2070,7 +2196,7 @@ fn live_missing_wakeups_are_counted_and_explained() {
             }
         }
         None => {
-            assert_eq!(missing, 0);
+            assert_eq!(missing, 0, "{diag}");
             assert!(!text.contains(&note), "{text}");
         }
     }

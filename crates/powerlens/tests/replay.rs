@@ -305,3 +305,70 @@ fn exports() {
         insta::assert_json_snapshot!(format!("{name}-export"), Value::Object(formats));
     }
 }
+
+/// The live tests' failure line (`common::recording_diagnostics`): on hand-written reports
+/// (every figure, a reduced recording's, none at all) and on the report of a recorded
+/// ping-pong, whose figures its snapshot pins (1 switch-in inferred on cpu1, 9 wake-ups
+/// not recorded, stacks sampled down to 1 in 9).
+#[test]
+fn the_recording_diagnostics_line() {
+    use common::recording_diagnostics;
+    let full = json!({
+        "system": {
+            "lost_records": 12,
+            "inferred_switch_ins": 3,
+            "unrecorded_wakeups": 40,
+            "start_up_s": 0.412,
+            "tracing_path": {
+                "events": "perf_ring",
+                "stack_unwinding": "stack_copy_and_frame_pointers",
+                "user_stack_bytes": 512,
+                "stack_samples_per_s": 1000,
+                "max_stack_sample_period": 14,
+                "stack_samples_dropped": 2
+            }
+        },
+        "cpus": [
+            {"cpu": 0, "lost_records": 0, "inferred_switch_ins": 1, "unrecorded_wakeups": 0},
+            {"cpu": 1, "lost_records": 12, "inferred_switch_ins": 2, "unrecorded_wakeups": 40}
+        ]
+    });
+    assert_eq!(
+        recording_diagnostics(&full),
+        "recording: lost_records=12(cpu1=12) inferred_switch_ins=3(cpu0=1,cpu1=2) \
+         unrecorded_wakeups=40(cpu1=40) max_stack_sample_period=14 stack_samples_dropped=2 \
+         stack_samples_per_s=1000 events=perf_ring stack_unwinding=stack_copy_and_frame_pointers \
+         start_up_s=0.412"
+    );
+    // A reduced recording: no CPUs, no tracing path.
+    let reduced = json!({
+        "system": {
+            "lost_records": 0,
+            "inferred_switch_ins": 0,
+            "unrecorded_wakeups": 0,
+            "start_up_s": 0.05,
+            "tracing_path": null
+        },
+        "cpus": []
+    });
+    assert_eq!(
+        recording_diagnostics(&reduced),
+        "recording: lost_records=0 inferred_switch_ins=0 unrecorded_wakeups=0 \
+         max_stack_sample_period=null stack_samples_dropped=null stack_samples_per_s=null \
+         events=null stack_unwinding=null start_up_s=0.05"
+    );
+    assert_eq!(
+        recording_diagnostics(&json!({})),
+        "recording: lost_records=null inferred_switch_ins=null unrecorded_wakeups=null \
+         max_stack_sample_period=null stack_samples_dropped=null stack_samples_per_s=null \
+         events=null stack_unwinding=null start_up_s=null"
+    );
+    let r = Replay::new();
+    assert_eq!(
+        recording_diagnostics(&r.json(&["report", &rec("pingpong"), "--json"])),
+        "recording: lost_records=0 inferred_switch_ins=1(cpu1=1) \
+         unrecorded_wakeups=9(cpu0=8,cpu1=1) max_stack_sample_period=9 \
+         stack_samples_dropped=0 stack_samples_per_s=10000 events=bpf \
+         stack_unwinding=stack_copy start_up_s=null"
+    );
+}

@@ -13,12 +13,12 @@ use std::process::Command;
 use serde_json::Value;
 
 mod common;
-use common::{json, live_recording, stderr, with_tracefs, Serial};
+use common::{json, live_recording, recording_diagnostics, stderr, with_tracefs, Serial};
 
 // The workloads do a fixed amount of work (about 1.3 s of CPU on this project's VMs),
 // not work for a fixed wall time: on a loaded machine a wall-time loop gets fewer CPU
-// samples while start-up and the runtime's own threads keep theirs, and its share fell
-// to 78%.
+// samples while start-up and the runtime's own threads keep theirs, and its share falls
+// below the 80% that check_hot_row asks.
 
 /// The hot loop: a recursive Fibonacci.
 const HOT_JS: &str = "\
@@ -106,12 +106,13 @@ fn record_default(dir: &Path, command: &[&str]) -> (PathBuf, Value) {
 /// are the process's) and that share of its energy; the rows sum to the process's
 /// energy. `process` picks the process row. Returns the top row.
 fn check_hot_row<'a>(report: &'a Value, hot: &str, process: impl Fn(&Value) -> bool) -> &'a Value {
+    let diag = recording_diagnostics(report);
     let functions = report["functions"].as_array().expect("function rows");
     let top = &functions[0];
     let name = top["function"].as_str().unwrap();
     assert!(
         name.contains(hot),
-        "top row {name} ({}), not {hot}: {:#?}",
+        "top row {name} ({}), not {hot}: {:#?}; {diag}",
         top["module"],
         &functions[..functions.len().min(5)]
     );
@@ -126,7 +127,7 @@ fn check_hot_row<'a>(report: &'a Value, hot: &str, process: impl Fn(&Value) -> b
     let share = samples(top) / all_samples;
     assert!(
         share >= 0.8,
-        "{name} has {} of {all_samples} samples ({:.1}%)",
+        "{name} has {} of {all_samples} samples ({:.1}%); {diag}",
         samples(top),
         share * 100.0
     );
@@ -139,12 +140,12 @@ fn check_hot_row<'a>(report: &'a Value, hot: &str, process: impl Fn(&Value) -> b
         .sum();
     assert!(
         (rows_j - process_j).abs() <= 1e-6 * process_j,
-        "function rows {rows_j} J, process {process_j} J"
+        "function rows {rows_j} J, process {process_j} J; {diag}"
     );
     let energy_share = top["energy_j"].as_f64().unwrap() / process_j;
     assert!(
         (energy_share - share).abs() <= 0.02,
-        "{name}: {:.1}% of the energy, {:.1}% of the samples",
+        "{name}: {:.1}% of the energy, {:.1}% of the samples; {diag}",
         energy_share * 100.0,
         share * 100.0
     );
@@ -235,7 +236,8 @@ fn python_with_script(version: &str) -> Option<(Serial, tempfile::TempDir, Strin
 }
 
 /// CPython 3.11 has no perf trampoline: its interpreter time is one labelled row, with
-/// the process's CPU samples and energy, not dozens of `_PyEval_*` rows.
+/// the process's CPU samples and energy, not dozens of `_PyEval_*` rows: in one recording,
+/// with the share [`check_hot_row`] asks, and no `PyEval` row at all.
 #[test]
 #[ignore = "live: records real runtimes on the real kernel (root)"]
 fn python_311_interpreter_time_is_one_labelled_row() {
@@ -260,11 +262,18 @@ fn python_311_interpreter_time_is_one_labelled_row() {
         .iter()
         .filter(|f| f["function"].as_str().unwrap().contains("PyEval"))
         .count();
-    assert_eq!(eval_rows, 0, "{:#}", report["functions"]);
+    assert_eq!(
+        eval_rows,
+        0,
+        "{:#}; {}",
+        report["functions"],
+        recording_diagnostics(&report)
+    );
 }
 
 /// Python 3.12 with PYTHONPERFSUPPORT=1 (which --jit-names sets) names each Python
-/// function through a perf trampoline: the hot function is the top row.
+/// function through a perf trampoline: the hot function is the top row, in one recording,
+/// with the share [`check_hot_row`] asks.
 #[test]
 #[ignore = "live: records real runtimes on the real kernel (root)"]
 fn python_312_names_the_hot_python_function_from_an_unmodified_command() {
@@ -278,6 +287,8 @@ fn python_312_names_the_hot_python_function_from_an_unmodified_command() {
     );
 }
 
+/// node names the script's hot function from its perf map: the top row of one recording,
+/// with the share [`check_hot_row`] asks, and node leaves no log behind.
 #[test]
 #[ignore = "live: records real runtimes on the real kernel (root)"]
 fn node_names_the_hot_javascript_function_from_an_unmodified_command() {
@@ -308,6 +319,8 @@ fn node_names_the_hot_javascript_function_from_an_unmodified_command() {
     );
 }
 
+/// The JVM names the class's hot method from its perf map: the top row of one recording,
+/// with the share [`check_hot_row`] asks.
 #[test]
 #[ignore = "live: records real runtimes on the real kernel (root)"]
 fn java_names_the_hot_method_from_an_unmodified_command() {
@@ -342,7 +355,8 @@ fn java_names_the_hot_method_from_an_unmodified_command() {
 
 /// `diff --by function` of two node runs matches the JavaScript function with itself (its
 /// row's module is the same `[jit]` in both, not each run's perf map), and three times the work
-/// shows as more of its samples and energy.
+/// shows as more of its samples and energy: in one recording of each run, B's samples of
+/// the function 1.4 to 7 times A's, and more of its energy.
 #[test]
 #[ignore = "live: records real runtimes on the real kernel (root)"]
 fn diff_matches_a_javascript_function_across_runs() {
@@ -353,7 +367,7 @@ fn diff_matches_a_javascript_function_across_runs() {
         return;
     };
     let dir = tempfile::tempdir().unwrap();
-    let mut recs = Vec::new();
+    let (mut recs, mut diags) = (Vec::new(), Vec::new());
     // One script, as a user edits it between runs: the function keeps its name.
     let script = dir.path().join("hot.js");
     for (name, runs) in [("a", 15), ("b", 45)] {
@@ -373,10 +387,17 @@ fn diff_matches_a_javascript_function_across_runs() {
         );
         assert!(out.status.success(), "{}", stderr(&out));
         // The runtime's map is left in /tmp: remove it once the names are in.
-        let pid = command_pid(&functions_report(&rec));
+        let report = functions_report(&rec);
+        let pid = command_pid(&report);
         let _ = std::fs::remove_file(format!("/tmp/perf-{pid}.map"));
+        diags.push(format!(
+            "{} {}",
+            name.to_uppercase(),
+            recording_diagnostics(&report)
+        ));
         recs.push(rec);
     }
+    let diags = diags.join("; ");
     let out = Command::new(env!("CARGO_BIN_EXE_powerlens"))
         .args(["diff", "--by", "function", "--json"])
         .args(&recs)
@@ -389,25 +410,29 @@ fn diff_matches_a_javascript_function_across_runs() {
         .iter()
         .filter(|r| r["key"].as_str().unwrap().starts_with("fibonacciHotLoop "))
         .collect();
-    assert_eq!(hot.len(), 1, "one row, matched: {:#}", diff["rows"]);
+    assert_eq!(
+        hot.len(),
+        1,
+        "one row, matched: {:#}; {diags}",
+        diff["rows"]
+    );
     let (a, b) = (&hot[0]["a"], &hot[0]["b"]);
     let samples = |side: &Value| side["samples"].as_f64().expect("matched on both sides");
     // Three times the calls, but not exactly three times the samples: the first calls run
     // in V8's slower tiers in both runs (the same row), and one run in a few takes up to
-    // 1.75× longer for the same calls (502 samples instead of 321 for A, 1,747 instead of
-    // about 1,000 for B, seen here and in CI). So either run may be the slow one: B/A lies
-    // between about 3 / 1.75 = 1.7 and 3 × 1.75 = 5.25 (1.74 and 5.23 seen). The bounds
-    // leave room beyond those, and still fail if B's calls were not counted (≈ 1) or A's
-    // samples went to another row (far above).
+    // 1.75× longer for the same calls. So either run may be the slow one: B/A lies between
+    // about 3 / 1.75 = 1.7 and 3 × 1.75 = 5.25. The bounds leave room beyond those, and
+    // still fail if B's calls were not counted (≈ 1) or A's samples went to another row
+    // (far above).
     let ratio = samples(b) / samples(a);
     assert!(
         (1.4..=7.0).contains(&ratio),
-        "B/A samples {ratio}: {:#}",
+        "B/A samples {ratio}: {:#}; {diags}",
         hot[0]
     );
     assert!(
         b["energy_j"].as_f64() > a["energy_j"].as_f64(),
-        "{:#}",
+        "{:#}; {diags}",
         hot[0]
     );
 }

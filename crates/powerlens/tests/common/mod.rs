@@ -383,6 +383,53 @@ pub fn num(v: &serde_json::Value) -> f64 {
     v.as_f64().unwrap_or_else(|| panic!("not a number: {v}"))
 }
 
+/// A live test's failure message names the recording's own diagnostics (docs/TESTING.md):
+/// this line, from the recording's `report --json`. Its `key=value` fields, in this order
+/// and named as the report names them: `system.lost_records`, `inferred_switch_ins` and
+/// `unrecorded_wakeups`, each followed by the CPUs that hold any of it
+/// (`inferred_switch_ins=3(cpu1=3)`); `system.tracing_path`'s `max_stack_sample_period`,
+/// `stack_samples_dropped`, `stack_samples_per_s`, `events` and `stack_unwinding`; and
+/// `system.start_up_s`. Strings stand without quotes; `null` is a figure the report does
+/// not have (a reduced recording traced nothing, an older one did not say).
+pub fn recording_diagnostics(report: &serde_json::Value) -> String {
+    use serde_json::Value;
+    let system = &report["system"];
+    let path = &system["tracing_path"];
+    let plain = |v: &Value| match v {
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    };
+    let with_cpus = |key: &str| {
+        let cpus: Vec<String> = report["cpus"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter(|c| c[key].as_u64().is_some_and(|n| n > 0))
+            .map(|c| format!("cpu{}={}", c["cpu"], c[key]))
+            .collect();
+        let total = format!("{key}={}", plain(&system[key]));
+        if cpus.is_empty() {
+            total
+        } else {
+            format!("{total}({})", cpus.join(","))
+        }
+    };
+    let mut fields: Vec<String> = ["lost_records", "inferred_switch_ins", "unrecorded_wakeups"]
+        .map(with_cpus)
+        .into();
+    for key in [
+        "max_stack_sample_period",
+        "stack_samples_dropped",
+        "stack_samples_per_s",
+        "events",
+        "stack_unwinding",
+    ] {
+        fields.push(format!("{key}={}", plain(&path[key])));
+    }
+    fields.push(format!("start_up_s={}", plain(&system["start_up_s"])));
+    format!("recording: {}", fields.join(" "))
+}
+
 /// `got` equals `expected`, computed by hand, to 1e-9 relative (1e-12 absolute at zero):
 /// the figures of the mock executor are exact, and only the order of the floating-point
 /// operations differs between powerlens and the test.
