@@ -12,7 +12,7 @@ pub mod perf_power;
 pub mod powercap;
 pub mod sampler;
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use serde::Serialize;
 
@@ -68,8 +68,14 @@ pub trait EnergySource: Send {
     /// The domains this source measures, in the order [`EnergySource::read_joules`] returns them.
     fn domains(&self) -> &[Domain];
 
-    /// Cumulative joules per domain since the source was opened, wrap-corrected.
-    fn read_joules(&mut self) -> Result<Vec<f64>, SysError>;
+    /// Cumulative joules per domain, wrap-corrected: since the source was opened for a
+    /// counter, since the first read for a power sensor integrated between reads.
+    ///
+    /// `at` is the instant of this read on the caller's clock (`Instant::now()` of a
+    /// sampler thread, or the mock executor's clock): a power sensor is integrated over
+    /// these instants, so a source reads no clock of its own and its figures follow the
+    /// clock its readings are taken on. A read from before the previous one adds nothing.
+    fn read_joules(&mut self, at: Instant) -> Result<Vec<f64>, SysError>;
 
     /// The longest interval between reads for which wrap correction still holds at the highest
     /// plausible power (`None`: the counter cannot wrap).

@@ -8,7 +8,7 @@
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use crate::counter::WrapAccumulator;
 use crate::energy::{domain, domain_names, safe_read_interval, Domain, DomainKind, EnergySource};
@@ -192,7 +192,7 @@ impl EnergySource for PowercapSource {
         &self.domains
     }
 
-    fn read_joules(&mut self) -> Result<Vec<f64>, SysError> {
+    fn read_joules(&mut self, _at: Instant) -> Result<Vec<f64>, SysError> {
         self.counters
             .iter_mut()
             .map(|c| {
@@ -272,7 +272,7 @@ mod tests {
         ] {
             advance(&tree, dir, start + joules * 1_000_000);
         }
-        let joules = source.read_joules().unwrap();
+        let joules = source.read_joules(Instant::now()).unwrap();
         assert_eq!(joules, [10.0, 20.0, 30.0, 40.0, 50.0, 60.0, 70.0]);
         // Packages (10 + 50) plus DRAM (40 + 60); not core, uncore or psys.
         assert_eq!(total_joules(source.domains(), &joules), 160.0);
@@ -297,7 +297,7 @@ mod tests {
             truth += step_uj;
             raw = (raw + step_uj) % range;
             advance(&tree, "intel-rapl:0", raw);
-            let joules = source.read_joules().unwrap()[0];
+            let joules = source.read_joules(Instant::now()).unwrap()[0];
             assert_eq!((joules * 1e6).round() as u64, truth);
         }
         // 25 half-ranges: the counter wrapped 12 times.
@@ -319,13 +319,13 @@ mod tests {
         meter.set_watts(50.0);
         while start.elapsed() < Duration::from_millis(600) {
             std::thread::sleep(Duration::from_millis(2));
-            source.read_joules().unwrap();
+            source.read_joules(Instant::now()).unwrap();
         }
         meter.set_watts(0.0);
         let elapsed = start.elapsed().as_secs_f64();
         meter.wait_for_write();
         meter.wait_for_write();
-        let joules = source.read_joules().unwrap()[0];
+        let joules = source.read_joules(Instant::now()).unwrap()[0];
         let expected = 50.0 * elapsed;
         assert!(
             joules > 20.0,
@@ -390,7 +390,7 @@ mod tests {
         let zone = tree.rapl_zone(0, "package-0", 0, RANGE);
         let mut source = PowercapSource::open(&tree.roots()).unwrap();
         std::fs::remove_file(zone.join("energy_uj")).unwrap();
-        let err = source.read_joules().unwrap_err();
+        let err = source.read_joules(Instant::now()).unwrap_err();
         assert!(err.is_not_found() && err.to_string().contains("intel-rapl:0/energy_uj"));
     }
 
@@ -407,7 +407,7 @@ mod tests {
         write_attr(&zone.join("max_energy_range_uj"), RANGE);
         let mut source = PowercapSource::open(&tree.roots()).unwrap();
         write_attr(&zone.join("energy_uj"), "-1");
-        let err = source.read_joules().unwrap_err().to_string();
+        let err = source.read_joules(Instant::now()).unwrap_err().to_string();
         assert!(err.contains("intel-rapl:0/energy_uj"), "{err}");
     }
 
