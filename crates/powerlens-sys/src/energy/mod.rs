@@ -6,6 +6,7 @@
 
 pub mod battery_meter;
 pub mod discover;
+pub mod files;
 pub mod hwmon;
 mod integrate;
 pub mod perf_power;
