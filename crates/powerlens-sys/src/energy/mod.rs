@@ -151,8 +151,8 @@ pub fn total_joules(domains: &[Domain], joules: &[f64]) -> f64 {
         .sum()
 }
 
-/// The names of `domains`, comma-separated, for the sources' one-line summaries.
-pub(crate) fn domain_names(domains: &[Domain]) -> String {
+/// The names of `domains`, comma-separated, for one-line summaries.
+pub fn domain_names(domains: &[Domain]) -> String {
     let names: Vec<&str> = domains.iter().map(|d| d.name.as_str()).collect();
     names.join(", ")
 }

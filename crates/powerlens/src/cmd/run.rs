@@ -14,6 +14,7 @@ use crate::units::{parse_positive_duration, parse_positive_number, parse_seconds
 use crate::{progress, results};
 use powerlens_record::interrupt;
 use powerlens_record::meter::{Meter, MeterOptions};
+use powerlens_record::RecordError;
 use powerlens_sys::settings;
 use powerlens_sys::Roots;
 use powerlens_workload::runner::Config;
@@ -116,12 +117,15 @@ impl SeriesArgs {
         let Some(setup) = &self.mock_executor else {
             return Ok(Meter::open(roots, options)?);
         };
-        if options.power_model.is_some() || options.sample_interval.is_some() {
-            anyhow::bail!(
-                "--mock-executor has its own meter: drop --power-model and --meter-read-every"
-            );
+        if options.power_model.is_some() {
+            anyhow::bail!("--mock-executor has its own meter: drop --power-model");
         }
-        Meter::mock(setup, options.battery_wh).context("--mock-executor")
+        match Meter::mock(roots, setup, options) {
+            Err(RecordError::MockReadsNoMeter) => anyhow::bail!(
+                "--mock-executor reads no meter here, so --meter-read-every sets nothing: drop it, or point POWERLENS_SYSFS_ROOT at a fixture tree holding a meter"
+            ),
+            meter => meter.context("--mock-executor"),
+        }
     }
 
     pub fn options(&self) -> SeriesOptions {
