@@ -95,9 +95,11 @@ pub struct SeriesArgs {
     pub show_output: bool,
 
     /// For powerlens's own tests: run every command on the mock executor, which starts no
-    /// process and reads no meter or clock but scripts each run (`sleep 0.6`, `spin 0.6
-    /// 30W`, …; docs/COMPARE.md#testing-with-the-mock-executor), so that the statistics
-    /// are checked exactly. SETUP is a line of mock steps run first (e.g. `idle 5W`).
+    /// process and reads no clock nor meter of this machine but scripts each run (`sleep
+    /// 0.6`, `spin 0.6 30W`, …; docs/COMPARE.md#testing-with-the-mock-executor), so that
+    /// the statistics are checked exactly; on a fixture sysfs tree holding a meter it
+    /// reads that meter on its mock clock, over files its `draw` steps write. SETUP is a
+    /// line of mock steps run first (e.g. `idle 5W`).
     /// Hidden, and a flag rather than an environment variable, so that it is never
     /// inherited or left set by accident; what it produces is labelled MOCKED.
     #[arg(
