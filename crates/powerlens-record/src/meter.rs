@@ -120,7 +120,7 @@ impl Meter {
     /// makes them. Otherwise it is the mock's own, and `battery_wh` gives battery-life
     /// figures for that capacity (it has no battery gauge).
     pub fn mock(roots: &Roots, setup: &str, options: &MeterOptions) -> Result<Meter, RecordError> {
-        let fixture_sysfs = (roots.sysfs != Roots::default().sysfs).then(|| roots.sysfs.clone());
+        let fixture_sysfs = (!is_this_machines_sysfs(roots)).then(|| roots.sysfs.clone());
         let (best, statuses) = match &fixture_sysfs {
             Some(_) => discover::open_best(roots),
             None => (None, Vec::new()),
@@ -389,6 +389,13 @@ impl Meter {
             ),
         }
     }
+}
+
+/// Whether `roots` reach this machine's own sysfs, by whatever path (a link to `/sys`
+/// too): the mock never reads, nor writes, a meter there.
+fn is_this_machines_sysfs(roots: &Roots) -> bool {
+    let real = |p: &Path| std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
+    real(&roots.sysfs) == real(&Roots::default().sysfs)
 }
 
 /// The battery behind a meter's battery-life figures: this machine's (or the fixture's),

@@ -220,6 +220,20 @@ mod tests {
     }
 
     #[test]
+    fn a_link_to_this_machines_sysfs_is_not_a_fixture() {
+        let dir = tempfile::tempdir().unwrap();
+        let link = dir.path().join("sys");
+        std::os::unix::fs::symlink("/sys", &link).unwrap();
+        let roots = powerlens_sys::Roots::new(&link, "/proc").unwrap();
+        let options = crate::meter::MeterOptions::default();
+        let err = crate::meter::Meter::mock(&roots, &format!("draw {ZONE} 5W"), &options)
+            .err()
+            .expect("no fixture meter on /sys")
+            .to_string();
+        assert!(err.contains("no fixture meter"), "{err}");
+    }
+
+    #[test]
     fn a_background_read_that_fails_is_the_next_readings_error() {
         let tree = FixtureTree::new();
         let zone = tree.rapl_zone(0, "package-0", 0, 50_000_000);
