@@ -55,6 +55,9 @@ pub enum RecordError {
     /// A command the mock executor has no script for ([`crate::mock`]).
     #[error("the mock executor cannot run {command:?}: {reason}")]
     MockCommand { command: String, reason: String },
+    /// A background read interval given to the mock's own meter, which is not read.
+    #[error("the mock executor reads no meter here, so there is no read interval to set: its own meter is the scripted power; a fixture sysfs tree holding a meter would be read")]
+    MockReadsNoMeter,
     #[error(
         "interrupted during the command's untraced runs (--untraced-runs): nothing was recorded"
     )]

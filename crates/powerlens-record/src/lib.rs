@@ -35,6 +35,7 @@ pub mod live;
 pub mod meta;
 pub mod meter;
 pub mod mock;
+mod mock_meter;
 mod on_time;
 mod open;
 mod options;

@@ -10,12 +10,13 @@ use powerlens_core::model::PowerModel;
 use powerlens_core::provenance::Provenance;
 use powerlens_core::run::{DomainEnergy, RunResult};
 use powerlens_sys::energy::sampler::{choose_read_interval, SampledSource};
-use powerlens_sys::energy::{battery_meter, discover, SourceStatus};
+use powerlens_sys::energy::{battery_meter, discover, domain_names, Domain, SourceStatus};
 
 use crate::battery_gauge::MeterBattery;
 use crate::error::{Doing, RecordError};
 use crate::exec::{Executor, System};
 use crate::mock::{self, MockMachine};
+use crate::mock_meter::FixtureMeter;
 use powerlens_sys::{platform, procfs, Roots};
 
 /// How to choose and read the meter.
@@ -36,8 +37,15 @@ enum Kind {
         model: PowerModel,
         roots: Roots,
     },
-    /// The mock executor's meter: the scripted power over the mock clock.
-    Mock(MockMachine),
+    /// The mock executor's meter: the scripted power over the mock clock, or the real
+    /// source of a fixture sysfs read on it ([`crate::mock_meter`]).
+    Mock {
+        // Boxed: its state dwarfs the other kinds.
+        machine: Box<MockMachine>,
+        /// The fixture source's name, its domains and the interval it is read at (on the
+        /// mock clock); `None` for the mock's own meter.
+        fixture: Option<MockFixture>,
+    },
 }
 
 /// A reading of the meter at one instant.
@@ -48,6 +56,14 @@ pub struct Reading {
     values: Vec<f64>,
     /// The charge of the discharging battery, percent of full, when it can be read.
     pub charge_pct: Option<f64>,
+}
+
+/// What the mock's fixture meter is, for the figures and the lines that describe them.
+struct MockFixture {
+    name: String,
+    domains: Vec<Domain>,
+    interval: Duration,
+    sysfs: std::path::PathBuf,
 }
 
 pub struct Meter {
@@ -79,11 +95,11 @@ impl Meter {
                 roots: roots.clone(),
             },
         };
-        // The battery is the whole machine; any other meter (or the model) covers part of it.
-        let whole_system = matches!(&kind, Kind::Source(s) if s.name() == battery_meter::NAME);
-        // A battery that cannot be read costs its figures, not the measurement.
-        let battery = MeterBattery::open(roots, options.battery_wh, whole_system)
-            .unwrap_or_else(|e| Some(MeterBattery::unreadable(&e, options.battery_wh)));
+        let source = match &kind {
+            Kind::Source(s) => Some(s.name()),
+            _ => None,
+        };
+        let battery = battery_of(roots, options, source);
         Ok(Meter {
             kind,
             fixture_sysfs: (roots.sysfs != Roots::default().sysfs).then(|| roots.sysfs.clone()),
@@ -95,19 +111,55 @@ impl Meter {
 
     /// The mock executor and its meter ([`mock`]): runs are scripted, not executed, and
     /// every figure is labelled mocked. `setup` is a line of mock steps run once first
-    /// (e.g. `idle 5W`); `battery_wh` gives battery-life figures for that capacity (the
-    /// mock has no battery gauge).
-    pub fn mock(setup: &str, battery_wh: Option<f64>) -> Result<Meter, RecordError> {
-        let machine = MockMachine::new();
+    /// (e.g. `idle 5W`).
+    ///
+    /// On a fixture sysfs (`roots` elsewhere than `/sys`) that holds a meter, the meter is
+    /// that meter's source, read in the background every `sample_interval` (or the
+    /// interval [`Meter::open`] would choose) of the mock clock, over files the script's
+    /// `draw` steps write, and the battery figures are its battery's, as [`Meter::open`]
+    /// makes them. Otherwise it is the mock's own, and `battery_wh` gives battery-life
+    /// figures for that capacity (it has no battery gauge).
+    pub fn mock(roots: &Roots, setup: &str, options: &MeterOptions) -> Result<Meter, RecordError> {
+        let fixture_sysfs = (!is_this_machines_sysfs(roots)).then(|| roots.sysfs.clone());
+        let (best, statuses) = match &fixture_sysfs {
+            Some(_) => discover::open_best(roots),
+            None => (None, Vec::new()),
+        };
+        let mut warnings = Vec::new();
+        let (machine, fixture, battery) = match (best, fixture_sysfs) {
+            (Some(source), Some(sysfs)) => {
+                let (interval, warning) =
+                    choose_read_interval(source.max_read_interval(), options.sample_interval);
+                warnings.extend(warning);
+                let fixture = MockFixture {
+                    name: source.name().to_string(),
+                    domains: source.domains().to_vec(),
+                    interval,
+                    sysfs: sysfs.clone(),
+                };
+                let battery = battery_of(roots, options, Some(&fixture.name));
+                let meter = FixtureMeter::new(sysfs, source, interval);
+                (MockMachine::reading(meter), Some(fixture), battery)
+            }
+            _ if options.sample_interval.is_some() => return Err(RecordError::MockReadsNoMeter),
+            _ => (
+                MockMachine::new(),
+                None,
+                options.battery_wh.map(MeterBattery::given),
+            ),
+        };
         if !setup.trim().is_empty() {
             machine.run_shell(setup, false)?;
         }
         Ok(Meter {
-            kind: Kind::Mock(machine),
+            kind: Kind::Mock {
+                machine: Box::new(machine),
+                fixture,
+            },
             fixture_sysfs: None,
-            statuses: Vec::new(),
-            warnings: Vec::new(),
-            battery: battery_wh.map(MeterBattery::given),
+            statuses,
+            warnings,
+            battery,
         })
     }
 
@@ -115,7 +167,7 @@ impl Meter {
     /// taken on: the mock for the mock meter, this machine for every other.
     pub fn executor(&self) -> &dyn Executor {
         match &self.kind {
-            Kind::Mock(machine) => machine,
+            Kind::Mock { machine, .. } => machine.as_ref(),
             Kind::Source(_) | Kind::Model { .. } => &System,
         }
     }
@@ -142,7 +194,10 @@ impl Meter {
                 .read()
                 .doing(|| format!("reading energy from {}", s.name()))?,
             Kind::Model { roots, .. } => vec![procfs::read_cpu_times(roots)?.busy_s],
-            Kind::Mock(machine) => machine.joules().to_vec(),
+            Kind::Mock { machine, fixture } => machine.read_meter().doing(|| {
+                let name = fixture.as_ref().map_or("the mock's meter", |f| &f.name);
+                format!("reading energy from {name} on the mock clock")
+            })?,
         };
         Ok(Reading {
             at: self.executor().now(),
@@ -188,20 +243,10 @@ impl Meter {
         command_cpu_s: Option<f64>,
     ) -> Vec<DomainEnergy> {
         match &self.kind {
-            Kind::Source(s) => {
-                // A source with no package-level domain (hwmon sensors) would otherwise total
-                // a silent 0 J: then its sensors are the total, and `describe` says so.
-                let any_total = s.domains().iter().any(|d| d.kind.counts_in_total());
-                s.domains()
-                    .iter()
-                    .zip(from.values.iter().zip(&to.values))
-                    .map(|(d, (a, b))| DomainEnergy {
-                        name: d.name.clone(),
-                        joules: (b - a).max(0.0),
-                        counts_in_total: d.kind.counts_in_total() || !any_total,
-                    })
-                    .collect()
-            }
+            Kind::Source(s) => source_energy(s.domains(), from, to),
+            Kind::Mock {
+                fixture: Some(f), ..
+            } => source_energy(&f.domains, from, to),
             Kind::Model { model, .. } => {
                 let seconds = to.at.duration_since(from.at).as_secs_f64();
                 let busy = command_cpu_s.unwrap_or(to.values[0] - from.values[0]);
@@ -211,15 +256,17 @@ impl Meter {
                     counts_in_total: true,
                 }]
             }
-            Kind::Mock(_) => [(mock::TOTAL_DOMAIN, true), (mock::SPIN_DOMAIN, false)]
-                .iter()
-                .zip(from.values.iter().zip(&to.values))
-                .map(|((name, counts_in_total), (a, b))| DomainEnergy {
-                    name: name.to_string(),
-                    joules: b - a,
-                    counts_in_total: *counts_in_total,
-                })
-                .collect(),
+            Kind::Mock { fixture: None, .. } => {
+                [(mock::TOTAL_DOMAIN, true), (mock::SPIN_DOMAIN, false)]
+                    .iter()
+                    .zip(from.values.iter().zip(&to.values))
+                    .map(|((name, counts_in_total), (a, b))| DomainEnergy {
+                        name: name.to_string(),
+                        joules: b - a,
+                        counts_in_total: *counts_in_total,
+                    })
+                    .collect()
+            }
         }
     }
 
@@ -240,7 +287,7 @@ impl Meter {
     pub fn model(&self) -> Option<&PowerModel> {
         match &self.kind {
             Kind::Model { model, .. } => Some(model),
-            Kind::Source(_) | Kind::Mock(_) => None,
+            Kind::Source(_) | Kind::Mock { .. } => None,
         }
     }
 
@@ -253,8 +300,15 @@ impl Meter {
                 },
             },
             Kind::Model { model, .. } => model.provenance(),
-            Kind::Mock(_) => Provenance::Mocked {
-                source: MOCK_SOURCE.into(),
+            Kind::Mock { fixture, .. } => Provenance::Mocked {
+                source: match fixture {
+                    None => MOCK_SOURCE.into(),
+                    Some(f) => format!(
+                        "mock executor: every run scripted, {} read from the scripted fixture sysfs {}",
+                        f.name,
+                        f.sysfs.display()
+                    ),
+                },
             },
         }
     }
@@ -278,7 +332,6 @@ impl Meter {
     pub fn describe_charging(&self, charged: Charged) -> String {
         match &self.kind {
             Kind::Source(s) => {
-                let names: Vec<&str> = s.domains().iter().map(|d| d.name.as_str()).collect();
                 let scope = if s.domains().iter().any(|d| d.kind.counts_in_total()) {
                     ""
                 } else {
@@ -287,7 +340,7 @@ impl Meter {
                 format!(
                     "energy: measured by {} ({}), read every {} ms{scope}",
                     s.name(),
-                    names.join(", "),
+                    domain_names(s.domains()),
                     s.interval().as_millis()
                 )
             }
@@ -319,13 +372,56 @@ impl Meter {
                     }
                 )
             }
-            Kind::Mock(_) => format!(
+            Kind::Mock { fixture: None, .. } => format!(
                 "energy: MOCKED by the mock executor: no command runs and no meter is read, every run's times and power are scripted (domains {}, {})",
                 mock::TOTAL_DOMAIN,
                 mock::SPIN_DOMAIN
             ),
+            Kind::Mock {
+                fixture: Some(f), ..
+            } => format!(
+                "energy: MOCKED by the mock executor: no command runs; {} ({}) is read every {} ms of the mock clock from the fixture sysfs {}, whose meter files the script's `draw` steps write",
+                f.name,
+                domain_names(&f.domains),
+                // Fractions too: a test works out what each read sees.
+                f.interval.as_nanos() as f64 / 1e6,
+                f.sysfs.display()
+            ),
         }
     }
+}
+
+/// Whether `roots` reach this machine's own sysfs, by whatever path (a link to `/sys`
+/// too): the mock never reads, nor writes, a meter there.
+fn is_this_machines_sysfs(roots: &Roots) -> bool {
+    let real = |p: &Path| std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
+    real(&roots.sysfs) == real(&Roots::default().sysfs)
+}
+
+/// The battery behind a meter's battery-life figures: this machine's (or the fixture's),
+/// or `--battery-wh`'s. `source` names the meter's source, if it has one: a battery
+/// source is the whole machine; any other meter (or the model) covers part of it.
+fn battery_of(roots: &Roots, options: &MeterOptions, source: Option<&str>) -> Option<MeterBattery> {
+    let whole_system = source == Some(battery_meter::NAME);
+    // A battery that cannot be read costs its figures, not the measurement.
+    MeterBattery::open(roots, options.battery_wh, whole_system)
+        .unwrap_or_else(|e| Some(MeterBattery::unreadable(&e, options.battery_wh)))
+}
+
+/// Energy per domain of a source between two of its readings. A source with no
+/// package-level domain (hwmon sensors) would otherwise total a silent 0 J: then its
+/// sensors are the total, and `describe` says so.
+fn source_energy(domains: &[Domain], from: &Reading, to: &Reading) -> Vec<DomainEnergy> {
+    let any_total = domains.iter().any(|d| d.kind.counts_in_total());
+    domains
+        .iter()
+        .zip(from.values.iter().zip(&to.values))
+        .map(|(d, (a, b))| DomainEnergy {
+            name: d.name.clone(),
+            joules: (b - a).max(0.0),
+            counts_in_total: d.kind.counts_in_total() || !any_total,
+        })
+        .collect()
 }
 
 /// The mock meter's provenance source.

@@ -13,7 +13,15 @@
 //! - `spin SECS WATTSW`: SECS of wall time and of CPU time, the machine at WATTS;
 //! - `idle WATTSW`: the machine's idle power from now on (0 W at the start);
 //! - `exit CODE`, `kill SIGNAL`: the command ends so, the steps after it skipped;
-//! - `true`, `false`: nothing, then exit 0 or 1.
+//! - `true`, `false`: nothing, then exit 0 or 1;
+//! - `draw DIR WATTSW`: the meter of a fixture sysfs in DIR (below its root, e.g.
+//!   `class/powercap/intel-rapl:0`) draws WATTS from now on.
+//!
+//! On a fixture sysfs tree that holds a meter (`POWERLENS_SYSFS_ROOT` elsewhere than
+//! `/sys`), the mock's meter is that meter's real source, read on the mock clock over
+//! files that `draw` steps drive ([`crate::mock_meter`]); the machine's own power (`idle`,
+//! the watts of `spin`) reaches no file there, and is refused. On `/sys` the mock never
+//! reads a meter of this machine.
 //!
 //! Any number may be a comma-separated list: the command line's Nth attempt (warm-ups and
 //! `--prepare` lines counted, each line on its own count) takes the Nth value, and the
@@ -28,10 +36,12 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use powerlens_core::run::ExitStatus;
+use powerlens_sys::SysError;
 
 use crate::error::RecordError;
 use crate::exec::{Executor, Outcome};
 use crate::interrupt;
+use crate::mock_meter::FixtureMeter;
 
 /// The names of the mock meter's domains: everything the machine drew (the total, as a
 /// package is), and the energy drawn while spinning (a subzone, as a core is: zero in a run
@@ -54,11 +64,16 @@ struct State {
     total_fj: u128,
     spin_fj: u128,
     attempts: HashMap<Vec<String>, usize>,
+    /// The fixture's meter, when the mock reads one instead of its own.
+    fixture: Option<FixtureMeter>,
 }
 
 impl State {
-    /// Lets `ns` pass at `uw` microwatts.
-    fn advance(&mut self, ns: u64, uw: u64) -> u128 {
+    /// Lets `ns` pass at `uw` microwatts (the fixture's meters at their own draws).
+    fn advance(&mut self, origin: Instant, ns: u64, uw: u64) -> u128 {
+        if let Some(fixture) = &mut self.fixture {
+            fixture.advance(origin, self.now_ns, ns);
+        }
         let fj = u128::from(ns) * u128::from(uw);
         self.now_ns += ns;
         self.total_fj += fj;
@@ -83,6 +98,7 @@ enum Step {
     Idle(PerAttempt<u64>),
     Exit(PerAttempt<i32>),
     Kill(PerAttempt<i32>),
+    Draw(PathBuf, PerAttempt<u64>),
 }
 
 /// A step, and the file content it waits for when guarded.
@@ -107,10 +123,33 @@ impl MockMachine {
         }
     }
 
+    /// A machine whose meter is the fixture's (see [`crate::mock_meter`]), its clock at
+    /// its origin: the source's first background read comes one interval later.
+    pub(crate) fn reading(fixture: FixtureMeter) -> MockMachine {
+        MockMachine {
+            origin: Instant::now(),
+            state: Mutex::new(State {
+                fixture: Some(fixture),
+                ..State::default()
+            }),
+        }
+    }
+
     /// The energy drawn since the start, in joules: the total, and the part drawn spinning.
     pub fn joules(&self) -> [f64; 2] {
         let s = self.lock();
         [s.total_fj, s.spin_fj].map(|fj| fj as f64 / 1e15)
+    }
+
+    /// The meter's reading now: the fixture source's joules per domain, or the mock's own
+    /// two ([`MockMachine::joules`]).
+    pub fn read_meter(&self) -> Result<Vec<f64>, SysError> {
+        let mut s = self.lock();
+        let now_ns = s.now_ns;
+        match &mut s.fixture {
+            Some(fixture) => fixture.read(self.origin, now_ns),
+            None => Ok([s.total_fj, s.spin_fj].map(|fj| fj as f64 / 1e15).to_vec()),
+        }
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, State> {
@@ -126,10 +165,11 @@ impl Executor for MockMachine {
         _cpus: Option<&[u32]>,
     ) -> Result<Outcome, RecordError> {
         let words = command_words(argv);
-        let steps = parse(&words).map_err(|reason| RecordError::MockCommand {
+        let refused = |reason| RecordError::MockCommand {
             command: words.join(" "),
             reason,
-        })?;
+        };
+        let steps = parse(&words).map_err(refused)?;
         let mut s = self.lock();
         let attempt = {
             let count = s.attempts.entry(argv.to_vec()).or_insert(0);
@@ -148,18 +188,37 @@ impl Executor for MockMachine {
                     continue;
                 }
             }
+            let own_power = match step {
+                Step::Spin(_, watts) | Step::Idle(watts) => watts.at(attempt),
+                _ => 0,
+            };
+            if own_power > 0 && s.fixture.is_some() {
+                return Err(refused(
+                    "the mock reads the fixture's meter here, whose files only `draw DIR WATTSW` steps drive: give the power with `draw`, and spin at 0W".into(),
+                ));
+            }
             match step {
                 Step::Sleep(secs) => {
                     let idle = s.idle_uw;
-                    s.advance(secs.at(attempt), idle);
+                    s.advance(self.origin, secs.at(attempt), idle);
                 }
                 Step::Spin(secs, watts) => {
                     let ns = secs.at(attempt);
-                    let fj = s.advance(ns, watts.at(attempt));
+                    let fj = s.advance(self.origin, ns, watts.at(attempt));
                     s.spin_fj += fj;
                     cpu_ns += ns;
                 }
                 Step::Idle(watts) => s.idle_uw = watts.at(attempt),
+                Step::Draw(dir, watts) => {
+                    let uw = watts.at(attempt);
+                    let fixture = s.fixture.as_mut().ok_or_else(|| {
+                        refused(format!(
+                            "draw {}: there is no fixture meter to draw on (a sysfs root other than /sys, holding a meter)",
+                            dir.display()
+                        ))
+                    })?;
+                    fixture.draw(dir, uw).map_err(refused)?;
+                }
                 Step::Exit(code) => {
                     exit.code = Some(code.at(attempt));
                     break;
@@ -193,7 +252,8 @@ impl Executor for MockMachine {
     fn sleep(&self, duration: Duration) -> bool {
         let mut s = self.lock();
         let idle = s.idle_uw;
-        s.advance(u64::try_from(duration.as_nanos()).unwrap_or(u64::MAX), idle);
+        let ns = u64::try_from(duration.as_nanos()).unwrap_or(u64::MAX);
+        s.advance(self.origin, ns, idle);
         !interrupt::interrupted()
     }
 }
@@ -241,11 +301,12 @@ fn parse_step(words: &[String]) -> Result<Step, String> {
         ("idle", [watts]) => Step::Idle(power(watts)?),
         ("exit", [code]) => Step::Exit(list(code, |c| c.parse().ok(), "an exit code")?),
         ("kill", [signal]) => Step::Kill(list(signal, |c| c.parse().ok(), "a signal number")?),
+        ("draw", [dir, watts]) => Step::Draw(PathBuf::from(dir), power(watts)?),
         ("true", []) => Step::Exit(PerAttempt(vec![0])),
         ("false", []) => Step::Exit(PerAttempt(vec![1])),
         _ => {
             return Err(format!(
-                "{:?} is not a step of the mock executor (`sleep SECS`, `spin SECS WATTSW`, `idle WATTSW`, `exit CODE`, `kill SIGNAL`, `true`, `false`, separated by `;`)",
+                "{:?} is not a step of the mock executor (`sleep SECS`, `spin SECS WATTSW`, `idle WATTSW`, `exit CODE`, `kill SIGNAL`, `true`, `false`, `draw DIR WATTSW`, separated by `;`)",
                 words.join(" ")
             ))
         }

@@ -217,3 +217,89 @@ fn thread_sample(roots: &Roots, scope: &ThreadScope) -> Option<Value> {
         .collect();
     Some(Value::Array(rows))
 }
+
+#[cfg(test)]
+mod tests {
+    use powerlens_sys::fixture::{BatterySpec, FixtureTree};
+
+    use super::*;
+    use crate::meter::MeterOptions;
+
+    fn config(tree: &FixtureTree, meter: Meter) -> SamplerConfig {
+        SamplerConfig {
+            roots: tree.roots(),
+            cpus: Vec::new(),
+            interval: Duration::from_millis(100),
+            meter: Some(meter),
+            threads: ThreadScope::Off,
+        }
+    }
+
+    /// The data of the one energy sample `take` makes.
+    fn energy(config: &SamplerConfig, first: &Reading) -> Value {
+        let samples = take(config, Some(first));
+        let mut energy = samples.into_iter().filter(|s| s.kind == ENERGY);
+        let sample = energy.next().expect("an energy sample");
+        assert!(energy.next().is_none());
+        sample.data
+    }
+
+    /// A tick's energy sample on a battery, read on the mock clock: the battery meter's
+    /// power_now integral since the first reading, its total, and the gauge's charge.
+    #[test]
+    fn an_energy_sample_on_a_battery_by_hand() {
+        let tree = FixtureTree::new();
+        tree.battery(
+            "BAT0",
+            &BatterySpec {
+                status: "Discharging".into(),
+                energy_now_uwh: Some(5_000_000),
+                energy_full_uwh: Some(10_000_000),
+                power_now_uw: Some(36_000_000),
+                ..Default::default()
+            },
+        );
+        let setup = "draw class/power_supply/BAT0 36W";
+        let meter = Meter::mock(&tree.roots(), setup, &MeterOptions::default()).unwrap();
+        let first = meter.read().unwrap();
+        assert!(meter.executor().sleep(Duration::from_millis(2500)));
+        let config = config(&tree, meter);
+        // 36 W × 2.5 s = 90 J (a sum of 25 trapezoids of 0.1 s: to 1e-12), 25 000 µWh:
+        // 4.975 Wh of 10 left, 49.75%.
+        let data = energy(&config, &first);
+        let close = |v: &Value, expected: f64| (v.as_f64().unwrap() - expected).abs() < 1e-12;
+        assert!(close(&data["domains_j"]["BAT0"], 90.0), "{data}");
+        assert!(close(&data["total_j"], 90.0), "{data}");
+        assert_eq!(data["charge_pct"], 49.75);
+    }
+
+    /// A RAPL tick: packages and DRAM in the total, a core subzone and psys beside it.
+    #[test]
+    fn an_energy_sample_totals_packages_and_dram() {
+        let tree = FixtureTree::new();
+        tree.rapl_zone(0, "package-0", 0, 5_000_000);
+        tree.rapl_subzone(0, 0, "core", 0, 5_000_000);
+        tree.rapl_subzone(0, 1, "dram", 0, 5_000_000);
+        tree.rapl_zone(1, "psys", 0, 5_000_000);
+        let setup = [
+            "draw class/powercap/intel-rapl:0 20W",
+            "draw class/powercap/intel-rapl:0:0 12W",
+            "draw class/powercap/intel-rapl:0:1 4W",
+            "draw class/powercap/intel-rapl:1 40W",
+        ]
+        .join("; ");
+        let meter = Meter::mock(&tree.roots(), &setup, &MeterOptions::default()).unwrap();
+        let first = meter.read().unwrap();
+        assert!(meter.executor().sleep(Duration::from_millis(500)));
+        let config = config(&tree, meter);
+        // Over 0.5 s, on 5 J counters read every 2.5 ms (5 J / 1 kW / 2): package 10 J
+        // (two wraps), core 6 J (one), DRAM 2 J, psys 20 J (four); the total 10 + 2 = 12 J.
+        let data = energy(&config, &first);
+        assert_eq!(data["total_j"], 12.0);
+        let domains = serde_json::json!({
+            "package-0": 10.0, "package-0/core": 6.0, "package-0/dram": 2.0, "psys": 20.0
+        });
+        assert_eq!(data["domains_j"], domains);
+        assert_eq!(data.get("charge_pct"), None, "no battery, no charge");
+    }
+}

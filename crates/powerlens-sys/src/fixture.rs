@@ -11,6 +11,7 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
+use crate::energy::files::MeterFiles;
 use crate::Roots;
 
 /// Says that the test running now cannot run here, and why: on stderr, and as a line
@@ -422,21 +423,27 @@ fn joules_of(state: Arc<Mutex<MeterState>>) -> impl Fn() -> f64 + Send + 'static
     }
 }
 
-/// Writes `value` to a temporary file renamed over `path`, so that a reader never sees a
-/// half-written number.
-fn write_atomically(path: &Path, value: impl Display) {
-    let tmp = path.with_extension("fake-meter-tmp");
-    std::fs::write(&tmp, format!("{value}\n"))
-        .and_then(|()| std::fs::rename(&tmp, path))
-        .unwrap_or_else(|e| panic!("fake meter writes {}: {e}", path.display()));
+/// The writer of a fake meter's files: `files` in `dir` after `joules`, at `watts`.
+fn meter_writer(
+    dir: PathBuf,
+    files: MeterFiles,
+    power: Arc<Mutex<MeterState>>,
+) -> impl Fn(f64) + Send + 'static {
+    move |joules: f64| {
+        let watts = power.lock().expect("meter state").watts;
+        // Whole µJ and µW, as the files hold them.
+        let (used_uj, uw) = ((joules.max(0.0) * 1e6) as u64, (watts * 1e6).round() as u64);
+        files
+            .write(&dir, used_uj, uw)
+            .unwrap_or_else(|e| panic!("fake meter writes {}: {e}", dir.display()));
+    }
 }
 
 /// A thread that advances an `energy_uj` file at a known power, as a RAPL counter would
 /// (or drains a fixture battery: [`FakeMeter::battery_by_energy`],
 /// [`FakeMeter::battery_by_charge`]):
-/// every ~1 ms it writes `(joules since start × 1e6) mod max_energy_range_uj`. Each value
-/// goes to a temporary file that is renamed over `energy_uj`, so a reader never sees a
-/// half-written number. Stops on drop.
+/// every ~1 ms it writes `(joules since start × 1e6) mod max_energy_range_uj`, as
+/// [`MeterFiles`] writes every meter file (the mock executor's too). Stops on drop.
 ///
 /// Like a real counter it must be read at least once per wrap period
 /// (`max_energy_range_uj / 1e6 / watts` seconds); unlike one, it also loses a wrap when
@@ -480,11 +487,13 @@ impl FakeMeter {
         state: Arc<Mutex<MeterState>>,
         joules: impl Fn() -> f64 + Send + 'static,
     ) -> Self {
-        let range = max_energy_range_uj.max(1);
-        let write = move |joules: f64| {
-            let raw = ((joules.max(0.0) * 1e6) as u64) % range;
-            write_atomically(&path, raw);
+        let dir = path.parent().expect("energy_uj is in a zone").to_path_buf();
+        assert_eq!(path, dir.join("energy_uj"), "a fake meter writes energy_uj");
+        let files = MeterFiles::Rapl {
+            start_uj: 0,
+            range_uj: max_energy_range_uj,
         };
+        let write = meter_writer(dir, files, state.clone());
         Self::spawn_writer(state, joules, write)
     }
 
@@ -521,18 +530,12 @@ impl FakeMeter {
     /// `power_now` (µW) is that power, and `capacity` the whole percent of
     /// `energy_full_uwh` left. Stops at empty, as a battery does.
     pub fn battery_by_energy(dir: &Path, watts: f64, start_uwh: u64, energy_full_uwh: u64) -> Self {
-        let state = constant_power(watts);
-        let dir = dir.to_path_buf();
-        let power = state.clone();
-        let write = move |joules: f64| {
-            let now_uwh = (start_uwh as f64 - joules / 3.6e-3).max(0.0);
-            let watts = power.lock().expect("meter state").watts;
-            write_atomically(&dir.join("energy_now"), now_uwh.round() as u64);
-            write_atomically(&dir.join("power_now"), (watts * 1e6).round() as u64);
-            let pct = 100.0 * now_uwh / energy_full_uwh.max(1) as f64;
-            write_atomically(&dir.join("capacity"), pct.floor() as u64);
+        let files = MeterFiles::BatteryByEnergy {
+            start_uwh,
+            power_now: true,
+            capacity_of_uwh: Some(energy_full_uwh),
         };
-        Self::spawn_writer(state.clone(), joules_of(state), write)
+        Self::battery(dir, files, watts)
     }
 
     /// A discharging battery that reports charge, not energy (many smart batteries):
@@ -547,16 +550,17 @@ impl FakeMeter {
         start_uah: u64,
         charge_full_uah: u64,
     ) -> Self {
-        let state = constant_power(watts);
-        let dir = dir.to_path_buf();
-        let write = move |joules: f64| {
-            // J = µAh × µV × 3.6e-9.
-            let used_uah = joules / (voltage_uv as f64 * 3.6e-9);
-            let now_uah = (start_uah as f64 - used_uah).max(0.0);
-            write_atomically(&dir.join("charge_now"), now_uah.round() as u64);
-            let pct = 100.0 * now_uah / charge_full_uah.max(1) as f64;
-            write_atomically(&dir.join("capacity"), pct.floor() as u64);
+        let files = MeterFiles::BatteryByCharge {
+            start_uah,
+            voltage_uv,
+            capacity_of_uah: Some(charge_full_uah),
         };
+        Self::battery(dir, files, watts)
+    }
+
+    fn battery(dir: &Path, files: MeterFiles, watts: f64) -> Self {
+        let state = constant_power(watts);
+        let write = meter_writer(dir.to_path_buf(), files, state.clone());
         Self::spawn_writer(state.clone(), joules_of(state), write)
     }
 
@@ -582,13 +586,19 @@ impl FakeMeter {
         self.writes.load(Ordering::Relaxed)
     }
 
-    /// Waits until the thread has written a new value (at most 1 s), so that a read right
-    /// after returns a fresh one. On a loaded machine the thread can be starved for
-    /// milliseconds; a test that compares with wall time reads fresh values at both ends.
+    /// Waits until the thread has written a new value, so that a read right after returns
+    /// a fresh one (twice after a change: the first write may have begun before it). On a
+    /// loaded machine the thread can be starved for long; the wait is as long as it takes,
+    /// and only a thread that writes nothing for 60 s is a failure, so that a hung writer
+    /// fails the test instead of hanging it.
     pub fn wait_for_write(&self) {
         let before = self.writes();
-        let deadline = Instant::now() + Duration::from_secs(1);
-        while self.writes() == before && Instant::now() < deadline {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while self.writes() == before {
+            assert!(
+                Instant::now() < deadline,
+                "the fake meter wrote nothing for 60 s"
+            );
             std::thread::sleep(Duration::from_micros(100));
         }
     }
@@ -624,7 +634,6 @@ mod tests {
         // 20 W for at least 0.12 s is 2.4 J or more: the 1 J counter has wrapped twice.
         assert!(truth >= 2.4, "{truth}");
         assert_eq!(raw, (truth * 1e6) as u64 % 1_000_000);
-        assert!(meter.writes() > 10, "{} writes", meter.writes());
         std::thread::sleep(Duration::from_millis(20));
         assert_eq!(meter.joules(), truth);
         // Power resumes from the frozen total.
@@ -669,8 +678,11 @@ mod tests {
         let truth = meter.joules();
         meter.wait_for_write();
         meter.wait_for_write();
+        // The files hold whole µJ delivered, rounded to the µWh (3 600 µJ), as
+        // energy::files says.
+        let used_uj = (truth * 1e6) as u64;
         let now = sysfs::read_u64(dir.join("energy_now")).unwrap();
-        assert_eq!(now, (5_000_000.0 - truth / 3.6e-3).round() as u64);
+        assert_eq!(now, 5_000_000 - (used_uj + 1_800) / 3_600);
         assert_eq!(sysfs::read_u64(dir.join("power_now")).unwrap(), 0);
         assert_eq!(sysfs::read_u64(dir.join("capacity")).unwrap(), 49);
 
@@ -687,12 +699,10 @@ mod tests {
         let truth = meter.joules();
         meter.wait_for_write();
         meter.wait_for_write();
-        // 12 W at 12 V is 1 A for truth / 12 W seconds: 1e6 / 3600 µAh per second.
+        // 1 µAh at 12 V is 43.2 mJ: the whole µJ delivered over 43 200, rounded.
+        let used_uj = (truth * 1e6) as u64;
         let now = sysfs::read_u64(dir.join("charge_now")).unwrap();
-        assert_eq!(
-            now,
-            (2_000_000.0 - truth / 12.0 / 3600.0 * 1e6).round() as u64
-        );
+        assert_eq!(now, 2_000_000 - (used_uj + 21_600) / 43_200);
         assert!(truth >= 0.6, "{truth} J in 50 ms at 12 W");
         assert_eq!(sysfs::read_u64(dir.join("capacity")).unwrap(), 49);
         assert!(!dir.join("power_now").exists());

@@ -3,7 +3,9 @@
 //! 10 W × elapsed + 7.5 W × busy CPU-seconds from /proc/stat, evaluated at every write, so
 //! it lags the load by no sampling interval. The fit must recover both parameters. On real
 //! hardware the meter is RAPL and the line is the package's; here the oracle is the line we
-//! chose.
+//! chose. Calibrating loads real CPUs for real time and reads the kernel's busy time, so
+//! that test is live; the fit's arithmetic is tested exactly in powerlens-core
+//! (`model::tests::fit_recovers_known_line`).
 
 use std::time::Instant;
 
@@ -12,8 +14,15 @@ use powerlens_sys::{procfs, Roots};
 
 mod common;
 
+/// Bound: the fitted idle and per-CPU powers each within 1 W of the line's (10 W, 7.5 W),
+/// over the three load levels' averages: a level's busy CPUs come from /proc/stat, which
+/// the meter follows exactly, so what is left is the meter thread's millisecond of lag at
+/// each level's ends. A busy machine must make calibrate refuse (it does not fit noise),
+/// and the test then says it was skipped.
 #[test]
-fn calibrate_recovers_a_known_power_line() {
+#[ignore = "live: a quiet machine, whose CPUs calibrate loads for real time"]
+fn live_calibrate_recovers_a_known_power_line() {
+    let _serial = common::serial();
     let tree = FixtureTree::new();
     let zone = tree.rapl_zone(0, "package-0", 0, 100_000_000);
     let roots = Roots::default();
@@ -44,7 +53,9 @@ fn calibrate_recovers_a_known_power_line() {
         // noise, and that is the only acceptable failure.
         let err = String::from_utf8_lossy(&out.stderr);
         assert!(err.contains("the machine is not quiet"), "{err}");
-        eprintln!("SKIP recovery check: the machine was busy during calibration; calibrate refused as it must");
+        powerlens_sys::skip_test!(
+            "the machine was busy during calibration, and calibrate refused as it must: run it on a quiet machine"
+        );
         return;
     }
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();

@@ -103,7 +103,7 @@ fn read_all(roots: &Roots) {
 fn read_twice(source: &mut dyn EnergySource) {
     let _ = source.max_read_interval();
     for _ in 0..2 {
-        if let Ok(joules) = source.read_joules() {
+        if let Ok(joules) = source.read_joules(std::time::Instant::now()) {
             assert_eq!(
                 joules.len(),
                 source.domains().len(),

@@ -59,9 +59,9 @@ fn charge_times_voltage_j(dir: &Path) -> Result<Option<f64>, SysError> {
 }
 
 /// How to measure the battery in `dir`, or `None` when it has none of the attributes.
-fn method_of(dir: &Path, now: Instant) -> Result<Option<Method>, SysError> {
-    if let Some(watts) = power_w(dir)? {
-        return Ok(Some(Method::Power(PowerIntegrator::new(watts, now))));
+fn method_of(dir: &Path) -> Result<Option<Method>, SysError> {
+    if power_w(dir)?.is_some() {
+        return Ok(Some(Method::Power(PowerIntegrator::new())));
     }
     if let Some(start_j) = energy_now_j(dir)? {
         return Ok(Some(Method::EnergyNow { start_j }));
@@ -79,9 +79,8 @@ impl BatterySource {
             batteries: Vec::new(),
         };
         let mut missing = Vec::new();
-        let now = Instant::now();
         for b in batteries.iter().filter(|b| b.is_discharging()) {
-            match method_of(&b.dir, now)? {
+            match method_of(&b.dir)? {
                 Some(method) => {
                     source.domains.push(domain(&b.name, DomainKind::Battery));
                     source.batteries.push(Battery {
@@ -149,8 +148,7 @@ impl EnergySource for BatterySource {
         &self.domains
     }
 
-    fn read_joules(&mut self) -> Result<Vec<f64>, SysError> {
-        let now = Instant::now();
+    fn read_joules(&mut self, at: Instant) -> Result<Vec<f64>, SysError> {
         self.batteries
             .iter_mut()
             .map(|b| {
@@ -160,7 +158,7 @@ impl EnergySource for BatterySource {
                 Ok(match &mut b.method {
                     Method::Power(integrator) => {
                         let watts = power_w(&b.dir)?.ok_or_else(|| missing("power_now"))?;
-                        integrator.update(watts, now)
+                        integrator.update(watts, at)
                     }
                     Method::EnergyNow { start_j } => {
                         *start_j - energy_now_j(&b.dir)?.ok_or_else(|| missing("energy_now"))?
@@ -210,7 +208,7 @@ mod tests {
         assert_eq!(source.max_read_interval(), None);
         // 1 mWh = 3.6 J used.
         write_attr(&dir.join("energy_now"), 49_999_000);
-        let j = source.read_joules().unwrap()[0];
+        let j = source.read_joules(Instant::now()).unwrap()[0];
         assert!((j - 3.6).abs() < 1e-9, "{j}");
         assert!(source.summary().contains("energy_now"));
     }
@@ -227,7 +225,7 @@ mod tests {
         let mut source = BatterySource::open(&tree.roots()).unwrap();
         // 1 mAh less at 12 V: 12 mWh = 43.2 J.
         write_attr(&dir.join("charge_now"), 2_999_000);
-        let j = source.read_joules().unwrap()[0];
+        let j = source.read_joules(Instant::now()).unwrap()[0];
         assert!((j - 43.2).abs() < 1e-9, "{j}");
     }
 
@@ -240,29 +238,19 @@ mod tests {
             ..discharging()
         };
         let dir = tree.battery("BAT0", &spec);
-        // Bounds that scheduling cannot break: the integral covers at least the sleep and
-        // at most the time from before open to after the read.
-        let before_open = Instant::now();
         let mut source = BatterySource::open(&tree.roots()).unwrap();
         assert_eq!(source.max_read_interval(), Some(POWER_READ_INTERVAL));
-        std::thread::sleep(Duration::from_millis(100));
-        let before_read = Instant::now();
-        let j1 = source.read_joules().unwrap()[0];
-        let most = 10.0 * before_open.elapsed().as_secs_f64();
-        assert!(
-            (1.0..=most).contains(&j1),
-            "{j1} J, expected 1.0 ..= {most}"
-        );
-        // 10 W then 20 W: the trapezoid averages the two readings, 15 W over the interval.
+        // The reads' instants are the caller's clock: the integral is over them alone.
+        let t0 = Instant::now();
+        let at = |ms| t0 + Duration::from_millis(ms);
+        // The first read starts the count; 10 W for 100 ms is 1 J.
+        assert_eq!(source.read_joules(t0).unwrap(), [0.0]);
+        assert_eq!(source.read_joules(at(100)).unwrap(), [1.0]);
+        // 10 W then 20 W: the trapezoid averages the two readings, 15 W × 0.1 s = 1.5 J.
         write_attr(&dir.join("power_now"), 20_000_000);
-        std::thread::sleep(Duration::from_millis(100));
-        let j2 = source.read_joules().unwrap()[0];
-        let most = 15.0 * before_read.elapsed().as_secs_f64();
-        assert!(
-            (1.5..=most).contains(&(j2 - j1)),
-            "{} J, expected 1.5 ..= {most}",
-            j2 - j1
-        );
+        let j = source.read_joules(at(200)).unwrap()[0];
+        assert!((j - 2.5).abs() < 1e-12, "{j}");
+        assert!(source.summary().contains("power_now integrated"));
     }
 
     #[test]
@@ -305,7 +293,7 @@ mod tests {
         let dir = tree.battery("BAT0", &spec);
         let mut source = BatterySource::open(&tree.roots()).unwrap();
         write_attr(&dir.join("energy_now"), "n/a");
-        let err = source.read_joules().unwrap_err().to_string();
+        let err = source.read_joules(Instant::now()).unwrap_err().to_string();
         assert!(err.contains("BAT0/energy_now"), "{err}");
     }
 }

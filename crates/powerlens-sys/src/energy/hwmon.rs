@@ -52,7 +52,6 @@ impl HwmonSource {
             domains: Vec::new(),
             inputs: Vec::new(),
         };
-        let now = Instant::now();
         for dir in devices {
             let fallback = dir
                 .file_name()
@@ -73,8 +72,10 @@ impl HwmonSource {
                         path,
                     }
                 } else {
+                    // Read once so that a sensor that cannot be read is refused here.
+                    read_watts(&path)?;
                     Input::Power {
-                        integrator: PowerIntegrator::new(read_watts(&path)?, now),
+                        integrator: PowerIntegrator::new(),
                         path,
                     }
                 };
@@ -111,8 +112,7 @@ impl EnergySource for HwmonSource {
         &self.domains
     }
 
-    fn read_joules(&mut self) -> Result<Vec<f64>, SysError> {
-        let now = Instant::now();
+    fn read_joules(&mut self, at: Instant) -> Result<Vec<f64>, SysError> {
         self.inputs
             .iter_mut()
             .map(|input| match input {
@@ -120,7 +120,7 @@ impl EnergySource for HwmonSource {
                     // 64-bit µJ counters do not wrap in practice; a reset reads as no energy.
                     Ok(sysfs::read_u64(path)?.saturating_sub(*first_uj) as f64 / 1e6)
                 }
-                Input::Power { path, integrator } => Ok(integrator.update(read_watts(path)?, now)),
+                Input::Power { path, integrator } => Ok(integrator.update(read_watts(path)?, at)),
             })
             .collect()
     }
@@ -153,7 +153,7 @@ mod tests {
         assert_eq!(source.max_read_interval(), None);
         write_attr(&dir.join("energy1_input"), 3_500_000);
         write_attr(&dir.join("energy2_input"), 250_000);
-        assert_eq!(source.read_joules().unwrap(), [2.5, 0.25]);
+        assert_eq!(source.read_joules(Instant::now()).unwrap(), [2.5, 0.25]);
     }
 
     #[test]
@@ -162,15 +162,14 @@ mod tests {
         let dir = tree.hwmon(0, "ina3221");
         write_attr(&dir.join("power1_input"), 4_000_000);
         write_attr(&dir.join("power1_label"), "VDD_CPU");
-        let before_open = Instant::now();
         let mut source = HwmonSource::open(&tree.roots()).unwrap();
         assert_eq!(source.domains()[0].name, "ina3221/VDD_CPU");
         assert_eq!(source.max_read_interval(), Some(POWER_READ_INTERVAL));
-        std::thread::sleep(Duration::from_millis(100));
-        let j = source.read_joules().unwrap()[0];
-        // At least the sleep, at most the time from before open to after the read.
-        let most = 4.0 * before_open.elapsed().as_secs_f64();
-        assert!((0.4..=most).contains(&j), "{j} J, expected 0.4 ..= {most}");
+        // Integrated over the caller's instants, from the first read: 4 W × 0.1 s = 0.4 J.
+        let t0 = Instant::now();
+        assert_eq!(source.read_joules(t0).unwrap(), [0.0]);
+        let j = source.read_joules(t0 + Duration::from_millis(100)).unwrap()[0];
+        assert!((j - 0.4).abs() < 1e-12, "{j}");
     }
 
     #[test]

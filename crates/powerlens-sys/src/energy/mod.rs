@@ -6,13 +6,14 @@
 
 pub mod battery_meter;
 pub mod discover;
+pub mod files;
 pub mod hwmon;
 mod integrate;
 pub mod perf_power;
 pub mod powercap;
 pub mod sampler;
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use serde::Serialize;
 
@@ -68,8 +69,14 @@ pub trait EnergySource: Send {
     /// The domains this source measures, in the order [`EnergySource::read_joules`] returns them.
     fn domains(&self) -> &[Domain];
 
-    /// Cumulative joules per domain since the source was opened, wrap-corrected.
-    fn read_joules(&mut self) -> Result<Vec<f64>, SysError>;
+    /// Cumulative joules per domain, wrap-corrected: since the source was opened for a
+    /// counter, since the first read for a power sensor integrated between reads.
+    ///
+    /// `at` is the instant of this read on the caller's clock (`Instant::now()` of a
+    /// sampler thread, or the mock executor's clock): a power sensor is integrated over
+    /// these instants, so a source reads no clock of its own and its figures follow the
+    /// clock its readings are taken on. A read from before the previous one adds nothing.
+    fn read_joules(&mut self, at: Instant) -> Result<Vec<f64>, SysError>;
 
     /// The longest interval between reads for which wrap correction still holds at the highest
     /// plausible power (`None`: the counter cannot wrap).
@@ -144,8 +151,8 @@ pub fn total_joules(domains: &[Domain], joules: &[f64]) -> f64 {
         .sum()
 }
 
-/// The names of `domains`, comma-separated, for the sources' one-line summaries.
-pub(crate) fn domain_names(domains: &[Domain]) -> String {
+/// The names of `domains`, comma-separated, for one-line summaries.
+pub fn domain_names(domains: &[Domain]) -> String {
     let names: Vec<&str> = domains.iter().map(|d| d.name.as_str()).collect();
     names.join(", ")
 }

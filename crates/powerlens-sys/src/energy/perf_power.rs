@@ -6,7 +6,7 @@
 //! instead of file modes.
 
 use std::path::{Path, PathBuf};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use crate::energy::{domain, domain_names, Domain, DomainKind, EnergySource};
 use crate::perf::{permission_fix, PerfCounter, PerfEventAttr};
@@ -267,7 +267,7 @@ impl EnergySource for PerfPowerSource {
         &self.domains
     }
 
-    fn read_joules(&mut self) -> Result<Vec<f64>, SysError> {
+    fn read_joules(&mut self, _at: Instant) -> Result<Vec<f64>, SysError> {
         self.counters
             .iter()
             .map(|c| {

@@ -4,7 +4,7 @@
 use std::sync::mpsc::{self, RecvTimeoutError, Sender};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use super::{Domain, EnergySource};
 use crate::SysError;
@@ -62,7 +62,7 @@ impl SampledSource {
                 .spawn(move || {
                     // A timeout means "read again"; a message or a hung-up sender means stop.
                     while let Err(RecvTimeoutError::Timeout) = stopped.recv_timeout(interval) {
-                        let result = lock(&source).read_joules();
+                        let result = read_now(&source);
                         if let Err(e) = result {
                             lock(&background_error).get_or_insert(e);
                         }
@@ -98,8 +98,16 @@ impl SampledSource {
         if let Some(e) = lock(&self.background_error).take() {
             return Err(e);
         }
-        lock(&self.source).read_joules()
+        read_now(&self.source)
     }
+}
+
+/// Reads the source at this instant, taken once the lock is held: the reads of the
+/// background thread and of the caller then reach the source in the order of their
+/// instants, as a power integral needs.
+fn read_now(source: &Mutex<Box<dyn EnergySource>>) -> Result<Vec<f64>, SysError> {
+    let mut source = lock(source);
+    source.read_joules(Instant::now())
 }
 
 impl Drop for SampledSource {
@@ -124,9 +132,11 @@ mod tests {
     use crate::energy::DomainKind;
     use std::sync::atomic::{AtomicU64, Ordering};
 
-    /// A source over a shared raw counter that wraps at `range` µJ.
+    /// A source over a shared raw counter that wraps at `range` µJ, keeping the last raw
+    /// value it read.
     struct Shared {
         raw: Arc<AtomicU64>,
+        last_read: Arc<AtomicU64>,
         acc: WrapAccumulator,
         domains: Vec<Domain>,
     }
@@ -138,10 +148,10 @@ mod tests {
         fn domains(&self) -> &[Domain] {
             &self.domains
         }
-        fn read_joules(&mut self) -> Result<Vec<f64>, SysError> {
-            Ok(vec![
-                self.acc.update(self.raw.load(Ordering::SeqCst)) as f64 / 1e6,
-            ])
+        fn read_joules(&mut self, _at: Instant) -> Result<Vec<f64>, SysError> {
+            let raw = self.raw.load(Ordering::SeqCst);
+            self.last_read.store(raw, Ordering::SeqCst);
+            Ok(vec![self.acc.update(raw) as f64 / 1e6])
         }
         fn max_read_interval(&self) -> Option<Duration> {
             None
@@ -152,8 +162,10 @@ mod tests {
     fn background_reads_catch_every_wrap() {
         let range = 1_000_000; // 1 J
         let raw = Arc::new(AtomicU64::new(0));
+        let last_read = Arc::new(AtomicU64::new(0));
         let src = Shared {
             raw: Arc::clone(&raw),
+            last_read: Arc::clone(&last_read),
             acc: WrapAccumulator::new(0, range),
             domains: vec![Domain {
                 name: "package-0".into(),
@@ -161,13 +173,20 @@ mod tests {
             }],
         };
         let sampled = SampledSource::start(Box::new(src), Duration::from_millis(2));
-        // Advance 0.3 J every 20 ms for 20 steps (6 J, six wraps), never reading ourselves:
-        // only the background thread can see the wraps.
+        // Advance 0.3 J at a time for 20 steps (6 J, six wraps), never reading ourselves:
+        // only the background thread can see the wraps. Each step waits for the thread to
+        // have read it (consecutive raw values differ), so that no scheduling of the thread
+        // can let the counter pass a whole range between its reads.
         let mut truth = 0u64;
         for _ in 0..20 {
             truth += 300_000;
             raw.store(truth % range, Ordering::SeqCst);
-            std::thread::sleep(Duration::from_millis(20));
+            // A guard against a hang, not a verdict: the thread reads every 2 ms.
+            let deadline = Instant::now() + Duration::from_secs(60);
+            while last_read.load(Ordering::SeqCst) != truth % range {
+                assert!(Instant::now() < deadline, "no background read");
+                std::thread::sleep(Duration::from_micros(200));
+            }
         }
         let joules = sampled.read().unwrap()[0];
         assert!((joules - 6.0).abs() < 1e-9, "{joules}");

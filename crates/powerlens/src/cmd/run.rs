@@ -14,6 +14,7 @@ use crate::units::{parse_positive_duration, parse_positive_number, parse_seconds
 use crate::{progress, results};
 use powerlens_record::interrupt;
 use powerlens_record::meter::{Meter, MeterOptions};
+use powerlens_record::RecordError;
 use powerlens_sys::settings;
 use powerlens_sys::Roots;
 use powerlens_workload::runner::Config;
@@ -94,9 +95,11 @@ pub struct SeriesArgs {
     pub show_output: bool,
 
     /// For powerlens's own tests: run every command on the mock executor, which starts no
-    /// process and reads no meter or clock but scripts each run (`sleep 0.6`, `spin 0.6
-    /// 30W`, …; docs/COMPARE.md#testing-with-the-mock-executor), so that the statistics
-    /// are checked exactly. SETUP is a line of mock steps run first (e.g. `idle 5W`).
+    /// process and reads no clock nor meter of this machine but scripts each run (`sleep
+    /// 0.6`, `spin 0.6 30W`, …; docs/COMPARE.md#testing-with-the-mock-executor), so that
+    /// the statistics are checked exactly; on a fixture sysfs tree holding a meter it
+    /// reads that meter on its mock clock, over files its `draw` steps write. SETUP is a
+    /// line of mock steps run first (e.g. `idle 5W`).
     /// Hidden, and a flag rather than an environment variable, so that it is never
     /// inherited or left set by accident; what it produces is labelled MOCKED.
     #[arg(
@@ -116,12 +119,15 @@ impl SeriesArgs {
         let Some(setup) = &self.mock_executor else {
             return Ok(Meter::open(roots, options)?);
         };
-        if options.power_model.is_some() || options.sample_interval.is_some() {
-            anyhow::bail!(
-                "--mock-executor has its own meter: drop --power-model and --meter-read-every"
-            );
+        if options.power_model.is_some() {
+            anyhow::bail!("--mock-executor has its own meter: drop --power-model");
         }
-        Meter::mock(setup, options.battery_wh).context("--mock-executor")
+        match Meter::mock(roots, setup, options) {
+            Err(RecordError::MockReadsNoMeter) => anyhow::bail!(
+                "--mock-executor reads no meter here, so --meter-read-every sets nothing: drop it, or point POWERLENS_SYSFS_ROOT at a fixture tree holding a meter"
+            ),
+            meter => meter.context("--mock-executor"),
+        }
     }
 
     pub fn options(&self) -> SeriesOptions {

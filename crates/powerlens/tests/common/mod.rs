@@ -485,6 +485,31 @@ pub fn var_of_mean(values: &[f64]) -> f64 {
     values.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / (n - 1.0) / n
 }
 
+/// `powerlens SUBCOMMAND --mock-executor=SETUP --json ARGS…` (`args[0]` the subcommand) on
+/// `tree`'s sysfs, saving to the tree's `results.db`: a meter of the tree is read on the
+/// mock clock, over files the script's `draw` steps write (docs/COMPARE.md). Its JSON and
+/// stderr; panics showing stderr unless it succeeds.
+pub fn mock_on_fixture(
+    tree: &powerlens_sys::fixture::FixtureTree,
+    setup: &str,
+    args: &[&str],
+) -> (serde_json::Value, String) {
+    let flag = format!("--mock-executor={setup}");
+    let args = [&[args[0], flag.as_str(), "--json"], &args[1..]].concat();
+    let out = powerlens(&tree.roots().sysfs, &tree.sys_path("results.db"), &args);
+    assert!(out.status.success(), "{}", stderr(&out));
+    (json(&out), stderr(&out))
+}
+
+/// The provenance of figures the mock executor read from the fixture meter `source` of
+/// `tree`.
+pub fn mocked_fixture(tree: &powerlens_sys::fixture::FixtureTree, source: &str) -> String {
+    format!(
+        "mock executor: every run scripted, {source} read from the scripted fixture sysfs {}",
+        tree.roots().sysfs.display()
+    )
+}
+
 /// The provenance label of everything the mock executor produces.
 pub const MOCKED: &str = "MOCKED (mock executor: every run scripted, nothing measured)";
 
