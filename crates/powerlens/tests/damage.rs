@@ -235,7 +235,15 @@ fn changed_values(original: &Path, dir: &Path, changes: &[&str]) -> Vec<(String,
             std::fs::copy(original, &path).unwrap();
             let db = rusqlite::Connection::open(&path).unwrap();
             let changed = db.execute(change, []).unwrap();
-            assert!(changed > 0, "{change} changed nothing");
+            // A machine with nothing to sample (no meter, cpuidle or cpufreq) records no
+            // samples for a change to find.
+            let nothing_to_change = changed == 0 && change.contains("FROM samples") && {
+                let n: i64 = db
+                    .query_row("SELECT count(*) FROM samples", [], |r| r.get(0))
+                    .unwrap_or(-1);
+                n == 0
+            };
+            assert!(changed > 0 || nothing_to_change, "{change} changed nothing");
             (format!("value changed: {change}"), path)
         })
         .collect()

@@ -559,3 +559,10 @@ impl Drop for Hog {
 fn machine_cpu_times() -> powerlens_sys::procfs::CpuTimes {
     powerlens_sys::procfs::read_cpu_times(&powerlens_sys::Roots::default()).unwrap()
 }
+
+/// Whether this machine's CPUs have cpuidle states in sysfs (a cpuidle driver is loaded):
+/// without one, idle-state figures are unavailable, and the tests of what they show
+/// check that instead.
+pub fn machine_has_cpuidle() -> bool {
+    Path::new("/sys/devices/system/cpu/cpu0/cpuidle/state0").is_dir()
+}

@@ -255,10 +255,11 @@ fn render_residency(view: &View, area: Rect, buf: &mut Buffer) {
         return;
     };
     if s.cpus.is_empty() {
-        Paragraph::new(
-            "idle-state residency: n/a (no cpuidle states in sysfs: this kernel has no cpuidle driver for these CPUs)",
-        )
-        .render(area, buf);
+        let why = s
+            .cpus_unavailable
+            .as_deref()
+            .unwrap_or(super::session::NO_CPUIDLE);
+        Paragraph::new(format!("idle-state residency: n/a ({why})")).render(area, buf);
         return;
     }
     let title = Rect { height: 1, ..area };
@@ -440,6 +441,7 @@ pub(crate) mod tests {
             lost_records_per_s: traced.then_some(0.0),
             processes: process_rows(&report, traced),
             cpus: interval_residency(&before, &after, 1.0),
+            cpus_unavailable: None,
             notes: Vec::new(),
         }
     }

@@ -103,11 +103,16 @@ impl Measurer {
             lost_records: traced.then_some(lost_records),
             lost_records_per_s: traced.then(|| per_s(lost_now as f64)),
             processes: process_rows(&report, traced),
+            cpus_unavailable: cpus.is_empty().then(|| NO_CPUIDLE.to_string()),
             cpus,
             notes,
         }))
     }
 }
+
+/// Why a snapshot has no per-CPU residency.
+pub const NO_CPUIDLE: &str =
+    "no cpuidle states in sysfs: this kernel has no cpuidle driver for these CPUs";
 
 /// What the measuring thread sends.
 pub enum Message {

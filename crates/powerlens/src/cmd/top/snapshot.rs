@@ -29,6 +29,8 @@ pub struct Snapshot {
     /// Every process that ran in the interval, most power first.
     pub processes: Vec<ProcessRow>,
     pub cpus: Vec<CpuResidency>,
+    /// Why `cpus` is empty: no cpuidle states to read; `None` when there are.
+    pub cpus_unavailable: Option<String>,
     /// What the user should know of this interval (a meter that stopped answering).
     pub notes: Vec<String>,
 }
