@@ -8,7 +8,7 @@ use std::path::Path;
 use serde_json::Value;
 
 mod common;
-use common::{json, live_recording, stderr, with_tracefs, Hog};
+use common::{json, live_recording, module_total, stderr, with_tracefs, Hog};
 
 fn bin() -> &'static str {
     env!("CARGO_BIN_EXE_powerlens")
@@ -29,6 +29,26 @@ fn report_json(rec: &Path, extra: &[&str]) -> Value {
     let out = report_command(rec).args(extra).output().unwrap();
     assert!(out.status.success(), "{}", stderr(&out));
     json(&out)
+}
+
+/// `record OPTIONS -- powerlens WORKLOAD…` beside `hog`, which must have kept the CPUs
+/// busy meanwhile: the directory holding the recording, the recording, and its output.
+fn record_workload_beside(
+    hog: &Hog,
+    options: &[&str],
+    workload: &[&str],
+) -> (tempfile::TempDir, std::path::PathBuf, std::process::Output) {
+    let dir = tempfile::tempdir().unwrap();
+    let rec = dir.path().join("r.rec");
+    let mut args = vec![bin(), "record", "-o", rec.to_str().unwrap()];
+    args.extend_from_slice(options);
+    args.push("--");
+    args.push(bin());
+    args.extend_from_slice(workload);
+    let out = with_tracefs(&args, &[]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_busy(hog);
+    (dir, rec, out)
 }
 
 /// The hog kept the CPUs busy while the test ran: at least 90% of them.
@@ -60,13 +80,7 @@ fn live_a_killed_recorder_keeps_all_but_its_last_second_beside_a_cpu_hog() {
         for round in 1..=5 {
             let dir = tempfile::tempdir().unwrap();
             let rec = dir.path().join("r.rec");
-            let script = format!(
-                "{} record -o {} -a 2>/dev/null & pid=$!; sleep {kill_after_s}; kill -9 $pid; wait $pid; exit 0",
-                bin(),
-                rec.display()
-            );
-            let out = with_tracefs(&["sh", "-c", &script], &[]);
-            assert!(out.status.success(), "{}", stderr(&out));
+            common::record_all_killed_after(&rec, kill_after_s);
             let report = report_command(&rec).output().unwrap();
             let line = if report.status.success() {
                 let v = json(&report);
@@ -114,24 +128,16 @@ fn live_sampled_cpu_time_covers_a_thread_that_shares_its_cpu() {
         return;
     };
     let hog = Hog::start();
-    let dir = tempfile::tempdir().unwrap();
-    let rec = dir.path().join("r.rec");
-    let rec_arg = rec.to_str().unwrap();
-    let command = [
-        bin(),
+    let spin = [
         "workload",
         "spin",
         "--threads",
         "1",
         "--duration",
         "1",
+        "--json",
     ];
-    let mut args = vec![bin(), "record", "-o", rec_arg, "--"];
-    args.extend_from_slice(&command);
-    args.push("--json");
-    let out = with_tracefs(&args, &[]);
-    assert!(out.status.success(), "{}", stderr(&out));
-    assert_busy(&hog);
+    let (_dir, rec, out) = record_workload_beside(&hog, &[], &spin);
     let workload: Value = serde_json::from_slice(&out.stdout)
         .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stdout)));
     let spinner = &workload["threads"][0];
@@ -153,17 +159,7 @@ fn live_sampled_cpu_time_covers_a_thread_that_shares_its_cpu() {
         .map(|t| t["cpu_time_s"].as_f64().unwrap())
         .unwrap_or_else(|| panic!("no row for the spinner {tid}"));
     let functions = report_json(&rec, &["--by", "function"]);
-    let sampled_cpu: f64 = functions["functions"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|f| {
-            f["module"]
-                .as_str()
-                .is_some_and(|m| m.ends_with("/powerlens"))
-        })
-        .map(|f| f["cpu_time_s"].as_f64().unwrap())
-        .sum();
+    let sampled_cpu = module_total(&functions, "/powerlens", "cpu_time_s");
     let figures = format!(
         "spinner {tid}: sampled {sampled_cpu:.4} s, traced {traced_cpu:.4} s, getrusage {kernel_cpu:.4} s; tracing path {:#}",
         functions["system"]["tracing_path"]
@@ -193,27 +189,9 @@ fn live_the_tracing_estimate_beside_a_cpu_hog_names_its_calibration() {
         return;
     };
     let hog = Hog::start();
-    let dir = tempfile::tempdir().unwrap();
-    let rec = dir.path().join("r.rec");
-    let rec_arg = rec.to_str().unwrap();
-    let args = [
-        bin(),
-        "record",
-        "--quiet-command",
-        "-o",
-        rec_arg,
-        "--untraced-runs",
-        "3",
-        "--",
-        bin(),
-        "workload",
-        "pingpong",
-        "--iterations",
-        "20000",
-    ];
-    let out = with_tracefs(&args, &[]);
-    assert!(out.status.success(), "{}", stderr(&out));
-    assert_busy(&hog);
+    let options = ["--quiet-command", "--untraced-runs", "3"];
+    let pingpong = ["workload", "pingpong", "--iterations", "20000"];
+    let (_dir, rec, _) = record_workload_beside(&hog, &options, &pingpong);
     let v = report_json(&rec, &[]);
     let system = &v["system"];
     let provenance = system["tracing_provenance"].as_str().unwrap();

@@ -1500,13 +1500,7 @@ fn a_killed_recorder_leaves_a_readable_recording() {
         return;
     };
     let (_dir, rec) = scratch();
-    let script = format!(
-        "{} record -o {} -a & pid=$!; sleep 2.6; kill -9 $pid; wait $pid; exit 0",
-        bin(),
-        rec.display()
-    );
-    let out = with_tracefs(&["sh", "-c", &script], &[]);
-    ok(&out);
+    common::record_all_killed_after(&rec, 2.6);
     let v = report_json(&rec, &[]);
     let elapsed = v["system"]["elapsed_s"].as_f64().unwrap();
     eprintln!("killed after 2.6 s: the recording covers {elapsed:.2} s");

@@ -228,17 +228,7 @@ fn with_sampled_stacks_the_function_grid_holds_near_the_oracles() {
         .iter()
         .map(|t| t["sync_switches"].as_u64().unwrap())
         .sum();
-    let by_functions: u64 = v["functions"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|f| {
-            f["module"]
-                .as_str()
-                .is_some_and(|m| m.ends_with("/stack_program"))
-        })
-        .map(|f| f["sync_switches"].as_u64().unwrap())
-        .sum();
+    let by_functions = common::module_total(&v, "/stack_program", "sync_switches") as u64;
     // Where the others went, for a failure to say (a launcher's row, an unwound stack).
     let elsewhere: Vec<String> = v["functions"]
         .as_array()

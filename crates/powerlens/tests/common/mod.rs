@@ -566,3 +566,27 @@ fn machine_cpu_times() -> powerlens_sys::procfs::CpuTimes {
 pub fn machine_has_cpuidle() -> bool {
     Path::new("/sys/devices/system/cpu/cpu0/cpuidle/state0").is_dir()
 }
+
+/// The sum of `key` over the function rows of `report --by function --json` whose module
+/// ends with `module` (a program's own functions, `/stack_program`).
+pub fn module_total(report: &serde_json::Value, module: &str, key: &str) -> f64 {
+    report["functions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["module"].as_str().is_some_and(|m| m.ends_with(module)))
+        .map(|f| f[key].as_f64().unwrap())
+        .sum()
+}
+
+/// `record -o REC -a`, killed with SIGKILL `after_s` seconds after it was started; panics
+/// unless the shell that ran it succeeded.
+pub fn record_all_killed_after(rec: &Path, after_s: f64) {
+    let script = format!(
+        "{} record -o {} -a 2>/dev/null & pid=$!; sleep {after_s}; kill -9 $pid; wait $pid; exit 0",
+        env!("CARGO_BIN_EXE_powerlens"),
+        rec.display()
+    );
+    let out = with_tracefs(&["sh", "-c", &script], &[]);
+    assert!(out.status.success(), "{}", stderr(&out));
+}
