@@ -79,7 +79,7 @@ python3 scripts/import-cycles.py
 logs=$(mktemp -d)
 trap 'rm -rf "$logs"' EXIT
 # The libtest summary lines of a step's log, added up: "passed failed ignored".
-tally() { awk '/^test result:/ { p += $4; f += $6; i += $8 } END { printf "%d %d %d", p, f, i }' "$1"; }
+tally() { awk '/^test result:/ { p += $4; f += $6; i += $8 } END { printf "%d %d %d\n", p, f, i }' "$1"; }
 # "N passed, K skipped …" for a step: its passes less the tests that noted a skip (each
 # test once per skip file: a step's passes each have their own file).
 report_step() {
