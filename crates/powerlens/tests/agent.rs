@@ -13,7 +13,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use common::agent::{agent, finish, free_port, get, which, Prometheus, Reaped};
-use common::{is_root, serial, wakeups_per_second};
+use common::{is_root, median, serial, wakeups_per_second};
 use powerlens_sys::fixture::{FakeMeter, FixtureTree};
 
 const BIN: &str = env!("CARGO_BIN_EXE_powerlens");
@@ -158,12 +158,6 @@ fn median_over_last_10s(port: u16, promql: &str) -> f64 {
         .map(|p| p[1].as_str().unwrap().parse().unwrap())
         .collect();
     median(values)
-}
-
-/// The upper median of `values` (not empty).
-fn median(mut values: Vec<f64>) -> f64 {
-    values.sort_by(f64::total_cmp);
-    values[values.len() / 2]
 }
 
 /// A one-value instant query evaluated at `at` (Unix seconds).

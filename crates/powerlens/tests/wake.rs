@@ -599,8 +599,12 @@ fn live_default_cpu_is_one_whose_idle_records_arrive() {
 /// locked memory, a 1 ms sleep (cyclictest -i 1000; powerlens --ldist 1ms,1ms), both with
 /// the system's idle settings (--default-system), nothing traced (powerlens --no-trace:
 /// cyclictest traces nothing either), and no other thread of the tool on the measured CPU.
-/// The tools alternate, 1 s each, seven rounds; the median of the per-round ratios must be
-/// within 20% of 1. A traced run follows for the record: its UserLatency includes the
+/// The tools alternate, 1 s each, seven rounds; the ratio of the medians of each tool's
+/// seven round medians must be within 20% of 1. Not the median of per-round ratios: on
+/// this VM one second's median moves by 10–20% from the next, whichever tool measured it,
+/// so a pair's ratio is two independent draws' noise (one run's ratios spread 0.98–1.23
+/// while each tool's own round medians held steady), and the median of each tool's rounds
+/// is the steadier figure of what it measures. A traced run follows for the record: its UserLatency includes the
 /// tracepoints on the wake-up path (the run reports that cost as `trace_cost_ns`).
 #[test]
 #[ignore = "live: wake latency on the real CPUs (root)"]
@@ -665,13 +669,13 @@ fn live_user_latency_median_agrees_with_cyclictest() {
         theirs.push(cyclictest());
     }
     let traced = powerlens(&["--duration", "1s"]);
+    let ratio = common::median(ours.clone()) / common::median(theirs.clone());
     let mut ratios: Vec<f64> = ours.iter().zip(&theirs).map(|(a, b)| a / b).collect();
     ratios.sort_by(f64::total_cmp);
-    let ratio = ratios[ratios.len() / 2];
     let off = (ratio - 1.0).abs();
     eprintln!(
         "cpu{cpu}: powerlens --no-trace UserLatency medians {ours:.2?} µs, cyclictest medians \
-         {theirs:.1?} µs; median ratio {ratio:.3} ({:.0}% apart). Traced run: median \
+         {theirs:.1?} µs; ratio of the medians {ratio:.3} ({:.0}% apart). Traced run: median \
          {:.2} µs, trace cost {:.2} µs per event",
         off * 100.0,
         median_us(&traced),
@@ -682,7 +686,7 @@ fn live_user_latency_median_agrees_with_cyclictest() {
     );
     assert!(
         off <= 0.20,
-        "per-round ratios {ratios:.3?}: the median is {:.0}% from 1",
+        "the medians' ratio is {:.0}% from 1 (per-round ratios {ratios:.3?})",
         off * 100.0
     );
     // The untraced run says why the other metrics are missing.

@@ -590,3 +590,9 @@ pub fn record_all_killed_after(rec: &Path, after_s: f64) {
     let out = with_tracefs(&["sh", "-c", &script], &[]);
     assert!(out.status.success(), "{}", stderr(&out));
 }
+
+/// The upper median of `values` (not empty).
+pub fn median(mut values: Vec<f64>) -> f64 {
+    values.sort_by(f64::total_cmp);
+    values[values.len() / 2]
+}
