@@ -32,10 +32,16 @@ fn aligned_share(a: &[u64], b: &[u64], window_ns: u64) -> f64 {
 ///   its own: a larger timer slack (`prctl(PR_SET_TIMERSLACK)`) or a longer period lets
 ///   the kernel batch its expiries with others.
 ///
-/// Other periodic groups get `coalescible: false`; non-periodic ones `None`.
+/// Other periodic groups of a thread get `coalescible: false`; non-periodic ones and the
+/// kernel's own timers `None`.
 pub fn coalescing(groups: &mut [(WakeupCause, Vec<u64>)]) {
+    // Only a thread's timers: the kernel's own (the tick, armed by no thread or by the
+    // idle task) are not the program's to change.
     let periodic: Vec<usize> = (0..groups.len())
-        .filter(|&i| groups[i].0.periodic == Some(true))
+        .filter(|&i| {
+            let c = &groups[i].0;
+            c.periodic == Some(true) && c.armed_by_tid.is_some_and(|t| t != 0)
+        })
         .collect();
     for &i in &periodic {
         groups[i].0.coalescible = Some(false);

@@ -291,6 +291,11 @@ struct Cpu {
     last_group: Option<(Key, u32)>,
     /// Interrupt contexts open, innermost last: the group each timer expiry went to.
     depth: u32,
+    /// The timer whose expiry this CPU ran last, until the next switch or arming, and
+    /// when its latest interrupt context ended: a periodic kernel timer (the tick) is
+    /// re-armed right after its callback returns, by the interrupt that ran it.
+    expired: Option<u64>,
+    interrupt_end_ns: u64,
     exit: Option<Exit>,
     remote: Option<RemoteWake>,
     saw_cpu_idle: bool,
@@ -303,6 +308,8 @@ impl Default for Cpu {
             current: None,
             last_group: None,
             depth: 0,
+            expired: None,
+            interrupt_end_ns: 0,
             exit: None,
             remote: None,
             saw_cpu_idle: false,
@@ -517,6 +524,7 @@ impl WakeupAnalysis {
                 let was_idle = self.cpu(cpu).current == Some(IDLE_TID);
                 let c = self.cpu(cpu);
                 c.depth = 0;
+                c.expired = None;
                 c.current = Some(*next);
                 if *next == IDLE_TID {
                     c.exit = None;
@@ -536,6 +544,7 @@ impl WakeupAnalysis {
             EventKind::InterruptExit => {
                 let c = self.cpu(cpu);
                 c.depth = c.depth.saturating_sub(1);
+                c.interrupt_end_ns = t;
                 if let Some(x) = &mut c.exit {
                     x.last_ns = t;
                 }
@@ -578,8 +587,19 @@ impl WakeupAnalysis {
                     self.timers.clear();
                 }
                 let c = self.cpu(cpu);
-                let tid = if c.depth == 0 { c.current } else { None };
-                if stack.is_none() {
+                // Armed by the kernel in an interrupt, not by the thread it interrupted
+                // (whose user stack the arming carries): inside an interrupt context, or
+                // a timer restarted by its own expiry, right after it (HRTIMER_RESTART).
+                // (Timers armed by its callback, inside, leave the expiry to its restart.)
+                let in_interrupt = c.depth > 0
+                    || (c.expired.take() == Some(*timer)
+                        && t.saturating_sub(c.interrupt_end_ns) <= MERGE_GAP_NS);
+                let tid = if in_interrupt { None } else { c.current };
+                let stack = stack.filter(|_| !in_interrupt);
+                if in_interrupt {
+                    // Its stack record, if one follows, is the interrupted thread's.
+                    c.last = Last::Other;
+                } else if stack.is_none() {
                     c.last = Last::Arm {
                         timer: *timer,
                         tid,
@@ -656,6 +676,10 @@ impl WakeupAnalysis {
     }
 
     fn interrupt(&mut self, cpu: u32, t: u64, kind: &InterruptKind) {
+        self.cpu(cpu).expired = match kind {
+            InterruptKind::Timer { timer, .. } => Some(*timer),
+            _ => None,
+        };
         if let InterruptKind::Timer { function, .. } = kind {
             if self.ignored_callbacks.contains(function) {
                 // Still an interrupt context, for the exit that closes it.

@@ -92,6 +92,12 @@ impl Stream {
         )
         .ev(t + 2 * US, cpu, IDLE_TID, EventKind::InterruptExit)
     }
+    /// Timer `timer` armed by thread `10 + cpu` on `cpu` (stack `cpu`) 100 µs before it
+    /// fires there: a thread's periodic timer (its switches left out).
+    fn armed_timer_fires(&mut self, t: u64, cpu: u32, timer: u64, function: u64) -> &mut Self {
+        self.arm(t - 100 * US, cpu, 10 + cpu, timer, cpu)
+            .timer_fires(t, cpu, timer, function)
+    }
     fn arm(&mut self, t: u64, cpu: u32, tid: Tid, timer: u64, stack: StackId) -> &mut Self {
         self.ev(
             t,
@@ -359,14 +365,14 @@ fn unaligned_periodic_timers_of_4_and_8_ms_are_coalescible() {
     // expiries sit 2 ms from A's, never within 1 ms.
     let mut events = Vec::new();
     for k in 1..=50u64 {
-        events.push((k * 4 * MS, 0u32, 0xa0 + k, 0xa));
+        events.push((k * 4 * MS, 0u32, 0xa00 + k, 0xa));
     }
     for k in 0..25u64 {
-        events.push((2 * MS + k * 8 * MS, 1u32, 0xb0 + k, 0xb));
+        events.push((2 * MS + k * 8 * MS, 1u32, 0xb00 + k, 0xb));
     }
     events.sort();
     for (t, cpu, timer, f) in events {
-        s.timer_fires(t, cpu, timer, f);
+        s.armed_timer_fires(t, cpu, timer, f);
     }
     let causes = s.a.finish(201 * MS);
     assert_eq!(causes.len(), 2, "{causes:#?}");
@@ -384,7 +390,7 @@ fn unaligned_periodic_timers_of_4_and_8_ms_are_coalescible() {
     // Issue 17: the reason reads on after "coalescible".
     assert_eq!(
         b.coalesce_with.as_deref(),
-        Some("with timer 0xa (period 4000 µs; 0% of expiries aligned now)")
+        Some("with timer 0xa armed by tid 10 (period 4000 µs; 0% of expiries aligned now)")
     );
     assert_eq!((a.count, b.count), (50, 25));
 
@@ -394,14 +400,14 @@ fn unaligned_periodic_timers_of_4_and_8_ms_are_coalescible() {
     s.switch(0, 0, 1, IDLE_TID).switch(0, 1, 2, IDLE_TID);
     let mut events = Vec::new();
     for k in 1..=20u64 {
-        events.push((k * 20 * MS, 0u32, 0xa0 + k, 0xa));
+        events.push((k * 20 * MS, 0u32, 0xa00 + k, 0xa));
     }
     for k in 1..=10u64 {
-        events.push((k * 40 * MS + 100 * US, 1u32, 0xb0 + k, 0xb));
+        events.push((k * 40 * MS + 100 * US, 1u32, 0xb00 + k, 0xb));
     }
     events.sort();
     for (t, cpu, timer, f) in events {
-        s.timer_fires(t, cpu, timer, f);
+        s.armed_timer_fires(t, cpu, timer, f);
     }
     let causes = s.a.finish(401 * MS);
     assert!(
@@ -601,4 +607,64 @@ fn sampled_wakeups_without_a_stack_are_held_in_their_wakers_cause() {
         (Some(9), 5, Some(4))
     );
     assert_eq!(causes, folded);
+}
+
+/// Issue 51: the tick of a CPU that one program keeps busy (xz, gzip) is re-armed by the
+/// interrupt that ran it, after its callback returned, in whatever thread the interrupt
+/// came in: the kernel traces that restart as an arming in the program's context, with
+/// the program's user stack. The program armed nothing. A restart by the timer's own
+/// expiry is the kernel's: grouped by callback on its CPU, with no thread and no stack,
+/// as the tick armed by the idle task is; the same for an arming inside an interrupt.
+#[test]
+fn a_timer_restarted_by_its_own_expiry_is_the_kernels_not_the_running_threads() {
+    for folded in [false, true] {
+        let mut s = Stream::new();
+        s.switch(0, 1, IDLE_TID, 42);
+        for k in 1..=50u64 {
+            let t = k * 4 * MS;
+            // The tick's expiry interrupts thread 42, then re-arms itself 1 µs after
+            // its callback returned; its "arming stack" is 42's user code.
+            s.ev(
+                t,
+                1,
+                42,
+                EventKind::InterruptEnter(InterruptKind::Timer {
+                    timer: 0x71c,
+                    function: 0xf00,
+                }),
+            )
+            // Its callback arms another kernel timer inside (the scheduler's).
+            .arm(t + US, 1, 42, 0x9b0, 9)
+            .ev(t + 2 * US, 1, 42, EventKind::InterruptExit)
+            .arm(t + 3 * US, 1, 42, 0x71c, 9);
+            // An arming inside an interrupt context (a softirq's timer) is the kernel's
+            // too.
+            s.ev(
+                t + 10 * US,
+                1,
+                42,
+                EventKind::InterruptEnter(InterruptKind::SoftIrq(Name::new("TIMER"))),
+            )
+            .arm(t + 11 * US, 1, 42, 0x9a0, 9)
+            .ev(t + 12 * US, 1, 42, EventKind::InterruptExit);
+        }
+        let causes = if folded {
+            s.folded_causes(201 * MS)
+        } else {
+            s.a.finish(201 * MS)
+        };
+        let tick = causes
+            .iter()
+            .find(|c| c.timer_function.as_deref() == Some("0xf00"))
+            .unwrap_or_else(|| panic!("no tick in {causes:#?}"));
+        assert_eq!(tick.expiries, Some(50), "{causes:#?}");
+        assert_eq!(
+            (tick.armed_by_tid, tick.stack_id),
+            (None, None),
+            "folded {folded}: {causes:#?}"
+        );
+        assert_eq!(tick.period_us, Some(4000.0));
+        // Periodic, but not the program's to coalesce.
+        assert_eq!((tick.periodic, tick.coalescible), (Some(true), None));
+    }
 }
