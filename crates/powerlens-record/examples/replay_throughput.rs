@@ -54,6 +54,7 @@ fn main() {
                 stack_metrics: StackMetricsKept::Advice,
                 roots: &roots,
                 battery_wh: None,
+                function_scope: Default::default(),
             };
             analyse(path, &opts, &mut Quiet).expect("an analysable recording");
         }),

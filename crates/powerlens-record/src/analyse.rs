@@ -10,7 +10,7 @@ use powerlens_core::sched::report as model;
 use powerlens_core::sched::wakeups::{self, WakeupAnalysis};
 use powerlens_core::stacks::attribution::{StackAnalysis, StackCharges, StackMetricsKept};
 use powerlens_core::stacks::grid::{self, Grouping};
-use powerlens_core::stacks::ResolvedStacks;
+use powerlens_core::stacks::{FunctionScope, ResolvedStacks};
 use powerlens_store::recording::{ContentCheck, ContentParts, RecordingReader};
 use powerlens_store::StoreError;
 use powerlens_sys::Roots;
@@ -32,6 +32,8 @@ pub struct AnalyseOptions<'a> {
     pub roots: &'a Roots,
     /// A full charge for the battery-life figures, instead of the one recorded.
     pub battery_wh: Option<f64>,
+    /// Which code the function view charges (`report --program-only`).
+    pub function_scope: FunctionScope,
 }
 
 /// What the analysis has to tell the user as it goes: warnings and notes (a damaged file,
@@ -104,7 +106,7 @@ pub fn analyse(
             .spawn_scoped(scope, || {
                 let reader = crate::open_unchecked(path)?;
                 let resolved = match with_stacks {
-                    true => symbols::resolve_unsaved(&reader, opts.roots)?,
+                    true => symbols::resolve_unsaved(&reader, opts.roots, opts.function_scope)?,
                     false => None,
                 };
                 Ok::<_, RecordError>((resolved, reader.content_parts()))
@@ -320,6 +322,9 @@ fn build(
         wakeups::resolve_timer_functions(&mut causes, &|addr| r.kernel_names.get(&addr).cloned());
     }
     let stacks = stacks.map(|(charges, resolved)| (charges, resolved.stacks));
+    if let Some((charges, resolved)) = &stacks {
+        powerlens_core::stacks::modes::split_rows(&mut report, charges, resolved);
+    }
     if let Some((_, resolved)) = &stacks {
         wakeups::resolve(&mut causes, &|id| {
             let f = resolved.innermost_user(id)?;

@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 use serde_json::json;
 
 use powerlens_core::run::ExitStatus;
+use powerlens_core::stacks::FunctionScope;
 use powerlens_store::recording::RecordingReader;
 use powerlens_sys::trace::{monotonic_now_ns, Collector, CollectorOptions};
 use powerlens_sys::{topology, Roots, SysError};
@@ -380,7 +381,7 @@ pub fn record(roots: &Roots, opts: &RecordOptions) -> Result<RecordSummary, Reco
         let phase = (opts.show_phase)("symbolizing the call stacks");
         let cached = RecordingReader::open(&opts.output)
             .map_err(RecordError::from)
-            .and_then(|reader| symbols::resolve(&reader, roots));
+            .and_then(|reader| symbols::resolve(&reader, roots, FunctionScope::default()));
         drop(phase);
         match cached {
             Ok(resolved) => notes.extend(resolved.into_iter().flat_map(|r| r.warnings)),

@@ -6,7 +6,9 @@
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::Path;
 
-use powerlens_core::stacks::{decode_frames, lookups, FrameRef, ResolvedStacks, JIT_MODULE};
+use powerlens_core::stacks::{
+    decode_frames, lookups, FrameRef, FunctionScope, ResolvedStacks, JIT_MODULE,
+};
 use powerlens_store::recording::{RecordingReader, SymbolRow};
 use powerlens_sys::procfs::maps::Mapping;
 use powerlens_sys::symbolize::perf_map;
@@ -96,8 +98,12 @@ fn another_build(
 
 /// Reads and resolves the recording's stacks, and saves the names it found in the
 /// recording's symbol cache. `None` when the recording has none.
-pub fn resolve(reader: &RecordingReader, roots: &Roots) -> Result<Option<Resolved>, RecordError> {
-    let mut resolved = resolve_unsaved(reader, roots)?;
+pub fn resolve(
+    reader: &RecordingReader,
+    roots: &Roots,
+    scope: FunctionScope,
+) -> Result<Option<Resolved>, RecordError> {
+    let mut resolved = resolve_unsaved(reader, roots, scope)?;
     if let Some(r) = &mut resolved {
         save(reader, r);
     }
@@ -124,6 +130,7 @@ pub fn save(reader: &RecordingReader, resolved: &mut Resolved) {
 pub fn resolve_unsaved(
     reader: &RecordingReader,
     roots: &Roots,
+    scope: FunctionScope,
 ) -> Result<Option<Resolved>, RecordError> {
     let modules: HashMap<u32, String> = reader.modules()?.into_iter().collect();
     let mut stacks = Vec::new();
@@ -267,7 +274,7 @@ pub fn resolve_unsaved(
         }
     }
     Ok(Some(Resolved {
-        stacks: ResolvedStacks::resolve(&stacks, &shown, &lookup),
+        stacks: ResolvedStacks::resolve(&stacks, &shown, &lookup, scope),
         symbolized: new_rows.len(),
         kernel_note,
         kernel_names,
@@ -308,7 +315,9 @@ mod tests {
             sysfs: dir.path().to_path_buf(),
             procfs: dir.path().to_path_buf(),
         };
-        let r = resolve(&reader, &roots).unwrap().unwrap();
+        let r = resolve(&reader, &roots, FunctionScope::default())
+            .unwrap()
+            .unwrap();
         assert_eq!(
             r.warnings,
             ["1 damaged stacks in the recording are shown as [no stack]"]
@@ -352,7 +361,9 @@ mod tests {
             "[jit] [no symbols] ([jit])",
         ];
         let reader = RecordingReader::open(&path).unwrap();
-        let first = resolve(&reader, &roots).unwrap().unwrap();
+        let first = resolve(&reader, &roots, FunctionScope::default())
+            .unwrap()
+            .unwrap();
         assert_eq!(first.stacks.describe(0), expected);
         assert_eq!(first.symbolized, 3);
         assert_eq!(
@@ -365,7 +376,9 @@ mod tests {
         drop(reader);
         std::fs::remove_file(&map).unwrap();
         let reader = RecordingReader::open(&path).unwrap();
-        let again = resolve(&reader, &roots).unwrap().unwrap();
+        let again = resolve(&reader, &roots, FunctionScope::default())
+            .unwrap()
+            .unwrap();
         assert_eq!(again.stacks.describe(0), expected);
         assert_eq!(again.symbolized, 0);
         assert!(again.warnings.is_empty(), "{:?}", again.warnings);
@@ -396,7 +409,9 @@ mod tests {
             procfs: dir.path().to_path_buf(),
         };
         let reader = RecordingReader::open(&path).unwrap();
-        let before = resolve(&reader, &roots).unwrap().unwrap();
+        let before = resolve(&reader, &roots, FunctionScope::default())
+            .unwrap()
+            .unwrap();
         assert_eq!(before.stacks.describe(0), ["[jit] [no symbols] ([jit])"]);
         assert_eq!(before.symbolized, 0);
         assert!(
@@ -412,7 +427,9 @@ mod tests {
             "0x00007f69bcec7620 0x00000000000000d8 long Hot.collatzSteps(long)\n",
         )
         .unwrap();
-        let after = resolve(&reader, &roots).unwrap().unwrap();
+        let after = resolve(&reader, &roots, FunctionScope::default())
+            .unwrap()
+            .unwrap();
         assert_eq!(
             after.stacks.describe(0),
             ["long Hot.collatzSteps(long) ([jit])"]
@@ -522,7 +539,9 @@ mod tests {
             w.add_stack(0, &frames).unwrap();
             w.finish().unwrap();
             let reader = RecordingReader::open(&path).unwrap();
-            let r = resolve(&reader, &roots).unwrap().unwrap();
+            let r = resolve(&reader, &roots, FunctionScope::default())
+                .unwrap()
+                .unwrap();
             if named {
                 assert_eq!(r.symbolized, 1, "{what}: {:?}", r.warnings);
                 assert!(

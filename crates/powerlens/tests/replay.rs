@@ -13,14 +13,11 @@
 //! recording), and reads no clock that the output depends on: these tests are
 //! deterministic, not live.
 
-use std::path::{Path, PathBuf};
-use std::process::Output;
-
-use powerlens_sys::fixture::FixtureTree;
 use serde_json::{json, Value};
 
 mod common;
-use common::{command_on_fixture, stderr};
+use common::replay::{recordings, Replay};
+use common::stderr;
 
 /// Every fixture, by name (`NAME.rec`).
 const FIXTURES: [&str; 6] = [
@@ -34,74 +31,6 @@ const FIXTURES: [&str; 6] = [
 
 /// The fixtures recorded with call stacks (the others with `--no-stacks`).
 const WITH_STACKS: [&str; 3] = ["stack_program", "pingpong", "node_jit"];
-
-/// The committed fixtures' folder.
-fn recordings() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/recordings")
-}
-
-/// A scratch folder holding copies of every fixture, where the binary runs on them (by
-/// their bare names, so that no output names a folder of this run), reading nothing of
-/// this machine.
-struct Replay {
-    tree: FixtureTree,
-    dir: tempfile::TempDir,
-}
-
-impl Replay {
-    fn new() -> Replay {
-        let dir = tempfile::tempdir().unwrap();
-        for name in FIXTURES {
-            let file = format!("{name}.rec");
-            std::fs::copy(recordings().join(&file), dir.path().join(&file)).unwrap();
-        }
-        Replay {
-            tree: FixtureTree::new(),
-            dir,
-        }
-    }
-
-    fn run(&self, args: &[&str]) -> Output {
-        command_on_fixture(&self.tree, &self.dir.path().join("results.db"))
-            .current_dir(self.dir.path())
-            .args(args)
-            .output()
-            .unwrap()
-    }
-
-    /// Runs `args`, which must succeed without a warning (a damaged fixture, a symbol cache
-    /// that could not be written) or an error.
-    fn ok(&self, args: &[&str]) -> Output {
-        let out = self.run(args);
-        let said = stderr(&out);
-        assert!(out.status.success(), "{args:?}: {:?}\n{said}", out.status);
-        assert!(
-            !said.contains("warning") && !said.contains("damaged"),
-            "{args:?}: {said}"
-        );
-        out
-    }
-
-    /// What `args` printed: stdout, then stderr (its notes) after a marker line.
-    fn text(&self, args: &[&str]) -> String {
-        let out = self.ok(args);
-        let mut text = String::from_utf8(out.stdout).unwrap();
-        if !out.stderr.is_empty() {
-            text.push_str("--- stderr ---\n");
-            text.push_str(&String::from_utf8(out.stderr).unwrap());
-        }
-        text
-    }
-
-    fn json(&self, args: &[&str]) -> Value {
-        common::json(&self.ok(args))
-    }
-
-    /// The copy of fixture `name`.
-    fn copy(&self, name: &str) -> PathBuf {
-        self.dir.path().join(format!("{name}.rec"))
-    }
-}
 
 fn rec(name: &str) -> String {
     format!("{name}.rec")
@@ -162,7 +91,7 @@ fn the_fixtures_are_of_a_schema_version_the_reader_reads() {
 /// (which has the thread and the process rows both): `--by process` prints the same.
 #[test]
 fn report_json_by_thread_and_process() {
-    let r = Replay::new();
+    let r = Replay::of(&FIXTURES);
     for name in FIXTURES {
         let by_thread = r.json(&["report", &rec(name), "--json"]);
         let by_process = r.json(&["report", &rec(name), "--by", "process", "--json"]);
@@ -176,7 +105,7 @@ fn report_json_by_thread_and_process() {
 /// frames of recursion each, are pinned by digest.
 #[test]
 fn report_json_by_function_and_stack() {
-    let r = Replay::new();
+    let r = Replay::of(&FIXTURES);
     for name in FIXTURES {
         let functions = ["report", &rec(name), "--by", "function", "--json"];
         let stacks = ["report", &rec(name), "--by", "stack", "--json"];
@@ -208,7 +137,7 @@ fn report_json_by_function_and_stack() {
 /// so the copies are byte for byte the committed files after every stack view.
 #[test]
 fn replay_names_every_frame_from_the_recordings_own_cache() {
-    let r = Replay::new();
+    let r = Replay::of(&FIXTURES);
     for name in WITH_STACKS {
         for by in ["function", "stack"] {
             r.ok(&["report", &rec(name), "--by", by, "--json"]);
@@ -226,7 +155,7 @@ fn replay_names_every_frame_from_the_recordings_own_cache() {
 /// stacks.
 #[test]
 fn report_text_views() {
-    let r = Replay::new();
+    let r = Replay::of(&FIXTURES);
     for name in FIXTURES {
         insta::assert_snapshot!(
             format!("{name}-text_by_thread"),
@@ -249,7 +178,7 @@ fn report_text_views() {
 /// digest, as its stacks above).
 #[test]
 fn report_csv_tree_and_folded() {
-    let r = Replay::new();
+    let r = Replay::of(&FIXTURES);
     for name in FIXTURES {
         insta::assert_snapshot!(
             format!("{name}-csv"),
@@ -278,7 +207,7 @@ fn report_csv_tree_and_folded() {
 /// rows, the findings, as JSON and as text, by thread and by process.
 #[test]
 fn diff_of_the_sleepers() {
-    let r = Replay::new();
+    let r = Replay::of(&FIXTURES);
     let (a, b) = (rec("sleepy_short"), rec("sleepy_long"));
     for by in ["thread", "process"] {
         insta::assert_json_snapshot!(
@@ -293,7 +222,7 @@ fn diff_of_the_sleepers() {
 /// first events of the JSON Lines and CSV, and export's own summary.
 #[test]
 fn exports() {
-    let r = Replay::new();
+    let r = Replay::of(&FIXTURES);
     for name in FIXTURES {
         let mut formats = serde_json::Map::new();
         for (format, head) in [("json", 3), ("csv", 4), ("perfetto", 0), ("firefox", 0)] {
@@ -363,7 +292,7 @@ fn the_recording_diagnostics_line() {
          max_stack_sample_period=null stack_samples_dropped=null stack_samples_per_s=null \
          events=null stack_unwinding=null start_up_s=null"
     );
-    let r = Replay::new();
+    let r = Replay::of(&FIXTURES);
     assert_eq!(
         recording_diagnostics(&r.json(&["report", &rec("pingpong"), "--json"])),
         "recording: lost_records=0 inferred_switch_ins=1(cpu1=1) \

@@ -46,6 +46,13 @@ pub struct FunctionRow {
     pub stack: Option<Vec<String>>,
     /// From cpu-clock samples: Σ sample periods.
     pub cpu_time_s: f64,
+    /// Of `cpu_time_s`, the samples taken in user space and in the kernel (the row's
+    /// system calls and page faults, [`super::modes`]); `None` for rows of samples
+    /// without a stack.
+    #[serde(default)]
+    pub user_time_s: Option<f64>,
+    #[serde(default)]
+    pub system_time_s: Option<f64>,
     pub samples: u64,
     pub sync_switches: u64,
     pub preempt_switches: u64,
@@ -77,6 +84,9 @@ pub(crate) fn target_charges<'a>(
 #[derive(Default)]
 struct Acc {
     m: StackMetrics,
+    /// Of `m.cpu_ns`, the samples in the kernel, and those whose mode is unknown.
+    system_ns: u64,
+    unknown_mode_ns: u64,
     energy_j: f64,
     idle_states: BTreeMap<u32, u64>,
 }
@@ -140,9 +150,15 @@ pub fn rows(
             (Some(e), Some(&s)) if s > 0 => e * m.cpu_ns as f64 / s as f64,
             _ => 0.0,
         };
+        let kernel = super::modes::in_kernel(stacks, stack);
         for k in &keys {
             let a = acc.entry(*k).or_default();
             a.m.add(m);
+            match kernel {
+                Some(true) => a.system_ns += m.cpu_ns,
+                Some(false) => {}
+                None => a.unknown_mode_ns += m.cpu_ns,
+            }
             a.energy_j += energy;
             for (state, ns) in states_after.get(&(t.tid, stack)).into_iter().flatten() {
                 *a.idle_states.entry(*state).or_default() += ns;
@@ -205,6 +221,8 @@ fn row(
         module,
         stack,
         cpu_time_s: s(m.cpu_ns),
+        user_time_s: (a.unknown_mode_ns == 0).then(|| s(m.cpu_ns - a.system_ns)),
+        system_time_s: (a.unknown_mode_ns == 0).then(|| s(a.system_ns)),
         samples: m.samples,
         sync_switches: m.sync_switches,
         preempt_switches: m.preempt_switches,
@@ -439,6 +457,8 @@ mod tests {
             cpu_time_s: 0.0,
             cpu_time_source: crate::sched::analysis::CpuTimeSource::SchedRuntime,
             metrics: RowMetrics {
+                user_time_s: None,
+                system_time_s: None,
                 on_cpu_s: None,
                 sync_switches: 0,
                 preempt_switches: 0,
@@ -484,6 +504,7 @@ mod tests {
             ],
             &modules,
             &|fr: FrameRef| names.get(&(fr.module, fr.offset)).map(|s| s.to_string()),
+            crate::stacks::FunctionScope::default(),
         )
     }
 
@@ -582,6 +603,7 @@ mod tests {
             &[(0, vec![f(0x30), f(0x20)]), (1, vec![f(0x34), f(0x24)])],
             &modules,
             &|fr: FrameRef| names.get(&fr.offset).map(|s| s.to_string()),
+            crate::stacks::FunctionScope::default(),
         );
         let mut c = StackCharges::default();
         for (stack, sync) in [(0, 3), (1, 4)] {

@@ -13,9 +13,10 @@ pub mod grid;
 pub mod hold;
 pub mod interpreters;
 pub mod locks;
+pub mod modes;
 mod system;
 
-pub use system::{is_kernel_or_c_runtime, is_system_module};
+pub use system::{is_kernel_or_c_runtime, is_system_module, FunctionScope};
 
 use std::collections::HashMap;
 
@@ -97,7 +98,7 @@ pub struct Function {
     pub module: String,
     /// Whether the frame was resolved to a symbol.
     pub resolved: bool,
-    /// Part of the system, not the program ([`is_system_module`]).
+    /// Folds into its caller in the function view ([`FunctionScope::folds`]).
     pub system: bool,
 }
 
@@ -121,11 +122,12 @@ pub type SymbolLookup<'a> = dyn Fn(FrameRef) -> Option<String> + 'a;
 
 impl ResolvedStacks {
     /// Resolves `stacks` (by id; an id without frames is an empty stack) with the module
-    /// table (`id → path`) and a symbol lookup.
+    /// table (`id → path`) and a symbol lookup, for the function view of `scope`.
     pub fn resolve(
         stacks: &[(StackId, Vec<FrameRef>)],
         modules: &HashMap<u32, String>,
         symbol: &SymbolLookup<'_>,
+        scope: FunctionScope,
     ) -> ResolvedStacks {
         let mut out = ResolvedStacks::default();
         // Per module, what every frame of it shares (its path, whether it is the system's,
@@ -150,7 +152,7 @@ impl ResolvedStacks {
                             .unwrap_or_else(|| format!("[module {}]", frame.module));
                         // Stacks are shared by every process: no one main executable
                         // to exempt.
-                        let system = is_system_module(&module, None);
+                        let system = scope.folds(&module);
                         (module, system)
                     });
                     // Unnamed code of one module is one row: split by address, a stripped
@@ -311,7 +313,12 @@ pub(crate) mod test_support {
             recorded.push((*id, refs));
         }
         let modules: HashMap<u32, String> = modules.into_iter().map(|(p, id)| (id, p)).collect();
-        ResolvedStacks::resolve(&recorded, &modules, &|fr| names.get(&fr).cloned())
+        ResolvedStacks::resolve(
+            &recorded,
+            &modules,
+            &|fr| names.get(&fr).cloned(),
+            super::FunctionScope::default(),
+        )
     }
 }
 
@@ -368,7 +375,7 @@ mod tests {
                 _ => None,
             }
         };
-        let r = ResolvedStacks::resolve(&stacks, &modules, &lookup);
+        let r = ResolvedStacks::resolve(&stacks, &modules, &lookup, FunctionScope::default());
         let name = |id| r.innermost_user(id).map(|f| r.function(f).name.as_str());
         assert_eq!(name(0), Some("short_sleeper"));
         // Only system frames: the innermost one.
@@ -412,7 +419,7 @@ mod tests {
                 _ => None,
             }
         };
-        let r = ResolvedStacks::resolve(&stacks, &modules, &lookup);
+        let r = ResolvedStacks::resolve(&stacks, &modules, &lookup, FunctionScope::default());
         assert_eq!(
             r.describe(0),
             vec![
@@ -428,5 +435,46 @@ mod tests {
         assert_eq!(r.frames(2).len(), 3);
         let unnamed: Vec<_> = r.functions.iter().filter(|f| !f.resolved).collect();
         assert_eq!(unnamed.len(), 1, "{unnamed:?}");
+    }
+
+    /// Issue 51: a thin front end's CPU time is its library's. In the default view a
+    /// frame of any library (`liblzma`, in `/usr/lib`) is the program's and holds the
+    /// time; only the C runtime and the kernel fold into their caller. `--program-only`
+    /// folds the distribution's libraries too, as every view did before.
+    #[test]
+    fn the_default_view_charges_the_library_that_did_the_work() {
+        let modules: HashMap<u32, String> = [
+            (0, "[kernel]".to_string()),
+            (1, "/usr/lib/x86_64-linux-gnu/libc.so.6".to_string()),
+            (2, "/usr/lib/x86_64-linux-gnu/liblzma.so.5".to_string()),
+            (3, "/usr/bin/xz".to_string()),
+        ]
+        .into();
+        let f = |module, offset| FrameRef { module, offset };
+        let stacks = vec![
+            // Compressing: liblzma's code, called from xz's main.
+            (0, vec![f(2, 0x500), f(3, 0x100)]),
+            // Writing: the kernel, libc's write(), called from liblzma.
+            (1, vec![f(0, 0x10), f(1, 0x20), f(2, 0x600), f(3, 0x100)]),
+        ];
+        let lookup = |fr: FrameRef| -> Option<String> {
+            match (fr.module, fr.offset) {
+                (2, 0x500) => Some("lzma_mf_bt4_find".into()),
+                (2, 0x5ff) => Some("lzma_code".into()),
+                (3, 0xff) => Some("main".into()),
+                (1, 0x1f) => Some("write".into()),
+                (0, 0x10) => Some("vfs_write".into()),
+                _ => None,
+            }
+        };
+        let name = |scope| {
+            let r = ResolvedStacks::resolve(&stacks, &modules, &lookup, scope);
+            [0, 1].map(|id| r.function(r.innermost_user(id).unwrap()).name.clone())
+        };
+        assert_eq!(
+            name(FunctionScope::Modules),
+            ["lzma_mf_bt4_find", "lzma_code"]
+        );
+        assert_eq!(name(FunctionScope::ProgramOnly), ["main", "main"]);
     }
 }

@@ -1,6 +1,6 @@
 //! Which modules belong to the system rather than to the program being analysed, for the
-//! "user functions only" view: its frame is the innermost one in the program's own code,
-//! so a sleep is charged to the function that called `nanosleep`, not to libc.
+//! "user functions" view: its frame is the innermost one in the program's own code, so a
+//! sleep is charged to the function that called `nanosleep`, not to libc.
 
 use std::path::Path;
 
@@ -24,6 +24,31 @@ const RUNTIME_PREFIXES: &[&str] = &[
     "libgcc_s.so",
     "libstdc++.so",
 ];
+
+/// Which user-space code the function view counts as the program's: the innermost frame
+/// of it is charged, frames outside it fold into their caller.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum FunctionScope {
+    /// Every executable and library: only the kernel, the vDSO and the C runtime's
+    /// plumbing ([`is_kernel_or_c_runtime`]: libc's system-call wrappers, the loader)
+    /// fold into their caller. A thin front end's time goes to the library doing the
+    /// work (xz's to liblzma).
+    #[default]
+    Modules,
+    /// The program's own code only: the distribution's libraries fold into their caller
+    /// too ([`is_system_module`]; `report --program-only`).
+    ProgramOnly,
+}
+
+impl FunctionScope {
+    /// Whether frames of `module` fold into their caller in this view.
+    pub fn folds(self, module: &str) -> bool {
+        match self {
+            FunctionScope::Modules => is_kernel_or_c_runtime(module),
+            FunctionScope::ProgramOnly => is_system_module(module, None),
+        }
+    }
+}
 
 /// True for modules that are not the program's own code: the kernel, the vDSO, the C
 /// runtime and dynamic loader, and anything in the system library directories — except

@@ -90,6 +90,7 @@ fn read(path: &std::path::Path, roots: &Roots) -> anyhow::Result<()> {
         stack_metrics: StackMetricsKept::All,
         roots,
         battery_wh: None,
+        function_scope: Default::default(),
     };
     let analysed = analyse(path, &options, &mut Quiet)?;
     check_energy(&analysed.report);

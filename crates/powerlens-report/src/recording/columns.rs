@@ -185,6 +185,22 @@ pub(super) const COLUMNS: &[Column] = &[
         ALL,
     ),
     col(
+        "user_time_s",
+        "user s",
+        "of the CPU time, the part in user space (the program's and its libraries' code), split as its cpu-clock samples were",
+        true,
+        Total::Sum,
+        ALL,
+    ),
+    col(
+        "system_time_s",
+        "sys s",
+        "of the CPU time, the part in the kernel on its behalf (system calls such as fsync, page faults), split as its cpu-clock samples were: samples whose stack starts in the kernel",
+        true,
+        Total::Sum,
+        ALL,
+    ),
+    col(
         "on_cpu_s",
         "on-CPU s",
         "time between its recorded switch-in and switch-out events, what timelines and CPU busy time are made of; may differ from CPU s (see docs/REPORT.md)",

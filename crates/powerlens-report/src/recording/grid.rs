@@ -85,6 +85,8 @@ pub(super) fn common(
     let wi = |f: fn(&WakeupCounts) -> u64| opt_i(w.map(f));
     vec![
         ("cpu_time_s", Value::Float(cpu_time_s)),
+        ("user_time_s", opt_f(m.user_time_s)),
+        ("system_time_s", opt_f(m.system_time_s)),
         ("on_cpu_s", opt_f(m.on_cpu_s)),
         ("sync_switches", Value::Int(m.sync_switches)),
         ("preempt_switches", Value::Int(m.preempt_switches)),
@@ -159,6 +161,8 @@ pub(super) fn function_row(f: &FunctionRow, i: usize) -> Row {
             ("function", Value::Text(f.function.clone())),
             ("module", Value::Text(short_module(&f.module).to_string())),
             ("cpu_time_s", Value::Float(f.cpu_time_s)),
+            ("user_time_s", opt_f(f.user_time_s)),
+            ("system_time_s", opt_f(f.system_time_s)),
             ("samples", Value::Int(f.samples)),
             ("sync_switches", Value::Int(f.sync_switches)),
             ("preempt_switches", Value::Int(f.preempt_switches)),
@@ -277,12 +281,22 @@ const FIT_LEAVE_OUT: &[&str] = &[
     "sync_switches",
 ];
 
+/// Default columns that only recordings with CPU-time stacks fill: left out of the text
+/// grid when no row has them (a `--no-stacks` or reduced recording), unless `--show`n.
+const ONLY_WHEN_KNOWN: &[&str] = &["user_time_s", "system_time_s"];
+
 /// The grid alone: header, rows (sorted, cut to `top`) and a totals row over every row.
 /// On a terminal, the function and stack views with their default columns leave out the
 /// least telling ones until a line fits, and say which under the grid.
 pub fn grid(report: &RecordingReport, opts: &GridOptions) -> Result<String, UnknownColumn> {
     let mut cols = selected(opts, false)?;
     let all = rows(report, opts)?;
+    if opts.show.is_empty() {
+        cols.retain(|c| {
+            !ONLY_WHEN_KNOWN.contains(&c.key)
+                || all.iter().any(|r| !matches!(r.get(c.key), Value::Missing))
+        });
+    }
     let shown = opts.top.unwrap_or(all.len()).min(all.len());
     let may_leave_out = matches!(opts.by, By::Function | By::Stack) && opts.show.is_empty();
     let mut left_out: Vec<&str> = Vec::new();

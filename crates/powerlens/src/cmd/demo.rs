@@ -378,6 +378,7 @@ fn record_and_diff(
         stack_metrics: StackMetricsKept::Advice,
         roots: &roots,
         battery_wh: None,
+        function_scope: Default::default(),
     };
     for (rec, side) in paths.iter().zip(["A", "B"]) {
         let mut shown = AnalysisOnStderr::named(format!("{side} ({}): ", rec.display()));

@@ -98,6 +98,7 @@ pub fn execute(global: &GlobalArgs, args: DiffArgs) -> anyhow::Result<ExitCode> 
         },
         roots: &roots,
         battery_wh: None,
+        function_scope: Default::default(),
     };
     let a = report_json(&args.a, &options, "A").context("A")?;
     let b = report_json(&args.b, &options, "B").context("B")?;

@@ -276,7 +276,7 @@ Record with tracepoints (as root, with CAP_PERFMON, or with kernel.perf_event_pa
     let cpus = reader.cpus()?;
     // The Firefox profile's call trees need the stacks' names.
     let stacks = if args.format == Format::Firefox {
-        symbols::resolve(&reader, &global.roots()?)?.map(|r| {
+        symbols::resolve(&reader, &global.roots()?, Default::default())?.map(|r| {
             for warning in &r.warnings {
                 eprintln!("warning: {warning}");
             }

@@ -13,7 +13,7 @@ use powerlens_core::sched::report as model;
 use powerlens_core::stacks::attribution::{StackCharges, StackMetricsKept};
 use powerlens_core::stacks::grid::{self, Grouping};
 use powerlens_core::stacks::locks;
-use powerlens_core::stacks::ResolvedStacks;
+use powerlens_core::stacks::{FunctionScope, ResolvedStacks};
 
 use powerlens_core::provenance::Provenance;
 use powerlens_report::html;
@@ -84,6 +84,13 @@ pub struct ReportArgs {
     #[arg(long)]
     pub inclusive: bool,
 
+    /// Charge the function view's time to the program's own code only: frames of the
+    /// distribution's libraries (under /usr/lib) fold into their caller, as the kernel and
+    /// the C runtime always do. By default a library's frame holds its time: a thin front
+    /// end such as xz shows its time in liblzma, where the work is.
+    #[arg(long)]
+    pub program_only: bool,
+
     /// Print the caller/callee tree of the recorded stacks (outermost first), weighed by
     /// the --sort metric (default cpu_time_s); branches under 1% are cut.
     #[arg(long, conflicts_with_all = ["json", "csv", "format"])]
@@ -124,7 +131,9 @@ pub struct ReportArgs {
 pub enum ByArg {
     Process,
     Thread,
-    /// Per function: the innermost frame of the program's own code (needs stacks).
+    /// Per function: the innermost frame of user-space code, the executable's or a
+    /// library's (the C runtime's frames fold into their caller; see --program-only;
+    /// needs stacks).
     Function,
     /// Per call stack (needs stacks).
     Stack,
@@ -193,6 +202,10 @@ pub fn execute(global: &GlobalArgs, args: ReportArgs) -> anyhow::Result<ExitCode
             },
             roots: &roots,
             battery_wh: args.battery.battery_wh,
+            function_scope: match args.program_only {
+                true => FunctionScope::ProgramOnly,
+                false => FunctionScope::Modules,
+            },
         },
         &mut progress::AnalysisOnStderr::new(),
     )?;

@@ -225,6 +225,8 @@ pub fn build(summary: &SchedSummary, ctx: &RecordingContext) -> RecordingReport 
                 cpu_time_s: secs(t.cpu_time_ns),
                 cpu_time_source: t.cpu_time_source,
                 metrics: RowMetrics {
+                    user_time_s: None,
+                    system_time_s: None,
                     on_cpu_s: traced.then(|| secs(t.on_cpu_ns)),
                     inferred_switch_ins: traced.then_some(t.inferred_switch_ins),
                     sync_switches: t.sync_switches,
@@ -726,6 +728,8 @@ pub(super) fn process_rows(
                 threads: rows.len() as u32,
                 cpu_time_s: rows.iter().map(|r| r.cpu_time_s).sum(),
                 metrics: RowMetrics {
+                    user_time_s: None,
+                    system_time_s: None,
                     on_cpu_s: rows.iter().map(|r| r.metrics.on_cpu_s).sum(),
                     inferred_switch_ins: rows.iter().map(|r| r.metrics.inferred_switch_ins).sum(),
                     sync_switches: rows.iter().map(|r| r.metrics.sync_switches).sum(),

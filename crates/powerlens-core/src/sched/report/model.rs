@@ -215,6 +215,13 @@ pub struct ThreadRow {
 /// threads', or their time-weighted means): in this order in both rows' JSON.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RowMetrics {
+    /// Of `cpu_time_s`, the time in user space and in the kernel (its system calls, page
+    /// faults), split as its cpu-clock samples were (a sample whose stack starts in the
+    /// kernel is system time). `None` without CPU-time samples with stacks.
+    #[serde(default)]
+    pub user_time_s: Option<f64>,
+    #[serde(default)]
+    pub system_time_s: Option<f64>,
     /// Time between the recorded switch-in and switch-out events: what the timelines and
     /// the CPUs' busy time are made of. `None` in a reduced recording.
     pub on_cpu_s: Option<f64>,
