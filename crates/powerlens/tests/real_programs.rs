@@ -148,3 +148,31 @@ fn sqlite_fsync_time_is_system_time_in_every_grid() {
         "{text}"
     );
 }
+
+/// The recorder's own threads (its drain's poll timer, its sampler) were the top
+/// wake-up causes of xz's report: they are the instrument's, kept apart with one line
+/// saying what they cost.
+#[test]
+fn the_recorders_own_wakeups_are_apart_from_the_targets() {
+    let r = Replay::of(&FIXTURES);
+    let report = r.json(&["report", "xz.rec", "--json"]);
+    let recorder = |c: &Value| {
+        c["comm"]
+            .as_str()
+            .is_some_and(|n| n.starts_with("powerlens"))
+    };
+    let causes = report["wakeup_causes"].as_array().unwrap();
+    assert!(!causes.iter().any(recorder), "{causes:#?}");
+    let own = report["instrument_wakeup_causes"].as_array().unwrap();
+    assert!(!own.is_empty() && own.iter().all(recorder), "{own:#?}");
+    let text = String::from_utf8(r.ok(&["report", "xz.rec"]).stdout).unwrap();
+    let line = text
+        .lines()
+        .find(|l| l.starts_with("not shown: powerlens's own threads"))
+        .unwrap_or_else(|| panic!("{text}"));
+    let exits: u64 = own.iter().map(|c| c["count"].as_u64().unwrap()).sum();
+    assert!(
+        line.contains(&format!("caused {exits} idle exits")),
+        "{line}"
+    );
+}

@@ -458,7 +458,25 @@ pub fn wakeup_causes(report: &RecordingReport, names: NameFit) -> String {
     if let Some(note) = wakeup_causes_held_note(&t) {
         let _ = writeln!(out, "{note}");
     }
+    if let Some(line) = instrument_wakeups_line(report) {
+        let _ = writeln!(out, "{line}");
+    }
     out
+}
+
+/// What the recorder's own threads woke, left out of the causes: one line, or `None`.
+pub fn instrument_wakeups_line(report: &RecordingReport) -> Option<String> {
+    let causes = &report.instrument_wakeup_causes;
+    if causes.is_empty() {
+        return None;
+    }
+    let exits: u64 = causes.iter().map(|c| c.count).sum();
+    let per_s: f64 = causes.iter().map(|c| c.per_s).sum();
+    let expiries: u64 = causes.iter().filter_map(|c| c.expiries).sum();
+    Some(format!(
+        "not shown: powerlens's own threads caused {exits} idle exits ({}/s) and {expiries} timer expiries (the instrument's cost, not the target's; --json: instrument_wakeup_causes)",
+        sig(per_s, 3)
+    ))
 }
 
 /// The column of the causes' held expiries or idle exits, when the stacks were sampled.

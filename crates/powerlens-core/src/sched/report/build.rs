@@ -559,6 +559,7 @@ pub fn build(summary: &SchedSummary, ctx: &RecordingContext) -> RecordingReport 
         functions: Vec::new(),
         function_grouping: None,
         wakeup_causes: Vec::new(),
+        instrument_wakeup_causes: Vec::new(),
         advice: Vec::new(),
         advice_judged_against: None,
         battery: None,
@@ -566,12 +567,14 @@ pub fn build(summary: &SchedSummary, ctx: &RecordingContext) -> RecordingReport 
 }
 
 /// Adds the wake-up causes of the recording's stream to the report, each waker or arming
-/// thread named from the thread table.
+/// thread named from the thread table; those of the recorder's own threads apart
+/// (`instrument_wakeup_causes`).
 pub fn attach_wakeup_causes(
     report: &mut RecordingReport,
     mut causes: Vec<WakeupCause>,
     ctx: &RecordingContext,
 ) {
+    let mut instrument = Vec::new();
     for c in &mut causes {
         if let Some(tid) = c.tid().filter(|t| *t != 0) {
             c.comm = ctx
@@ -581,7 +584,19 @@ pub fn attach_wakeup_causes(
                 .map(|t| t.comm.clone());
         }
     }
+    let is_instrument = |c: &WakeupCause| {
+        let pid = |tid| ctx.threads.iter().find(|t| t.tid == tid).map(|t| t.pid);
+        ctx.recorder_pid.is_some() && c.tid().and_then(pid) == ctx.recorder_pid
+    };
+    causes.retain(|c| match is_instrument(c) {
+        true => {
+            instrument.push(c.clone());
+            false
+        }
+        false => true,
+    });
     report.wakeup_causes = causes;
+    report.instrument_wakeup_causes = instrument;
 }
 
 /// Percent of idle wake-ups after at least `threshold_ns` of idle, when the analysis counted

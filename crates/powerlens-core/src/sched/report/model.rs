@@ -513,6 +513,10 @@ pub struct RecordingReport {
     /// ([`super::wakeups`]; empty until [`attach_wakeup_causes`]).
     #[serde(default)]
     pub wakeup_causes: Vec<WakeupCause>,
+    /// The causes whose waker or arming thread is the recorder's own (its drain, decoder
+    /// and sampler threads): the instrument's wake-ups, kept apart from the target's.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub instrument_wakeup_causes: Vec<WakeupCause>,
     /// Advice from the rules of [`crate::advice`] (empty until the caller runs them).
     #[serde(default)]
     pub advice: Vec<Advice>,
