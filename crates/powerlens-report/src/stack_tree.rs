@@ -46,7 +46,7 @@ mod tests {
 
     fn tree(name: &str) -> StackTree {
         StackTree {
-            metric_label: "cpu_time_s [µs]".into(),
+            metric_label: "CPU time µs".into(),
             lines: vec![
                 TreeLine {
                     depth: 0,
@@ -72,9 +72,9 @@ mod tests {
         assert_eq!(
             text,
             concat!(
-                "  share cpu_time_s [µs]  thread, then its callers down to the callees (module)\n",
-                " 100.0%            1500  node (42)\n",
-                "  62.5%             937    main (a.out)\n",
+                "  share  CPU time µs  thread, then its callers down to the callees (module)\n",
+                " 100.0%         1500  node (42)\n",
+                "  62.5%          937    main (a.out)\n",
             )
         );
     }

@@ -776,3 +776,36 @@ fn an_estimate_names_the_machine_class_and_follows_its_parameters() {
         assert!(String::from_utf8_lossy(&dom.stdout).contains(why));
     }
 }
+
+/// Issue 51 point 10: the README tells scripts where `run --json` keeps the energy. Every
+/// `.a.b.c` path it names after "scripts read" resolves to a number in a run's JSON (it
+/// named `.summary.energy_j`, an object).
+#[test]
+fn the_json_paths_the_readme_names_are_numbers() {
+    let readme =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../README.md")).unwrap();
+    let line = readme
+        .lines()
+        .find(|l| l.contains("run --json") && l.contains("scripts read"))
+        .expect("the README's run --json line");
+    let paths: Vec<&str> = line
+        .split_whitespace()
+        .filter(|w| w.starts_with('.'))
+        .collect();
+    assert!(!paths.is_empty(), "{line}");
+    let env = Env::new();
+    let v = env.mock(
+        "idle 5W",
+        &["--runs", "3", "--", "sh", "-c", "spin 0.5 30W"],
+    );
+    for path in paths {
+        let value = path[1..].split('.').fold(&v, |at, key| &at[key]);
+        assert!(
+            value.is_number()
+                || value
+                    .as_array()
+                    .is_some_and(|a| a.iter().all(|x| x.is_number())),
+            "{path} in {line}: {value}"
+        );
+    }
+}

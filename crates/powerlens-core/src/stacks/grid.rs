@@ -288,6 +288,27 @@ pub fn metric_unit(metric: &str) -> &'static str {
     }
 }
 
+/// The header of a tree's weight column: the metric in words and its unit (`CPU time
+/// µs`), not its JSON key, whose `_s` says seconds where the figures are µs.
+pub fn metric_header(metric: &str) -> String {
+    let name = match metric {
+        "cpu_time_s" => "CPU time",
+        "wait_time_s" => "wait time",
+        "inactive_time_s" => "inactive time",
+        "idle_after_s" => "idle after",
+        "energy_j" => "energy",
+        "sync_switches" => "sync switches",
+        "preempt_switches" => "preemptions",
+        "idle_wakeups" => "idle wake-ups",
+        "wakeups_caused" => "wake-ups caused",
+        other => other,
+    };
+    match metric_unit(metric) {
+        "count" => name.to_string(),
+        unit => format!("{name} {unit}"),
+    }
+}
+
 /// The metrics folded stacks and trees can weigh by.
 pub const STACK_METRICS: [&str; 10] = [
     "cpu_time_s",
@@ -438,7 +459,7 @@ pub fn tree(
     let mut lines = Vec::new();
     flatten(&root, root.weight, min_pct, 0, &mut lines);
     StackTree {
-        metric_label: format!("{metric} [{}]", metric_unit(metric)),
+        metric_label: metric_header(metric),
         lines,
     }
 }
@@ -635,7 +656,7 @@ mod tests {
         );
         let t = tree(&charges(), &threads, &resolved(), "cpu_time_s", 0.0);
         // Issue 17 point 2: the weights say what they are (the text view's header).
-        assert_eq!(t.metric_label, "cpu_time_s [µs]");
+        assert_eq!(t.metric_label, "CPU time µs");
         let node = |i: usize| {
             let l: &TreeLine = &t.lines[i];
             (l.depth, l.name.as_str(), l.share_pct, l.weight)
@@ -649,6 +670,6 @@ mod tests {
         let cut = tree(&charges(), &threads, &resolved(), "cpu_time_s", 30.0);
         assert_eq!(cut.lines.len(), 3, "{cut:#?}");
         let energy = tree(&charges(), &threads, &resolved(), "energy_j", 0.0);
-        assert_eq!(energy.metric_label, "energy_j [µJ]");
+        assert_eq!(energy.metric_label, "energy µJ");
     }
 }

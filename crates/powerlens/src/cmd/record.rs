@@ -222,7 +222,7 @@ pub fn execute(global: &GlobalArgs, args: RecordArgs) -> anyhow::Result<ExitCode
         eprintln!("note: {note}");
     }
     eprintln!(
-        "recorded {} events{}{} and {} of {} threads over {:.2} s ({}) to {}",
+        "recorded {} events{}{} and {} of {} threads{} over {:.2} s ({}) to {}",
         summary.events,
         if summary.mode == record::MODE_REDUCED {
             " (REDUCED: procfs samples only)"
@@ -242,6 +242,12 @@ pub fn execute(global: &GlobalArgs, args: RecordArgs) -> anyhow::Result<ExitCode
             n => format!("{n} meter/idle-state samples"),
         },
         summary.threads,
+        // A trace is of the whole machine; `report` picks the target's threads from it.
+        if summary.mode == record::MODE_REDUCED {
+            ""
+        } else {
+            " system-wide"
+        },
         summary.seconds,
         if summary.lost == 0 {
             "no records lost".to_string()
