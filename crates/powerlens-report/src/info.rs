@@ -239,6 +239,7 @@ fn cpufreq(out: &mut String, freq: &CpufreqSection) {
             ),
         );
     }
+    notes(out, &freq.notes);
 }
 
 fn energy(out: &mut String, sources: &[SourceStatus]) {

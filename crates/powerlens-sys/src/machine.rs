@@ -69,6 +69,8 @@ pub struct CpufreqSection {
     pub governor: Option<String>,
     pub energy_performance_preference: Option<String>,
     pub policies: Vec<Policy>,
+    /// Policies that could not be read (an offline CPU's), and why.
+    pub notes: Vec<String>,
 }
 
 /// What perf lets this process open.
@@ -178,8 +180,8 @@ fn cpuidle_section(roots: &Roots) -> CpuidleSection {
 const NO_IDLE_STATES_FIX: &str = "in a KVM guest, boot with cpuidle_haltpoll.force=1 (or run on a host that advertises KVM_HINTS_REALTIME); on bare metal, use intel_idle or acpi_idle (not idle=poll/halt)";
 
 fn cpufreq_section(roots: &Roots) -> CpufreqSection {
-    match cpufreq::read_policies(roots) {
-        Ok(policies) => {
+    match cpufreq::read_policies_noting(roots) {
+        Ok(cpufreq::Policies { policies, notes }) => {
             let first = policies.first();
             CpufreqSection {
                 availability: Availability::yes(format!("{} policies", policies.len())),
@@ -188,6 +190,7 @@ fn cpufreq_section(roots: &Roots) -> CpufreqSection {
                 energy_performance_preference: first
                     .and_then(|p| p.energy_performance_preference.clone()),
                 policies,
+                notes,
             }
         }
         Err(e) => CpufreqSection {
@@ -196,6 +199,7 @@ fn cpufreq_section(roots: &Roots) -> CpufreqSection {
             governor: None,
             energy_performance_preference: None,
             policies: Vec::new(),
+            notes: Vec::new(),
         },
     }
 }
