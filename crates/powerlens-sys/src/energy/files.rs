@@ -80,7 +80,14 @@ impl MeterFiles {
         };
         match *self {
             MeterFiles::Rapl { start_uj, range_uj } => {
-                let raw = (u128::from(start_uj) + used) % u128::from(range_uj.max(1));
+                // A zone whose range reads 0 (unknown) counts on, as its firmware's does
+                // until a wrap point nobody was told.
+                let range = if range_uj == 0 {
+                    u128::from(u64::MAX)
+                } else {
+                    u128::from(range_uj)
+                };
+                let raw = (u128::from(start_uj) + used) % range;
                 vec![("energy_uj", raw as u64)]
             }
             MeterFiles::BatteryByEnergy {

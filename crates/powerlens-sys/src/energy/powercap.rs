@@ -133,12 +133,14 @@ impl PowercapSource {
             };
             let range_path = dir.join("max_energy_range_uj");
             let range = match sysfs::read_u64(&range_path) {
+                // Some firmware reports 0: the counter still counts, its wrap point is
+                // unknown. Keep the zone, leave the read interval to the other zones.
                 Ok(0) => {
-                    return Err(SysError::Parse {
-                        path: range_path,
-                        expected: "a positive range in microjoules",
-                        found: "0".to_string(),
-                    })
+                    source.notes.push(format!(
+                        "{}: max_energy_range_uj is 0, its wrap range is unknown: a wrap between two reads would be undercounted",
+                        dir.display()
+                    ));
+                    0
                 }
                 Ok(range) => range,
                 Err(e) if e.is_not_found() => {
@@ -147,7 +149,9 @@ impl PowercapSource {
                 }
                 Err(e) => return Err(e),
             };
-            source.smallest_range_uj = source.smallest_range_uj.min(range);
+            if range > 0 {
+                source.smallest_range_uj = source.smallest_range_uj.min(range);
+            }
             source.domains.push(domain(domain_name, kind));
             source.counters.push(Counter {
                 energy_uj: energy_path,
