@@ -5,6 +5,7 @@
 #![allow(dead_code)]
 
 pub mod agent;
+pub mod machines;
 
 use std::path::Path;
 use std::process::{Command, Output};

@@ -1,0 +1,120 @@
+//! Meters of real machines (`tests/data/machines/`, laid out as trees) read by `info` and
+//! by `run`, with their counters advanced at known power by the mock executor's `draw`
+//! (the fake-meter writer `energy::files`, docs/COMPARE.md). Issue 47's defects, each on
+//! the capture that showed it.
+
+mod common;
+
+use std::path::Path;
+
+use common::machines;
+use common::{assert_close, json, num, powerlens, stderr};
+use serde_json::Value;
+
+/// A corpus machine laid out in a temporary directory, then changed by `edit`.
+fn machine(name: &str, edit: impl FnOnce(&Path)) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    machines::lay_out(&machines::capture(name), dir.path());
+    edit(&dir.path().join("sys"));
+    dir
+}
+
+fn info(root: &Path) -> Value {
+    let out = powerlens(
+        &root.join("sys"),
+        &root.join("results.db"),
+        &[
+            "info",
+            "--json",
+            "--procfs-root",
+            root.join("proc").to_str().unwrap(),
+        ],
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    json(&out)
+}
+
+fn source<'a>(info: &'a Value, name: &str) -> &'a Value {
+    info["energy_sources"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["name"] == name)
+        .unwrap()
+}
+
+/// `run --runs 2 -- sleep SECS` on the mock executor with the meter script `setup`.
+fn mocked_run(root: &Path, setup: &str, secs: &str) -> Value {
+    let flag = format!("--mock-executor={setup}");
+    let args = ["run", &flag, "--json", "--runs", "2", "--", "sleep", secs];
+    let out = powerlens(&root.join("sys"), &root.join("results.db"), &args);
+    assert!(out.status.success(), "{}", stderr(&out));
+    json(&out)
+}
+
+const PACKAGE: &str = "class/powercap/intel-rapl:0";
+const CORE: &str = "class/powercap/intel-rapl:0:0";
+
+#[test]
+fn rapl_package_and_core_give_the_package_power_not_their_sum() {
+    let tree = machine("node-exporter", |_| {});
+    let setup = format!("draw {PACKAGE} 20W; draw {CORE} 12W");
+    let v = mocked_run(tree.path(), &setup, "0.8");
+    // 0.8 s at 20 W in the package, 12 W of it in the cores: 16 J, 20 W; the core's 9.6 J
+    // is inside the package's.
+    for r in v["runs"].as_array().unwrap() {
+        assert_close(num(&r["energy_j"]), 16.0, "energy_j");
+        assert_close(num(&r["power_w"]), 20.0, "power_w");
+        assert_close(num(&r["domains"]["package-0/core"]), 9.6, "core");
+    }
+}
+
+/// Issue 47, defect 1: a zone whose `max_energy_range_uj` reads 0 (powercap/powercap#3)
+/// made all of RAPL unavailable.
+#[test]
+fn issue_47_a_zone_without_range_keeps_the_other_zones() {
+    let tree = machine("node-exporter", |sys| {
+        let range = sys.join(CORE).join("max_energy_range_uj");
+        std::fs::write(range, "0\n").unwrap();
+    });
+    let rapl = source(&info(tree.path()), "rapl-powercap").clone();
+    assert_eq!(rapl["available"], true, "{rapl}");
+    let names: Vec<&str> = rapl["domains"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| d["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["package-0", "package-0/core"]);
+    let reason = rapl["reason"].as_str().unwrap();
+    assert!(
+        reason.contains("intel-rapl:0:0: max_energy_range_uj is 0, its wrap range is unknown"),
+        "{reason}"
+    );
+    let setup = format!("draw {PACKAGE} 20W; draw {CORE} 12W");
+    let v = mocked_run(tree.path(), &setup, "0.8");
+    for r in v["runs"].as_array().unwrap() {
+        assert_close(num(&r["energy_j"]), 16.0, "energy_j");
+        assert_close(num(&r["domains"]["package-0/core"]), 9.6, "core");
+    }
+}
+
+/// Issue 47, defect 2: an offline CPU's empty policy (prometheus/procfs) made the whole
+/// frequency section unavailable.
+#[test]
+fn issue_47_an_offline_cpus_policy_is_skipped_and_noted() {
+    let tree = machine("procfs", |_| {});
+    let freq = info(tree.path())["cpufreq"].clone();
+    assert_eq!(freq["available"], true, "{freq}");
+    assert_eq!(freq["policies"].as_array().unwrap().len(), 1);
+    assert_eq!(freq["policies"][0]["policy"], 0);
+    let notes = freq["notes"].as_array().unwrap();
+    assert_eq!(notes.len(), 1, "{notes:?}");
+    assert!(
+        notes[0]
+            .as_str()
+            .unwrap()
+            .starts_with("policy1 skipped (its CPUs offline?)"),
+        "{notes:?}"
+    );
+}
