@@ -113,16 +113,20 @@ fn cpu_section(roots: &Roots) -> CpuSection {
             online: t.online,
             notes: t.notes,
         },
-        Err(e) => CpuSection {
-            availability: Availability::from_error(&e),
-            model: None,
-            vendor: None,
-            packages: 0,
-            cores: 0,
-            threads: 0,
-            online: Vec::new(),
-            notes: Vec::new(),
-        },
+        Err(e) => {
+            // cpuinfo still names the CPU when the topology cannot be read.
+            let info = crate::procfs::cpuinfo::read(roots).unwrap_or_default();
+            CpuSection {
+                availability: Availability::from_error(&e),
+                model: info.model_name,
+                vendor: info.vendor,
+                packages: 0,
+                cores: 0,
+                threads: 0,
+                online: Vec::new(),
+                notes: Vec::new(),
+            }
+        }
     }
 }
 
@@ -318,6 +322,16 @@ mod tests {
         assert!(json["energy_sources"][1]["reason"].is_string());
         assert!(json["perf"]["tracepoints"]["available"].is_boolean());
         assert_eq!(json["perf"]["perf_event_paranoid"], 2);
+    }
+
+    #[test]
+    fn the_model_without_an_online_list() {
+        let tree = FixtureTree::new();
+        tree.cpuinfo("Fixture Core i7", "GenuineIntel");
+        let cpu = MachineInfo::collect(&tree.roots()).cpu;
+        assert!(!cpu.availability.available);
+        assert_eq!(cpu.model.as_deref(), Some("Fixture Core i7"));
+        assert_eq!(cpu.vendor.as_deref(), Some("GenuineIntel"));
     }
 
     #[test]

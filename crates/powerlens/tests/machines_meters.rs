@@ -58,6 +58,15 @@ const CORE: &str = "class/powercap/intel-rapl:0:0";
 #[test]
 fn rapl_package_and_core_give_the_package_power_not_their_sum() {
     let tree = machine("node-exporter", |_| {});
+    // Each zone's wrap range, and the time one wrap takes at its power limit: 262143328850
+    // µJ at 4090000000 µW is 64.1 s; the core states a limit of 0 W.
+    let reason = source(&info(tree.path()), "rapl-powercap")["reason"].clone();
+    assert!(
+        reason.as_str().unwrap().contains(
+            "wrap at package-0 262.1 kJ (1.1 min at its 4090 W limit), package-0/core 262.1 kJ (no power limit stated)"
+        ),
+        "{reason}"
+    );
     let setup = format!("draw {PACKAGE} 20W; draw {CORE} 12W");
     let v = mocked_run(tree.path(), &setup, "0.8");
     // 0.8 s at 20 W in the package, 12 W of it in the cores: 16 J, 20 W; the core's 9.6 J
@@ -181,4 +190,49 @@ fn issue_47_an_acpi_power_meter_gives_its_average() {
             "{w} W, not 245 W within 1%"
         );
     }
+}
+
+/// `info` as text on a laid-out tree.
+fn info_text(root: &Path) -> String {
+    let out = powerlens(
+        &root.join("sys"),
+        &root.join("results.db"),
+        &["info", "--procfs-root", root.join("proc").to_str().unwrap()],
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    String::from_utf8(out.stdout).unwrap()
+}
+
+/// Issue 47, defect 5: a missing `cpu/online` hid the CPU model line.
+#[test]
+fn issue_47_a_missing_online_list_keeps_the_model() {
+    let tree = machine("dell-latitude-5420-tgl", |sys| {
+        std::fs::remove_file(sys.join("devices/system/cpu/online")).unwrap();
+    });
+    let cpu = info(tree.path())["cpu"].clone();
+    assert_eq!(cpu["available"], false, "{cpu}");
+    let model = "11th Gen Intel(R) Core(TM) i7-1185G7 @ 3.00GHz";
+    assert_eq!(cpu["model"], model);
+    let text = info_text(tree.path());
+    let line = text
+        .lines()
+        .find(|l| l.contains("model"))
+        .unwrap_or_default();
+    assert!(line.contains(model), "{text}");
+}
+
+/// Issue 47, defect 5: 320 identical frequency policies printed 320 lines; they fold as
+/// idle states do, and `info` fits 60 lines on the 4-socket Sapphire Rapids.
+#[test]
+fn issue_47_info_on_320_cpus_fits_60_lines() {
+    let tree = machine("spr1", |_| {});
+    let text = info_text(tree.path());
+    let lines = text.lines().count();
+    eprintln!("{text}");
+    assert!(lines <= 60, "{lines} lines:\n{text}");
+    let folded = text
+        .lines()
+        .find(|l| l.contains("policies (the same on CPUs"))
+        .unwrap_or_else(|| panic!("no folded policy line:\n{text}"));
+    assert!(folded.contains("CPUs 0-319"), "{folded}");
 }

@@ -28,6 +28,26 @@ const NO_DRIVER_FIX: &str = "on bare metal: modprobe intel_rapl_msr";
 struct Counter {
     energy_uj: PathBuf,
     accumulator: WrapAccumulator,
+    /// `max_energy_range_uj` (0: unknown).
+    range_uj: u64,
+    /// `constraint_0_power_limit_uw`, where the zone has one.
+    limit_uw: Option<u64>,
+}
+
+/// How a zone's counter wraps: its range and, at its power limit, how long one wrap takes.
+fn wrap_text(name: &str, c: &Counter) -> String {
+    if c.range_uj == 0 {
+        return format!("{name} range unknown");
+    }
+    let kj = c.range_uj as f64 / 1e9;
+    match c.limit_uw.filter(|&w| w > 0) {
+        Some(uw) => {
+            let minutes = c.range_uj as f64 / uw as f64 / 60.0;
+            let watts = uw as f64 / 1e6;
+            format!("{name} {kj:.1} kJ ({minutes:.1} min at its {watts:.0} W limit)")
+        }
+        None => format!("{name} {kj:.1} kJ (no power limit stated)"),
+    }
 }
 
 /// RAPL energy counters of every zone and subzone with a readable `energy_uj`.
@@ -153,9 +173,12 @@ impl PowercapSource {
                 source.smallest_range_uj = source.smallest_range_uj.min(range);
             }
             source.domains.push(domain(domain_name, kind));
+            let limit_uw = sysfs::read_optional_u64(dir.join("constraint_0_power_limit_uw"))?;
             source.counters.push(Counter {
                 energy_uj: energy_path,
                 accumulator: WrapAccumulator::new(first, range),
+                range_uj: range,
+                limit_uw,
             });
         }
         if source.counters.is_empty() {
@@ -180,6 +203,13 @@ impl PowercapSource {
     /// A one-line description for `info`: the domains, and skipped zones if any.
     pub fn summary(&self) -> String {
         let mut text = format!("RAPL energy counters: {}", domain_names(&self.domains));
+        let wraps: Vec<String> = self
+            .domains
+            .iter()
+            .zip(&self.counters)
+            .map(|(d, c)| wrap_text(&d.name, c))
+            .collect();
+        text.push_str(&format!("; wrap at {}", wraps.join(", ")));
         if !self.notes.is_empty() {
             text.push_str(&format!(" ({})", self.notes.join("; ")));
         }
