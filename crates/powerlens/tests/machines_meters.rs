@@ -236,3 +236,27 @@ fn issue_47_info_on_320_cpus_fits_60_lines() {
         .unwrap_or_else(|| panic!("no folded policy line:\n{text}"));
     assert!(folded.contains("CPUs 0-319"), "{folded}");
 }
+
+/// Issue 47, defect 5: a dangling `intel-rapl:0` link got the advice to load the driver,
+/// whose zones are there; the honest reason is the missing target.
+#[test]
+fn issue_47_a_dangling_zone_link_says_so() {
+    let tree = machine("node-exporter", |sys| {
+        for zone in [PACKAGE, CORE] {
+            let dir = sys.join(zone);
+            std::fs::remove_dir_all(&dir).unwrap();
+            let target = format!("../../devices/virtual/powercap/intel-rapl/{}", &zone[15..]);
+            std::os::unix::fs::symlink(target, &dir).unwrap();
+        }
+    });
+    let rapl = source(&info(tree.path()), "rapl-powercap").clone();
+    assert_eq!(rapl["available"], false, "{rapl}");
+    let reason = rapl["reason"].as_str().unwrap();
+    assert!(
+        reason.contains(
+            "intel-rapl:0 links to ../../devices/virtual/powercap/intel-rapl/intel-rapl:0, which does not exist"
+        ),
+        "{reason}"
+    );
+    assert_eq!(rapl["fix"], Value::Null, "no modprobe advice: {rapl}");
+}

@@ -125,6 +125,16 @@ impl PowercapSource {
         };
         let mut zone_names: BTreeMap<u32, String> = BTreeMap::new();
         for ((zone, sub), dir) in zones {
+            if dir.is_symlink() && !dir.exists() {
+                // The class links to the zone's device; a link to nothing is no zone.
+                let target = std::fs::read_link(&dir).unwrap_or_default();
+                source.notes.push(format!(
+                    "{} links to {}, which does not exist: skipped",
+                    dir.display(),
+                    target.display()
+                ));
+                continue;
+            }
             let Some(name) = sysfs::read_optional_string(dir.join("name"))? else {
                 source.note_skipped(&dir, "name");
                 continue;
@@ -182,10 +192,12 @@ impl PowercapSource {
             });
         }
         if source.counters.is_empty() {
-            return Err(unavailable(format!(
-                "no readable RAPL zone: {}",
-                source.notes.join("; ")
-            )));
+            // The zones exist, so the driver is loaded: loading it again fixes nothing.
+            return Err(SysError::Unavailable {
+                what: NAME.to_string(),
+                reason: format!("no readable RAPL zone: {}", source.notes.join("; ")),
+                fix: None,
+            });
         }
         Ok(source)
     }
