@@ -260,3 +260,19 @@ fn issue_47_a_dangling_zone_link_says_so() {
     );
     assert_eq!(rapl["fix"], Value::Null, "no modprobe advice: {rapl}");
 }
+
+/// Issue 47, defect 5: `info` never showed the battery's figures.
+#[test]
+fn issue_47_the_battery_figures_are_shown() {
+    let tree = machine("node-exporter", |_| {});
+    let battery = source(&info(tree.path()), "battery").clone();
+    assert_eq!(battery["available"], true, "{battery}");
+    // energy_full 45070000 µWh, energy_now 36580000 µWh (81.2% of full), power_now 5002000 µW.
+    let reason = battery["reason"].as_str().unwrap();
+    assert!(
+        reason.contains(
+            "BAT0 (power_now integrated; full 45.07 Wh, now 36.58 Wh (81%), rate 5.00 W)"
+        ),
+        "{reason}"
+    );
+}
