@@ -72,7 +72,7 @@ impl FixtureMeter {
         }
         let files = MeterFiles::of_dir(&self.sysfs.join(dir)).map_err(|e| {
             format!(
-                "draw {}: no meter files there (energy_uj with max_energy_range_uj, energy_now, or charge_now with voltage_now): {e}",
+                "draw {}: no meter files there (energy_uj with max_energy_range_uj, energy_now, or charge_now with voltage_now), nor an hwmon input file (energyK_input, powerK_input, powerK_average): {e}",
                 dir.display()
             )
         })?;

@@ -6,7 +6,7 @@ use std::path::Path;
 
 use powerlens_core::model::PowerModel;
 
-use powerlens_sys::cpufreq::khz_to_mhz;
+use powerlens_sys::cpufreq::{khz_to_mhz, Policy};
 use powerlens_sys::energy::SourceStatus;
 use powerlens_sys::machine::{CpufreqSection, CpuidleSection, MachineInfo, PerfSection};
 use powerlens_sys::Availability;
@@ -125,16 +125,17 @@ fn plural(n: usize, one: &str) -> String {
 fn cpu(out: &mut String, info: &MachineInfo) {
     let cpu = &info.cpu;
     out.push_str("CPU\n");
-    if !cpu.availability.available {
-        unavailable_item(out, "topology", &cpu.availability);
-        return;
-    }
+    // The model comes from cpuinfo: shown even when the topology cannot be read.
     let model = match (&cpu.model, &cpu.vendor) {
         (Some(m), Some(v)) => format!("{m} ({v})"),
         (Some(m), None) => m.clone(),
         (None, _) => "unknown (no model name in cpuinfo)".to_string(),
     };
     line(out, "model", model);
+    if !cpu.availability.available {
+        unavailable_item(out, "topology", &cpu.availability);
+        return;
+    }
     line(
         out,
         "topology",
@@ -215,19 +216,43 @@ fn cpufreq(out: &mut String, freq: &CpufreqSection) {
         unavailable_item(out, "cpufreq", &freq.availability);
         return;
     }
+    // Policies alike but for their current frequency fold into one line, as idle states do.
+    let mut groups: Vec<Vec<&Policy>> = Vec::new();
     for p in &freq.policies {
+        match groups.iter_mut().find(|g| same_settings(g[0], p)) {
+            Some(group) => group.push(p),
+            None => groups.push(vec![p]),
+        }
+    }
+    for group in groups {
+        let p = group[0];
         let epp = p
             .energy_performance_preference
             .as_deref()
             .map(|e| format!(", EPP {e}"))
             .unwrap_or_default();
-        let current = p
-            .current_mhz()
-            .map(|m| format!(", now {m:.0} MHz"))
-            .unwrap_or_default();
+        let now: Vec<f64> = group.iter().filter_map(|p| p.current_mhz()).collect();
+        let current = match (
+            now.iter().copied().reduce(f64::min),
+            now.iter().copied().reduce(f64::max),
+        ) {
+            (Some(lo), Some(hi)) if (hi - lo).abs() >= 0.5 => format!(", now {lo:.0}-{hi:.0} MHz"),
+            (Some(m), _) => format!(", now {m:.0} MHz"),
+            _ => String::new(),
+        };
+        let cpus: Vec<u32> = group.iter().flat_map(|p| p.cpus.iter().copied()).collect();
+        let label = if group.len() == 1 {
+            format!("policy{} (CPUs {})", p.policy, format_cpu_list(&cpus))
+        } else {
+            format!(
+                "{} policies (the same on CPUs {})",
+                group.len(),
+                format_cpu_list(&cpus)
+            )
+        };
         line(
             out,
-            &format!("policy{} (CPUs {})", p.policy, format_cpu_list(&p.cpus)),
+            &label,
             format!(
                 "{} / {}{epp}; scaling {:.0}-{:.0} MHz of {:.0}-{:.0} MHz{current}",
                 p.driver,
@@ -239,6 +264,28 @@ fn cpufreq(out: &mut String, freq: &CpufreqSection) {
             ),
         );
     }
+    notes(out, &freq.notes);
+}
+
+/// Whether two policies have the same settings (all but the current frequency).
+fn same_settings(a: &Policy, b: &Policy) -> bool {
+    (
+        &a.driver,
+        &a.governor,
+        &a.energy_performance_preference,
+        a.scaling_min_khz,
+        a.scaling_max_khz,
+        a.cpuinfo_min_khz,
+        a.cpuinfo_max_khz,
+    ) == (
+        &b.driver,
+        &b.governor,
+        &b.energy_performance_preference,
+        b.scaling_min_khz,
+        b.scaling_max_khz,
+        b.cpuinfo_min_khz,
+        b.cpuinfo_max_khz,
+    )
 }
 
 fn energy(out: &mut String, sources: &[SourceStatus]) {

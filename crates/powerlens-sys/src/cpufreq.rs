@@ -56,9 +56,23 @@ const NO_CPUFREQ_REASON: &str = "no cpufreq: virtual machine? (the hypervisor co
 const NO_CPUFREQ_FIX: &str =
     "on bare metal, load a cpufreq driver (intel_pstate, amd-pstate or acpi-cpufreq); in a VM there is none";
 
-/// Every policy, from `devices/system/cpu/cpufreq/policyN`, or from `cpuN/cpufreq` on
-/// kernels that predate the policy directories. None at all → `Unavailable`.
+/// Every readable policy (see [`read_policies_noting`]).
 pub fn read_policies(roots: &Roots) -> Result<Vec<Policy>, SysError> {
+    Ok(read_policies_noting(roots)?.policies)
+}
+
+/// The policies that could be read, and a note for each that could not.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Policies {
+    pub policies: Vec<Policy>,
+    /// Policies skipped, and why: an offline CPU's policy is empty, or answers EBUSY.
+    pub notes: Vec<String>,
+}
+
+/// Every policy, from `devices/system/cpu/cpufreq/policyN`, or from `cpuN/cpufreq` on
+/// kernels that predate the policy directories. A policy that cannot be read is skipped
+/// and noted; none at all → `Unavailable`, and none readable → the first policy's error.
+pub fn read_policies_noting(roots: &Roots) -> Result<Policies, SysError> {
     let mut dirs = numbered_dirs(&roots.sys("devices/system/cpu/cpufreq"), "policy", "")?;
     if dirs.is_empty() {
         dirs = numbered_dirs(&roots.sys("devices/system/cpu"), "cpu", "cpufreq")?;
@@ -70,9 +84,25 @@ pub fn read_policies(roots: &Roots) -> Result<Vec<Policy>, SysError> {
             fix: Some(NO_CPUFREQ_FIX.to_string()),
         });
     }
-    dirs.into_iter()
-        .map(|(policy, dir)| read_policy(policy, &dir))
-        .collect()
+    let mut read = Policies {
+        policies: Vec::new(),
+        notes: Vec::new(),
+    };
+    let mut first_error = None;
+    for (policy, dir) in dirs {
+        match read_policy(policy, &dir) {
+            Ok(p) => read.policies.push(p),
+            Err(e) => {
+                read.notes
+                    .push(format!("policy{policy} skipped (its CPUs offline?): {e}"));
+                first_error.get_or_insert(e);
+            }
+        }
+    }
+    match first_error {
+        Some(e) if read.policies.is_empty() => Err(e),
+        _ => Ok(read),
+    }
 }
 
 fn read_policy(policy: u32, dir: &Path) -> Result<Policy, SysError> {
@@ -178,6 +208,28 @@ mod tests {
         );
         let err = read_policies(&tree.roots()).unwrap_err().to_string();
         assert!(err.contains("policy0/scaling_max_freq"), "{err}");
+    }
+
+    #[test]
+    fn an_unreadable_policy_is_skipped_and_noted() {
+        let tree = FixtureTree::new();
+        tree.cpufreq_policy(0, &spec("0", None));
+        // An offline CPU's policy: the directory stays, its files are gone.
+        std::fs::create_dir_all(tree.sys_path("devices/system/cpu/cpufreq/policy1")).unwrap();
+        let read = read_policies_noting(&tree.roots()).unwrap();
+        assert_eq!(read.policies.len(), 1);
+        assert_eq!(read.notes.len(), 1);
+        assert!(
+            read.notes[0].starts_with("policy1 skipped"),
+            "{:?}",
+            read.notes
+        );
+        assert!(
+            read.notes[0].contains("policy1/affected_cpus")
+                || read.notes[0].contains("policy1/scaling_driver"),
+            "{:?}",
+            read.notes
+        );
     }
 
     #[test]

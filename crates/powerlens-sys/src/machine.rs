@@ -69,6 +69,8 @@ pub struct CpufreqSection {
     pub governor: Option<String>,
     pub energy_performance_preference: Option<String>,
     pub policies: Vec<Policy>,
+    /// Policies that could not be read (an offline CPU's), and why.
+    pub notes: Vec<String>,
 }
 
 /// What perf lets this process open.
@@ -111,16 +113,20 @@ fn cpu_section(roots: &Roots) -> CpuSection {
             online: t.online,
             notes: t.notes,
         },
-        Err(e) => CpuSection {
-            availability: Availability::from_error(&e),
-            model: None,
-            vendor: None,
-            packages: 0,
-            cores: 0,
-            threads: 0,
-            online: Vec::new(),
-            notes: Vec::new(),
-        },
+        Err(e) => {
+            // cpuinfo still names the CPU when the topology cannot be read.
+            let info = crate::procfs::cpuinfo::read(roots).unwrap_or_default();
+            CpuSection {
+                availability: Availability::from_error(&e),
+                model: info.model_name,
+                vendor: info.vendor,
+                packages: 0,
+                cores: 0,
+                threads: 0,
+                online: Vec::new(),
+                notes: Vec::new(),
+            }
+        }
     }
 }
 
@@ -178,8 +184,8 @@ fn cpuidle_section(roots: &Roots) -> CpuidleSection {
 const NO_IDLE_STATES_FIX: &str = "in a KVM guest, boot with cpuidle_haltpoll.force=1 (or run on a host that advertises KVM_HINTS_REALTIME); on bare metal, use intel_idle or acpi_idle (not idle=poll/halt)";
 
 fn cpufreq_section(roots: &Roots) -> CpufreqSection {
-    match cpufreq::read_policies(roots) {
-        Ok(policies) => {
+    match cpufreq::read_policies_noting(roots) {
+        Ok(cpufreq::Policies { policies, notes }) => {
             let first = policies.first();
             CpufreqSection {
                 availability: Availability::yes(format!("{} policies", policies.len())),
@@ -188,6 +194,7 @@ fn cpufreq_section(roots: &Roots) -> CpufreqSection {
                 energy_performance_preference: first
                     .and_then(|p| p.energy_performance_preference.clone()),
                 policies,
+                notes,
             }
         }
         Err(e) => CpufreqSection {
@@ -196,6 +203,7 @@ fn cpufreq_section(roots: &Roots) -> CpufreqSection {
             governor: None,
             energy_performance_preference: None,
             policies: Vec::new(),
+            notes: Vec::new(),
         },
     }
 }
@@ -314,6 +322,16 @@ mod tests {
         assert!(json["energy_sources"][1]["reason"].is_string());
         assert!(json["perf"]["tracepoints"]["available"].is_boolean());
         assert_eq!(json["perf"]["perf_event_paranoid"], 2);
+    }
+
+    #[test]
+    fn the_model_without_an_online_list() {
+        let tree = FixtureTree::new();
+        tree.cpuinfo("Fixture Core i7", "GenuineIntel");
+        let cpu = MachineInfo::collect(&tree.roots()).cpu;
+        assert!(!cpu.availability.available);
+        assert_eq!(cpu.model.as_deref(), Some("Fixture Core i7"));
+        assert_eq!(cpu.vendor.as_deref(), Some("GenuineIntel"));
     }
 
     #[test]

@@ -110,6 +110,29 @@ pub fn charge_pct(dir: &Path) -> Result<Option<(f64, &'static str)>, SysError> {
     Ok(sysfs::read_optional_u64(dir.join("capacity"))?.map(|p| (p as f64, CHARGE_FROM_CAPACITY)))
 }
 
+/// A battery's figures for `info`: full capacity, energy now (and percent of full) and the
+/// rate (`power_now`), each where the battery gives it, e.g. "full 45.07 Wh, now 36.58 Wh
+/// (81%), rate 5.00 W". `None` when it gives none.
+pub fn figures(dir: &Path) -> Result<Option<String>, SysError> {
+    let mut parts = Vec::new();
+    if let Some((wh, _)) = energy_full_wh(dir)? {
+        parts.push(format!("full {wh:.2} Wh"));
+    }
+    let now_uwh = sysfs::read_optional_u64(dir.join("energy_now"))?;
+    match (now_uwh, charge_pct(dir)?) {
+        (Some(uwh), Some((pct, _))) => {
+            parts.push(format!("now {:.2} Wh ({pct:.0}%)", uwh as f64 / 1e6));
+        }
+        (None, Some((pct, _))) => parts.push(format!("now {pct:.0}%")),
+        (Some(uwh), None) => parts.push(format!("now {:.2} Wh", uwh as f64 / 1e6)),
+        (None, None) => {}
+    }
+    if let Some(uw) = sysfs::read_optional_u64(dir.join("power_now"))? {
+        parts.push(format!("rate {:.2} W", uw as f64 / 1e6));
+    }
+    Ok((!parts.is_empty()).then(|| parts.join(", ")))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

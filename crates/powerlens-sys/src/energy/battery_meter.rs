@@ -32,6 +32,8 @@ enum Method {
 struct Battery {
     dir: PathBuf,
     method: Method,
+    /// Full, now and rate, for `info` ([`power_supply::figures`]).
+    figures: Option<String>,
 }
 
 /// The discharge energy of every discharging battery, one domain each (e.g. `BAT0`).
@@ -79,6 +81,12 @@ impl BatterySource {
             batteries: Vec::new(),
         };
         let mut missing = Vec::new();
+        let mut figures = Vec::new();
+        for b in &batteries {
+            if let Some(f) = power_supply::figures(&b.dir)? {
+                figures.push(format!("{}: {f}", b.name));
+            }
+        }
         for b in batteries.iter().filter(|b| b.is_discharging()) {
             match method_of(&b.dir)? {
                 Some(method) => {
@@ -86,6 +94,7 @@ impl BatterySource {
                     source.batteries.push(Battery {
                         dir: b.dir.clone(),
                         method,
+                        figures: power_supply::figures(&b.dir)?,
                     });
                 }
                 None => missing.push(format!(
@@ -106,8 +115,13 @@ impl BatterySource {
                 None,
             )
         } else if let Some(states) = power_supply::not_discharging(&batteries) {
+            let figures = if figures.is_empty() {
+                String::new()
+            } else {
+                format!("; {}", figures.join("; "))
+            };
             (
-                format!("on AC power ({states}): a battery measures discharge only"),
+                format!("on AC power ({states}{figures}): a battery measures discharge only"),
                 Some(UNPLUG.to_string()),
             )
         } else {
@@ -132,7 +146,10 @@ impl BatterySource {
                     Method::EnergyNow { .. } => "fall of energy_now",
                     Method::ChargeTimesVoltage { .. } => "fall of charge_now × voltage_now",
                 };
-                format!("{} ({how})", d.name)
+                match &b.figures {
+                    Some(f) => format!("{} ({how}; {f})", d.name),
+                    None => format!("{} ({how})", d.name),
+                }
             })
             .collect();
         format!("discharging: {}", parts.join(", "))

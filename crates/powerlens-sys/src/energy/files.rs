@@ -36,13 +36,39 @@ pub enum MeterFiles {
         voltage_uv: u64,
         capacity_of_uah: Option<u64>,
     },
+    /// One hwmon energy input (`energyK_input`, the meter's "directory" is the file):
+    /// counts up in µJ from `start_uj`.
+    HwmonEnergy { start_uj: u64 },
+    /// One hwmon power file (`powerK_input`, or an ACPI meter's `powerK_average`): the
+    /// power in µW.
+    HwmonPower,
+}
+
+/// The meter of one hwmon input file, by its name.
+fn hwmon_input(path: &Path) -> Result<Option<MeterFiles>, SysError> {
+    let name = path
+        .file_name()
+        .and_then(|n| n.to_str())
+        .unwrap_or_default();
+    if name.starts_with("energy") && name.ends_with("_input") {
+        let start_uj = sysfs::read_u64(path)?;
+        return Ok(Some(MeterFiles::HwmonEnergy { start_uj }));
+    }
+    let power = name.ends_with("_input") || name.ends_with("_average");
+    Ok((name.starts_with("power") && power).then_some(MeterFiles::HwmonPower))
 }
 
 impl MeterFiles {
-    /// The meter whose files are in `dir`, with their values now: `energy_uj` and
+    /// The meter whose files are in `dir` (or, for one hwmon input, the file `dir` itself),
+    /// with their values now: `energy_uj` and
     /// `max_energy_range_uj` (RAPL), else `energy_now` (a battery, with `power_now` and
     /// `capacity` written when the battery has them), else `charge_now` and `voltage_now`.
     pub fn of_dir(dir: &Path) -> Result<MeterFiles, SysError> {
+        if dir.is_file() {
+            if let Some(files) = hwmon_input(dir)? {
+                return Ok(files);
+            }
+        }
         let read = |file: &str| sysfs::read_optional_u64(dir.join(file));
         let has = |file: &str| dir.join(file).exists();
         let capacity_of = |full: &str| -> Result<Option<u64>, SysError> {
@@ -80,7 +106,14 @@ impl MeterFiles {
         };
         match *self {
             MeterFiles::Rapl { start_uj, range_uj } => {
-                let raw = (u128::from(start_uj) + used) % u128::from(range_uj.max(1));
+                // A zone whose range reads 0 (unknown) counts on, as its firmware's does
+                // until a wrap point nobody was told.
+                let range = if range_uj == 0 {
+                    u128::from(u64::MAX)
+                } else {
+                    u128::from(range_uj)
+                };
+                let raw = (u128::from(start_uj) + used) % range;
                 vec![("energy_uj", raw as u64)]
             }
             MeterFiles::BatteryByEnergy {
@@ -106,6 +139,9 @@ impl MeterFiles {
                 files.extend(capacity(now, capacity_of_uah));
                 files
             }
+            // "": the meter's path is the file itself.
+            MeterFiles::HwmonEnergy { start_uj } => vec![("", start_uj.saturating_add(used_uj))],
+            MeterFiles::HwmonPower => vec![("", uw)],
         }
     }
 
@@ -113,7 +149,11 @@ impl MeterFiles {
     /// over it, so that a reader never sees half a number.
     pub fn write(&self, dir: &Path, used_uj: u64, uw: u64) -> Result<(), SysError> {
         for (file, value) in self.values(used_uj, uw) {
-            let path = dir.join(file);
+            let path = if file.is_empty() {
+                dir.to_path_buf()
+            } else {
+                dir.join(file)
+            };
             let tmp = path.with_extension("meter-tmp");
             std::fs::write(&tmp, format!("{value}\n"))
                 .and_then(|()| std::fs::rename(&tmp, &path))

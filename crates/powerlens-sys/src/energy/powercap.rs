@@ -28,6 +28,26 @@ const NO_DRIVER_FIX: &str = "on bare metal: modprobe intel_rapl_msr";
 struct Counter {
     energy_uj: PathBuf,
     accumulator: WrapAccumulator,
+    /// `max_energy_range_uj` (0: unknown).
+    range_uj: u64,
+    /// `constraint_0_power_limit_uw`, where the zone has one.
+    limit_uw: Option<u64>,
+}
+
+/// How a zone's counter wraps: its range and, at its power limit, how long one wrap takes.
+fn wrap_text(name: &str, c: &Counter) -> String {
+    if c.range_uj == 0 {
+        return format!("{name} range unknown");
+    }
+    let kj = c.range_uj as f64 / 1e9;
+    match c.limit_uw.filter(|&w| w > 0) {
+        Some(uw) => {
+            let minutes = c.range_uj as f64 / uw as f64 / 60.0;
+            let watts = uw as f64 / 1e6;
+            format!("{name} {kj:.1} kJ ({minutes:.1} min at its {watts:.0} W limit)")
+        }
+        None => format!("{name} {kj:.1} kJ (no power limit stated)"),
+    }
 }
 
 /// RAPL energy counters of every zone and subzone with a readable `energy_uj`.
@@ -105,6 +125,16 @@ impl PowercapSource {
         };
         let mut zone_names: BTreeMap<u32, String> = BTreeMap::new();
         for ((zone, sub), dir) in zones {
+            if dir.is_symlink() && !dir.exists() {
+                // The class links to the zone's device; a link to nothing is no zone.
+                let target = std::fs::read_link(&dir).unwrap_or_default();
+                source.notes.push(format!(
+                    "{} links to {}, which does not exist: skipped",
+                    dir.display(),
+                    target.display()
+                ));
+                continue;
+            }
             let Some(name) = sysfs::read_optional_string(dir.join("name"))? else {
                 source.note_skipped(&dir, "name");
                 continue;
@@ -133,12 +163,14 @@ impl PowercapSource {
             };
             let range_path = dir.join("max_energy_range_uj");
             let range = match sysfs::read_u64(&range_path) {
+                // Some firmware reports 0: the counter still counts, its wrap point is
+                // unknown. Keep the zone, leave the read interval to the other zones.
                 Ok(0) => {
-                    return Err(SysError::Parse {
-                        path: range_path,
-                        expected: "a positive range in microjoules",
-                        found: "0".to_string(),
-                    })
+                    source.notes.push(format!(
+                        "{}: max_energy_range_uj is 0, its wrap range is unknown: a wrap between two reads would be undercounted",
+                        dir.display()
+                    ));
+                    0
                 }
                 Ok(range) => range,
                 Err(e) if e.is_not_found() => {
@@ -147,18 +179,25 @@ impl PowercapSource {
                 }
                 Err(e) => return Err(e),
             };
-            source.smallest_range_uj = source.smallest_range_uj.min(range);
+            if range > 0 {
+                source.smallest_range_uj = source.smallest_range_uj.min(range);
+            }
             source.domains.push(domain(domain_name, kind));
+            let limit_uw = sysfs::read_optional_u64(dir.join("constraint_0_power_limit_uw"))?;
             source.counters.push(Counter {
                 energy_uj: energy_path,
                 accumulator: WrapAccumulator::new(first, range),
+                range_uj: range,
+                limit_uw,
             });
         }
         if source.counters.is_empty() {
-            return Err(unavailable(format!(
-                "no readable RAPL zone: {}",
-                source.notes.join("; ")
-            )));
+            // The zones exist, so the driver is loaded: loading it again fixes nothing.
+            return Err(SysError::Unavailable {
+                what: NAME.to_string(),
+                reason: format!("no readable RAPL zone: {}", source.notes.join("; ")),
+                fix: None,
+            });
         }
         Ok(source)
     }
@@ -176,6 +215,13 @@ impl PowercapSource {
     /// A one-line description for `info`: the domains, and skipped zones if any.
     pub fn summary(&self) -> String {
         let mut text = format!("RAPL energy counters: {}", domain_names(&self.domains));
+        let wraps: Vec<String> = self
+            .domains
+            .iter()
+            .zip(&self.counters)
+            .map(|(d, c)| wrap_text(&d.name, c))
+            .collect();
+        text.push_str(&format!("; wrap at {}", wraps.join(", ")));
         if !self.notes.is_empty() {
             text.push_str(&format!(" ({})", self.notes.join("; ")));
         }

@@ -5,6 +5,7 @@
 #![allow(dead_code)]
 
 pub mod agent;
+pub mod machines;
 pub mod replay;
 
 use std::path::Path;
