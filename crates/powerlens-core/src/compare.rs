@@ -2,9 +2,9 @@
 //!
 //! Each label (configuration) has repeated samples of wall time and energy. Against the
 //! baseline (the first label) every candidate gets, per figure, the ratio of means
-//! (candidate / baseline) with a 95% confidence interval by Fieller's theorem, the
-//! difference of means with Welch's interval, and whether the change is significant (the
-//! ratio's interval excludes 1). Samples of different labels are treated as independent,
+//! (candidate / baseline) with a 95% confidence interval (on the log scale for positive
+//! samples, by Fieller's theorem otherwise), the difference of means with Welch's interval,
+//! and whether the change is significant: exactly when the ratio's interval excludes 1. Samples of different labels are treated as independent,
 //! which is conservative for interleaved runs.
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -98,7 +98,8 @@ pub struct CandidateComparison {
     pub baseline: String,
     /// Ratio of means, candidate / baseline, per figure.
     pub ratios: BTreeMap<String, f64>,
-    /// 95% confidence interval of each ratio (Fieller); absent when it cannot be bounded
+    /// 95% confidence interval of each ratio (log scale for positive samples, else
+    /// Fieller); absent when it cannot be bounded
     /// (a single sample per label, or a denominator not clearly above zero).
     pub ratio_ci95: BTreeMap<String, [f64; 2]>,
     /// Difference of means, candidate − baseline, per figure.
@@ -318,11 +319,10 @@ fn candidate(baseline: &Group, cand: &Group, work: f64) -> CandidateComparison {
             out.difference_ci95.insert(name.clone(), ci);
         }
         if let Some(ci) = ratio_ci(c, b) {
-            // Significant only when no interval shown for the change spans its null value
-            // (ratio 1, difference 0): the two methods can disagree at the margin.
-            let excludes = |[lo, hi]: [f64; 2], null: f64| lo > null || hi < null;
-            let significant = excludes(ci, 1.0) && difference.is_none_or(|d| excludes(d, 0.0));
-            out.significant.insert(name.clone(), significant);
+            // Significant exactly when the ratio's interval, the one every view prints,
+            // excludes 1 (issue 51): deciding on Welch's difference interval as well, which
+            // is not printed, made `compare` print an interval excluding 1 beside "no".
+            out.significant.insert(name.clone(), excludes_one(ci));
             out.ratio_ci95.insert(name, ci);
         }
     };
@@ -367,6 +367,11 @@ fn candidate(baseline: &Group, cand: &Group, work: f64) -> CandidateComparison {
 
 fn mean(v: &[f64]) -> f64 {
     v.iter().sum::<f64>() / v.len() as f64
+}
+
+/// Whether a ratio's interval excludes 1, no change: what `significant` says.
+pub fn excludes_one([lo, hi]: [f64; 2]) -> bool {
+    lo > 1.0 || hi < 1.0
 }
 
 /// Variance of the mean (s² / n); `None` with fewer than two values.
@@ -684,26 +689,31 @@ mod tests {
     }
 
     #[test]
-    fn significant_only_when_no_shown_interval_spans_its_null() {
+    fn significant_exactly_when_the_ratio_interval_excludes_one() {
+        // Issue 51 (3): a case where the two intervals disagree. The log-scale ratio
+        // interval weighs each side's spread relative to its mean, Welch's difference
+        // interval absolutely: here the ratio's ends at 0.9992 (excludes 1) while the
+        // difference's spans 0 (−1.955 … +0.055).
+        let a = [2.16, 2.68, 1.56, 2.93, 0.99];
+        let b = [0.79, 0.83, 1.97, 0.81, 1.17];
+        let [rlo, rhi] = ratio_ci(&b, &a).unwrap();
+        let [dlo, dhi] = welch_difference_ci(&b, &a).unwrap();
+        assert!(rhi < 1.0, "ratio {rlo} … {rhi}");
+        assert!(dlo < 0.0 && 0.0 < dhi, "difference {dlo} … {dhi}");
         let c = compare(
             &[
-                group("A", &[(10.0, 100.0), (10.2, 101.0), (9.9, 99.5)]),
-                group("B", &[(11.0, 100.4), (11.1, 99.0), (10.9, 101.2)]),
+                group("A", &a.map(|t| (t, 10.0))),
+                group("B", &b.map(|t| (t, 10.0))),
             ],
             1.0,
         )
         .unwrap();
-        let b = &c.candidates[0];
-        for (name, &sig) in &b.significant {
-            let [lo, hi] = b.ratio_ci95[name];
-            let spans_one = lo <= 1.0 && 1.0 <= hi;
-            let spans_zero = b
-                .difference_ci95
-                .get(name)
-                .is_some_and(|[lo, hi]| *lo <= 0.0 && 0.0 <= *hi);
-            assert!(!(sig && (spans_one || spans_zero)), "{name}: {b:#?}");
+        let cand = &c.candidates[0];
+        // Decided on the printed (ratio) interval: significant, though Welch's spans 0.
+        assert!(cand.significant["time"], "{cand:#?}");
+        for (name, &sig) in &cand.significant {
+            assert_eq!(sig, excludes_one(cand.ratio_ci95[name]), "{name}");
         }
-        assert!(b.significant["time"] && !b.significant["energy"]);
     }
 
     #[test]

@@ -7,12 +7,10 @@ use crate::page::Page;
 use crate::svg::{self, Interval};
 use crate::table::{csv_field, precise, sig, Table};
 
+/// A mean and its 95% interval as `lo … hi` ([`crate::run::ci`]): the interval of a positive
+/// figure is on the log scale, not symmetric, so never `± half-width` (issue 51).
 fn mean_ci(s: &Summary) -> (String, String) {
-    let half = s
-        .ci95
-        .map(|[lo, hi]| format!("± {}", sig((hi - lo) / 2.0, 2)))
-        .unwrap_or_else(|| "n/a".into());
-    (precise(s.mean), half)
+    (precise(s.mean), crate::run::ci(s))
 }
 
 /// Figures in the order they are shown, with their display names.
@@ -152,7 +150,7 @@ pub fn html(c: &Comparison, provenance: &str, notes: &[String]) -> String {
         page.note(n);
     }
     page.h2("Means per label (click a column to sort)");
-    page.note("± is the half-width of the 95% confidence interval of the mean.");
+    page.note("95% CI: the confidence interval of the mean, lo … hi (on the log scale for positive figures, so not symmetric about the mean).");
     page.table(&labels_table(c));
     if !c.battery.is_empty() {
         page.h2("On battery (one charge)");
@@ -271,6 +269,24 @@ mod tests {
             t.contains("verdict: powersaving takes 9.1% longer and needs 6.9% more energy"),
             "{t}"
         );
+    }
+
+    /// Issue 51 (4): three runs of 0.8, 0.9 and 2.8 s have a log-scale interval that is
+    /// not symmetric about their mean: printed as its two ends, never as ± half-width.
+    #[test]
+    fn an_asymmetric_interval_prints_as_its_two_ends() {
+        let csv = "label,seconds,joules\nA,0.8,8\nA,0.9,9\nA,2.8,28\nB,1,10\nB,1.1,11\n";
+        let c = compare(&groups_from_csv(csv.lines()).unwrap(), 1.0).unwrap();
+        let [lo, hi] = c.labels[0].wall_s.ci95.unwrap();
+        let mean = c.labels[0].wall_s.mean;
+        assert!((hi - mean) - (mean - lo) > 1.0, "{lo} … {hi} about {mean}");
+        let t = text(&c, "imported");
+        let row = t.lines().find(|l| l.starts_with("A ")).expect(&t);
+        assert!(
+            row.contains(&format!("{} … {}", sig(lo, 4), sig(hi, 4))),
+            "{row}"
+        );
+        assert!(!t.contains('±'), "{t}");
     }
 
     #[test]

@@ -27,7 +27,10 @@ fn figures(s: &RunSummary) -> Vec<(String, &'static str, &Summary)> {
     rows
 }
 
-fn ci(s: &Summary) -> String {
+/// A summary's 95% interval as `lo … hi`, the way every view prints one: the interval of a
+/// positive figure is taken on the log scale, so it is not symmetric about the mean and a
+/// `± half-width` would misplace both ends.
+pub(crate) fn ci(s: &Summary) -> String {
     match s.ci95 {
         Some([lo, hi]) => format!("{} … {}", sig(lo, 4), sig(hi, 4)),
         None => "n/a (1 run)".into(),
