@@ -17,8 +17,10 @@ use crate::provenance::Provenance;
 use crate::sched::report::RecordingSpan;
 use crate::verdict::estimated_qualifier;
 
+mod headline;
 mod notes;
 mod target;
+pub use headline::{headline, Headline};
 pub use target::wakeups_received_by_cause;
 use target::{thread_sum, Target};
 
@@ -70,6 +72,9 @@ pub enum Rows {
 /// machine the code will run on), else against each recording's own.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Diff {
+    /// Elapsed time, CPU, energy, switches and wake-ups, B relative to A: what the text
+    /// view shows first.
+    pub headline: Vec<Headline>,
     pub system: Vec<MetricDiff>,
     pub rows: Vec<RowDiff>,
     pub summary: Vec<Finding>,
@@ -104,6 +109,7 @@ pub fn diff(a: &Value, b: &Value, rows: Rows, target: Option<&JudgedStates>) -> 
     }
     let summary = findings(a, b, target);
     Diff {
+        headline: headline(a, b),
         system,
         rows: rows_diff,
         summary,

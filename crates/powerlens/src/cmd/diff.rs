@@ -26,9 +26,12 @@ Examples:
   powerlens diff a.rec b.rec --html diff.html    # the summary, plots and tables, one offline file
   powerlens diff a.rec b.rec --target server     # judge idle periods against a server's C6
 
-Every figure of `report`'s system section (and its energy section, as energy.*) is shown
-for A and B with its ratio A / B and its difference A − B; with --json, `a` and `b` are the
-very values the two reports print. Rows are matched across the recordings: processes by
+The page starts with a headline: elapsed time, the target's CPU time, energy, switches
+and wake-ups of A and B, with the ratio B / A and the difference B − A (B relative to A,
+as compare gives a candidate relative to its baseline). --all adds every figure of
+`report`'s system section (and its energy section, as energy.*), in the same direction;
+--json has them all (`system[]`, whose `ratio` and `difference` keep their A / B and
+A − B), and `a` and `b` are the very values the two reports print. Rows are matched across the recordings: processes by
 command, threads by process command and thread name in order of creation, functions by
 symbol; a row found in one recording only is shown as such. The comparison summary gives
 findings in the four sections of the Windows 7 vs Windows 8 power study: idleness,
@@ -60,6 +63,11 @@ pub struct DiffArgs {
     /// axis, the system figures and the matched rows as sortable tables.
     #[arg(long, value_name = "FILE", conflicts_with_all = ["json", "csv"])]
     pub html: Option<PathBuf>,
+
+    /// Show every system figure of the reports (tracing costs, idle-state constants, …)
+    /// below the headline; JSON and CSV always have them.
+    #[arg(long)]
+    pub all: bool,
 
     /// Treat every process as the target in both recordings (as `report --all-processes`).
     #[arg(long)]
@@ -118,7 +126,11 @@ pub fn execute(global: &GlobalArgs, args: DiffArgs) -> anyhow::Result<ExitCode> 
     } else if args.csv {
         view::csv(&diff)
     } else {
-        view::text(&diff, &sides)
+        let opts = view::TextOptions {
+            all: args.all,
+            fit: super::report::text_name_fit(),
+        };
+        view::text(&diff, &sides, &opts)
     };
     print!("{out}");
     Ok(ExitCode::SUCCESS)
