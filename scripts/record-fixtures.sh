@@ -98,4 +98,12 @@ EOF
     sqlite3 "$out/node_jit.rec" "SELECT path FROM modules WHERE path LIKE '/tmp/perf-%.map'" |
         xargs -r rm -f
 fi
+# `diff`'s parallel build: the project of tests/data/make_project (a generated big.c and
+# four tiny files), built with -j1 and with -j2 from a fresh copy each time.
+for j in 1 2; do
+    if want make_j$j; then
+        rm -rf make_project && cp -r "$OLDPWD/crates/powerlens/tests/data/make_project" .
+        (cd make_project && record make_j$j --no-stacks --quiet-command -- make -s -j$j PYTHON=/usr/bin/python3)
+    fi
+done
 ls -l "$out"/*.rec >&2
