@@ -12,11 +12,11 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde::{Deserialize, Serialize};
 
 use crate::battery_life::{self, LabelBattery};
-use crate::stats::{t_quantile, Summary};
+use crate::stats::{outliers, t_quantile, Summary};
 use crate::verdict::{self, Ratios, VerdictClass};
 
 /// One repeat of one configuration.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Default)]
 pub struct Sample {
     pub wall_s: f64,
     pub energy_j: f64,
@@ -25,6 +25,13 @@ pub struct Sample {
     pub power_w: f64,
     /// Energy per domain, name → joules (may be empty, e.g. for CSV input).
     pub domains: BTreeMap<String, f64>,
+    /// The command failed (kept with `--ignore-failure`).
+    pub failed: bool,
+    /// Other processes' CPU-seconds and share of the CPUs during the run
+    /// ([`crate::run::OtherLoad`]); `None` when not measured, with the reason below.
+    pub other_cpu_s: Option<f64>,
+    pub other_cpu_share: Option<f64>,
+    pub other_load_unavailable: Option<String>,
 }
 
 /// The repeats of one configuration.
@@ -75,6 +82,25 @@ pub struct LabelStats {
     /// Units of work per joule (`--work`, default 1 unit per run): throughput per watt.
     pub perf_per_watt: Summary,
     pub domains: BTreeMap<String, Summary>,
+    /// Other processes' CPU-seconds per run, and their share of the CPUs (0–1), while
+    /// this label's runs ran (`/proc/stat` less the command's own CPU); absent when not
+    /// measured, with `other_load_unavailable` saying why.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub other_cpu_s: Option<Summary>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub other_cpu_share: Option<Summary>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub other_load_unavailable: Option<String>,
+    /// Whether other processes' mean share was above [`crate::run::BUSY_OTHER_CPU_SHARE`].
+    #[serde(default)]
+    pub busy: bool,
+    /// Runs (numbered from 1) that are statistical outliers, per figure (`wall_s`,
+    /// `energy_j`), by the modified z-score ([`crate::stats::outliers`]).
+    #[serde(default)]
+    pub outlier_runs: BTreeMap<String, Vec<usize>>,
+    /// Runs (numbered from 1) whose command failed (kept with `--ignore-failure`).
+    #[serde(default)]
+    pub failed_runs: Vec<usize>,
 }
 
 impl LabelStats {
@@ -171,6 +197,15 @@ pub fn samples_of(result: &crate::run::RunResult) -> Vec<Sample> {
             energy_j: r.energy_j,
             power_w: r.power_w,
             domains: r.domains.clone(),
+            failed: !r.exit.success(),
+            other_cpu_s: r.other_cpu_s,
+            other_cpu_share: r.other_cpu_share,
+            other_load_unavailable: match (r.other_cpu_s, &r.other_load_unavailable) {
+                (None, None) => {
+                    Some("a result saved before powerlens measured the machine's other load".into())
+                }
+                (_, why) => why.clone(),
+            },
         })
         .collect()
 }
@@ -285,6 +320,20 @@ fn label_stats(g: &Group, work: f64) -> LabelStats {
             Summary::of(&v).map(|s| (d.clone(), s))
         })
         .collect();
+    let other = |f: fn(&Sample) -> Option<f64>| -> Option<Summary> {
+        Summary::of(&g.samples.iter().map(f).collect::<Option<Vec<f64>>>()?)
+    };
+    let other_cpu_share = other(|s| s.other_cpu_share);
+    let outlier_runs = [("wall_s", 0), ("energy_j", 1)]
+        .into_iter()
+        .filter_map(|(key, i)| {
+            let runs: Vec<usize> = outliers(&values(g, FIGURES[i].1, work))
+                .into_iter()
+                .map(|r| r + 1)
+                .collect();
+            (!runs.is_empty()).then(|| (key.to_string(), runs))
+        })
+        .collect();
     LabelStats {
         label: g.label.clone(),
         wall_s: summary(0),
@@ -294,6 +343,24 @@ fn label_stats(g: &Group, work: f64) -> LabelStats {
         ed2p_js2: summary(4),
         perf_per_watt: summary(5),
         domains,
+        other_cpu_s: other(|s| s.other_cpu_s),
+        busy: other_cpu_share
+            .as_ref()
+            .is_some_and(|s| s.mean > crate::run::BUSY_OTHER_CPU_SHARE),
+        other_cpu_share,
+        other_load_unavailable: g
+            .samples
+            .iter()
+            .find(|s| s.other_cpu_share.is_none())
+            .map(|s| {
+                s.other_load_unavailable.clone().unwrap_or_else(|| {
+                    "figures measured elsewhere (CSV): no reading of this machine".into()
+                })
+            }),
+        outlier_runs,
+        failed_runs: (1..=g.samples.len())
+            .filter(|i| g.samples[i - 1].failed)
+            .collect(),
     }
 }
 
@@ -538,7 +605,7 @@ pub fn groups_from_csv<'a>(
             wall_s: seconds,
             energy_j,
             power_w: energy_j / seconds,
-            domains: BTreeMap::new(),
+            ..Sample::default()
         };
         match groups.iter_mut().find(|g| g.label == *label) {
             Some(g) => g.samples.push(sample),
@@ -564,7 +631,7 @@ mod tests {
                     wall_s: t,
                     energy_j: e,
                     power_w: e / t,
-                    domains: BTreeMap::new(),
+                    ..Sample::default()
                 })
                 .collect(),
         }

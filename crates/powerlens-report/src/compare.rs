@@ -1,6 +1,6 @@
 //! Views of a comparison: per-label table, ratio tables per candidate, and the verdicts.
 
-use powerlens_core::compare::{CandidateComparison, Comparison};
+use powerlens_core::compare::{CandidateComparison, Comparison, LabelStats};
 use powerlens_core::stats::Summary;
 
 use crate::page::Page;
@@ -114,6 +114,71 @@ fn battery_notes(c: &Comparison) -> Vec<&str> {
     notes
 }
 
+/// "run 6", "runs 2, 5".
+fn runs(list: &[usize]) -> String {
+    let n: Vec<String> = list.iter().map(usize::to_string).collect();
+    format!("run{} {}", if n.len() > 1 { "s" } else { "" }, n.join(", "))
+}
+
+/// What a reader of a verdict must know of one label's runs: outliers, failed runs, and
+/// the machine's other load while they ran (issue 51: only `runs show` warned of an
+/// outlier that decided "no significant difference").
+pub fn label_warnings(l: &LabelStats) -> Vec<String> {
+    let mut out = Vec::new();
+    for (figure, list) in &l.outlier_runs {
+        let what = if figure == "wall_s" {
+            "wall time"
+        } else {
+            "energy"
+        };
+        out.push(format!(
+            "{}: {} an outlier in {what} (modified z-score > 3.5): it widens the intervals this verdict rests on; run again on a quiet machine or with more --runs",
+            l.label,
+            runs(list) + if list.len() > 1 { " are" } else { " is" }
+        ));
+    }
+    if !l.failed_runs.is_empty() {
+        out.push(format!(
+            "{}: {} of {} failed (kept by --ignore-failure): their figures are in the comparison",
+            l.label,
+            runs(&l.failed_runs),
+            l.wall_s.n
+        ));
+    }
+    match (&l.other_cpu_s, &l.other_cpu_share) {
+        (Some(cpu), Some(share)) => {
+            // Said when it matters; the figures are in JSON for every label.
+            if l.busy {
+                out.push(format!(
+                    "other processes used {} CPU-s per run, {:.1}% of the CPUs (max {:.1}%), while {}'s runs ran (/proc/stat less the command's own CPU time): the machine was busy, so the runs competed for CPUs, caches and power",
+                    sig(cpu.mean, 3),
+                    share.mean * 100.0,
+                    share.max * 100.0,
+                    l.label
+                ));
+            }
+        }
+        _ => {
+            if let Some(why) = &l.other_load_unavailable {
+                out.push(format!(
+                    "the machine's other load during {}'s runs is unknown: {why}",
+                    l.label
+                ));
+            }
+        }
+    }
+    out
+}
+
+/// The warnings of the baseline's and the candidate's runs, beside its verdict.
+fn verdict_warnings(c: &Comparison, cand: &CandidateComparison) -> Vec<String> {
+    c.labels
+        .iter()
+        .filter(|l| l.label == cand.baseline || l.label == cand.label)
+        .flat_map(label_warnings)
+        .collect()
+}
+
 /// The terminal view. `provenance` says where the numbers come from.
 pub fn text(c: &Comparison, provenance: &str) -> String {
     let mut out = format!("baseline: {}\nenergy:   {provenance}\n\n", c.baseline);
@@ -132,6 +197,9 @@ pub fn text(c: &Comparison, provenance: &str) -> String {
     out.push('\n');
     for cand in &c.candidates {
         out.push_str(&format!("verdict: {}\n", cand.verdict));
+        for w in verdict_warnings(c, cand) {
+            out.push_str(&format!("  warning: {w}\n"));
+        }
     }
     out
 }
@@ -145,6 +213,9 @@ pub fn html(c: &Comparison, provenance: &str, notes: &[String]) -> String {
     page.h2("Verdict");
     for cand in &c.candidates {
         page.p(&cand.verdict);
+        for w in verdict_warnings(c, cand) {
+            page.note(&w);
+        }
     }
     for n in notes {
         page.note(n);

@@ -332,6 +332,7 @@ mod tests {
                 source: "rapl-powercap".into(),
             },
             charge: None,
+            other_load: Err("not measured in this test".into()),
         };
         RunResult::new(
             vec!["sh".into(), "-c".into(), "make -j4".into()],

@@ -235,6 +235,65 @@ fn significance_agrees_with_the_printed_interval_over_20_random_comparisons() {
     );
 }
 
+/// Issue 51 (5): the warnings of each configuration's runs stand beside the verdict they
+/// affect, and the machine's other load during the runs (the mock's `/proc/stat` less
+/// the command's own CPU) is in the JSON and said when the machine was busy.
+#[test]
+fn outliers_and_the_machines_other_load_stand_beside_the_verdict() {
+    let dir = tempfile::tempdir().unwrap();
+    // A: six runs of about 1 s and one of 2 s (run 6), alone on the machine.
+    // B: 0.5 s of spinning while other processes keep 1 of the mock's 2 CPUs busy: the
+    // machine's busy time over the run is 0.5 (B) + 0.5 (others) = 1 CPU-s, B's own
+    // 0.5, so others used 0.5 CPU-s, 0.5 / (0.5 s × 2 CPUs) = 50% of the CPUs: one of two.
+    let (a, b) = (
+        "spin 1,1.01,0.99,1.02,0.98,2 10W",
+        "others 1; spin 0.5 10W; others 0",
+    );
+    let args = [
+        "--no-save",
+        "--runs",
+        "6",
+        "--warmup",
+        "0",
+        "-n",
+        "A",
+        "-n",
+        "B",
+        "--",
+        a,
+        b,
+    ];
+    let v = mock_compare(dir.path(), "", &args);
+    let (la, lb) = (&v["labels"][0], &v["labels"][1]);
+    assert_eq!(la["outlier_runs"]["wall_s"], serde_json::json!([6]), "{la}");
+    assert_close(num(&la["other_cpu_s"]["mean"]), 0.0, "A's other CPU");
+    assert_eq!(la["busy"], false);
+    assert_close(num(&lb["other_cpu_s"]["mean"]), 0.5, "B's other CPU-s");
+    assert_close(num(&lb["other_cpu_share"]["mean"]), 0.5, "B's other share");
+    assert_eq!(lb["busy"], true);
+    assert_eq!(lb["failed_runs"], serde_json::json!([]));
+    let out = powerlens(
+        dir.path(),
+        &dir.path().join("r.db"),
+        &[&["compare", "--mock-executor"], &args[..]].concat(),
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    let verdict = text.find("verdict: B").expect(&text);
+    let after = &text[verdict..];
+    assert!(
+        after.contains("  warning: A: run 6 is an outlier in wall time (modified z-score > 3.5)"),
+        "{text}"
+    );
+    assert!(
+        after.contains("  warning: other processes used 0.500 CPU-s per run, 50.0% of the CPUs (max 50.0%), while B's runs ran (/proc/stat less the command's own CPU time): the machine was busy"),
+        "{text}"
+    );
+    assert!(
+        !after.contains("while A's runs ran"),
+        "A's machine was quiet: {text}"
+    );
+}
+
 /// Issue 51 (3): `compare --help` says which interval it computes: for positive samples a
 /// log-scale interval, not Fieller's, and that significance is decided on it.
 #[test]
