@@ -111,4 +111,12 @@ if want sqlite_fsync; then
     rm -f t.db
     record sqlite_fsync --quiet-command -- sqlite3 t.db '.read inserts.sql'
 fi
+# `diff`'s parallel build: the project of tests/data/make_project (a generated big.c and
+# four tiny files), built with -j1 and with -j2 from a fresh copy each time.
+for j in 1 2; do
+    if want make_j$j; then
+        rm -rf make_project && cp -r "$OLDPWD/crates/powerlens/tests/data/make_project" .
+        (cd make_project && record make_j$j --no-stacks --quiet-command -- make -s -j$j PYTHON=/usr/bin/python3)
+    fi
+done
 ls -l "$out"/*.rec >&2

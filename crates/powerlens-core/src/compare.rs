@@ -2,9 +2,9 @@
 //!
 //! Each label (configuration) has repeated samples of wall time and energy. Against the
 //! baseline (the first label) every candidate gets, per figure, the ratio of means
-//! (candidate / baseline) with a 95% confidence interval by Fieller's theorem, the
-//! difference of means with Welch's interval, and whether the change is significant (the
-//! ratio's interval excludes 1). Samples of different labels are treated as independent,
+//! (candidate / baseline) with a 95% confidence interval (on the log scale for positive
+//! samples, by Fieller's theorem otherwise), the difference of means with Welch's interval,
+//! and whether the change is significant: exactly when the ratio's interval excludes 1. Samples of different labels are treated as independent,
 //! which is conservative for interleaved runs.
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -12,11 +12,11 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde::{Deserialize, Serialize};
 
 use crate::battery_life::{self, LabelBattery};
-use crate::stats::{t_quantile, Summary};
+use crate::stats::{outliers, t_quantile, Summary};
 use crate::verdict::{self, Ratios, VerdictClass};
 
 /// One repeat of one configuration.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Default)]
 pub struct Sample {
     pub wall_s: f64,
     pub energy_j: f64,
@@ -25,6 +25,13 @@ pub struct Sample {
     pub power_w: f64,
     /// Energy per domain, name → joules (may be empty, e.g. for CSV input).
     pub domains: BTreeMap<String, f64>,
+    /// The command failed (kept with `--ignore-failure`).
+    pub failed: bool,
+    /// Other processes' CPU-seconds and share of the CPUs during the run
+    /// ([`crate::run::OtherLoad`]); `None` when not measured, with the reason below.
+    pub other_cpu_s: Option<f64>,
+    pub other_cpu_share: Option<f64>,
+    pub other_load_unavailable: Option<String>,
 }
 
 /// The repeats of one configuration.
@@ -75,6 +82,25 @@ pub struct LabelStats {
     /// Units of work per joule (`--work`, default 1 unit per run): throughput per watt.
     pub perf_per_watt: Summary,
     pub domains: BTreeMap<String, Summary>,
+    /// Other processes' CPU-seconds per run, and their share of the CPUs (0–1), while
+    /// this label's runs ran (`/proc/stat` less the command's own CPU); absent when not
+    /// measured, with `other_load_unavailable` saying why.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub other_cpu_s: Option<Summary>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub other_cpu_share: Option<Summary>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub other_load_unavailable: Option<String>,
+    /// Whether other processes' mean share was above [`crate::run::BUSY_OTHER_CPU_SHARE`].
+    #[serde(default)]
+    pub busy: bool,
+    /// Runs (numbered from 1) that are statistical outliers, per figure (`wall_s`,
+    /// `energy_j`), by the modified z-score ([`crate::stats::outliers`]).
+    #[serde(default)]
+    pub outlier_runs: BTreeMap<String, Vec<usize>>,
+    /// Runs (numbered from 1) whose command failed (kept with `--ignore-failure`).
+    #[serde(default)]
+    pub failed_runs: Vec<usize>,
 }
 
 impl LabelStats {
@@ -98,7 +124,8 @@ pub struct CandidateComparison {
     pub baseline: String,
     /// Ratio of means, candidate / baseline, per figure.
     pub ratios: BTreeMap<String, f64>,
-    /// 95% confidence interval of each ratio (Fieller); absent when it cannot be bounded
+    /// 95% confidence interval of each ratio (log scale for positive samples, else
+    /// Fieller); absent when it cannot be bounded
     /// (a single sample per label, or a denominator not clearly above zero).
     pub ratio_ci95: BTreeMap<String, [f64; 2]>,
     /// Difference of means, candidate − baseline, per figure.
@@ -170,6 +197,15 @@ pub fn samples_of(result: &crate::run::RunResult) -> Vec<Sample> {
             energy_j: r.energy_j,
             power_w: r.power_w,
             domains: r.domains.clone(),
+            failed: !r.exit.success(),
+            other_cpu_s: r.other_cpu_s,
+            other_cpu_share: r.other_cpu_share,
+            other_load_unavailable: match (r.other_cpu_s, &r.other_load_unavailable) {
+                (None, None) => {
+                    Some("a result saved before powerlens measured the machine's other load".into())
+                }
+                (_, why) => why.clone(),
+            },
         })
         .collect()
 }
@@ -284,6 +320,20 @@ fn label_stats(g: &Group, work: f64) -> LabelStats {
             Summary::of(&v).map(|s| (d.clone(), s))
         })
         .collect();
+    let other = |f: fn(&Sample) -> Option<f64>| -> Option<Summary> {
+        Summary::of(&g.samples.iter().map(f).collect::<Option<Vec<f64>>>()?)
+    };
+    let other_cpu_share = other(|s| s.other_cpu_share);
+    let outlier_runs = [("wall_s", 0), ("energy_j", 1)]
+        .into_iter()
+        .filter_map(|(key, i)| {
+            let runs: Vec<usize> = outliers(&values(g, FIGURES[i].1, work))
+                .into_iter()
+                .map(|r| r + 1)
+                .collect();
+            (!runs.is_empty()).then(|| (key.to_string(), runs))
+        })
+        .collect();
     LabelStats {
         label: g.label.clone(),
         wall_s: summary(0),
@@ -293,6 +343,24 @@ fn label_stats(g: &Group, work: f64) -> LabelStats {
         ed2p_js2: summary(4),
         perf_per_watt: summary(5),
         domains,
+        other_cpu_s: other(|s| s.other_cpu_s),
+        busy: other_cpu_share
+            .as_ref()
+            .is_some_and(|s| s.mean > crate::run::BUSY_OTHER_CPU_SHARE),
+        other_cpu_share,
+        other_load_unavailable: g
+            .samples
+            .iter()
+            .find(|s| s.other_cpu_share.is_none())
+            .map(|s| {
+                s.other_load_unavailable.clone().unwrap_or_else(|| {
+                    "figures measured elsewhere (CSV): no reading of this machine".into()
+                })
+            }),
+        outlier_runs,
+        failed_runs: (1..=g.samples.len())
+            .filter(|i| g.samples[i - 1].failed)
+            .collect(),
     }
 }
 
@@ -318,11 +386,10 @@ fn candidate(baseline: &Group, cand: &Group, work: f64) -> CandidateComparison {
             out.difference_ci95.insert(name.clone(), ci);
         }
         if let Some(ci) = ratio_ci(c, b) {
-            // Significant only when no interval shown for the change spans its null value
-            // (ratio 1, difference 0): the two methods can disagree at the margin.
-            let excludes = |[lo, hi]: [f64; 2], null: f64| lo > null || hi < null;
-            let significant = excludes(ci, 1.0) && difference.is_none_or(|d| excludes(d, 0.0));
-            out.significant.insert(name.clone(), significant);
+            // Significant exactly when the ratio's interval, the one every view prints,
+            // excludes 1 (issue 51): deciding on Welch's difference interval as well, which
+            // is not printed, made `compare` print an interval excluding 1 beside "no".
+            out.significant.insert(name.clone(), excludes_one(ci));
             out.ratio_ci95.insert(name, ci);
         }
     };
@@ -367,6 +434,11 @@ fn candidate(baseline: &Group, cand: &Group, work: f64) -> CandidateComparison {
 
 fn mean(v: &[f64]) -> f64 {
     v.iter().sum::<f64>() / v.len() as f64
+}
+
+/// Whether a ratio's interval excludes 1, no change: what `significant` says.
+pub fn excludes_one([lo, hi]: [f64; 2]) -> bool {
+    lo > 1.0 || hi < 1.0
 }
 
 /// Variance of the mean (s² / n); `None` with fewer than two values.
@@ -533,7 +605,7 @@ pub fn groups_from_csv<'a>(
             wall_s: seconds,
             energy_j,
             power_w: energy_j / seconds,
-            domains: BTreeMap::new(),
+            ..Sample::default()
         };
         match groups.iter_mut().find(|g| g.label == *label) {
             Some(g) => g.samples.push(sample),
@@ -559,7 +631,7 @@ mod tests {
                     wall_s: t,
                     energy_j: e,
                     power_w: e / t,
-                    domains: BTreeMap::new(),
+                    ..Sample::default()
                 })
                 .collect(),
         }
@@ -684,26 +756,31 @@ mod tests {
     }
 
     #[test]
-    fn significant_only_when_no_shown_interval_spans_its_null() {
+    fn significant_exactly_when_the_ratio_interval_excludes_one() {
+        // Issue 51 (3): a case where the two intervals disagree. The log-scale ratio
+        // interval weighs each side's spread relative to its mean, Welch's difference
+        // interval absolutely: here the ratio's ends at 0.9992 (excludes 1) while the
+        // difference's spans 0 (−1.955 … +0.055).
+        let a = [2.16, 2.68, 1.56, 2.93, 0.99];
+        let b = [0.79, 0.83, 1.97, 0.81, 1.17];
+        let [rlo, rhi] = ratio_ci(&b, &a).unwrap();
+        let [dlo, dhi] = welch_difference_ci(&b, &a).unwrap();
+        assert!(rhi < 1.0, "ratio {rlo} … {rhi}");
+        assert!(dlo < 0.0 && 0.0 < dhi, "difference {dlo} … {dhi}");
         let c = compare(
             &[
-                group("A", &[(10.0, 100.0), (10.2, 101.0), (9.9, 99.5)]),
-                group("B", &[(11.0, 100.4), (11.1, 99.0), (10.9, 101.2)]),
+                group("A", &a.map(|t| (t, 10.0))),
+                group("B", &b.map(|t| (t, 10.0))),
             ],
             1.0,
         )
         .unwrap();
-        let b = &c.candidates[0];
-        for (name, &sig) in &b.significant {
-            let [lo, hi] = b.ratio_ci95[name];
-            let spans_one = lo <= 1.0 && 1.0 <= hi;
-            let spans_zero = b
-                .difference_ci95
-                .get(name)
-                .is_some_and(|[lo, hi]| *lo <= 0.0 && 0.0 <= *hi);
-            assert!(!(sig && (spans_one || spans_zero)), "{name}: {b:#?}");
+        let cand = &c.candidates[0];
+        // Decided on the printed (ratio) interval: significant, though Welch's spans 0.
+        assert!(cand.significant["time"], "{cand:#?}");
+        for (name, &sig) in &cand.significant {
+            assert_eq!(sig, excludes_one(cand.ratio_ci95[name]), "{name}");
         }
-        assert!(b.significant["time"] && !b.significant["energy"]);
     }
 
     #[test]

@@ -45,6 +45,46 @@ pub struct DomainEnergy {
     pub counts_in_total: bool,
 }
 
+/// What the rest of the machine did during one run: `/proc/stat`'s busy time over the
+/// run, less the command's own CPU time (getrusage of it and its descendants).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct OtherLoad {
+    /// CPU-seconds other processes (and the kernel for them) used meanwhile.
+    pub other_cpu_s: f64,
+    /// That, as a share of all the CPUs' time over the run, 0–1.
+    pub other_cpu_share: f64,
+}
+
+/// Above this share of the CPUs, other processes' load is called out beside a result:
+/// a run then competes for CPUs, caches and the power budget.
+pub const BUSY_OTHER_CPU_SHARE: f64 = 0.1;
+
+impl OtherLoad {
+    /// From the machine's busy CPU-seconds over `elapsed_s` on `cpus` CPUs, and the
+    /// command's own: the difference, never below 0 (the two clocks tick at 10 ms).
+    pub fn of(machine_busy_s: f64, own_s: f64, elapsed_s: f64, cpus: u32) -> OtherLoad {
+        let other = machine_busy_s - own_s;
+        OtherLoad {
+            // Within rounding of its operands, none (sums of the same spins).
+            other_cpu_s: if other <= 1e-9 * machine_busy_s.abs() {
+                0.0
+            } else {
+                other
+            },
+            other_cpu_share: other_cpu_share(machine_busy_s, own_s, elapsed_s, cpus),
+        }
+    }
+}
+
+/// Other processes' share of `cpus` CPUs over `elapsed_s`: the machine's busy time less
+/// the measured process's, clamped to 0–1 (the two clocks tick at 10 ms).
+pub fn other_cpu_share(machine_busy_s: f64, own_s: f64, elapsed_s: f64, cpus: u32) -> f64 {
+    if elapsed_s <= 0.0 || cpus == 0 {
+        return 0.0;
+    }
+    ((machine_busy_s - own_s) / (elapsed_s * f64::from(cpus))).clamp(0.0, 1.0)
+}
+
 /// What the orchestrator measured for one run.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Measurement {
@@ -58,6 +98,8 @@ pub struct Measurement {
     pub provenance: Provenance,
     /// The battery's charge before and after, when a discharging battery was read.
     pub charge: Option<ChargeSpan>,
+    /// The machine's other load during the run, or why it is unknown.
+    pub other_load: Result<OtherLoad, String>,
 }
 
 /// Idle power measured before (and after) the runs.
@@ -110,6 +152,16 @@ pub struct Run {
     /// discharging battery was read: the conventional battery life is timed from these.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub charge: Option<ChargeSpan>,
+    /// Other processes' CPU-seconds during the run (`/proc/stat` less the command's own);
+    /// absent in results saved before it was measured.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub other_cpu_s: Option<f64>,
+    /// The same as a share of all the CPUs' time over the run, 0–1.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub other_cpu_share: Option<f64>,
+    /// Why the other load is unknown (`/proc/stat` could not be read).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub other_load_unavailable: Option<String>,
 }
 
 impl Run {
@@ -142,6 +194,9 @@ impl Run {
             exit: m.exit,
             provenance: m.provenance,
             charge: m.charge,
+            other_cpu_s: m.other_load.as_ref().ok().map(|l| l.other_cpu_s),
+            other_cpu_share: m.other_load.as_ref().ok().map(|l| l.other_cpu_share),
+            other_load_unavailable: m.other_load.err(),
         }
     }
 }
@@ -352,6 +407,7 @@ mod tests {
                 source: "rapl-powercap".into(),
             },
             charge: None,
+            other_load: Err("not measured in this test".into()),
         }
     }
 

@@ -324,7 +324,7 @@ mod tests {
                 wall_s: t,
                 energy_j: e,
                 power_w: e / t,
-                domains: BTreeMap::new(),
+                ..Sample::default()
             }]
         };
         // 1 thread: 4 s, 40 J; 2: 2 s, 30 J; 4: 1.5 s, 33 J.

@@ -223,6 +223,7 @@ mod tests {
                 source: "test".into(),
             },
             charge: None,
+            other_load: Err("not measured in this test".into()),
         };
         RunSummary::of(&[Run::new(0, m, None)]).unwrap()
     }

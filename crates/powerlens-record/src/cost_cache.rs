@@ -15,6 +15,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
+use powerlens_core::run::other_cpu_share;
 use powerlens_core::sched::tracing_cost::EventCosts;
 use powerlens_sys::procfs;
 use powerlens_sys::trace::Collector;
@@ -97,15 +98,6 @@ fn machine_and_own_cpu_s(roots: &Roots) -> Option<(f64, f64, u32)> {
     let machine = procfs::read_cpu_times(roots).ok()?;
     let own = procfs::process::read_process(roots, std::process::id()).ok()?;
     Some((machine.busy_s, own.cpu_time_ns as f64 / 1e9, machine.cpus))
-}
-
-/// Other processes' share of `cpus` CPUs over `elapsed_s`: the machine's busy time less
-/// this process's, clamped to 0–1 (the two clocks tick at 10 ms).
-fn other_cpu_share(machine_busy_s: f64, own_s: f64, elapsed_s: f64, cpus: u32) -> f64 {
-    if elapsed_s <= 0.0 || cpus == 0 {
-        return 0.0;
-    }
-    ((machine_busy_s - own_s) / (elapsed_s * f64::from(cpus))).clamp(0.0, 1.0)
 }
 
 fn cache_file(dir: &Path, config: &str) -> PathBuf {

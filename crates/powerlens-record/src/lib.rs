@@ -25,6 +25,7 @@ pub mod cost_cache;
 pub mod drain;
 mod error;
 pub mod exec;
+mod exec_watch;
 mod handoff;
 pub mod header;
 pub mod instrument;

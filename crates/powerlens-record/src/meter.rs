@@ -77,6 +77,8 @@ pub struct Meter {
     pub warnings: Vec<String>,
     /// The battery behind battery-life figures; `None` without a battery or `--battery-wh`.
     pub battery: Option<MeterBattery>,
+    /// Where `/proc/stat` is read for the machine's load beside each run.
+    procfs: Roots,
 }
 
 impl Meter {
@@ -106,6 +108,7 @@ impl Meter {
             statuses,
             warnings,
             battery,
+            procfs: roots.clone(),
         })
     }
 
@@ -160,6 +163,7 @@ impl Meter {
             statuses,
             warnings,
             battery,
+            procfs: roots.clone(),
         })
     }
 
@@ -169,6 +173,15 @@ impl Meter {
         match &self.kind {
             Kind::Mock { machine, .. } => machine.as_ref(),
             Kind::Source(_) | Kind::Model { .. } => &System,
+        }
+    }
+
+    /// The whole machine's CPU time so far (`/proc/stat`, or the mock's): the runner reads
+    /// it before and after each run to know what other processes used meanwhile.
+    pub fn machine_cpu(&self) -> Result<procfs::CpuTimes, powerlens_sys::SysError> {
+        match &self.kind {
+            Kind::Mock { machine, .. } => Ok(machine.cpu_times()),
+            Kind::Source(_) | Kind::Model { .. } => procfs::read_cpu_times(&self.procfs),
         }
     }
 
@@ -185,6 +198,7 @@ impl Meter {
             warnings: Vec::new(),
             // Battery-life figures are the meter's that the monitor falls back from.
             battery: None,
+            procfs: roots.clone(),
         })
     }
 

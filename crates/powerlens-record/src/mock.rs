@@ -15,7 +15,10 @@
 //! - `exit CODE`, `kill SIGNAL`: the command ends so, the steps after it skipped;
 //! - `true`, `false`: nothing, then exit 0 or 1;
 //! - `draw DIR WATTSW`: the meter of a fixture sysfs in DIR (below its root, e.g.
-//!   `class/powercap/intel-rapl:0`) draws WATTS from now on.
+//!   `class/powercap/intel-rapl:0`) draws WATTS from now on;
+//! - `others CPUS`: other processes keep CPUS of the machine's [`MOCK_CPUS`] CPUs busy from
+//!   now on (0 at the start): what the mock's `/proc/stat` ([`MockMachine::cpu_times`])
+//!   counts beside the commands' own spinning.
 //!
 //! On a fixture sysfs tree that holds a meter (`POWERLENS_SYSFS_ROOT` elsewhere than
 //! `/sys`), the mock's meter is that meter's real source, read on the mock clock over
@@ -49,6 +52,9 @@ use crate::mock_meter::FixtureMeter;
 pub const TOTAL_DOMAIN: &str = "mock";
 pub const SPIN_DOMAIN: &str = "mock/spin";
 
+/// The CPUs of the mock machine, for its `/proc/stat`.
+pub const MOCK_CPUS: u32 = 2;
+
 /// The mock machine: its clock, its meter and the attempt count of each command line.
 pub struct MockMachine {
     /// The instant the mock clock starts at; only ever advanced by scripted durations.
@@ -63,6 +69,10 @@ struct State {
     /// 1 µW for 1 ns is 1 fJ.
     total_fj: u128,
     spin_fj: u128,
+    /// Busy CPU-nanoseconds of the whole machine (the commands' spinning and `others`).
+    busy_ns: u128,
+    /// CPUs other processes keep busy, in thousandths.
+    others_mcpu: u64,
     attempts: HashMap<Vec<String>, usize>,
     /// The fixture's meter, when the mock reads one instead of its own.
     fixture: Option<FixtureMeter>,
@@ -75,6 +85,7 @@ impl State {
             fixture.advance(origin, self.now_ns, ns);
         }
         let fj = u128::from(ns) * u128::from(uw);
+        self.busy_ns += u128::from(ns) * u128::from(self.others_mcpu) / 1000;
         self.now_ns += ns;
         self.total_fj += fj;
         fj
@@ -99,6 +110,7 @@ enum Step {
     Exit(PerAttempt<i32>),
     Kill(PerAttempt<i32>),
     Draw(PathBuf, PerAttempt<u64>),
+    Others(PerAttempt<u64>),
 }
 
 /// A step, and the file content it waits for when guarded.
@@ -149,6 +161,18 @@ impl MockMachine {
         match &mut s.fixture {
             Some(fixture) => fixture.read(self.origin, now_ns),
             None => Ok([s.total_fj, s.spin_fj].map(|fj| fj as f64 / 1e15).to_vec()),
+        }
+    }
+
+    /// The mock's `/proc/stat`: busy and idle CPU-seconds of its [`MOCK_CPUS`] CPUs since
+    /// its clock started, exactly as scripted.
+    pub fn cpu_times(&self) -> powerlens_sys::procfs::CpuTimes {
+        let s = self.lock();
+        let capacity_ns = u128::from(s.now_ns) * u128::from(MOCK_CPUS);
+        powerlens_sys::procfs::CpuTimes {
+            busy_s: s.busy_ns as f64 / 1e9,
+            idle_s: capacity_ns.saturating_sub(s.busy_ns) as f64 / 1e9,
+            cpus: MOCK_CPUS,
         }
     }
 
@@ -206,9 +230,11 @@ impl Executor for MockMachine {
                     let ns = secs.at(attempt);
                     let fj = s.advance(self.origin, ns, watts.at(attempt));
                     s.spin_fj += fj;
+                    s.busy_ns += u128::from(ns);
                     cpu_ns += ns;
                 }
                 Step::Idle(watts) => s.idle_uw = watts.at(attempt),
+                Step::Others(mcpu) => s.others_mcpu = mcpu.at(attempt),
                 Step::Draw(dir, watts) => {
                     let uw = watts.at(attempt);
                     let fixture = s.fixture.as_mut().ok_or_else(|| {
@@ -302,11 +328,16 @@ fn parse_step(words: &[String]) -> Result<Step, String> {
         ("exit", [code]) => Step::Exit(list(code, |c| c.parse().ok(), "an exit code")?),
         ("kill", [signal]) => Step::Kill(list(signal, |c| c.parse().ok(), "a signal number")?),
         ("draw", [dir, watts]) => Step::Draw(PathBuf::from(dir), power(watts)?),
+        ("others", [cpus]) => Step::Others(list(
+            cpus,
+            |v| fixed_point(v, 3).filter(|m| *m <= u64::from(MOCK_CPUS) * 1000),
+            "a number of CPUs from 0 to 2, at most 3 decimals",
+        )?),
         ("true", []) => Step::Exit(PerAttempt(vec![0])),
         ("false", []) => Step::Exit(PerAttempt(vec![1])),
         _ => {
             return Err(format!(
-                "{:?} is not a step of the mock executor (`sleep SECS`, `spin SECS WATTSW`, `idle WATTSW`, `exit CODE`, `kill SIGNAL`, `true`, `false`, `draw DIR WATTSW`, separated by `;`)",
+                "{:?} is not a step of the mock executor (`sleep SECS`, `spin SECS WATTSW`, `idle WATTSW`, `exit CODE`, `kill SIGNAL`, `true`, `false`, `draw DIR WATTSW`, `others CPUS`, separated by `;`)",
                 words.join(" ")
             ))
         }

@@ -22,6 +22,8 @@ pub const ENERGY: &str = "energy";
 pub const CPUIDLE: &str = "cpuidle";
 pub const CPUFREQ: &str = "cpufreq";
 pub const THREADS: &str = "threads";
+/// A process's command line at its exec (`{"pid", "argv"}`), written by the drain.
+pub const COMMANDS: &str = "commands";
 
 /// One reading, ready to store.
 #[derive(Debug)]

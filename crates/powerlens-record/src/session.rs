@@ -19,6 +19,7 @@ use powerlens_sys::{topology, Roots, SysError};
 use crate::convert::{recorded_event_names, Converter};
 use crate::drain::Drainer;
 use crate::error::{Doing, RecordError};
+use crate::exec_watch::ExecWatch;
 use crate::meta::{self, MODE_REDUCED, MODE_TRACE};
 use crate::meter::Meter;
 use crate::on_time::OnTime;
@@ -139,6 +140,17 @@ pub fn record(roots: &Roots, opts: &RecordOptions) -> Result<RecordSummary, Reco
         meter: meter.model().is_none().then_some(meter),
         threads: scope,
     });
+    // Each exec'ed process's argv (`commands` samples), for a traced recording: what
+    // `diff` pairs processes of the same name by.
+    let tree = (!matches!(opts.target, Target::All)).then(|| root.clone());
+    let exec_watch = match collector.is_some().then(|| ExecWatch::start(roots, tree)) {
+        Some(Ok(w)) => Some(w),
+        Some(Err(why)) => {
+            notes.push(format!("no command lines of the processes that ran: {why}"));
+            None
+        }
+        None => None,
+    };
     let drainer = match collector {
         Some(mut c) => {
             let converter = Converter::new(c.events());
@@ -305,6 +317,9 @@ pub fn record(roots: &Roots, opts: &RecordOptions) -> Result<RecordSummary, Reco
                 on_time.catch_up(d, &mut recorder);
             }
             recorder.take_samples(sampler.samples.try_iter());
+            if let Some(w) = &exec_watch {
+                recorder.take_samples(w.samples.try_iter());
+            }
             if let Err(e) = recorder.flush() {
                 stopped_early = Some(e.with_causes());
                 write_failed = true;
@@ -332,6 +347,9 @@ pub fn record(roots: &Roots, opts: &RecordOptions) -> Result<RecordSummary, Reco
         stack_samples = end.stack_samples;
     }
     recorder.take_samples(sampler.stop().into_iter());
+    if let Some(w) = exec_watch {
+        recorder.take_samples(w.stop().into_iter());
+    }
     if let (Some(pid), None, true) = (child, exit.as_ref(), interrupt::interrupted()) {
         exit = exit_after_interrupt(pid)?;
     }

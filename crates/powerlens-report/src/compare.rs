@@ -1,18 +1,16 @@
 //! Views of a comparison: per-label table, ratio tables per candidate, and the verdicts.
 
-use powerlens_core::compare::{CandidateComparison, Comparison};
+use powerlens_core::compare::{CandidateComparison, Comparison, LabelStats};
 use powerlens_core::stats::Summary;
 
 use crate::page::Page;
 use crate::svg::{self, Interval};
 use crate::table::{csv_field, precise, sig, Table};
 
+/// A mean and its 95% interval as `lo … hi` ([`crate::run::ci`]): the interval of a positive
+/// figure is on the log scale, not symmetric, so never `± half-width` (issue 51).
 fn mean_ci(s: &Summary) -> (String, String) {
-    let half = s
-        .ci95
-        .map(|[lo, hi]| format!("± {}", sig((hi - lo) / 2.0, 2)))
-        .unwrap_or_else(|| "n/a".into());
-    (precise(s.mean), half)
+    (precise(s.mean), crate::run::ci(s))
 }
 
 /// Figures in the order they are shown, with their display names.
@@ -116,6 +114,71 @@ fn battery_notes(c: &Comparison) -> Vec<&str> {
     notes
 }
 
+/// "run 6", "runs 2, 5".
+fn runs(list: &[usize]) -> String {
+    let n: Vec<String> = list.iter().map(usize::to_string).collect();
+    format!("run{} {}", if n.len() > 1 { "s" } else { "" }, n.join(", "))
+}
+
+/// What a reader of a verdict must know of one label's runs: outliers, failed runs, and
+/// the machine's other load while they ran (issue 51: only `runs show` warned of an
+/// outlier that decided "no significant difference").
+pub fn label_warnings(l: &LabelStats) -> Vec<String> {
+    let mut out = Vec::new();
+    for (figure, list) in &l.outlier_runs {
+        let what = if figure == "wall_s" {
+            "wall time"
+        } else {
+            "energy"
+        };
+        out.push(format!(
+            "{}: {} an outlier in {what} (modified z-score > 3.5): it widens the intervals this verdict rests on; run again on a quiet machine or with more --runs",
+            l.label,
+            runs(list) + if list.len() > 1 { " are" } else { " is" }
+        ));
+    }
+    if !l.failed_runs.is_empty() {
+        out.push(format!(
+            "{}: {} of {} failed (kept by --ignore-failure): their figures are in the comparison",
+            l.label,
+            runs(&l.failed_runs),
+            l.wall_s.n
+        ));
+    }
+    match (&l.other_cpu_s, &l.other_cpu_share) {
+        (Some(cpu), Some(share)) => {
+            // Said when it matters; the figures are in JSON for every label.
+            if l.busy {
+                out.push(format!(
+                    "other processes used {} CPU-s per run, {:.1}% of the CPUs (max {:.1}%), while {}'s runs ran (/proc/stat less the command's own CPU time): the machine was busy, so the runs competed for CPUs, caches and power",
+                    sig(cpu.mean, 3),
+                    share.mean * 100.0,
+                    share.max * 100.0,
+                    l.label
+                ));
+            }
+        }
+        _ => {
+            if let Some(why) = &l.other_load_unavailable {
+                out.push(format!(
+                    "the machine's other load during {}'s runs is unknown: {why}",
+                    l.label
+                ));
+            }
+        }
+    }
+    out
+}
+
+/// The warnings of the baseline's and the candidate's runs, beside its verdict.
+fn verdict_warnings(c: &Comparison, cand: &CandidateComparison) -> Vec<String> {
+    c.labels
+        .iter()
+        .filter(|l| l.label == cand.baseline || l.label == cand.label)
+        .flat_map(label_warnings)
+        .collect()
+}
+
 /// The terminal view. `provenance` says where the numbers come from.
 pub fn text(c: &Comparison, provenance: &str) -> String {
     let mut out = format!("baseline: {}\nenergy:   {provenance}\n\n", c.baseline);
@@ -134,6 +197,9 @@ pub fn text(c: &Comparison, provenance: &str) -> String {
     out.push('\n');
     for cand in &c.candidates {
         out.push_str(&format!("verdict: {}\n", cand.verdict));
+        for w in verdict_warnings(c, cand) {
+            out.push_str(&format!("  warning: {w}\n"));
+        }
     }
     out
 }
@@ -147,12 +213,15 @@ pub fn html(c: &Comparison, provenance: &str, notes: &[String]) -> String {
     page.h2("Verdict");
     for cand in &c.candidates {
         page.p(&cand.verdict);
+        for w in verdict_warnings(c, cand) {
+            page.note(&w);
+        }
     }
     for n in notes {
         page.note(n);
     }
     page.h2("Means per label (click a column to sort)");
-    page.note("± is the half-width of the 95% confidence interval of the mean.");
+    page.note("95% CI: the confidence interval of the mean, lo … hi (on the log scale for positive figures, so not symmetric about the mean).");
     page.table(&labels_table(c));
     if !c.battery.is_empty() {
         page.h2("On battery (one charge)");
@@ -271,6 +340,24 @@ mod tests {
             t.contains("verdict: powersaving takes 9.1% longer and needs 6.9% more energy"),
             "{t}"
         );
+    }
+
+    /// Issue 51 (4): three runs of 0.8, 0.9 and 2.8 s have a log-scale interval that is
+    /// not symmetric about their mean: printed as its two ends, never as ± half-width.
+    #[test]
+    fn an_asymmetric_interval_prints_as_its_two_ends() {
+        let csv = "label,seconds,joules\nA,0.8,8\nA,0.9,9\nA,2.8,28\nB,1,10\nB,1.1,11\n";
+        let c = compare(&groups_from_csv(csv.lines()).unwrap(), 1.0).unwrap();
+        let [lo, hi] = c.labels[0].wall_s.ci95.unwrap();
+        let mean = c.labels[0].wall_s.mean;
+        assert!((hi - mean) - (mean - lo) > 1.0, "{lo} … {hi} about {mean}");
+        let t = text(&c, "imported");
+        let row = t.lines().find(|l| l.starts_with("A ")).expect(&t);
+        assert!(
+            row.contains(&format!("{} … {}", sig(lo, 4), sig(hi, 4))),
+            "{row}"
+        );
+        assert!(!t.contains('±'), "{t}");
     }
 
     #[test]

@@ -6,6 +6,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::html::{hbars_svg, Bars, PALETTE};
+use crate::names::NameFit;
 use crate::page::Page;
 use crate::table::{csv_field, sig, Table};
 
@@ -44,30 +45,106 @@ fn energy_labels(diff: &Diff) -> [String; 2] {
     })
 }
 
-pub fn text(diff: &Diff, sides: &Sides) -> String {
-    let [ea, eb] = energy_labels(diff);
-    let mut out = format!(
-        "A = {}\nB = {}\nenergy: A {ea}, B {eb}\n\n",
-        sides.a, sides.b
-    );
-    out += "System (ratio = A / B, difference = A − B)\n";
-    let mut t = Table::new(["metric", "A", "B", "A/B", "A − B"]);
+/// How the text page is drawn.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct TextOptions {
+    /// Every system figure (`--all`): the tracing costs, idle-state constants and other
+    /// internal figures below the headline. Always in JSON and CSV.
+    pub all: bool,
+    /// How wide row names may be (function names cut as `report` cuts them).
+    pub fit: NameFit,
+}
+
+/// Display names of the headline figures ([`powerlens_core::diff::Headline`]).
+fn headline_name(figure: &str) -> &str {
+    match figure {
+        "elapsed_s" => "elapsed s",
+        "target_cpu_time_s" => "target CPU time s",
+        "energy_j" => "energy J (machine)",
+        "target_energy_j" => "energy J (target's share)",
+        "target_sync_switches" => "switches to wait (target)",
+        "target_preempt_switches" => "preemptions (target)",
+        "target_idle_wakeups" => "idle wake-ups caused (target)",
+        "target_wakeups_received" => "wake-ups received (target)",
+        other => other,
+    }
+}
+
+/// "1.50×", or empty without a ratio.
+fn times(r: Option<f64>) -> String {
+    r.map(|r| format!("{}×", sig(r, 3))).unwrap_or_default()
+}
+
+fn headline_table(diff: &Diff) -> Table {
+    let mut t = Table::new(["figure", "A", "B", "B/A", "B − A"]);
+    // Counts as whole numbers, not "152.0".
+    let number = |x: f64| {
+        if x.fract() == 0.0 && x.abs() < 1e15 {
+            format!("{x:.0}")
+        } else {
+            sig(x, 4)
+        }
+    };
+    let cell = |v: Option<f64>| v.map(number).unwrap_or_else(|| "n/a".into());
+    for h in &diff.headline {
+        t.row([
+            headline_name(h.figure).to_string(),
+            cell(h.a),
+            cell(h.b),
+            times(h.ratio_b_to_a),
+            h.difference_b_minus_a.map(number).unwrap_or_default(),
+        ]);
+    }
+    t
+}
+
+/// Every system figure, B relative to A as the headline is (JSON keeps `ratio` a / b).
+fn system_table(diff: &Diff) -> Table {
+    let mut t = Table::new(["metric", "A", "B", "B/A", "B − A"]);
     for m in diff.system.iter().filter(|m| !is_prose(m)) {
         if !m.a.is_number() && !m.b.is_number() && m.a == m.b && !m.a.is_null() {
             // Equal text (the same idle-state name, source or target) says nothing.
             continue;
         }
+        let (x, y) = (m.a.as_f64(), m.b.as_f64());
         t.row([
             m.metric.clone(),
             value(&m.a),
             value(&m.b),
-            m.ratio
-                .map(|r| format!("{}×", sig(r, 3)))
-                .unwrap_or_default(),
-            m.difference.map(|d| sig(d, 4)).unwrap_or_default(),
+            times(
+                x.zip(y)
+                    .and_then(|(x, y)| powerlens_core::diff::ratio(y, x)),
+            ),
+            m.difference.map(|d| sig(-d, 4)).unwrap_or_default(),
         ]);
     }
-    out += &t.render();
+    t
+}
+
+pub fn text(diff: &Diff, sides: &Sides, opts: &TextOptions) -> String {
+    let [ea, eb] = energy_labels(diff);
+    let mut out = format!(
+        "A = {}\nB = {}\nenergy: A {ea}, B {eb}\n\n",
+        sides.a, sides.b
+    );
+    out += "Headline (B relative to A, as compare gives a candidate against its baseline: ratio B / A, difference B − A)\n";
+    out += &headline_table(diff).render();
+    for h in diff.headline.iter().filter(|h| !h.unavailable.is_empty()) {
+        out += &format!(
+            "  n/a {}: {}\n",
+            headline_name(h.figure),
+            h.unavailable.join("; ")
+        );
+    }
+    if opts.all {
+        out += "\nSystem (every figure of the reports' system, energy and battery sections)\n";
+        out += &system_table(diff).render();
+    } else {
+        out += &format!(
+            "({} more system figures with --all, and in --json)\n",
+            diff.system.len()
+        );
+    }
     out += &format!(
         "\n{} (matched by {})\n",
         match sides.by {
@@ -90,7 +167,7 @@ pub fn text(diff: &Diff, sides: &Sides) -> String {
     for r in &diff.rows {
         t.row(row_cells(r));
     }
-    out += &t.render();
+    out += &t.render_fitting(&[0], opts.fit);
     out += "\nComparison summary\n";
     out += &summary_text(diff);
     out
@@ -444,7 +521,36 @@ mod tests {
             b: "b.rec".into(),
             by: "thread",
         };
-        let page = text(&d, &sides);
+        // Issue 51 (7): without --all, the headline and no internal figure.
+        let short = text(&d, &sides, &TextOptions::default());
+        assert!(
+            !short.contains("idle_wakeups_per_s"),
+            "system figures behind --all: {short}"
+        );
+        assert!(
+            short.contains("(5 more system figures with --all, and in --json)"),
+            "{short}"
+        );
+        // The headline, B relative to A: target CPU 0.25 s against 0.5 s is 0.5×, −0.25 s.
+        let cpu = short
+            .lines()
+            .find(|l| l.starts_with("target CPU time s"))
+            .expect(&short);
+        let cells: Vec<&str> = cpu.split_whitespace().collect();
+        assert_eq!(
+            cells[4..],
+            ["0.5000", "0.2500", "0.500×", "-0.2500"],
+            "{cpu}"
+        );
+        assert!(short.find("Headline").unwrap() < short.find("Threads").unwrap());
+        let page = text(
+            &d,
+            &sides,
+            &TextOptions {
+                all: true,
+                ..TextOptions::default()
+            },
+        );
         assert!(
             page.starts_with("A = a.rec\nB = b.rec\nenergy: A unavailable (no energy section in the report), B unavailable"),
             "{page}"
@@ -454,9 +560,10 @@ mod tests {
             .find(|l| l.starts_with("idle_wakeups_per_s"))
             .unwrap();
         let cells: Vec<&str> = line.split_whitespace().collect();
+        // B relative to A, as the headline: 10 / 100 = 0.1×, 10 − 100 = −90.
         assert_eq!(
             cells,
-            ["idle_wakeups_per_s", "100.0", "10.00", "10.0×", "90.00"]
+            ["idle_wakeups_per_s", "100.0", "10.00", "0.100×", "-90.00"]
         );
         assert!(!page.contains("deepest_state"), "equal text is left out");
         assert!(!page.contains("a sentence long"), "prose stays in JSON");
@@ -487,6 +594,39 @@ mod tests {
             csv.contains("\napp / main,0.5,0.25,0.25,3,3,0.0\n"),
             "{csv}"
         );
+    }
+
+    /// Issue 51 (7): function rows are cut in the middle as `report` cuts them
+    /// ([`crate::names::elide_middle`]), not padded to a 200-character C++ name.
+    #[test]
+    fn function_rows_are_cut_as_report_cuts_them() {
+        let long = format!(
+            "ns::{}::method(int, char const*)",
+            "Template<Very>".repeat(14)
+        );
+        let r = |cpu: f64| {
+            json!({"system": {"elapsed_s": 1.0}, "energy": {"total_j": 1.0},
+                   "functions": [{"function": long, "module": "app", "cpu_time_s": cpu}]})
+        };
+        let d = diff(&r(1.0), &r(2.0), Rows::Function, None);
+        let sides = Sides {
+            a: "a".into(),
+            b: "b".into(),
+            by: "function",
+        };
+        let opts = TextOptions {
+            all: false,
+            fit: NameFit::Cap(60),
+        };
+        let page = text(&d, &sides, &opts);
+        let key = format!("{long} (app)");
+        let cut = crate::names::elide_middle(&key, 60);
+        assert!(key.chars().count() > 200 && cut.chars().count() == 60);
+        assert!(page.lines().any(|l| l.starts_with(&cut)), "{page}");
+        assert!(!page.contains(&key), "{page}");
+        // JSON keeps it whole.
+        let j: Value = serde_json::from_str(&json(&d, &sides)).unwrap();
+        assert_eq!(j["rows"][0]["key"], key.as_str());
     }
 
     /// Issue 29, point 2: the chart labelled as the target's wake-ups plots its rows'

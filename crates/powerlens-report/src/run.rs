@@ -27,7 +27,10 @@ fn figures(s: &RunSummary) -> Vec<(String, &'static str, &Summary)> {
     rows
 }
 
-fn ci(s: &Summary) -> String {
+/// A summary's 95% interval as `lo … hi`, the way every view prints one: the interval of a
+/// positive figure is taken on the log scale, so it is not symmetric about the mean and a
+/// `± half-width` would misplace both ends.
+pub(crate) fn ci(s: &Summary) -> String {
     match s.ci95 {
         Some([lo, hi]) => format!("{} … {}", sig(lo, 4), sig(hi, 4)),
         None => "n/a (1 run)".into(),
@@ -329,6 +332,7 @@ mod tests {
                 source: "rapl-powercap".into(),
             },
             charge: None,
+            other_load: Err("not measured in this test".into()),
         };
         RunResult::new(
             vec!["sh".into(), "-c".into(), "make -j4".into()],

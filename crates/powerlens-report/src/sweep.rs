@@ -226,7 +226,6 @@ mod tests {
     use super::*;
     use powerlens_core::compare::Sample;
     use powerlens_core::sweep::{analyse, combinations, parse_param};
-    use std::collections::BTreeMap;
 
     fn sweep() -> Sweep {
         let p = [parse_param("threads=1,2,4").unwrap()];
@@ -236,7 +235,7 @@ mod tests {
                 wall_s: t,
                 energy_j: e,
                 power_w: e / t,
-                domains: BTreeMap::new(),
+                ..Sample::default()
             }]
         };
         analyse(

@@ -7,10 +7,12 @@
 
 use std::time::Duration;
 
-use powerlens_core::run::{Baseline, ExitStatus, Measurement, RunResult};
+use powerlens_core::run::{Baseline, ExitStatus, Measurement, OtherLoad, RunResult};
+use powerlens_sys::procfs::CpuTimes;
 use powerlens_sys::settings::{self, Setting};
-use powerlens_sys::Roots;
+use powerlens_sys::{Roots, SysError};
 
+use powerlens_record::exec::Outcome;
 use powerlens_record::interrupt;
 use powerlens_record::meter::Meter;
 
@@ -222,9 +224,11 @@ fn attempt_as_is(
         return Ok(Attempt::Stop(StopReason::Interrupted));
     }
     let before = meter.read().map_err(RunnerError::Meter)?;
+    let machine_before = meter.machine_cpu();
     let outcome = exec
         .run(argv, opts.show_output, cpus)
         .map_err(RunnerError::Exec)?;
+    let machine_after = meter.machine_cpu();
     if interrupt::interrupted() {
         // The command got the Ctrl-C too: this run is not a measurement of the workload.
         return Ok(Attempt::Stop(StopReason::Interrupted));
@@ -256,7 +260,26 @@ fn attempt_as_is(
         exit: outcome.exit,
         provenance: meter.provenance(),
         charge: meter.charge_between(&before, &after),
+        other_load: other_load(machine_before, machine_after, &outcome),
     }))
+}
+
+/// What other processes used of the machine while the command ran: `/proc/stat` (read
+/// just around the command, before any `--window` tail) less the command's own CPU time.
+fn other_load(
+    before: Result<CpuTimes, SysError>,
+    after: Result<CpuTimes, SysError>,
+    outcome: &Outcome,
+) -> Result<OtherLoad, String> {
+    let (b, a) = before
+        .and_then(|b| Ok((b, after?)))
+        .map_err(|e| format!("the machine's CPU time could not be read: {e}"))?;
+    Ok(OtherLoad::of(
+        a.busy_s - b.busy_s,
+        outcome.cpu_s,
+        outcome.wall.as_secs_f64(),
+        a.cpus,
+    ))
 }
 
 /// The result of one command's series, as `run` reports and saves it: with the idle

@@ -17,8 +17,12 @@ use crate::provenance::Provenance;
 use crate::sched::report::RecordingSpan;
 use crate::verdict::estimated_qualifier;
 
+mod headline;
 mod notes;
+mod roles;
+pub use roles::Commands;
 mod target;
+pub use headline::{headline, Headline};
 pub use target::wakeups_received_by_cause;
 use target::{thread_sum, Target};
 
@@ -70,6 +74,9 @@ pub enum Rows {
 /// machine the code will run on), else against each recording's own.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Diff {
+    /// Elapsed time, CPU, energy, switches and wake-ups, B relative to A: what the text
+    /// view shows first.
+    pub headline: Vec<Headline>,
     pub system: Vec<MetricDiff>,
     pub rows: Vec<RowDiff>,
     pub summary: Vec<Finding>,
@@ -80,9 +87,25 @@ pub struct Diff {
 }
 
 pub fn diff(a: &Value, b: &Value, rows: Rows, target: Option<&JudgedStates>) -> Diff {
+    diff_with_commands(a, b, rows, target, [&Commands::new(), &Commands::new()])
+}
+
+/// [`diff`], with each recording's command lines (`commands` samples; empty for a
+/// recording made before they were recorded): processes of one name are then matched by
+/// their role ([`roles`]), not by the order they started.
+pub fn diff_with_commands(
+    a: &Value,
+    b: &Value,
+    rows: Rows,
+    target: Option<&JudgedStates>,
+    commands: [&Commands; 2],
+) -> Diff {
     let (a_leaves, b_leaves) = (leaves(a), leaves(b));
     let system = paired(&a_leaves, &b_leaves);
-    let (a_rows, b_rows) = (row_list(a, rows), row_list(b, rows));
+    let (a_rows, b_rows) = (
+        row_list(a, rows, commands[0]),
+        row_list(b, rows, commands[1]),
+    );
     let rows_diff = match_rows(&a_rows, &b_rows);
     let side = |name, report, leaves| notes::Side {
         name,
@@ -99,11 +122,13 @@ pub fn diff(a: &Value, b: &Value, rows: Rows, target: Option<&JudgedStates>) -> 
             "the recordings have {x} and {y} CPUs: different machines (or CPU sets), so per-CPU figures and utilization compare different things"
         ));
     }
+    notes.extend(far_apart(&rows_diff));
     if rows == Rows::Function && (a_rows.is_empty() || b_rows.is_empty()) {
         notes.push("one of the recordings has no call stacks, so it has no function rows: record it again without --no-stacks".into());
     }
     let summary = findings(a, b, target);
     Diff {
+        headline: headline(a, b),
         system,
         rows: rows_diff,
         summary,
@@ -215,31 +240,56 @@ fn flatten(prefix: &str, v: &Value, out: &mut Vec<(String, Value)>) {
     }
 }
 
+/// One row of a report with the key that matches it across recordings, and the key it
+/// falls back to (its name alone) when the other recording has no row of that key.
+struct Keyed {
+    key: String,
+    base: String,
+    value: Value,
+}
+
 /// The report's rows of that kind, each with the key that matches it across recordings.
-fn row_list(report: &Value, rows: Rows) -> Vec<(String, Value)> {
+fn row_list(report: &Value, rows: Rows, commands: &Commands) -> Vec<Keyed> {
     let list = |k: &str| report[k].as_array().cloned().unwrap_or_default();
-    let mut keyed: Vec<(String, Value)> = match rows {
-        Rows::Process => list("processes")
-            .into_iter()
-            .map(|p| (text(&p["comm"]), p))
+    let processes = list("processes");
+    let named: Vec<(u64, String)> = processes
+        .iter()
+        .filter_map(|p| Some((p["pid"].as_u64()?, text(&p["comm"]))))
+        .collect();
+    let roles = roles::roles(&named, commands);
+    // A process by its name and, where namesakes collide, its role: `cc1 [main.c]`.
+    let process = |pid: &Value| -> (String, String) {
+        let comm = processes
+            .iter()
+            .find(|p| &p["pid"] == pid)
+            .map(|p| text(&p["comm"]))
+            .unwrap_or_else(|| "?".into());
+        match pid.as_u64().and_then(|p| roles.get(&p)) {
+            Some(role) => (format!("{comm} [{role}]"), comm),
+            None => (comm.clone(), comm),
+        }
+    };
+    let mut keyed: Vec<(String, String, Value)> = match rows {
+        Rows::Process => processes
+            .iter()
+            .map(|p| {
+                let (key, base) = process(&p["pid"]);
+                (key, base, p.clone())
+            })
             .collect(),
         Rows::Thread => {
-            // A thread is known by its process's command and its own name: pids and tids
-            // differ between runs.
-            let processes = list("processes");
-            let command = |pid: &Value| {
-                processes
-                    .iter()
-                    .find(|p| &p["pid"] == pid)
-                    .map(|p| text(&p["comm"]))
-                    .unwrap_or_else(|| "?".into())
-            };
+            // A thread is known by its process and its own name: pids and tids differ
+            // between runs.
             let mut threads = list("threads");
             // Order of creation: tids grow as threads are created.
             threads.sort_by_key(|t| t["tid"].as_u64().unwrap_or(0));
             threads
                 .into_iter()
-                .map(|t| (format!("{} / {}", command(&t["pid"]), text(&t["comm"])), t))
+                .map(|t| {
+                    let (key, base) = process(&t["pid"]);
+                    let name = text(&t["comm"]);
+                    (format!("{key} / {name}"), format!("{base} / {name}"), t)
+                })
                 .collect()
         }
         Rows::Function => list("functions")
@@ -247,20 +297,18 @@ fn row_list(report: &Value, rows: Rows) -> Vec<(String, Value)> {
             .map(|f| {
                 let module = text(&f["module"]);
                 let name = text(&f["function"]);
-                (
-                    if module.is_empty() {
-                        name
-                    } else {
-                        format!("{name} ({module})")
-                    },
-                    f,
-                )
+                let key = if module.is_empty() {
+                    name
+                } else {
+                    format!("{name} ({module})")
+                };
+                (key.clone(), key, f)
             })
             .collect(),
     };
     // The n-th row of one key is matched with the n-th of the other recording.
     let mut seen: Vec<(String, usize)> = Vec::new();
-    for (key, _) in &mut keyed {
+    for (key, _, _) in &mut keyed {
         let n = match seen.iter_mut().find(|(k, _)| k == key) {
             Some((_, n)) => {
                 *n += 1;
@@ -276,6 +324,9 @@ fn row_list(report: &Value, rows: Rows) -> Vec<(String, Value)> {
         }
     }
     keyed
+        .into_iter()
+        .map(|(key, base, value)| Keyed { key, base, value })
+        .collect()
 }
 
 fn text(v: &Value) -> String {
@@ -284,31 +335,70 @@ fn text(v: &Value) -> String {
         .unwrap_or_else(|| v.to_string())
 }
 
-fn match_rows(a: &[(String, Value)], b: &[(String, Value)]) -> Vec<RowDiff> {
+/// Rows of the same key, then, among the rows left, rows of the same name in order (a
+/// process whose command line one recording lacks), then the rows of one side only.
+fn match_rows(a: &[Keyed], b: &[Keyed]) -> Vec<RowDiff> {
+    let mut partner: Vec<Option<usize>> = a
+        .iter()
+        .map(|x| b.iter().position(|y| y.key == x.key))
+        .collect();
+    for i in 0..a.len() {
+        if partner[i].is_none() {
+            partner[i] = (0..b.len()).find(|&j| {
+                b[j].base == a[i].base
+                    && !partner.contains(&Some(j))
+                    && !a.iter().any(|x| x.key == b[j].key)
+            });
+        }
+    }
     let mut out: Vec<RowDiff> = a
         .iter()
-        .map(|(key, x)| {
-            let y = b.iter().find(|(k, _)| k == key).map(|(_, v)| v.clone());
-            let difference = y.as_ref().map(|y| row_difference(x, y)).unwrap_or_default();
+        .zip(&partner)
+        .map(|(x, j)| {
+            let y = j.map(|j| b[j].value.clone());
+            let difference = y
+                .as_ref()
+                .map(|y| row_difference(&x.value, y))
+                .unwrap_or_default();
             RowDiff {
-                key: key.clone(),
-                a: Some(x.clone()),
+                key: x.key.clone(),
+                a: Some(x.value.clone()),
                 b: y,
                 difference,
             }
         })
         .collect();
-    for (key, y) in b {
-        if !a.iter().any(|(k, _)| k == key) {
+    for (j, y) in b.iter().enumerate() {
+        if !partner.contains(&Some(j)) {
             out.push(RowDiff {
-                key: key.clone(),
+                key: y.key.clone(),
                 a: None,
-                b: Some(y.clone()),
+                b: Some(y.value.clone()),
                 difference: Map::new(),
             });
         }
     }
     out
+}
+
+/// Matched rows whose CPU time differs more than tenfold (both at least 1 ms): likely not
+/// the same work, whatever their names say.
+fn far_apart(rows: &[RowDiff]) -> Vec<String> {
+    rows.iter()
+        .filter_map(|r| {
+            let cpu = |v: &Option<Value>| v.as_ref()?["cpu_time_s"].as_f64();
+            let (x, y) = (cpu(&r.a)?, cpu(&r.b)?);
+            let (lo, hi) = (x.min(y), x.max(y));
+            (lo >= 0.001 && hi > 10.0 * lo).then(|| {
+                format!(
+                    "the matched rows {:?} differ more than tenfold in CPU time ({} in A, {} in B): they may not have done the same work",
+                    r.key,
+                    seconds(x),
+                    seconds(y)
+                )
+            })
+        })
+        .collect()
 }
 
 /// a − b for each numeric column, ids aside.

@@ -481,3 +481,65 @@ fn a_short_commands_times_keep_their_digits() {
         "{scheduling:?}"
     );
 }
+
+/// Issue 51 (6): namesakes are matched by role where the command lines are known; a
+/// process whose command line one side lacks falls back to its name among the rows left;
+/// a matched pair more than tenfold apart in CPU time is noted.
+#[test]
+fn namesakes_match_by_role_and_far_apart_pairs_are_noted() {
+    let build = |order: [(u64, &str, f64); 3]| {
+        json!({
+            "system": {"elapsed_s": 1.0}, "energy": {},
+            "processes": order.iter().map(|(pid, _, cpu)| json!({"pid": pid, "comm": "cc1", "cpu_time_s": cpu})).collect::<Vec<_>>(),
+            "threads": []
+        })
+    };
+    let cmds = |order: [(u64, &str, f64); 3], known: usize| -> Commands {
+        order
+            .iter()
+            .take(known)
+            .map(|(pid, file, _)| {
+                (
+                    *pid,
+                    vec![
+                        "cc1".into(),
+                        "-quiet".into(),
+                        (*file).into(),
+                        "-o".into(),
+                        format!("/tmp/cc{pid}.s"),
+                    ],
+                )
+            })
+            .collect()
+    };
+    // A starts big.c first, B last; B's third cc1 (big.c) has no command line.
+    let a = [(10, "big.c", 1.0), (11, "main.c", 0.02), (12, "m1.c", 0.03)];
+    let b = [(20, "main.c", 0.021), (21, "m1.c", 0.5), (22, "big.c", 1.1)];
+    let d = diff_with_commands(
+        &build(a),
+        &build(b),
+        Rows::Process,
+        None,
+        [&cmds(a, 3), &cmds(b, 2)],
+    );
+    let pair = |key: &str| {
+        let r = d
+            .rows
+            .iter()
+            .find(|r| r.key == key)
+            .unwrap_or_else(|| panic!("{key}: {:?}", d.rows));
+        (
+            r.a.as_ref().map(|v| v["pid"].clone()),
+            r.b.as_ref().map(|v| v["pid"].clone()),
+        )
+    };
+    assert_eq!(pair("cc1 [main.c]"), (Some(json!(11)), Some(json!(20))));
+    assert_eq!(pair("cc1 [m1.c]"), (Some(json!(12)), Some(json!(21))));
+    // B's big.c has no role: matched by name with the row left, A's big.c.
+    assert_eq!(pair("cc1 [big.c]"), (Some(json!(10)), Some(json!(22))));
+    assert_eq!(d.rows.len(), 3);
+    // m1.c: 0.03 s against 0.5 s is more than tenfold; main.c and big.c are not.
+    let far: Vec<&String> = d.notes.iter().filter(|n| n.contains("tenfold")).collect();
+    assert_eq!(far.len(), 1, "{:?}", d.notes);
+    assert!(far[0].starts_with("the matched rows \"cc1 [m1.c]\" differ more than tenfold in CPU time (0.030 s in A, 0.500 s in B)"), "{}", far[0]);
+}

@@ -15,6 +15,28 @@ pub struct ProcessStat {
     pub cpu_time_ns: u64,
 }
 
+/// Reads `/proc/PID/cmdline`: the process's argv. `Ok(None)` when it is empty (a kernel
+/// thread, or a zombie whose memory is gone).
+pub fn read_cmdline(roots: &Roots, pid: u32) -> Result<Option<Vec<String>>, SysError> {
+    let path = roots.proc(format!("{pid}/cmdline"));
+    let bytes = std::fs::read(&path).map_err(|e| SysError::from_io(&path, e, "run as root"))?;
+    Ok(parse_cmdline(&bytes))
+}
+
+/// The NUL-separated words of a `cmdline` file; `None` when it holds none.
+pub fn parse_cmdline(bytes: &[u8]) -> Option<Vec<String>> {
+    let words: Vec<String> = bytes
+        .split(|&b| b == 0)
+        .map(|w| String::from_utf8_lossy(w).into_owned())
+        .collect();
+    // The file ends with a NUL: the last split is empty.
+    let words = match words.split_last() {
+        Some((last, rest)) if last.is_empty() => rest.to_vec(),
+        _ => words,
+    };
+    (!words.is_empty()).then_some(words)
+}
+
 /// Reads `/proc/PID/stat`.
 pub fn read_process(roots: &Roots, pid: u32) -> Result<ProcessStat, SysError> {
     let path = roots.proc(format!("{pid}/stat"));
@@ -93,6 +115,24 @@ pub fn parse_cgroup(text: &str) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn cmdline_words_are_split_at_nul() {
+        assert_eq!(
+            parse_cmdline(b"/usr/lib/gcc/cc1\0-quiet\0big.c\0"),
+            Some(vec![
+                "/usr/lib/gcc/cc1".into(),
+                "-quiet".into(),
+                "big.c".into()
+            ])
+        );
+        assert_eq!(parse_cmdline(b""), None);
+        // An argument may be empty: it is kept.
+        assert_eq!(
+            parse_cmdline(b"sh\0\0x\0"),
+            Some(vec!["sh".into(), "".into(), "x".into()])
+        );
+    }
 
     #[test]
     fn the_start_time_is_field_22() {

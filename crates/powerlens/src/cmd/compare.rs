@@ -38,8 +38,11 @@ CSV header `label,seconds,watts` or `label,seconds,joules`; rows with one label 
   powersaving,228,189.416
 
 Each figure (time, energy, average power, EDP, ED²P, work per joule) gets the ratio of means
-with a 95% confidence interval (Fieller) and whether it is significant; differences get
-Welch intervals. The verdict says which configuration needs less energy to retire the
+with a 95% confidence interval: on the log scale when every run's value is positive, as times
+and energies are (ln ratio ± t·√(s²a/(na·ma²) + s²b/(nb·mb²)), Welch–Satterthwaite degrees of
+freedom), by Fieller's theorem otherwise (a domain with a 0 J run). It is significant exactly
+when that printed interval excludes 1. The difference of means gets Welch's interval (in
+--json and --csv). Intervals that are not symmetric print as `lo … hi`. The verdict says which configuration needs less energy to retire the
 workload and in how much time: better on both, worse on both, or what it trades.
 
 On a discharging battery (or with --battery-wh WH) the verdict also says how much work each

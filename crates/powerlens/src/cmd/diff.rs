@@ -6,10 +6,11 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 use clap::{Args, ValueEnum};
-use powerlens_core::diff::{self, Rows};
+use powerlens_core::diff::{self, Commands, Rows};
 use powerlens_core::stacks::attribution::StackMetricsKept;
 use powerlens_core::stacks::grid::Grouping;
 use powerlens_report::diff::{self as view, Sides};
+use powerlens_store::RecordingReader;
 use serde_json::Value;
 
 use crate::args::GlobalArgs;
@@ -26,11 +27,16 @@ Examples:
   powerlens diff a.rec b.rec --html diff.html    # the summary, plots and tables, one offline file
   powerlens diff a.rec b.rec --target server     # judge idle periods against a server's C6
 
-Every figure of `report`'s system section (and its energy section, as energy.*) is shown
-for A and B with its ratio A / B and its difference A − B; with --json, `a` and `b` are the
-very values the two reports print. Rows are matched across the recordings: processes by
-command, threads by process command and thread name in order of creation, functions by
-symbol; a row found in one recording only is shown as such. The comparison summary gives
+The page starts with a headline: elapsed time, the target's CPU time, energy, switches
+and wake-ups of A and B, with the ratio B / A and the difference B − A (B relative to A,
+as compare gives a candidate relative to its baseline). --all adds every figure of
+`report`'s system section (and its energy section, as energy.*), in the same direction;
+--json has them all (`system[]`, whose `ratio` and `difference` keep their A / B and
+A − B), and `a` and `b` are the very values the two reports print. Rows are matched across the recordings: processes by
+command and, where names collide, by role (the words of the command line that set a
+process apart from its namesakes: the `cc1` that compiled main.c with the `cc1` that
+compiled main.c), threads by their process and thread name in order of creation, functions
+by symbol; a matched pair that differs more than tenfold in CPU time is noted; a row found in one recording only is shown as such. The comparison summary gives
 findings in the four sections of the Windows 7 vs Windows 8 power study: idleness,
 scheduling, active work, energy (with E = P × t).")]
 pub struct DiffArgs {
@@ -60,6 +66,11 @@ pub struct DiffArgs {
     /// axis, the system figures and the matched rows as sortable tables.
     #[arg(long, value_name = "FILE", conflicts_with_all = ["json", "csv"])]
     pub html: Option<PathBuf>,
+
+    /// Show every system figure of the reports (tracing costs, idle-state constants, …)
+    /// below the headline; JSON and CSV always have them.
+    #[arg(long)]
+    pub all: bool,
 
     /// Treat every process as the target in both recordings (as `report --all-processes`).
     #[arg(long)]
@@ -102,7 +113,12 @@ pub fn execute(global: &GlobalArgs, args: DiffArgs) -> anyhow::Result<ExitCode> 
     };
     let a = report_json(&args.a, &options, "A").context("A")?;
     let b = report_json(&args.b, &options, "B").context("B")?;
-    let diff = diff::diff(&a, &b, rows, target.as_ref());
+    let commands = [
+        commands_of(&args.a).context("A")?,
+        commands_of(&args.b).context("B")?,
+    ];
+    let diff =
+        diff::diff_with_commands(&a, &b, rows, target.as_ref(), [&commands[0], &commands[1]]);
     let sides = Sides {
         a: args.a.display().to_string(),
         b: args.b.display().to_string(),
@@ -119,10 +135,28 @@ pub fn execute(global: &GlobalArgs, args: DiffArgs) -> anyhow::Result<ExitCode> 
     } else if args.csv {
         view::csv(&diff)
     } else {
-        view::text(&diff, &sides)
+        let opts = view::TextOptions {
+            all: args.all,
+            fit: super::report::text_name_fit(),
+        };
+        view::text(&diff, &sides, &opts)
     };
     print!("{out}");
     Ok(ExitCode::SUCCESS)
+}
+
+/// The command line of each process that exec'ed while recording (`commands` samples:
+/// none in a recording made before they were recorded), for matching namesakes by role.
+fn commands_of(path: &Path) -> anyhow::Result<Commands> {
+    let reader = RecordingReader::open(path)?;
+    let mut out = Commands::new();
+    reader.samples("commands", |_, v| {
+        if let (Some(pid), Some(argv)) = (v["pid"].as_u64(), v["argv"].as_array()) {
+            let argv = argv.iter().filter_map(|w| w.as_str().map(String::from));
+            out.insert(pid, argv.collect());
+        }
+    })?;
+    Ok(out)
 }
 
 /// The recording's report as the JSON value `report --json` prints, so that the diff's

@@ -276,7 +276,7 @@ pub fn execute(global: &GlobalArgs, args: ReportArgs) -> anyhow::Result<ExitCode
 /// How wide the text view's function names may be: a terminal's width shared with the
 /// other columns, or [`PIPE_NAME_CHARS`] when stdout is a pipe or a file (whose reader's
 /// width is unknown). The JSON, CSV, HTML and folded outputs keep names whole.
-fn text_name_fit() -> NameFit {
+pub(crate) fn text_name_fit() -> NameFit {
     use std::io::IsTerminal;
     if !std::io::stdout().is_terminal() {
         return NameFit::Cap(PIPE_NAME_CHARS);

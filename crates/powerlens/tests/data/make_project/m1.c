@@ -1,0 +1,1 @@
+int m1(int x) { return x + 1; }

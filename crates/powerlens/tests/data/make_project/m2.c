@@ -1,0 +1,1 @@
+int m2(int x) { return x + 1; }

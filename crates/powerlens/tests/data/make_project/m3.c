@@ -1,0 +1,1 @@
+int m3(int x) { return x + 1; }

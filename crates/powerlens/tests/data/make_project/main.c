@@ -1,0 +1,2 @@
+int big(void);
+int main(void) { return big() & 1; }
