@@ -9,7 +9,7 @@
 //! tracing needs root; without it the recording has no `commands` samples and says why.
 
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
-use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::mpsc::{channel, Receiver};
 use std::sync::Arc;
 use std::thread::JoinHandle;
@@ -30,7 +30,9 @@ const CN_MSG_HDR: usize = 20;
 
 /// The listening thread and what it has read.
 pub struct ExecWatch {
-    stop: Arc<AtomicBool>,
+    /// Written to stop the thread, which sleeps in poll() on it and the socket: no
+    /// timeout to wake it (the recorder's own wake-ups are part of what it measures).
+    stop: OwnedFd,
     handle: Option<JoinHandle<()>>,
     pub samples: Receiver<Sample>,
 }
@@ -44,20 +46,45 @@ impl ExecWatch {
         let socket = open().map_err(|e| {
             format!("the kernel's process-events connector could not be opened ({e}): run as root (CAP_NET_ADMIN) on a kernel with CONFIG_PROC_EVENTS")
         })?;
-        let stop = Arc::new(AtomicBool::new(false));
+        // SAFETY: eventfd takes no pointers; the descriptor is owned at once.
+        let stop = unsafe {
+            let fd = libc::eventfd(0, libc::EFD_CLOEXEC);
+            if fd < 0 {
+                return Err(format!(
+                    "the exec watcher's stop event could not be made: {}",
+                    std::io::Error::last_os_error()
+                ));
+            }
+            OwnedFd::from_raw_fd(fd)
+        };
         let (tx, samples) = channel();
-        let (flag, roots) = (stop.clone(), roots.clone());
+        let (stopped, roots) = (stop.as_raw_fd(), roots.clone());
         let handle = std::thread::Builder::new()
             .name("powerlens-exec".into())
             .spawn(move || {
                 let mut buf = [0u8; 4096];
-                while !flag.load(Ordering::Relaxed) {
+                loop {
+                    let mut fds = [socket.as_raw_fd(), stopped].map(|fd| libc::pollfd {
+                        fd,
+                        events: libc::POLLIN,
+                        revents: 0,
+                    });
+                    // SAFETY: fds is valid for its length; both descriptors outlive the
+                    // thread (the stop event is closed only after the join).
+                    if unsafe { libc::poll(fds.as_mut_ptr(), 2, -1) } < 0 || fds[1].revents != 0 {
+                        break;
+                    }
                     // SAFETY: buf is valid for its length; the socket is open until return.
                     let n = unsafe {
-                        libc::recv(socket.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len(), 0)
+                        libc::recv(
+                            socket.as_raw_fd(),
+                            buf.as_mut_ptr().cast(),
+                            buf.len(),
+                            libc::MSG_DONTWAIT,
+                        )
                     };
                     let Ok(n) = usize::try_from(n) else {
-                        continue; // the receive timeout: look at the flag again
+                        continue; // nothing after all (EAGAIN), or a message too many (ENOBUFS)
                     };
                     let exec = parse_exec(&buf[..n]);
                     if let Some((time_ns, pid)) =
@@ -89,11 +116,22 @@ impl ExecWatch {
 
     /// Stops listening; the samples not taken yet.
     pub fn stop(mut self) -> Vec<Sample> {
-        self.stop.store(true, Ordering::Relaxed);
+        let one = 1u64.to_ne_bytes();
+        // SAFETY: one is valid for its 8 bytes; the descriptor is open.
+        unsafe { libc::write(self.stop.as_raw_fd(), one.as_ptr().cast(), one.len()) };
         if let Some(h) = self.handle.take() {
             let _ = h.join();
         }
         self.samples.try_iter().collect()
+    }
+}
+
+impl Drop for ExecWatch {
+    /// A watch dropped unstopped (recording failed) still ends its thread.
+    fn drop(&mut self) {
+        let one = 1u64.to_ne_bytes();
+        // SAFETY: one is valid for its 8 bytes; the descriptor is open until this returns.
+        unsafe { libc::write(self.stop.as_raw_fd(), one.as_ptr().cast(), one.len()) };
     }
 }
 
@@ -116,8 +154,7 @@ fn in_tree(roots: &Roots, pid: u32, tree: Option<&AtomicU32>) -> bool {
     false
 }
 
-/// A netlink connector socket joined to the process-events group, listening, with a
-/// 100 ms receive timeout so that its thread sees the stop flag.
+/// A netlink connector socket joined to the process-events group, listening.
 fn open() -> std::io::Result<OwnedFd> {
     // SAFETY: plain socket calls on a descriptor this function owns.
     unsafe {
@@ -137,18 +174,6 @@ fn open() -> std::io::Result<OwnedFd> {
         if libc::bind(fd, (&addr as *const libc::sockaddr_nl).cast(), len) < 0 {
             return Err(std::io::Error::last_os_error());
         }
-        let timeout = libc::timeval {
-            tv_sec: 0,
-            tv_usec: 100_000,
-        };
-        let tl = std::mem::size_of::<libc::timeval>() as u32;
-        libc::setsockopt(
-            fd,
-            libc::SOL_SOCKET,
-            libc::SO_RCVTIMEO,
-            (&timeout as *const libc::timeval).cast(),
-            tl,
-        );
         send_op(&socket, PROC_CN_MCAST_LISTEN)?;
         Ok(socket)
     }
