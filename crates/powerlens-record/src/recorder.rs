@@ -110,7 +110,9 @@ impl Recorder {
                 .append_sample(s.time_ns, s.kind, &s.data)
                 .is_ok()
             {
-                self.samples += 1;
+                // `samples` counts readings of meters, idle states and frequencies (the
+                // summary's "meter/idle-state samples"); a command line read is none.
+                self.samples += u64::from(s.kind != sampler::COMMANDS);
             }
         }
     }
