@@ -122,9 +122,14 @@ if [ "$(id -u)" = 0 ]; then
     # perf rings, the fallback where the kernel cannot collect in-kernel (docs/RECORD.md,
     # How events are collected): the same oracles must hold on both paths.
     echo "== the live recording and agent tests again, every event through perf rings (POWERLENS_PERF_RINGS=1)" >&2
+    # Not the agent's per-process figures against the kernel's clocks: through perf rings
+    # its ~40,000-wake-ups-a-second ping-pong loses records on this project's 2-vCPU VMs
+    # (the load's CPU read 2.3% short in one CI run, and once in 11 runs after), which the
+    # agent reports as unrecorded wake-ups; the live step above checks it on the default,
+    # in-kernel collection (docs/PERFORMANCE.md, "What the live tests measured").
     POWERLENS_PERF_RINGS=1 POWERLENS_TEST_SKIPS=$logs/perf-rings.skips \
         cargo test --locked -p powerlens --test record --test stacks --test advice --test agent \
-        -- --ignored --skip helper_ 2>&1 | tee -a "$logs/live.log"
+        -- --ignored --skip helper_ --skip the_agents_figures_are_the_kernels 2>&1 | tee -a "$logs/live.log"
     report_step "live step" "$logs/live.log" "$started" "$logs/live.skips" "$logs/perf-rings.skips"
 else
     summary+=("live step: SKIPPED, not run: it traces the kernel and needs root")
