@@ -7,125 +7,30 @@ use std::path::{Path, PathBuf};
 
 use std::os::fd::{AsFd, AsRawFd};
 
-use crate::perf::{
-    permission_fix, PerfCounter, PerfEventAttr, FLAG_COMM, FLAG_COMM_EXEC, FLAG_DISABLED,
-    FLAG_EXCLUDE_CALLCHAIN_KERNEL, FLAG_EXCLUDE_CALLCHAIN_USER, FLAG_EXCLUDE_IDLE, FLAG_FREQ,
-    FLAG_MMAP, FLAG_MMAP2, FLAG_SAMPLE_ID_ALL, FLAG_USE_CLOCKID, FLAG_WATERMARK,
-    PERF_COUNT_SW_CPU_CLOCK, PERF_COUNT_SW_DUMMY, PERF_SAMPLE_CALLCHAIN, PERF_SAMPLE_RAW,
-    PERF_SAMPLE_REGS_USER, PERF_TYPE_SOFTWARE, PERF_TYPE_TRACEPOINT,
-};
+use crate::perf::{permission_fix, PerfCounter, FLAG_EXCLUDE_IDLE, PERF_SAMPLE_CALLCHAIN};
 use crate::perf_caps::{read_paranoid, refused, require_tracefs, NO_TRACEPOINT};
-use crate::procfs::maps::Mapping;
-use crate::trace::format::{Decoded, EventFormat};
+use crate::trace::format::EventFormat;
 use crate::trace::in_kernel::{self, InKernel, Kind};
-use crate::trace::records::{
-    parse_record_with, Callchain, Record, UserRegs, SAMPLE_TYPE, STACK_SAMPLE_TYPE, USER_REGS_MASK,
-};
+use crate::trace::records::{Callchain, UserRegs, SAMPLE_TYPE, STACK_SAMPLE_TYPE};
 use crate::trace::ring::Ring;
 use crate::trace::CopiedOut;
 use crate::{sysfs, topology, Roots, SysError};
 
+mod attrs;
+mod decode;
+mod options;
 pub mod pacing;
 mod served;
+mod switch;
 
-/// How to collect.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct CollectorOptions {
-    /// Data pages of each CPU's ring buffer, rounded up to a power of two (at least 1).
-    /// Records arriving faster than `drain` empties the ring are lost (and counted).
-    /// A record with a user stack is about `user_stack_bytes` + 1 KiB: size the ring for it.
-    pub buffer_pages: usize,
-    /// Record every event's call stack (`PERF_SAMPLE_CALLCHAIN`): kernel frames always,
-    /// user frames where the program keeps frame pointers. Makes records several times
-    /// larger. Events in `stack_events` have call chains either way.
-    pub callchains: bool,
-    /// Events (`system/name`, as passed to [`Collector::open`]) whose records also carry
-    /// what it takes to unwind user stacks without frame pointers: the user registers
-    /// ([`TraceRecord::user_regs`]) and a copy of the top of the user stack
-    /// ([`TraceRecord::user_stack`]), and the call chain that
-    /// [`CollectorOptions::stack_events_user_chain`] and
-    /// [`CollectorOptions::stack_events_kernel_frames`] ask for. Names not among the opened
-    /// events are ignored.
-    pub stack_events: Vec<String>,
-    /// Bytes of user stack copied per record of a stack event, rounded up to a multiple of
-    /// 8 and at most 32 KiB. The kernel copies this much at every hit, in the context of
-    /// the thread that hit the tracepoint, and the record carries it through the ring:
-    /// on a switch-bound load it is most of what stacks cost. A few hundred bytes reach
-    /// past libc's blocking calls into the caller, where the frame-pointer chain takes
-    /// over (`unwind`).
-    pub user_stack_bytes: u32,
-    /// Whether the call chains of `stack_events` include the kernel's frames. Unwinding
-    /// the kernel stack at each hit cost about 1.2 µs of the 2.1–2.4 µs a stack event cost
-    /// the thread on this project's VMs (user frames, registers and the stack copy the
-    /// rest); without it the chain holds the user frames only. CPU-clock samples always
-    /// have kernel frames (they say where kernel time went).
-    pub stack_events_kernel_frames: bool,
-    /// Whether the call chains of `stack_events` include the user frames the kernel finds
-    /// by walking the frame-pointer chain, which reaches the stack's root where the copy of
-    /// `user_stack_bytes` ends before it. On this project's VMs that walk was a fixed
-    /// ~1.4 µs per event, whatever the depth: 2–3× what the tracepoint and the stack copy
-    /// cost together (docs/PERFORMANCE.md). Without it, user stacks are unwound from the
-    /// copy alone and end where it ends.
-    pub stack_events_user_chain: bool,
-    /// Sample the stacks of `stack_events` instead of copying one at every hit: their own
-    /// records then carry no stack, and a twin event on each of their tracepoints
-    /// ([`Collected::StackSample`]) records the stack of one hit in N, N paced by
-    /// [`Collector::pace_stack_samples`] to keep each twin near this many stacks a second
-    /// per CPU (every hit while the event is rarer). `None`: every record carries its
-    /// stack. On a switch-bound load a stack on every switch cost the switching threads
-    /// more than the tracepoints themselves (docs/PERFORMANCE.md).
-    pub stack_samples_per_s: Option<u32>,
-    /// Sample what each CPU runs with the `cpu-clock` software event at this frequency
-    /// (Hz), with call chain, user registers and user stack ([`CpuSampleRecord`]); `None`
-    /// for no CPU samples.
-    pub cpu_clock_hz: Option<u32>,
-    /// Bytes of user stack copied per CPU-clock sample (as `user_stack_bytes`). Samples
-    /// come at a fixed rate, not with every switch, so they can afford a deeper copy: it
-    /// unwinds more callers of code without frame pointers.
-    pub cpu_clock_stack_bytes: u32,
-    /// Deliver `PERF_RECORD_MMAP2` records of new executable mappings ([`MmapRecord`]) and
-    /// `PERF_RECORD_COMM` records ([`CommRecord`], flagged on exec), from one side-band
-    /// event per CPU.
-    pub mmap_records: bool,
-    /// Serve sched_switch, sched_waking and sched_stat_runtime in the kernel (BPF,
-    /// [`crate::trace::in_kernel`]) where it allows, and not a tracepoint whose stacks are
-    /// asked for (`stack_events`): the same records, at a fraction of what a perf record
-    /// costs the traced thread. Where it cannot, the perf rings take them and
-    /// [`Collector::in_kernel_refused`] says why.
-    pub in_kernel: bool,
-}
-
-impl Default for CollectorOptions {
-    /// 256 pages (1 MiB with 4 KiB pages) per CPU, about 9,000 sched_switch records
-    /// without call chains; no stacks, no CPU samples, no mappings; 512-byte user stacks
-    /// when stack events are set, 4 KiB on CPU-clock samples.
-    fn default() -> Self {
-        CollectorOptions {
-            buffer_pages: 256,
-            callchains: false,
-            stack_events: Vec::new(),
-            user_stack_bytes: DEFAULT_USER_STACK_BYTES,
-            stack_events_kernel_frames: true,
-            stack_events_user_chain: true,
-            stack_samples_per_s: None,
-            cpu_clock_hz: None,
-            cpu_clock_stack_bytes: DEFAULT_SAMPLE_STACK_BYTES,
-            mmap_records: false,
-            in_kernel: false,
-        }
-    }
-}
-
-/// [`CollectorOptions::user_stack_bytes`] by default: enough to unwind out of glibc's
-/// blocking calls (nanosleep, futex waits, poll) into the program's frame, which is what
-/// the function grid names; the frame-pointer chain continues from there where the
-/// program keeps frame pointers. A quarter of the 2 KiB copied before, which made stacks
-/// cost more than the tracepoints themselves on a switch-bound load (docs/PERFORMANCE.md).
-pub const DEFAULT_USER_STACK_BYTES: u32 = 512;
-/// [`CollectorOptions::cpu_clock_stack_bytes`] by default.
-pub const DEFAULT_SAMPLE_STACK_BYTES: u32 = 4096;
-/// Records are at most 64 KiB (a u16 size) with the call chain and the rest.
-const MAX_USER_STACK_BYTES: u32 = 32 * 1024;
+use attrs::*;
+use decode::{decode_record, EventIds};
+pub use decode::{
+    Collected, CommRecord, CpuSampleRecord, MmapRecord, RawChunk, RecordDecoder, TraceRecord,
+    EXITED,
+};
+pub use options::{CollectorOptions, DEFAULT_SAMPLE_STACK_BYTES, DEFAULT_USER_STACK_BYTES};
+pub use switch::TraceSwitch;
 
 /// The name under which an unavailable CPU-clock sampler is reported.
 pub const CPU_CLOCK_EVENT: &str = "cpu-clock";
@@ -151,101 +56,6 @@ pub fn monotonic_now_ns() -> u64 {
     // SAFETY: clock_gettime writes into a local timespec; CLOCK_MONOTONIC always exists.
     unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
-}
-
-/// The pid/tid perf writes for a task that has exited (its final sched_switch): (u32)-1.
-pub const EXITED: u32 = u32::MAX;
-
-/// One tracepoint hit.
-#[derive(Debug, Clone, Copy)]
-pub struct TraceRecord<'a> {
-    /// The CPU it happened on.
-    pub cpu: u32,
-    /// CLOCK_MONOTONIC nanoseconds, comparable with `clock_gettime(CLOCK_MONOTONIC)`.
-    pub time_ns: u64,
-    /// Process (thread group) and thread of the task that was current, as perf saw them:
-    /// the idle task is 0/0; for sched_switch this is the task switching out; [`EXITED`]
-    /// for a task that has already exited (its final switch-out).
-    pub pid: u32,
-    pub tid: u32,
-    /// Index of the event in [`Collector::events`].
-    pub event: usize,
-    pub format: &'a EventFormat,
-    /// The tracepoint payload (with trailing padding), described by `format`.
-    pub raw: &'a [u8],
-    /// The call stack at the tracepoint; empty unless [`CollectorOptions::callchains`] or
-    /// the event is one of [`CollectorOptions::stack_events`].
-    pub callchain: Callchain<'a>,
-    /// The current task's user registers (where it entered the kernel); `None` unless the
-    /// event is a stack event, and for kernel threads.
-    pub user_regs: Option<UserRegs>,
-    /// The valid bytes of the user stack from `user_regs.sp` up; empty unless the event is
-    /// a stack event.
-    pub user_stack: &'a [u8],
-}
-
-impl<'a> TraceRecord<'a> {
-    /// The payload's fields by name.
-    pub fn decoded(&self) -> Decoded<'a> {
-        self.format.decode(self.raw)
-    }
-}
-
-/// One CPU-clock sample: `tid` was running on `cpu` (in user or kernel mode) when the
-/// sampling timer fired.
-#[derive(Debug, Clone, Copy)]
-pub struct CpuSampleRecord<'a> {
-    pub cpu: u32,
-    /// CLOCK_MONOTONIC nanoseconds.
-    pub time_ns: u64,
-    pub pid: u32,
-    pub tid: u32,
-    /// CPU time, in nanoseconds, this sample stands for (the time since the previous
-    /// sample of this CPU's event, as the kernel's frequency mode adjusts it).
-    pub period_ns: u64,
-    /// Kernel part (when interrupted in the kernel) and frame-pointer user part.
-    pub callchain: Callchain<'a>,
-    pub user_regs: Option<UserRegs>,
-    pub user_stack: &'a [u8],
-}
-
-/// A new executable mapping of a process (`PERF_RECORD_MMAP2`), so that addresses in it
-/// can be unwound and symbolized.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct MmapRecord {
-    pub pid: u32,
-    pub tid: u32,
-    pub cpu: u32,
-    /// CLOCK_MONOTONIC nanoseconds.
-    pub time_ns: u64,
-    pub mapping: Mapping,
-}
-
-/// A task's new name (`PERF_RECORD_COMM`); with `exec` set the process called exec: its
-/// old mappings are gone and the following [`MmapRecord`]s describe the new image.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct CommRecord<'a> {
-    pub pid: u32,
-    pub tid: u32,
-    pub cpu: u32,
-    pub time_ns: u64,
-    pub comm: &'a [u8],
-    pub exec: bool,
-}
-
-/// Everything [`Collector::drain_all`] hands out, each kind as it came from the ring.
-#[derive(Debug, Clone)]
-#[non_exhaustive]
-pub enum Collected<'a> {
-    Trace(TraceRecord<'a>),
-    /// The stack of one hit of a stack event whose stacks are sampled
-    /// ([`CollectorOptions::stack_samples_per_s`]): the same payload as that hit's own
-    /// [`Collected::Trace`] record, which comes next on the CPU, with the stack. Pair them
-    /// by CPU, event and payload.
-    StackSample(TraceRecord<'a>),
-    CpuSample(CpuSampleRecord<'a>),
-    Mmap(MmapRecord),
-    Comm(CommRecord<'a>),
 }
 
 /// What wrote a record, found from its perf event id.
@@ -1011,167 +821,6 @@ impl Collector {
     }
 }
 
-/// One CPU's ring contents, copied out by [`Collector::copy_out`].
-#[derive(Debug, Clone, Default)]
-pub struct RawChunk {
-    pub cpu: u32,
-    pub bytes: Vec<u8>,
-}
-
-/// Decodes the records of [`RawChunk`]s as [`Collector::drain_all`] does, away from the
-/// collector (it holds what the records' ids mean, not the rings).
-#[derive(Debug, Clone)]
-pub struct RecordDecoder {
-    ids: EventIds,
-    sources: Vec<Source>,
-    events: Vec<EventFormat>,
-    served: served::Served,
-}
-
-impl RecordDecoder {
-    /// Passes each record of `chunk` to `f`; records the kernel lost, or that cannot be
-    /// read, are added to `lost`. Returns how many were passed.
-    pub fn decode(
-        &self,
-        chunk: &RawChunk,
-        lost: &mut u64,
-        mut f: impl FnMut(Collected<'_>),
-    ) -> usize {
-        if chunk.cpu == served::IN_KERNEL_CHUNK {
-            return self.served.decode(&chunk.bytes, &self.events, lost, f);
-        }
-        let mut passed = 0;
-        crate::trace::ring::records_in(&chunk.bytes, |bytes| {
-            if let Some(c) = decode_record(bytes, &self.ids, &self.sources, &self.events, lost) {
-                f(c);
-                passed += 1;
-            }
-        });
-        passed
-    }
-}
-
-fn trace_record<'a>(
-    sample: &crate::trace::records::Sample<'a>,
-    event: usize,
-    events: &'a [EventFormat],
-) -> TraceRecord<'a> {
-    TraceRecord {
-        cpu: sample.cpu,
-        time_ns: sample.time,
-        pid: sample.pid,
-        tid: sample.tid,
-        event,
-        format: &events[event],
-        raw: sample.raw,
-        callchain: sample.callchain,
-        user_regs: sample.user_regs,
-        user_stack: sample.user_stack,
-    }
-}
-
-/// One record as the recorder sees it; `None` (and `lost` counted) for a loss record, a
-/// record of no event of ours or one that cannot be read, and for side-band records that
-/// carry nothing the recorder uses.
-fn decode_record<'a>(
-    bytes: &'a [u8],
-    ids: &EventIds,
-    sources: &[Source],
-    events: &'a [EventFormat],
-    lost: &mut u64,
-) -> Option<Collected<'a>> {
-    let source_of = |id| ids.get(id).map(|index| sources[index]);
-    let record = parse_record_with(bytes, |id| source_of(id).map(|s| s.sample_type));
-    let collected = match record {
-        Record::Sample(sample) => match source_of(sample.id).map(|s| s.kind) {
-            Some(SourceKind::Trace(event)) => {
-                Collected::Trace(trace_record(&sample, event, events))
-            }
-            Some(SourceKind::StackSample(event)) => {
-                Collected::StackSample(trace_record(&sample, event, events))
-            }
-            Some(SourceKind::CpuClock) => Collected::CpuSample(CpuSampleRecord {
-                cpu: sample.cpu,
-                time_ns: sample.time,
-                pid: sample.pid,
-                tid: sample.tid,
-                period_ns: sample.period,
-                callchain: sample.callchain,
-                user_regs: sample.user_regs,
-                user_stack: sample.user_stack,
-            }),
-            Some(SourceKind::SideBand) | None => {
-                *lost += 1;
-                return None;
-            }
-        },
-        Record::Mmap2(m) => Collected::Mmap(MmapRecord {
-            pid: m.pid,
-            tid: m.tid,
-            cpu: m.cpu,
-            time_ns: m.time,
-            mapping: Mapping {
-                start: m.addr,
-                end: m.addr.saturating_add(m.len),
-                file_offset: m.pgoff,
-                path: String::from_utf8_lossy(m.filename).into_owned(),
-            },
-        }),
-        Record::Comm(c) => Collected::Comm(CommRecord {
-            pid: c.pid,
-            tid: c.tid,
-            cpu: c.cpu,
-            time_ns: c.time,
-            comm: c.comm,
-            exec: c.exec,
-        }),
-        Record::Lost { lost: n } => {
-            *lost += n;
-            return None;
-        }
-        Record::Malformed | Record::UnknownId { .. } => {
-            *lost += 1;
-            return None;
-        }
-        Record::Other { .. } => return None,
-    };
-    Some(collected)
-}
-
-/// Perf event id → index of its source, looked up for every record. The kernel hands out
-/// ids consecutively, so the table is a vector indexed by `id − first id` (a linear search
-/// over the events of every CPU cost more than parsing the record).
-#[derive(Debug, Default, Clone)]
-struct EventIds {
-    first: u64,
-    /// `usize::MAX` for an id of no event of ours.
-    index: Vec<usize>,
-}
-
-impl EventIds {
-    fn insert(&mut self, id: u64, event: usize) {
-        if self.index.is_empty() {
-            self.first = id;
-        }
-        if id < self.first {
-            let shift = (self.first - id) as usize;
-            self.index
-                .splice(0..0, std::iter::repeat_n(usize::MAX, shift));
-            self.first = id;
-        }
-        let slot = (id - self.first) as usize;
-        if slot >= self.index.len() {
-            self.index.resize(slot + 1, usize::MAX);
-        }
-        self.index[slot] = event;
-    }
-
-    fn get(&self, id: u64) -> Option<usize> {
-        let slot = usize::try_from(id.checked_sub(self.first)?).ok()?;
-        self.index.get(slot).copied().filter(|&e| e != usize::MAX)
-    }
-}
-
 /// An in-kernel collector's map that could not be read or written.
 fn in_kernel_failed(why: String) -> SysError {
     SysError::Unavailable {
@@ -1179,113 +828,6 @@ fn in_kernel_failed(why: String) -> SysError {
         reason: why,
         fix: None,
     }
-}
-
-fn page_size() -> usize {
-    // SAFETY: sysconf has no preconditions.
-    unsafe { libc::sysconf(libc::_SC_PAGESIZE) as usize }
-}
-
-/// What every event of a ring shares: disabled at open so that all CPUs start together
-/// on `enable`, CLOCK_MONOTONIC timestamps (to line up with the sysfs sampler), a wake-up
-/// of `Collector::wait` when the ring is half full, and the `sample_id` trailer on
-/// non-sample records (the LOST, MMAP2 and COMM records' time and CPU).
-fn ring_attr(type_: u32, config: u64, pages: usize, sample_type: u64) -> PerfEventAttr {
-    let page = page_size();
-    let mut attr = PerfEventAttr::counting(type_, config);
-    attr.sample_type = sample_type;
-    attr.flags = FLAG_DISABLED | FLAG_USE_CLOCKID | FLAG_WATERMARK | FLAG_SAMPLE_ID_ALL;
-    attr.clockid = libc::CLOCK_MONOTONIC;
-    attr.wakeup_events = (page * pages / 2).min(u32::MAX as usize) as u32;
-    attr
-}
-
-/// A requested user-stack size as the kernel takes it: a multiple of 8, at most
-/// [`MAX_USER_STACK_BYTES`].
-fn user_stack_size(bytes: u32) -> u32 {
-    bytes.next_multiple_of(8).min(MAX_USER_STACK_BYTES)
-}
-
-/// Asks for the user registers and `stack_bytes` of user stack when `sample_type` has
-/// them.
-/// A stack event's sample type and call-chain flags: the call chain goes when neither its
-/// user nor its kernel frames are asked for (and every event's chain is not), and the
-/// kernel is told to leave out the half that is not asked for.
-fn stack_event_chain(sample_type: u64, options: &CollectorOptions) -> (u64, u64) {
-    let (user, kernel) = (
-        options.stack_events_user_chain || options.callchains,
-        options.stack_events_kernel_frames || options.callchains,
-    );
-    match (user, kernel) {
-        (true, true) => (sample_type, 0),
-        (true, false) => (sample_type, FLAG_EXCLUDE_CALLCHAIN_KERNEL),
-        (false, true) => (sample_type, FLAG_EXCLUDE_CALLCHAIN_USER),
-        (false, false) => (sample_type & !PERF_SAMPLE_CALLCHAIN, 0),
-    }
-}
-
-/// The twin of a stack event whose stacks are sampled: the same tracepoint, the stack of
-/// one hit in `sample_period` (paced later; every hit at first). Without
-/// `PERF_SAMPLE_PERIOD`, or the kernel would sample every hit whatever the period.
-fn stack_sample_attr(
-    format: &EventFormat,
-    pages: usize,
-    stack_bytes: u32,
-    options: &CollectorOptions,
-) -> PerfEventAttr {
-    let (sample_type, chain_flags) = stack_event_chain(
-        (SAMPLE_TYPE | STACK_SAMPLE_TYPE) & !crate::perf::PERF_SAMPLE_PERIOD,
-        options,
-    );
-    let mut attr = tracepoint_attr(format, pages, sample_type, stack_bytes);
-    attr.flags |= chain_flags;
-    attr
-}
-
-fn with_user_stack(mut attr: PerfEventAttr, stack_bytes: u32) -> PerfEventAttr {
-    if attr.sample_type & PERF_SAMPLE_REGS_USER != 0 {
-        attr.sample_regs_user = USER_REGS_MASK;
-        attr.sample_stack_user = stack_bytes;
-    }
-    attr
-}
-
-/// A sampling tracepoint event: every hit is a sample (period 1) of `sample_type`
-/// ([`SAMPLE_TYPE`], with a call chain or user stack on request).
-fn tracepoint_attr(
-    format: &EventFormat,
-    pages: usize,
-    sample_type: u64,
-    stack_bytes: u32,
-) -> PerfEventAttr {
-    let mut attr = ring_attr(PERF_TYPE_TRACEPOINT, format.id, pages, sample_type);
-    attr.sample_period = 1;
-    with_user_stack(attr, stack_bytes)
-}
-
-/// The CPU-clock sampler: an hrtimer per CPU at `hz` (frequency mode, so the period in
-/// each sample is the CPU time it stands for), with stacks, not while the CPU idles.
-fn cpu_clock_attr(hz: u32, pages: usize, stack_bytes: u32) -> PerfEventAttr {
-    let sample_type = SAMPLE_TYPE & !PERF_SAMPLE_RAW | STACK_SAMPLE_TYPE;
-    let mut attr = ring_attr(
-        PERF_TYPE_SOFTWARE,
-        PERF_COUNT_SW_CPU_CLOCK,
-        pages,
-        sample_type,
-    );
-    attr.sample_period = u64::from(hz.max(1));
-    attr.flags |= FLAG_FREQ | FLAG_EXCLUDE_IDLE;
-    with_user_stack(attr, stack_bytes)
-}
-
-/// The side-band event: a dummy software event (it never samples) that writes MMAP2
-/// records of executable mappings and COMM records (exec flagged). One per CPU, because
-/// the kernel writes each record to the events of the CPU where it happened.
-fn side_band_attr() -> PerfEventAttr {
-    let mut attr = ring_attr(PERF_TYPE_SOFTWARE, PERF_COUNT_SW_DUMMY, 1, SAMPLE_TYPE);
-    attr.flags |= FLAG_MMAP | FLAG_MMAP2 | FLAG_COMM | FLAG_COMM_EXEC;
-    attr.sample_period = 1;
-    attr
 }
 
 /// The parsed format of `event`, or `None` after noting it unavailable when tracefs does
@@ -1332,48 +874,6 @@ fn read_format(
 
 const TRACEFS_PERMISSION_FIX: &str =
     "run as root, or remount tracefs readable (mount -o remount,mode=755 /sys/kernel/tracing)";
-
-/// Starts and stops a [`Collector`]'s sources from any thread ([`Collector::switch`]).
-#[derive(Debug)]
-pub struct TraceSwitch {
-    counters: Vec<(u32, PerfCounter)>,
-    /// The in-kernel programs' switch, when the collector serves any.
-    in_kernel: Option<in_kernel::ControlSwitch>,
-}
-
-impl TraceSwitch {
-    /// Starts every source on every CPU.
-    pub fn enable(&self) -> Result<(), SysError> {
-        self.set_in_kernel(true)?;
-        self.each(PerfCounter::enable, "PERF_EVENT_IOC_ENABLE")
-    }
-
-    /// Stops every source; what is in the rings can still be drained.
-    pub fn disable(&self) -> Result<(), SysError> {
-        self.set_in_kernel(false)?;
-        self.each(PerfCounter::disable, "PERF_EVENT_IOC_DISABLE")
-    }
-
-    fn set_in_kernel(&self, on: bool) -> Result<(), SysError> {
-        match &self.in_kernel {
-            Some(switch) => switch
-                .set(on)
-                .map_err(|e| in_kernel_failed(format!("BPF_MAP_UPDATE_ELEM of its control: {e}"))),
-            None => Ok(()),
-        }
-    }
-
-    fn each(
-        &self,
-        op: fn(&PerfCounter) -> std::io::Result<()>,
-        what: &str,
-    ) -> Result<(), SysError> {
-        for (cpu, counter) in &self.counters {
-            op(counter).map_err(|e| open_failed(what, *cpu, e))?;
-        }
-        Ok(())
-    }
-}
 
 fn open_failed(what: &str, cpu: u32, err: std::io::Error) -> SysError {
     SysError::Unavailable {

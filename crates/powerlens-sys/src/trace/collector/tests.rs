@@ -1,5 +1,6 @@
 use super::*;
 use crate::fixture::FixtureTree;
+use crate::perf::{FLAG_DISABLED, FLAG_USE_CLOCKID, PERF_TYPE_TRACEPOINT};
 use crate::perf_caps::{tracefs_dir, MOUNT_TRACEFS_FIX};
 use crate::trace::format::tests::SCHED_SWITCH;
 use std::process::Command;
