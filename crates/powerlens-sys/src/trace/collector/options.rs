@@ -41,7 +41,7 @@ pub struct CollectorOptions {
     pub stack_events_user_chain: bool,
     /// Sample the stacks of `stack_events` instead of copying one at every hit: their own
     /// records then carry no stack, and a twin event on each of their tracepoints
-    /// ([`Collected::StackSample`]) records the stack of one hit in N, N paced by
+    /// ([`Collected::StackSample`](super::Collected::StackSample)) records the stack of one hit in N, N paced by
     /// [`Collector::pace_stack_samples`](super::Collector::pace_stack_samples) to keep each twin near this many stacks a second
     /// per CPU (every hit while the event is rarer). `None`: every record carries its
     /// stack. On a switch-bound load a stack on every switch cost the switching threads
