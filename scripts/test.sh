@@ -117,6 +117,10 @@ if [ "$(id -u)" = 0 ]; then
     echo "== cargo test: the live step (the tests marked live, against this kernel)" >&2
     started=$(date +%s)
     live=(cargo test --workspace --locked --no-fail-fast --tests -- --ignored --skip helper_)
+    # The tracing-cost calibrations this run measures, kept for this run only: the boot's
+    # kept ones (/run/powerlens) may come from an earlier run at a busier or quieter
+    # moment, and a test must not lean on state no one here made in it.
+    export POWERLENS_COST_CACHE_DIR=$logs/cost-cache
     POWERLENS_TEST_SKIPS=$logs/live.skips "${live[@]}" 2>&1 | tee "$logs/live.log"
     # The oracle tests of recordings and of the agent once more with every event through
     # perf rings, the fallback where the kernel cannot collect in-kernel (docs/RECORD.md,

@@ -25,6 +25,16 @@ use crate::instrument;
 
 const CACHE_DIR: &str = "/run/powerlens";
 
+/// Where the costs are kept: `POWERLENS_COST_CACHE_DIR` when set (a test run that must
+/// not lean on what an earlier run of the boot measured, or a machine whose /run is
+/// elsewhere), else [`CACHE_DIR`].
+fn cache_dir() -> PathBuf {
+    std::env::var_os("POWERLENS_COST_CACHE_DIR")
+        .filter(|d| !d.is_empty())
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(CACHE_DIR))
+}
+
 /// Raised whenever what the calibration measures changes, so that costs kept by an
 /// earlier powerlens in this boot are measured again: 2 measures the stacked kinds with
 /// and without their stacks (sampled stacks); 3 takes the median of paired rounds; 4 no
@@ -64,7 +74,8 @@ pub fn measured_or_kept(
     let Some(boot_id) = boot_id else {
         return calibrate_and_watch(roots, collector, stacks);
     };
-    let path = cache_file(Path::new(CACHE_DIR), &config);
+    let dir = cache_dir();
+    let path = cache_file(&dir, &config);
     if let Some(mut costs) = read(&path, &boot_id, &config) {
         costs.kept_from_this_boot = true;
         return costs;
@@ -73,7 +84,7 @@ pub fn measured_or_kept(
     // Beside load the loads shared their CPU: this recording uses what was measured (and
     // says so), the next start in a quieter moment measures again.
     if !costs.measured_beside_load() {
-        write(Path::new(CACHE_DIR), &path, &boot_id, &config, &costs);
+        write(&dir, &path, &boot_id, &config, &costs);
     }
     costs
 }

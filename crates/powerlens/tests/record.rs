@@ -768,6 +768,11 @@ fn live_tracing_cost_estimate_holds_what_recording_adds() {
             .map(|t| t["cpu_clock_s"].as_f64().unwrap())
             .sum()
     };
+    // A calibration of this test's own, made at its first round and kept for the rest:
+    // one kept from earlier in the boot (another run, another moment) read 2× the cost
+    // in one fresh-clone run (median ratio 2.02).
+    let costs = tempfile::tempdir().unwrap();
+    let costs_env = [("POWERLENS_COST_CACHE_DIR", costs.path())];
     let (mut ratios, mut diags) = (Vec::new(), Vec::new());
     for round in 0..11 {
         let bare_run = || -> f64 {
@@ -777,7 +782,7 @@ fn live_tracing_cost_estimate_holds_what_recording_adds() {
         let (_dir, rec) = scratch();
         let bare_first = round % 2 == 0;
         let mut bare = if bare_first { bare_run() } else { 0.0 };
-        let out = record_live(&rec, &[], &command, &[]);
+        let out = record_live(&rec, &[], &command, &costs_env);
         let workload: Value = serde_json::from_slice(&ok(&out).stdout).unwrap();
         if !bare_first {
             bare = bare_run();
